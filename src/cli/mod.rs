@@ -1,0 +1,429 @@
+//! The headless command line (see DESIGN.md for the contract).
+//!
+//! Exit status: 0 when everything looked at is intact, 1 when results are
+//! partial (the damage is listed on stderr), 2 for usage errors and files
+//! that cannot be read at all.
+
+mod render;
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+
+use crate::engine::{Options, Session};
+use crate::extract::{Extractor, components, copy_source};
+use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::status::Status;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pparse",
+    version,
+    about = "Explore and recover nested, huge, truncated or corrupted files",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    /// File to open in the explorer.
+    file: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// The extraction tree (containers and members) with status.
+    Tree {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The node tree of one extraction.
+    Nodes {
+        file: PathBuf,
+        /// Extraction PATH (names from the root down joined by `/`).
+        path: Option<String>,
+        /// Levels of nodes to show (children are loaded on demand).
+        #[arg(long, default_value_t = 2)]
+        depth: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The bytes of one extraction, to stdout.
+    Cat { file: PathBuf, path: String },
+    /// Write every leaf extraction below PATH as a file under DIR.
+    Extract {
+        file: PathBuf,
+        path: Option<String>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// A failure that ends the command with exit status 2.
+struct Fatal(String);
+
+/// Runs the CLI with the process arguments; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.cmd {
+        Some(Cmd::Tree { file, json }) => tree(&file, json),
+        Some(Cmd::Nodes {
+            file,
+            path,
+            depth,
+            json,
+        }) => nodes(&file, path.as_deref().unwrap_or(""), depth, json),
+        Some(Cmd::Cat { file, path }) => cat(&file, &path),
+        Some(Cmd::Extract { file, path, out }) => {
+            extract(&file, path.as_deref().unwrap_or(""), &out)
+        }
+        None => match cli.file {
+            Some(file) => {
+                eprintln!("pparse: the interactive explorer is not built yet; showing the tree");
+                tree(&file, false)
+            }
+            None => {
+                eprintln!(
+                    "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
+                );
+                Err(Fatal(String::new()))
+            }
+        },
+    };
+    match result {
+        Ok(status) => match status {
+            Status::Complete => 0,
+            _ => 1,
+        },
+        Err(Fatal(msg)) => {
+            if !msg.is_empty() {
+                eprintln!("pparse: {msg}");
+            }
+            2
+        }
+    }
+}
+
+fn open(file: &Path) -> Result<Session, Fatal> {
+    Session::open(file, Options::default())
+        .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))
+}
+
+/// Waits until `until` holds or the parse is over, drawing a progress line
+/// on a terminal. Returns whether `until` held.
+fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
+    let show = io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut drew = false;
+    let held = loop {
+        let deadline = Instant::now() + Duration::from_millis(250);
+        session.wait_until(|t| until(t) || Instant::now() >= deadline);
+        if until(&session.tree()) {
+            break true;
+        }
+        if session.is_finished() {
+            break until(&session.tree());
+        }
+        if show && started.elapsed() > Duration::from_millis(500) {
+            let t = session.tree();
+            let p = t.root().progress;
+            let total = p.total.unwrap_or(t.root().size()).max(1);
+            eprint!(
+                "\rparsing {}: {:5.1}% of {}, {} extractions ",
+                t.root().display_name(),
+                p.done as f64 * 100.0 / total as f64,
+                crate::util::human(total),
+                t.len()
+            );
+            drew = true;
+        }
+    };
+    if drew {
+        eprint!("\r\x1b[K");
+    }
+    held
+}
+
+/// Lists damaged extractions of a subtree on stderr; returns the worst status.
+fn report(tree: &Tree, ids: &[ExtId]) -> Status {
+    let mut worst = Status::Complete;
+    let mut shown = 0;
+    let mut hidden = 0;
+    for &id in ids {
+        let e = &tree.exts[id];
+        let st = effective_status(tree, id);
+        worst = worst.max(st);
+        if st == Status::Complete {
+            continue;
+        }
+        let path = tree.path_of(id);
+        let label = if path.is_empty() {
+            e.display_name()
+        } else {
+            path
+        };
+        for d in &e.damage {
+            if shown < 50 {
+                eprintln!("pparse: {label}: {d}");
+                shown += 1;
+            } else {
+                hidden += 1;
+            }
+        }
+        if e.damage.is_empty()
+            && let Some(declared) = e.declared_size
+                && shown < 50 {
+                    eprintln!(
+                        "pparse: {label}: truncated: {} of {declared} bytes present",
+                        e.size()
+                    );
+                    shown += 1;
+                }
+    }
+    if hidden > 0 {
+        eprintln!("pparse: ... and {hidden} more problems");
+    }
+    worst
+}
+
+/// An extraction's status, counting bytes missing from a declared size even
+/// before its parser has reported it (when a command stops early).
+fn effective_status(tree: &Tree, id: ExtId) -> Status {
+    let e = &tree.exts[id];
+    let mut st = e.status();
+    if let Some(declared) = e.declared_size
+        && e.data.is_final() && e.size() < declared {
+            st = st.max(Status::Truncated);
+        }
+    st
+}
+
+fn resolve(session: &Session, path: &str) -> Result<ExtId, Fatal> {
+    let found = wait(session, |t| {
+        t.resolve(path).is_some_and(|id| t.exts[id].data.is_final())
+    });
+    let t = session.tree();
+    match t.resolve(path) {
+        Some(id) => Ok(id),
+        None if found => Err(Fatal(format!("no extraction named {path:?}"))),
+        None => Err(Fatal(no_such_path(&t, path))),
+    }
+}
+
+/// An error message that names what does exist where the PATH went wrong.
+fn no_such_path(t: &Tree, path: &str) -> String {
+    let mut best = 0;
+    let mut best_len = 0;
+    for id in 0..t.len() {
+        let p = t.path_of(id);
+        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
+            best = id;
+            best_len = p.len();
+        }
+    }
+    let names: Vec<String> = t.exts[best]
+        .children
+        .iter()
+        .take(8)
+        .map(|&c| t.exts[c].display_name())
+        .collect();
+    let at = if best == 0 {
+        "the top level".to_string()
+    } else {
+        t.path_of(best)
+    };
+    if names.is_empty() {
+        format!("no extraction named {path:?} ({at} has no members)")
+    } else {
+        format!(
+            "no extraction named {path:?}; {at} has: {}{}",
+            names.join(", "),
+            if t.exts[best].children.len() > 8 {
+                ", ..."
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+fn tree(file: &Path, json: bool) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    wait(&session, |_| false);
+    let t = session.tree();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let r = if json {
+        render::tree_json(&t, 0, &mut out)
+    } else {
+        render::tree_text(&t, &mut out)
+    };
+    finish_output(r.and_then(|_| out.flush()))?;
+    Ok(report(&t, &t.subtree(0)))
+}
+
+fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    let id = resolve(&session, path)?;
+    // The node tree is complete once this extraction's parser is done.
+    wait(&session, |t| {
+        t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
+    });
+    let count = session.tree().exts[id].nodes.len();
+    for i in 0..count {
+        load_depth(&session, id, &mut vec![i], depth.saturating_sub(1));
+    }
+    session.cancel();
+    let t = session.tree();
+    let e = &t.exts[id];
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let r = if json {
+        render::nodes_json(&e.nodes, depth, &mut out)
+    } else {
+        render::nodes_text(e, depth, &mut out)
+    };
+    finish_output(r.and_then(|_| out.flush()))?;
+    Ok(report(&t, &[id]))
+}
+
+fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize) {
+    if depth == 0 {
+        return;
+    }
+    session.load(ext, path);
+    let n = {
+        let t = session.tree();
+        let e = &t.exts[ext];
+        let Some((first, rest)) = path.split_first() else {
+            return;
+        };
+        e.nodes
+            .get(*first)
+            .and_then(|n| n.descend(rest))
+            .map_or(0, |n| n.loaded_children().len())
+    };
+    for i in 0..n {
+        path.push(i);
+        load_depth(session, ext, path, depth - 1);
+        path.pop();
+    }
+}
+
+fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    let id = resolve(&session, path)?;
+    session.cancel();
+    let (data, kind) = {
+        let t = session.tree();
+        (t.exts[id].data.clone(), t.exts[id].kind.clone())
+    };
+    if !kind.has_content() {
+        return Err(Fatal(format!(
+            "{path} is a {} and has no bytes",
+            kind.as_str()
+        )));
+    }
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match copy_source(&*data, &mut out).and_then(|_| out.flush()) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(Fatal(format!("cannot read {path}: {e}"))),
+    }
+    let t = session.tree();
+    Ok(report(&t, &[id]))
+}
+
+fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    let top = resolve(&session, path)?;
+    wait(&session, |_| false);
+    let mut ex =
+        Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;
+    let t = session.tree();
+    let mut written = 0u64;
+    let mut skipped = Vec::new();
+    for id in t.subtree(top) {
+        let e = &t.exts[id];
+        if !e.is_leaf() {
+            continue;
+        }
+        let logical = logical_path(&t, id);
+        match &e.kind {
+            EntryKind::Dir => {
+                if let Err(err) = ex.dir(&logical) {
+                    eprintln!(
+                        "pparse: cannot create directory for {}: {err}",
+                        t.path_of(id)
+                    );
+                }
+            }
+            k if k.has_content() => match ex.write(&logical, &*e.data) {
+                Ok(_) => written += 1,
+                Err(err) => {
+                    return Err(Fatal(format!("cannot write {}: {err}", t.path_of(id))));
+                }
+            },
+            EntryKind::Symlink(target) | EntryKind::HardLink(target) => {
+                skipped.push(format!(
+                    "{} ({} to {target})",
+                    t.path_of(id),
+                    e.kind.as_str()
+                ));
+            }
+            k => skipped.push(format!("{} ({})", t.path_of(id), k.as_str())),
+        }
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "pparse: {} entries are not regular files and were not written (links are never created):",
+            skipped.len()
+        );
+        for s in skipped.iter().take(20) {
+            eprintln!("  {s}");
+        }
+    }
+    eprintln!(
+        "pparse: wrote {written} files under {}",
+        ex.root().display()
+    );
+    Ok(report(&t, &t.subtree(top)))
+}
+
+/// The file-system path of an extraction: each ancestor's name split into
+/// sanitised components. The root (the file itself) is used only when it is
+/// the leaf being written.
+fn logical_path(t: &Tree, id: ExtId) -> Vec<String> {
+    let mut chain = Vec::new();
+    let mut at = id;
+    while let Some(p) = t.exts[at].parent {
+        chain.push(at);
+        at = p;
+    }
+    if chain.is_empty() {
+        chain.push(0);
+    }
+    chain.reverse();
+    chain
+        .into_iter()
+        .flat_map(|x| components(t.exts[x].name.raw()))
+        .collect()
+}
+
+fn finish_output(r: io::Result<()>) -> Result<(), Fatal> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
+    }
+}

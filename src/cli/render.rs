@@ -1,0 +1,254 @@
+//! Text and JSON output of trees, written as a stream (a listing of a
+//! million members is never built in memory as one JSON value).
+
+use std::io::{self, Write};
+
+use crate::extraction::{EntryKind, ExtId, Extraction, Tree};
+use crate::node::{Children, Node, Value};
+use crate::status::Status;
+use crate::util::thousands;
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialise")
+}
+
+/// Integers beyond 2^53 are strings, so JSON readers do not round them.
+fn json_u64(v: u64) -> String {
+    if v > (1u64 << 53) {
+        format!("\"{v}\"")
+    } else {
+        v.to_string()
+    }
+}
+
+fn json_value(v: &Value) -> String {
+    match v {
+        Value::UInt(x) => json_u64(*x),
+        Value::Int(x) if x.unsigned_abs() > (1u64 << 53) => format!("\"{x}\""),
+        Value::Int(x) => x.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Str(s) => json_str(s),
+        Value::Bytes(b) => {
+            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            format!("{{\"hex\":\"{hex}\"}}")
+        }
+    }
+}
+
+fn kind_text(e: &Extraction) -> String {
+    match &e.kind {
+        EntryKind::Symlink(t) => format!("symlink -> {t}"),
+        EntryKind::HardLink(t) => format!("hard link -> {t}"),
+        EntryKind::Other(what) => what.to_string(),
+        EntryKind::Dir => "dir".into(),
+        EntryKind::Device => "device".into(),
+        EntryKind::Fifo => "fifo".into(),
+        _ => String::new(),
+    }
+}
+
+/// One line per extraction, drawn as a tree.
+pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
+    // Iterative depth-first walk: (id, prefix for children, is last).
+    let mut stack: Vec<(ExtId, String, String)> = vec![(0, String::new(), String::new())];
+    while let Some((id, lead, child_lead)) = stack.pop() {
+        let e = &t.exts[id];
+        let mut line = format!("{lead}{}", e.display_name());
+        if let Some(p) = e.parser {
+            line.push_str(&format!("  [{p}]"));
+        }
+        let k = kind_text(e);
+        if !k.is_empty() {
+            line.push_str(&format!("  {k}"));
+        }
+        if e.kind.has_content() {
+            line.push_str(&format!("  {} B", thousands(e.size())));
+        }
+        if e.status() != Status::Complete {
+            line.push_str(&format!(
+                "  {}: {}",
+                e.status().as_str().to_uppercase(),
+                e.detail().unwrap_or_default()
+            ));
+        }
+        writeln!(out, "{line}")?;
+        let n = e.children.len();
+        for (i, &c) in e.children.iter().enumerate().rev() {
+            let last = i + 1 == n;
+            let (branch, cont) = if last {
+                ("└─ ", "   ")
+            } else {
+                ("├─ ", "│  ")
+            };
+            stack.push((
+                c,
+                format!("{child_lead}{branch}"),
+                format!("{child_lead}{cont}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The extraction tree as JSON (DESIGN.md shape, plus `kind`, `damage`,
+/// `declared_size` and `origin`).
+pub fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+    write_ext(t, id, out)?;
+    writeln!(out)
+}
+
+fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+    let e = &t.exts[id];
+    write!(
+        out,
+        "{{\"name\":{},\"path\":{},\"parser\":{},\"kind\":{},\"size\":{},\"status\":\"{}\"",
+        json_str(&e.display_name()),
+        json_str(&t.path_of(id)),
+        e.parser.map_or("null".to_string(), json_str),
+        json_str(e.kind.as_str()),
+        json_u64(e.size()),
+        e.status().as_str()
+    )?;
+    if let Some(d) = e.detail() {
+        write!(out, ",\"detail\":{}", json_str(&d))?;
+    }
+    if let Some(s) = e.declared_size {
+        write!(out, ",\"declared_size\":{}", json_u64(s))?;
+    }
+    if let Some(o) = e.origin {
+        write!(
+            out,
+            ",\"origin\":{{\"start\":{},\"end\":{}}}",
+            json_u64(o.start),
+            json_u64(o.end)
+        )?;
+    }
+    match &e.kind {
+        EntryKind::Symlink(target) | EntryKind::HardLink(target) => {
+            write!(out, ",\"target\":{}", json_str(target))?
+        }
+        EntryKind::Other(what) => write!(out, ",\"what\":{}", json_str(what))?,
+        _ => {}
+    }
+    if !e.damage.is_empty() {
+        write!(out, ",\"damage\":[")?;
+        for (i, d) in e.damage.iter().enumerate() {
+            if i > 0 {
+                write!(out, ",")?;
+            }
+            write!(
+                out,
+                "{{\"status\":\"{}\",\"start\":{},\"end\":{},\"reason\":{}}}",
+                d.status.as_str(),
+                json_u64(d.range.start),
+                json_u64(d.range.end),
+                json_str(&d.reason)
+            )?;
+        }
+        write!(out, "]")?;
+    }
+    write!(out, ",\"children\":[")?;
+    for (i, &c) in e.children.iter().enumerate() {
+        if i > 0 {
+            write!(out, ",")?;
+        }
+        write_ext(t, c, out)?;
+    }
+    write!(out, "]}}")
+}
+
+/// Nodes as indented lines: name, kind, range, value, status.
+pub fn nodes_text(e: &Extraction, depth: usize, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}  [{}]  {} B",
+        e.display_name(),
+        e.parser.unwrap_or("no parser"),
+        thousands(e.size())
+    )?;
+    for n in &e.nodes {
+        node_text(n, 1, depth, out)?;
+    }
+    Ok(())
+}
+
+fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) -> io::Result<()> {
+    if depth == 0 {
+        return Ok(());
+    }
+    let mut line = format!(
+        "{}{}  {}  {:#x}..{:#x}",
+        "  ".repeat(indent),
+        n.name,
+        n.kind,
+        n.range.start,
+        n.range.end
+    );
+    if let Some(v) = &n.value {
+        line.push_str(&format!("  = {v}"));
+    }
+    if let Some(d) = &n.damage {
+        line.push_str(&format!(
+            "  {}: {}",
+            d.status.as_str().to_uppercase(),
+            d.reason
+        ));
+    }
+    if matches!(n.children, Children::Unloaded) || (depth == 1 && !n.loaded_children().is_empty()) {
+        line.push_str("  …");
+    }
+    writeln!(out, "{line}")?;
+    for c in n.loaded_children() {
+        node_text(c, indent + 1, depth - 1, out)?;
+    }
+    Ok(())
+}
+
+/// Nodes as a JSON array (DESIGN.md shape, plus `detail` and `more`).
+pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Result<()> {
+    write!(out, "[")?;
+    for (i, n) in nodes.iter().enumerate() {
+        if i > 0 {
+            write!(out, ",")?;
+        }
+        node_json(n, depth, out)?;
+    }
+    writeln!(out, "]")
+}
+
+fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
+    write!(
+        out,
+        "{{\"name\":{},\"kind\":{},\"start\":{},\"end\":{}",
+        json_str(&n.name),
+        json_str(n.kind),
+        json_u64(n.range.start),
+        json_u64(n.range.end)
+    )?;
+    if let Some(v) = &n.value {
+        write!(out, ",\"value\":{}", json_value(v))?;
+    }
+    if let Some(d) = &n.damage {
+        write!(
+            out,
+            ",\"status\":\"{}\",\"detail\":{}",
+            d.status.as_str(),
+            json_str(&d.reason)
+        )?;
+    }
+    let kids = n.loaded_children();
+    let more = matches!(n.children, Children::Unloaded) || (depth <= 1 && !kids.is_empty());
+    if more {
+        write!(out, ",\"more\":true")?;
+    }
+    write!(out, ",\"children\":[")?;
+    if depth > 1 {
+        for (i, c) in kids.iter().enumerate() {
+            if i > 0 {
+                write!(out, ",")?;
+            }
+            node_json(c, depth - 1, out)?;
+        }
+    }
+    write!(out, "]}}")
+}

@@ -1,0 +1,100 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+/// Key of one cached chunk: (source id, chunk index).
+type Key = (u64, u64);
+
+/// A process-wide LRU of decoded chunks with a byte budget.
+///
+/// Decoded streams put what they produce here so that parsers reading just
+/// behind the decoder hit memory; anything older is evicted and decoded again
+/// from the nearest checkpoint when asked for. This is the one place where
+/// decoded bytes live in RAM, so its budget bounds that memory.
+pub struct ChunkCache {
+    inner: Mutex<Lru>,
+}
+
+struct Lru {
+    map: HashMap<Key, (Arc<[u8]>, u64)>,
+    order: BTreeMap<u64, Key>,
+    tick: u64,
+    bytes: usize,
+    budget: usize,
+}
+
+/// Default budget of the global cache.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+impl ChunkCache {
+    pub fn new(budget: usize) -> ChunkCache {
+        ChunkCache {
+            inner: Mutex::new(Lru {
+                map: HashMap::new(),
+                order: BTreeMap::new(),
+                tick: 0,
+                bytes: 0,
+                budget,
+            }),
+        }
+    }
+
+    /// The process-wide cache used by decoded streams.
+    pub fn global() -> &'static ChunkCache {
+        static CACHE: OnceLock<ChunkCache> = OnceLock::new();
+        CACHE.get_or_init(|| ChunkCache::new(DEFAULT_CACHE_BYTES))
+    }
+
+    pub fn get(&self, key: Key) -> Option<Arc<[u8]>> {
+        let mut l = self.inner.lock();
+        l.tick += 1;
+        let tick = l.tick;
+        let (data, old) = {
+            let e = l.map.get_mut(&key)?;
+            let old = e.1;
+            e.1 = tick;
+            (e.0.clone(), old)
+        };
+        l.order.remove(&old);
+        l.order.insert(tick, key);
+        Some(data)
+    }
+
+    pub fn insert(&self, key: Key, data: Arc<[u8]>) {
+        let mut l = self.inner.lock();
+        l.tick += 1;
+        let tick = l.tick;
+        l.bytes += data.len();
+        if let Some((old, t)) = l.map.insert(key, (data, tick)) {
+            l.bytes -= old.len();
+            l.order.remove(&t);
+        }
+        l.order.insert(tick, key);
+        while l.bytes > l.budget && l.order.len() > 1 {
+            let Some((_, k)) = l.order.pop_first() else {
+                break;
+            };
+            if let Some((d, _)) = l.map.remove(&k) {
+                l.bytes -= d.len();
+            }
+        }
+    }
+
+    /// Drops every chunk of one source (when the source goes away).
+    pub fn forget(&self, source: u64) {
+        let mut l = self.inner.lock();
+        let keys: Vec<Key> = l.map.keys().filter(|k| k.0 == source).copied().collect();
+        for k in keys {
+            if let Some((d, t)) = l.map.remove(&k) {
+                l.bytes -= d.len();
+                l.order.remove(&t);
+            }
+        }
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().bytes
+    }
+}

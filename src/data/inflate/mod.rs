@@ -1,0 +1,606 @@
+//! Decoded deflate streams with random access and bounded memory.
+//!
+//! An [`InflateSource`] is the output of one or more raw deflate streams laid
+//! end to end (the members of a gzip file, or one zip entry). It is filled by
+//! an [`Inflater`] that a parser drives step by step, and it never holds the
+//! decoded bytes itself:
+//!
+//! * what was just produced goes into the global [`ChunkCache`] in 64 KiB
+//!   chunks, where parsers reading right behind the decoder find it;
+//! * every 4 MiB of output, at a deflate block boundary, the decoder records a
+//!   checkpoint (input byte, bit offset, 32 KiB window on disk), as zlib's
+//!   `zran.c` does;
+//! * a read of an evicted chunk resumes decoding from the nearest checkpoint
+//!   before it: about 6 ms for a 4 MiB span at zlib-rs speed.
+//!
+//! So a 600 GB decoded stream costs a few MB of checkpoint table in RAM, a few
+//! GB of windows on disk, and the cache budget.
+
+mod windows;
+pub mod zlib;
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::{ChunkCache, Data, Source};
+use windows::WindowRef;
+use zlib::{Code, RawInflate};
+
+/// Cache granularity of decoded bytes.
+pub const CHUNK: u64 = 64 * 1024;
+/// Output distance between checkpoints.
+pub const SPAN: u64 = 4 << 20;
+/// Input read size for one decoder call.
+const IN_BUF: usize = 256 * 1024;
+
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+/// Live replay decoders over all sources; above the limit they are dropped
+/// after each read instead of kept for the next sequential read.
+static LIVE_REPLAYS: AtomicUsize = AtomicUsize::new(0);
+const MAX_LIVE_REPLAYS: usize = 16;
+
+/// A place where decoding can resume.
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    /// Decoded offset.
+    out: u64,
+    /// Input offset of the first byte not yet consumed.
+    input: u64,
+    /// Unused bits of the byte before `input` (0..=7).
+    bits: u8,
+    window: Option<WindowRef>,
+}
+
+/// One raw deflate stream's share of the decoded bytes.
+#[derive(Clone, Debug)]
+struct Segment {
+    out_start: u64,
+    out_end: u64,
+    /// Checkpoints; the first is the stream start (no window).
+    points: Vec<Point>,
+}
+
+struct Tail {
+    /// Decoded offset of `buf[0]`, a multiple of [`CHUNK`].
+    start: u64,
+    buf: Vec<u8>,
+}
+
+/// A decoded deflate stream. See the module docs.
+pub struct InflateSource {
+    key: u64,
+    input: Data,
+    segments: RwLock<Vec<Segment>>,
+    tail: Mutex<Tail>,
+    avail: AtomicU64,
+    done: AtomicBool,
+    replay: Mutex<Option<Replay>>,
+    label: &'static str,
+}
+
+impl InflateSource {
+    /// A new, empty stream decoded from `input`. `label` names it in status
+    /// lines ("gzip stream", "deflate").
+    pub fn new(input: Data, label: &'static str) -> Arc<InflateSource> {
+        Arc::new(InflateSource {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            input,
+            segments: RwLock::new(Vec::new()),
+            tail: Mutex::new(Tail {
+                start: 0,
+                buf: Vec::new(),
+            }),
+            avail: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            replay: Mutex::new(None),
+            label,
+        })
+    }
+
+    /// The compressed input.
+    pub fn input(&self) -> &Data {
+        &self.input
+    }
+
+    /// Marks the stream complete: no more output will be appended.
+    pub fn finish(&self) {
+        let mut t = self.tail.lock();
+        if !t.buf.is_empty() {
+            let idx = t.start / CHUNK;
+            let data: Arc<[u8]> = Arc::from(&t.buf[..]);
+            ChunkCache::global().insert((self.key, idx), data);
+            t.buf = Vec::new();
+        }
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// Input offset where each segment starts and the decoded offset it maps
+    /// to, for showing physical offsets of decoded bytes.
+    pub fn segment_starts(&self) -> Vec<(u64, u64)> {
+        self.segments
+            .read()
+            .iter()
+            .map(|s| (s.points[0].input, s.out_start))
+            .collect()
+    }
+
+    fn begin_segment(&self, input: u64) {
+        let out = self.avail.load(Ordering::Acquire);
+        self.segments.write().push(Segment {
+            out_start: out,
+            out_end: out,
+            points: vec![Point {
+                out,
+                input,
+                bits: 0,
+                window: None,
+            }],
+        });
+    }
+
+    fn append(&self, mut data: &[u8]) {
+        let mut t = self.tail.lock();
+        let new_avail = self.avail.load(Ordering::Relaxed) + data.len() as u64;
+        while !data.is_empty() {
+            let room = CHUNK as usize - t.buf.len();
+            let take = room.min(data.len());
+            t.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if t.buf.len() == CHUNK as usize {
+                let idx = t.start / CHUNK;
+                let full: Arc<[u8]> = Arc::from(&t.buf[..]);
+                ChunkCache::global().insert((self.key, idx), full);
+                t.start += CHUNK;
+                t.buf.clear();
+            }
+        }
+        if let Some(s) = self.segments.write().last_mut() {
+            s.out_end = new_avail;
+        }
+        self.avail.store(new_avail, Ordering::Release);
+    }
+
+    fn add_point(&self, p: Point) {
+        if let Some(s) = self.segments.write().last_mut() {
+            s.points.push(p);
+        }
+    }
+
+    /// Copies the part of `[offset, offset+buf.len())` that lies in the
+    /// producer's unfinished chunk; returns bytes copied (0 if elsewhere).
+    fn read_tail(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let t = self.tail.lock();
+        if offset < t.start || offset >= t.start + t.buf.len() as u64 {
+            return 0;
+        }
+        let at = (offset - t.start) as usize;
+        let n = buf.len().min(t.buf.len() - at);
+        buf[..n].copy_from_slice(&t.buf[at..at + n]);
+        n
+    }
+
+    fn chunk(&self, idx: u64) -> io::Result<Arc<[u8]>> {
+        if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+            return Ok(c);
+        }
+        let mut guard = self.replay.lock();
+        // Another reader may have decoded it while we waited.
+        if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+            return Ok(c);
+        }
+        let target = idx * CHUNK;
+        let reuse = matches!(&*guard, Some(r) if r.acc_start == target
+            || (r.pos <= target && target - r.pos <= SPAN));
+        if !reuse {
+            *guard = Some(Replay::start(self, target)?);
+        }
+        let r = guard.as_mut().expect("replay set above");
+        let result = r.produce_until(self, idx);
+        let at_end = self.done.load(Ordering::Acquire) && r.pos >= self.available();
+        if result.is_err() || at_end || LIVE_REPLAYS.load(Ordering::Relaxed) > MAX_LIVE_REPLAYS {
+            *guard = None;
+        }
+        result
+    }
+}
+
+impl Drop for InflateSource {
+    fn drop(&mut self) {
+        ChunkCache::global().forget(self.key);
+    }
+}
+
+impl Source for InflateSource {
+    fn available(&self) -> u64 {
+        self.avail.load(Ordering::Acquire)
+    }
+    fn is_final(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.available();
+        if offset >= avail {
+            return Ok(0);
+        }
+        let n = (buf.len() as u64).min(avail - offset) as usize;
+        let mut done = 0;
+        while done < n {
+            let pos = offset + done as u64;
+            let idx = pos / CHUNK;
+            let within = (pos % CHUNK) as usize;
+            if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+                let k = (n - done).min(c.len().saturating_sub(within));
+                if k == 0 {
+                    break;
+                }
+                buf[done..done + k].copy_from_slice(&c[within..within + k]);
+                done += k;
+                continue;
+            }
+            let k = self.read_tail(pos, &mut buf[done..n]);
+            if k > 0 {
+                done += k;
+                continue;
+            }
+            let c = self.chunk(idx)?;
+            let k = (n - done).min(c.len().saturating_sub(within));
+            if k == 0 {
+                return Err(io::Error::other(format!(
+                    "decoded stream ended early at {pos:#x} while re-reading"
+                )));
+            }
+            buf[done..done + k].copy_from_slice(&c[within..within + k]);
+            done += k;
+        }
+        Ok(done)
+    }
+    fn describe(&self) -> &'static str {
+        self.label
+    }
+}
+
+/// Buffered input for a decoder: bytes `buf[lo..hi]` are input offset `pos`.
+struct InBuf {
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+    pos: u64,
+}
+
+impl InBuf {
+    fn new(pos: u64) -> InBuf {
+        InBuf {
+            buf: vec![0; IN_BUF],
+            lo: 0,
+            hi: 0,
+            pos,
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.lo == self.hi
+    }
+    /// Refills from `input` if empty; returns false if nothing is available.
+    fn refill(&mut self, input: &dyn Source) -> io::Result<bool> {
+        if !self.is_empty() {
+            return Ok(true);
+        }
+        let avail = input.available();
+        if self.pos >= avail {
+            return Ok(false);
+        }
+        let want = ((avail - self.pos) as usize).min(self.buf.len());
+        let n = input.read_at(self.pos, &mut self.buf[..want])?;
+        self.lo = 0;
+        self.hi = n;
+        Ok(n > 0)
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.lo..self.hi]
+    }
+    fn consume(&mut self, n: usize) {
+        self.lo += n;
+        self.pos += n as u64;
+    }
+    fn reset(&mut self, pos: u64) {
+        self.lo = 0;
+        self.hi = 0;
+        self.pos = pos;
+    }
+}
+
+/// What one [`Inflater::run`] call ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InflateEvent {
+    /// The output budget was used; call again.
+    Progress,
+    /// The input has no more bytes yet but is still growing.
+    NeedInput,
+    /// The deflate stream ended; `in_end` is the input offset just after it.
+    End { in_end: u64 },
+    /// The input ended for good inside the deflate stream.
+    Truncated { in_end: u64 },
+    /// Invalid deflate data, detected at or just before input offset `at`.
+    Error { at: u64, message: String },
+}
+
+/// The producer side: decodes one raw deflate stream from `input` into an
+/// [`InflateSource`], taking checkpoints as it goes.
+pub struct Inflater {
+    src: Arc<InflateSource>,
+    z: RawInflate,
+    inbuf: InBuf,
+    out: Vec<u8>,
+    crc: crc32fast::Hasher,
+    produced: u64,
+    last_point: u64,
+    released: u64,
+    window: Vec<u8>,
+}
+
+impl Inflater {
+    /// Starts a new deflate stream at input offset `start`; its output is
+    /// appended to `src` after what is already there.
+    pub fn new(src: Arc<InflateSource>, start: u64) -> Inflater {
+        src.begin_segment(start);
+        Inflater {
+            src,
+            z: RawInflate::new(),
+            inbuf: InBuf::new(start),
+            out: vec![0; 256 * 1024],
+            crc: crc32fast::Hasher::new(),
+            produced: 0,
+            last_point: 0,
+            released: start,
+            window: Vec::new(),
+        }
+    }
+
+    /// Bytes produced by this stream so far.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+    /// CRC-32 of the bytes produced so far.
+    pub fn crc(&self) -> u32 {
+        self.crc.clone().finalize()
+    }
+    /// Input offset of the next byte the decoder will consume.
+    pub fn input_pos(&self) -> u64 {
+        self.inbuf.pos
+    }
+
+    /// Decodes until about `budget` bytes were produced, or an event.
+    pub fn run(&mut self, budget: u64) -> InflateEvent {
+        let input = self.src.input.clone();
+        let mut made = 0u64;
+        loop {
+            if made >= budget {
+                return InflateEvent::Progress;
+            }
+            if let Err(e) = self.inbuf.refill(&*input) {
+                return InflateEvent::Error {
+                    at: self.inbuf.pos,
+                    message: format!("read error: {e}"),
+                };
+            }
+            let was_empty = self.inbuf.is_empty();
+            let s = self.z.inflate(self.inbuf.bytes(), &mut self.out, true);
+            self.inbuf.consume(s.consumed);
+            if s.produced > 0 {
+                let bytes = &self.out[..s.produced];
+                self.crc.update(bytes);
+                self.src.append(bytes);
+                self.produced += s.produced as u64;
+                made += s.produced as u64;
+            }
+            if self.z.at_block_boundary()
+                && self.produced - self.last_point >= SPAN
+                && s.code == Code::Ok
+            {
+                self.checkpoint();
+            }
+            if self.inbuf.pos - self.released >= 16 << 20 {
+                input.release(self.released, self.inbuf.pos);
+                self.released = self.inbuf.pos;
+            }
+            match s.code {
+                Code::StreamEnd => {
+                    return InflateEvent::End {
+                        in_end: self.inbuf.pos,
+                    };
+                }
+                Code::DataError => {
+                    return InflateEvent::Error {
+                        at: self.inbuf.pos,
+                        message: self.z.message(),
+                    };
+                }
+                Code::Ok | Code::BufError => {
+                    if s.consumed == 0 && s.produced == 0 {
+                        if !was_empty {
+                            return InflateEvent::Error {
+                                at: self.inbuf.pos,
+                                message: "decoder made no progress".into(),
+                            };
+                        }
+                        let fin = input.is_final();
+                        if input.available() > self.inbuf.pos {
+                            continue;
+                        }
+                        return if fin {
+                            InflateEvent::Truncated {
+                                in_end: self.inbuf.pos,
+                            }
+                        } else {
+                            InflateEvent::NeedInput
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    fn checkpoint(&mut self) {
+        self.z.dictionary(&mut self.window);
+        let Ok(w) = windows::put(&self.window) else {
+            return; // no checkpoint: reads just resume from an earlier one
+        };
+        self.src.add_point(Point {
+            out: self.src.available(),
+            input: self.inbuf.pos,
+            bits: (self.z.data_type() & 7) as u8,
+            window: Some(w),
+        });
+        self.last_point = self.produced;
+    }
+}
+
+/// A decoder re-reading an already produced stream from a checkpoint, kept
+/// between reads so that sequential reads continue where the last one ended.
+struct Replay {
+    seg: usize,
+    z: RawInflate,
+    inbuf: InBuf,
+    /// Decoded offset of the next byte the decoder produces.
+    pos: u64,
+    /// Decoded offset where the bytes in `acc` start.
+    acc_start: u64,
+    acc: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Replay {
+    /// Positions a decoder at the last checkpoint at or before `target`.
+    fn start(src: &InflateSource, target: u64) -> io::Result<Replay> {
+        let segs = src.segments.read();
+        let seg = segs
+            .iter()
+            .rposition(|s| {
+                s.out_start <= target && (target < s.out_end || s.out_start == s.out_end)
+            })
+            .or_else(|| segs.iter().rposition(|s| s.out_start <= target))
+            .ok_or_else(|| io::Error::other(format!("no decoded data at {target:#x}")))?;
+        let s = &segs[seg];
+        let p = *s
+            .points
+            .iter()
+            .rev()
+            .find(|p| p.out <= target)
+            .unwrap_or(&s.points[0]);
+        drop(segs);
+        let mut z = RawInflate::new();
+        let start_in = p.input;
+        if p.bits > 0 {
+            let mut b = [0u8; 1];
+            if !super::read_exact_at(&*src.input, p.input - 1, &mut b)? {
+                return Err(io::Error::other("checkpoint input unavailable"));
+            }
+            z.prime(p.bits, b[0] >> (8 - p.bits));
+        }
+        if let Some(w) = p.window {
+            let mut win = Vec::new();
+            windows::get(w, &mut win)?;
+            if !z.set_dictionary(&win) {
+                return Err(io::Error::other("cannot restore decoder window"));
+            }
+        }
+        LIVE_REPLAYS.fetch_add(1, Ordering::Relaxed);
+        Ok(Replay {
+            seg,
+            z,
+            inbuf: InBuf::new(start_in),
+            pos: p.out,
+            acc_start: target - target % CHUNK,
+            acc: Vec::with_capacity(CHUNK as usize),
+            out: vec![0; CHUNK as usize],
+        })
+    }
+
+    /// Decodes forward until chunk `idx` is complete (or the stream ends),
+    /// caching every chunk it completes on the way; returns chunk `idx`.
+    fn produce_until(&mut self, src: &InflateSource, idx: u64) -> io::Result<Arc<[u8]>> {
+        let target = idx * CHUNK;
+        if self.acc_start != target {
+            if self.pos > target {
+                return Err(io::Error::other("replay positioned past target"));
+            }
+            self.acc_start = target;
+            self.acc.clear();
+        }
+        let cache = ChunkCache::global();
+        let avail = src.available();
+        loop {
+            let seg_end = src.segments.read()[self.seg].out_end;
+            let chunk_end = (self.acc_start + CHUNK).min(avail);
+            if self.pos >= chunk_end || (self.pos >= seg_end && self.is_last_seg(src)) {
+                // This chunk is complete (or the stream ends inside it).
+                let data: Arc<[u8]> = Arc::from(&self.acc[..]);
+                let this = self.acc_start / CHUNK;
+                cache.insert((src.key, this), data.clone());
+                self.acc_start += CHUNK;
+                self.acc.clear();
+                if this >= idx {
+                    return Ok(data);
+                }
+                continue;
+            }
+            if self.pos >= seg_end {
+                // Next deflate stream (next gzip member).
+                self.seg += 1;
+                let next_in = src.segments.read()[self.seg].points[0].input;
+                self.z.reset();
+                self.inbuf.reset(next_in);
+                continue;
+            }
+            self.inbuf.refill(&*src.input)?;
+            let room = (seg_end - self.pos).min(self.out.len() as u64) as usize;
+            let s = self
+                .z
+                .inflate(self.inbuf.bytes(), &mut self.out[..room], false);
+            self.inbuf.consume(s.consumed);
+            if s.produced == 0 && s.consumed == 0 && s.code != Code::Ok {
+                return Err(io::Error::other(format!(
+                    "re-decoding failed at {:#x}: {}",
+                    self.pos,
+                    self.z.message()
+                )));
+            }
+            let bytes = &self.out[..s.produced];
+            // Keep only what falls in the chunk being assembled.
+            let skip = self
+                .acc_start
+                .saturating_sub(self.pos)
+                .min(bytes.len() as u64) as usize;
+            self.acc.extend_from_slice(&bytes[skip..]);
+            self.pos += s.produced as u64;
+            if s.code == Code::StreamEnd && self.pos < seg_end {
+                return Err(io::Error::other("stream ended early while re-reading"));
+            }
+            while self.acc.len() as u64 > CHUNK {
+                // Spill over into the following chunk(s).
+                let rest = self.acc.split_off(CHUNK as usize);
+                let this = self.acc_start / CHUNK;
+                let data: Arc<[u8]> = Arc::from(&self.acc[..]);
+                cache.insert((src.key, this), data.clone());
+                self.acc = rest;
+                self.acc_start += CHUNK;
+                if this >= idx {
+                    // Keep the remainder for the next read.
+                    return Ok(data);
+                }
+            }
+        }
+    }
+
+    fn is_last_seg(&self, src: &InflateSource) -> bool {
+        self.seg + 1 >= src.segments.read().len()
+    }
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        LIVE_REPLAYS.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,516 @@
+//! The background engine: one thread that steps every parser incrementally.
+//!
+//! [`Session::open`] maps a file, makes it the root extraction and starts the
+//! engine thread. The engine keeps a list of jobs (extractions waiting to be
+//! sniffed, parsers in progress) and repeatedly steps the deepest job that can
+//! make progress. Deepest first means a nested parser consumes decoded bytes
+//! right behind the decoder above it, while they are still in the cache, and
+//! the decoder only runs ahead when everything below it is waiting for bytes:
+//! a pipeline whose memory is bounded by the cache, not by the file.
+//!
+//! Each step's results are committed to the shared [`Tree`] under one short
+//! write lock, so readers (the CLI, the TUI) can look at the partial trees at
+//! any time while the parse goes on, and [`Session::cancel`] stops it between
+//! two steps.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
+
+use crate::data::{Data, MmapSource};
+use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Progress, Tree};
+use crate::name::Name;
+use crate::node::{Children, Node};
+use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
+use crate::status::Damage;
+
+/// Tunables of a session.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Extractions nested deeper than this are not parsed (zip quines, bombs).
+    pub max_depth: u32,
+    /// Bytes a parser processes per step before yielding.
+    pub step_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_depth: 32,
+            step_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A notification for a UI: something changed, or the parse is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    Changed,
+    Finished,
+}
+
+struct Shared {
+    tree: RwLock<Tree>,
+    cancel: AtomicBool,
+    finished: AtomicBool,
+    generation: Mutex<u64>,
+    changed: Condvar,
+    events: Sender<Event>,
+    steps: AtomicU64,
+}
+
+impl Shared {
+    fn notify(&self) {
+        *self.generation.lock() += 1;
+        self.changed.notify_all();
+        let _ = self.events.try_send(Event::Changed);
+    }
+}
+
+/// An opened file: the shared extraction tree and the engine filling it.
+pub struct Session {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    events: Receiver<Event>,
+}
+
+impl Session {
+    /// Maps `path` and starts parsing it in the background.
+    pub fn open(path: &Path, opts: Options) -> std::io::Result<Session> {
+        let data: Data = Arc::new(MmapSource::open(path)?);
+        let name = path
+            .file_name()
+            .map(|n| n.as_encoded_bytes().to_vec())
+            .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec());
+        Ok(Session::start(Name::new(name), data, opts))
+    }
+
+    /// Starts parsing `data` under the root name `name`.
+    pub fn start(name: Name, data: Data, opts: Options) -> Session {
+        let root = Extraction {
+            id: 0,
+            parent: None,
+            children: Vec::new(),
+            name,
+            kind: EntryKind::Root,
+            data: data.clone(),
+            origin: None,
+            declared_size: None,
+            parser: None,
+            damage: Vec::new(),
+            nodes: Vec::new(),
+            progress: Progress::default(),
+            phase: Phase::Waiting,
+            depth: 0,
+        };
+        let (tx, rx) = bounded(1);
+        let shared = Arc::new(Shared {
+            tree: RwLock::new(Tree { exts: vec![root] }),
+            cancel: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            generation: Mutex::new(0),
+            changed: Condvar::new(),
+            events: tx,
+            steps: AtomicU64::new(0),
+        });
+        let engine_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("pparse-engine".into())
+            .spawn(move || {
+                Engine::new(engine_shared.clone(), opts).run();
+                engine_shared.finished.store(true, Ordering::Release);
+                engine_shared.notify();
+                let _ = engine_shared.events.try_send(Event::Finished);
+            })
+            .expect("spawn engine thread");
+        Session {
+            shared,
+            thread: Some(thread),
+            events: rx,
+        }
+    }
+
+    /// The extraction tree as it is now (partial while parsing goes on).
+    /// Hold the guard briefly: the engine waits for it to commit results.
+    pub fn tree(&self) -> RwLockReadGuard<'_, Tree> {
+        self.shared.tree.read()
+    }
+
+    /// Change notifications for a UI (coalesced: at most one is pending).
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.events
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Acquire)
+    }
+
+    /// Steps run so far (a cheap progress counter).
+    pub fn steps(&self) -> u64 {
+        self.shared.steps.load(Ordering::Relaxed)
+    }
+
+    /// Stops the engine at its next step boundary.
+    pub fn cancel(&self) {
+        self.shared.cancel.store(true, Ordering::Release);
+    }
+
+    /// Blocks until the parse is over.
+    pub fn wait(&self) {
+        self.wait_until(|_| false);
+    }
+
+    /// Blocks until `done(tree)` holds or the parse is over; returns whether
+    /// `done` held.
+    pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
+        loop {
+            let generation = *self.shared.generation.lock();
+            if done(&self.shared.tree.read()) {
+                return true;
+            }
+            if self.is_finished() {
+                return done(&self.shared.tree.read());
+            }
+            let mut g = self.shared.generation.lock();
+            if *g == generation {
+                self.shared
+                    .changed
+                    .wait_for(&mut g, Duration::from_millis(200));
+            }
+        }
+    }
+
+    /// Loads the children of the node at `path` (top-level index first) of
+    /// extraction `ext`, by re-parsing the node's range. Returns false if there
+    /// is no such node or it has nothing to load. Runs on the caller's thread.
+    pub fn load(&self, ext: ExtId, path: &[usize]) -> bool {
+        let (node, data, parser) = {
+            let t = self.tree();
+            let Some(e) = t.get(ext) else { return false };
+            let Some(n) = node_at(&e.nodes, path) else {
+                return false;
+            };
+            if !matches!(n.children, Children::Unloaded) {
+                return matches!(n.children, Children::Loaded(_));
+            }
+            let shallow = Node {
+                children: Children::Unloaded,
+                ..n.clone_shallow()
+            };
+            (shallow, e.data.clone(), e.parser)
+        };
+        let Some(format) = parser.and_then(parsers::by_name) else {
+            return false;
+        };
+        let children = (format.load)(&*data, &node);
+        let mut t = self.shared.tree.write();
+        if let Some(n) = t
+            .exts
+            .get_mut(ext)
+            .and_then(|e| node_at_mut(&mut e.nodes, path))
+            && matches!(n.children, Children::Unloaded) {
+                n.children = Children::Loaded(children);
+            }
+        true
+    }
+
+    /// Drops the loaded children of a node (they can be loaded again).
+    pub fn unload(&self, ext: ExtId, path: &[usize]) {
+        let mut t = self.shared.tree.write();
+        if let Some(n) = t
+            .exts
+            .get_mut(ext)
+            .and_then(|e| node_at_mut(&mut e.nodes, path))
+        {
+            n.unload();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.cancel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn node_at<'a>(nodes: &'a [Node], path: &[usize]) -> Option<&'a Node> {
+    let (first, rest) = path.split_first()?;
+    nodes.get(*first)?.descend(rest)
+}
+
+fn node_at_mut<'a>(nodes: &'a mut [Node], path: &[usize]) -> Option<&'a mut Node> {
+    let (first, rest) = path.split_first()?;
+    nodes.get_mut(*first)?.descend_mut(rest)
+}
+
+impl Node {
+    /// A copy without the children (cheap, for handing to `load`).
+    pub fn clone_shallow(&self) -> Node {
+        Node {
+            kind: self.kind,
+            name: self.name.clone(),
+            range: self.range,
+            value: self.value.clone(),
+            damage: self.damage.clone(),
+            children: Children::Leaf,
+        }
+    }
+}
+
+enum Work {
+    Sniff,
+    Parse(Box<dyn Parser>),
+}
+
+struct Job {
+    ext: ExtId,
+    depth: u32,
+    data: Data,
+    name: String,
+    work: Work,
+    nodes: usize,
+    /// (available, final) of the source when the job last could not progress.
+    blocked_at: Option<(u64, bool)>,
+}
+
+impl Job {
+    fn runnable(&self) -> bool {
+        match self.blocked_at {
+            None => true,
+            Some((avail, fin)) => self.data.available() != avail || self.data.is_final() != fin,
+        }
+    }
+}
+
+struct Engine {
+    shared: Arc<Shared>,
+    opts: Options,
+    jobs: Vec<Job>,
+    ext_count: usize,
+}
+
+impl Engine {
+    fn new(shared: Arc<Shared>, opts: Options) -> Engine {
+        let (data, name) = {
+            let t = shared.tree.read();
+            (t.root().data.clone(), t.root().display_name())
+        };
+        Engine {
+            shared,
+            opts,
+            jobs: vec![Job {
+                ext: 0,
+                depth: 0,
+                data,
+                name,
+                work: Work::Sniff,
+                nodes: 0,
+                blocked_at: None,
+            }],
+            ext_count: 1,
+        }
+    }
+
+    fn pick(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, j) in self.jobs.iter().enumerate() {
+            if !j.runnable() {
+                continue;
+            }
+            best = match best {
+                Some(b)
+                    if (self.jobs[b].depth, std::cmp::Reverse(self.jobs[b].ext))
+                        >= (j.depth, std::cmp::Reverse(j.ext)) =>
+                {
+                    Some(b)
+                }
+                _ => Some(i),
+            };
+        }
+        best
+    }
+
+    fn run(&mut self) {
+        while !self.shared.cancel.load(Ordering::Acquire) {
+            let Some(i) = self.pick() else { break };
+            self.shared.steps.fetch_add(1, Ordering::Relaxed);
+            if matches!(self.jobs[i].work, Work::Sniff) {
+                self.sniff_job(i);
+            } else {
+                self.parse_step(i);
+            }
+            self.shared.notify();
+        }
+        if self.shared.cancel.load(Ordering::Acquire) {
+            return;
+        }
+        // Every remaining job waits for bytes that can no longer come; that
+        // would be a producer bug, but report it rather than hang.
+        let stuck: Vec<ExtId> = self.jobs.iter().map(|j| j.ext).collect();
+        let mut t = self.shared.tree.write();
+        for id in stuck {
+            let e = &mut t.exts[id];
+            let at = e.data.available();
+            e.damage.push(Damage::truncated(
+                crate::data::Range::new(at, at),
+                "parse stopped: its input never completed",
+            ));
+            e.phase = Phase::Done;
+        }
+    }
+
+    fn sniff_job(&mut self, i: usize) {
+        let job = &self.jobs[i];
+        match self.sniff(job.ext, &job.data, &job.name, job.depth) {
+            None => {
+                let snap = (job.data.available(), job.data.is_final());
+                self.jobs[i].blocked_at = Some(snap);
+            }
+            Some(None) => {
+                self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
+                self.jobs.swap_remove(i);
+            }
+            Some(Some(format)) => {
+                let parser = (format.parse)(&job.data);
+                {
+                    let mut t = self.shared.tree.write();
+                    let e = &mut t.exts[job.ext];
+                    e.parser = Some(format.name);
+                    e.phase = Phase::Parsing;
+                }
+                let job = &mut self.jobs[i];
+                job.work = Work::Parse(parser);
+                job.blocked_at = None;
+            }
+        }
+    }
+
+    /// `None`: not enough bytes yet; `Some(None)`: a leaf; `Some(Some(f))`: parse with f.
+    fn sniff(
+        &self,
+        _ext: ExtId,
+        data: &Data,
+        name: &str,
+        depth: u32,
+    ) -> Option<Option<&'static parsers::Format>> {
+        let fin = data.is_final();
+        if data.available() < SNIFF_LEN as u64 && !fin {
+            return None;
+        }
+        if depth > self.opts.max_depth {
+            return Some(None);
+        }
+        let head = parsers::head(&**data);
+        Some(parsers::sniff(&Sniff {
+            head: &head,
+            name,
+            data,
+        }))
+    }
+
+    fn parse_step(&mut self, i: usize) {
+        let job = &mut self.jobs[i];
+        let Work::Parse(parser) = &mut job.work else {
+            return;
+        };
+        let mut cx = StepCx::new(
+            &job.data,
+            &job.name,
+            job.ext,
+            self.ext_count,
+            job.nodes,
+            job.depth,
+            self.opts.step_bytes,
+        );
+        let step = parser.step(&mut cx);
+        let (edits, children, nodes) = cx.finish();
+        job.nodes = nodes;
+        match step {
+            Step::Yield => job.blocked_at = None,
+            Step::Blocked => job.blocked_at = Some((job.data.available(), job.data.is_final())),
+            Step::Done => {}
+        }
+        let ext = job.ext;
+        let depth = job.depth;
+        self.ext_count += children.len();
+        {
+            let mut t = self.shared.tree.write();
+            for e in edits {
+                e(&mut t);
+            }
+            if step == Step::Done {
+                t.exts[ext].phase = Phase::Done;
+            }
+        }
+        if step == Step::Done {
+            self.jobs.swap_remove(i);
+        }
+        self.start_children(children, depth + 1);
+    }
+
+    /// Sniffs new children right away when their first bytes are there (the
+    /// common case), so only the few that wait for bytes become jobs.
+    fn start_children(&mut self, ids: Vec<ExtId>, depth: u32) {
+        if ids.is_empty() {
+            return;
+        }
+        let infos: Vec<(ExtId, Data, String, bool)> = {
+            let t = self.shared.tree.read();
+            ids.iter()
+                .map(|&id| {
+                    let e = &t.exts[id];
+                    (id, e.data.clone(), e.display_name(), e.kind.has_content())
+                })
+                .collect()
+        };
+        let mut leaves = Vec::new();
+        let mut parsing = Vec::new();
+        for (id, data, name, content) in infos {
+            if !content {
+                leaves.push(id);
+                continue;
+            }
+            match self.sniff(id, &data, &name, depth) {
+                None => self.jobs.push(Job {
+                    ext: id,
+                    depth,
+                    data,
+                    name,
+                    work: Work::Sniff,
+                    nodes: 0,
+                    blocked_at: None,
+                }),
+                Some(None) => leaves.push(id),
+                Some(Some(format)) => {
+                    parsing.push((id, format.name));
+                    let parser = (format.parse)(&data);
+                    self.jobs.push(Job {
+                        ext: id,
+                        depth,
+                        data,
+                        name,
+                        work: Work::Parse(parser),
+                        nodes: 0,
+                        blocked_at: None,
+                    });
+                }
+            }
+        }
+        let mut t = self.shared.tree.write();
+        for id in leaves {
+            t.exts[id].phase = Phase::Leaf;
+        }
+        for (id, name) in parsing {
+            t.exts[id].parser = Some(name);
+            t.exts[id].phase = Phase::Parsing;
+        }
+    }
+}

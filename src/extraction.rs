@@ -1,0 +1,212 @@
+//! Extractions: named byte ranges that parsers parse, forming a tree.
+//!
+//! The file is the root extraction. A parser that finds embedded data (the
+//! decoded stream of a gzip file, a tar member, a zip entry) makes it a child
+//! extraction, which is then sniffed and parsed in turn, to any depth.
+
+use crate::data::{Data, Range};
+use crate::name::Name;
+use crate::node::Node;
+use crate::status::{Damage, Status, worst};
+
+/// Index of an extraction in its [`Tree`].
+pub type ExtId = usize;
+
+/// What an extraction is in its container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// The file pparse was asked to open.
+    Root,
+    /// Bytes decoded from the parent (a gzip stream).
+    Stream,
+    File,
+    Dir,
+    Symlink(Box<str>),
+    HardLink(Box<str>),
+    Device,
+    Fifo,
+    /// A container entry type pparse does not interpret (tar typeflag ...).
+    Other(Box<str>),
+}
+
+impl EntryKind {
+    pub fn as_str(&self) -> &str {
+        match self {
+            EntryKind::Root => "file",
+            EntryKind::Stream => "stream",
+            EntryKind::File => "file",
+            EntryKind::Dir => "dir",
+            EntryKind::Symlink(_) => "symlink",
+            EntryKind::HardLink(_) => "hardlink",
+            EntryKind::Device => "device",
+            EntryKind::Fifo => "fifo",
+            EntryKind::Other(_) => "other",
+        }
+    }
+    /// Whether the entry's bytes are file contents worth sniffing and writing.
+    pub fn has_content(&self) -> bool {
+        matches!(self, EntryKind::Root | EntryKind::Stream | EntryKind::File)
+    }
+}
+
+/// Where an extraction is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for enough bytes to be sniffed.
+    Waiting,
+    /// A parser is working on it.
+    Parsing,
+    /// Parsed to the end.
+    Done,
+    /// No parser recognised it (or none applies): raw bytes.
+    Leaf,
+}
+
+/// How far the parse of one extraction has got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub done: u64,
+    pub total: Option<u64>,
+}
+
+/// One node of the extraction tree.
+pub struct Extraction {
+    pub id: ExtId,
+    pub parent: Option<ExtId>,
+    pub children: Vec<ExtId>,
+    pub name: Name,
+    pub kind: EntryKind,
+    pub data: Data,
+    /// The parent's bytes this extraction comes from (a member's data, or the
+    /// compressed bytes a stream was decoded from).
+    pub origin: Option<Range>,
+    /// Size the container declares, when it does (tar size, zip size).
+    pub declared_size: Option<u64>,
+    pub parser: Option<&'static str>,
+    pub damage: Vec<Damage>,
+    pub nodes: Vec<Node>,
+    pub progress: Progress,
+    pub phase: Phase,
+    pub depth: u32,
+}
+
+impl Extraction {
+    pub fn status(&self) -> Status {
+        worst(&self.damage)
+    }
+    /// Bytes available now.
+    pub fn size(&self) -> u64 {
+        self.data.available()
+    }
+    /// Display name (escaped).
+    pub fn display_name(&self) -> String {
+        self.name.display()
+    }
+    /// A one-line summary of what went wrong, if anything.
+    pub fn detail(&self) -> Option<String> {
+        let first = self
+            .damage
+            .iter()
+            .max_by_key(|d| d.status)
+            .map(|d| d.to_string())?;
+        if self.damage.len() > 1 {
+            Some(format!("{first} (+{} more)", self.damage.len() - 1))
+        } else {
+            Some(first)
+        }
+    }
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+/// All extractions of one opened file; index 0 is the root.
+#[derive(Default)]
+pub struct Tree {
+    pub exts: Vec<Extraction>,
+}
+
+impl Tree {
+    pub fn root(&self) -> &Extraction {
+        &self.exts[0]
+    }
+    pub fn get(&self, id: ExtId) -> Option<&Extraction> {
+        self.exts.get(id)
+    }
+    pub fn len(&self) -> usize {
+        self.exts.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.exts.is_empty()
+    }
+
+    /// The PATH of an extraction: its ancestors' names below the root, joined by `/`.
+    pub fn path_of(&self, id: ExtId) -> String {
+        let mut parts = Vec::new();
+        let mut at = id;
+        while let Some(p) = self.exts[at].parent {
+            parts.push(self.exts[at].display_name());
+            at = p;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// Finds the extraction named by PATH (see DESIGN.md). A member's own `/`s
+    /// are part of its name, so each step tries every child whose name is a
+    /// prefix of what is left, in archive order, and backtracks.
+    pub fn resolve(&self, path: &str) -> Option<ExtId> {
+        let path = path.trim_start_matches('/');
+        if path.is_empty() {
+            return Some(0);
+        }
+        self.walk(0, path, 0)
+    }
+
+    fn walk(&self, at: ExtId, rest: &str, depth: usize) -> Option<ExtId> {
+        if rest.is_empty() {
+            return Some(at);
+        }
+        if depth > 256 {
+            return None;
+        }
+        for &c in &self.exts[at].children {
+            let name = self.exts[c].display_name();
+            let bare = name.trim_end_matches('/');
+            if rest == name || (!bare.is_empty() && rest == bare) {
+                return Some(c);
+            }
+            let after = if name.ends_with('/') {
+                rest.strip_prefix(name.as_str())
+            } else {
+                rest.strip_prefix(name.as_str())
+                    .and_then(|r| r.strip_prefix('/'))
+            };
+            if let Some(r) = after
+                && let Some(found) = self.walk(c, r, depth + 1) {
+                    return Some(found);
+                }
+        }
+        None
+    }
+
+    /// Every extraction below `id`, depth first, `id` included.
+    pub fn subtree(&self, id: ExtId) -> Vec<ExtId> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(x) = stack.pop() {
+            out.push(x);
+            stack.extend(self.exts[x].children.iter().rev());
+        }
+        out
+    }
+
+    /// The worst status anywhere in the tree.
+    pub fn worst_status(&self) -> Status {
+        self.exts
+            .iter()
+            .map(|e| e.status())
+            .max()
+            .unwrap_or(Status::Complete)
+    }
+}

@@ -1,0 +1,137 @@
+//! Nodes: the parsed structure of one extraction.
+//!
+//! A parser's scan produces the top-level nodes of its extraction (one per
+//! gzip member, tar entry, zip record). Their children are usually
+//! [`Children::Unloaded`]: the parser's `load` function rebuilds them from the
+//! node's [`Range`] on demand, and [`Node::unload`] drops them again. So a
+//! node tree costs memory only for what someone looks at, and any subtree can
+//! be thrown away and re-read from the bytes.
+
+use std::fmt;
+
+use crate::data::Range;
+use crate::status::{Damage, Status};
+
+/// A scalar value shown with a node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    UInt(u64),
+    Int(i64),
+    Bool(bool),
+    /// Text, already escaped for display (see [`crate::name`]).
+    Str(Box<str>),
+    /// A short byte string (previews, magic numbers).
+    Bytes(Box<[u8]>),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Str(s) => f.write_str(s),
+            Value::Bytes(b) => {
+                for x in b.iter() {
+                    write!(f, "{x:02x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The children of a node.
+#[derive(Clone, Debug, Default)]
+pub enum Children {
+    /// No children, ever.
+    #[default]
+    Leaf,
+    /// Children exist but are not in memory; the parser can load them.
+    Unloaded,
+    Loaded(Vec<Node>),
+}
+
+/// One element of a parsed structure.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Parser-defined kind; the parser's `load` dispatches on it.
+    pub kind: &'static str,
+    /// Display name (escaped).
+    pub name: Box<str>,
+    /// Bytes of the extraction this node covers.
+    pub range: Range,
+    pub value: Option<Value>,
+    /// Set when this node is truncated or corrupt.
+    pub damage: Option<Box<Damage>>,
+    pub children: Children,
+}
+
+impl Node {
+    pub fn new(kind: &'static str, name: impl Into<Box<str>>, range: Range) -> Node {
+        Node {
+            kind,
+            name: name.into(),
+            range,
+            value: None,
+            damage: None,
+            children: Children::Leaf,
+        }
+    }
+    pub fn value(mut self, v: Value) -> Node {
+        self.value = Some(v);
+        self
+    }
+    pub fn uint(self, v: u64) -> Node {
+        self.value(Value::UInt(v))
+    }
+    pub fn text(self, s: impl Into<Box<str>>) -> Node {
+        self.value(Value::Str(s.into()))
+    }
+    /// Marks the node as having children that `load` can produce.
+    pub fn lazy(mut self) -> Node {
+        self.children = Children::Unloaded;
+        self
+    }
+    pub fn with_children(mut self, children: Vec<Node>) -> Node {
+        self.children = Children::Loaded(children);
+        self
+    }
+    pub fn damaged(mut self, d: Damage) -> Node {
+        self.damage = Some(Box::new(d));
+        self
+    }
+    pub fn status(&self) -> Status {
+        self.damage.as_ref().map_or(Status::Complete, |d| d.status)
+    }
+    /// Drops loaded children of a node that can load them again.
+    pub fn unload(&mut self) {
+        if matches!(self.children, Children::Loaded(_)) {
+            self.children = Children::Unloaded;
+        }
+    }
+    pub fn loaded_children(&self) -> &[Node] {
+        match &self.children {
+            Children::Loaded(c) => c,
+            _ => &[],
+        }
+    }
+    /// Follows a path of child indices; `None` if it leaves the loaded tree.
+    pub fn descend(&self, path: &[usize]) -> Option<&Node> {
+        let mut n = self;
+        for &i in path {
+            n = n.loaded_children().get(i)?;
+        }
+        Some(n)
+    }
+    pub fn descend_mut(&mut self, path: &[usize]) -> Option<&mut Node> {
+        let mut n = self;
+        for &i in path {
+            n = match &mut n.children {
+                Children::Loaded(c) => c.get_mut(i)?,
+                _ => return None,
+            };
+        }
+        Some(n)
+    }
+}

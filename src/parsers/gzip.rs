@@ -1,0 +1,903 @@
+//! gzip (RFC 1952): members, recovery, and the decoded stream.
+//!
+//! The decoded bytes of all members form one child extraction (as `gunzip`
+//! writes one file). Recovery rules, from measuring real damage (see
+//! `notes/archives.md`):
+//!
+//! * a CRC or size mismatch never discards output: it is reported, the bytes
+//!   stay;
+//! * a truncated member keeps everything decodable from the bytes that exist;
+//! * after a hard deflate error the parser scans forward for the next member
+//!   header that parses *and* decodes, and reports the compressed span it
+//!   skipped and where in the decoded stream bytes are missing;
+//! * trailing zeros are padding; any other trailing bytes are reported.
+
+use std::sync::Arc;
+
+use memchr::memmem;
+
+use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use crate::data::inflate::zlib::{Code, RawInflate};
+use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
+use crate::extraction::{EntryKind, ExtId};
+use crate::name::{Name, escape_bytes};
+use crate::node::{Node, Value};
+use crate::status::Damage;
+
+pub static FORMAT: Format = Format {
+    name: "gzip",
+    sniff,
+    parse: |data| Box::new(GzipParser::new(data.clone())),
+    load,
+};
+
+const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+/// Longest FNAME or FCOMMENT accepted; longer means a damaged header.
+const MAX_STRING: usize = 64 * 1024;
+/// Output a resync candidate must decode without error to be accepted.
+const TRIAL_OUTPUT: usize = 64 * 1024;
+
+const FTEXT: u8 = 1;
+const FHCRC: u8 = 2;
+const FEXTRA: u8 = 4;
+const FNAME: u8 = 8;
+const FCOMMENT: u8 = 16;
+
+fn sniff(s: &Sniff) -> bool {
+    s.head.starts_with(&MAGIC)
+        || (s.head.len() >= 2
+            && (s.name.ends_with(".gz") || s.name.ends_with(".tgz"))
+            && !s.head.starts_with(b"PK"))
+}
+
+/// A parsed member header; offsets are relative to the member start.
+#[derive(Debug, Clone)]
+struct Header {
+    len: usize,
+    flags: u8,
+    mtime: u32,
+    xfl: u8,
+    os: u8,
+    extra: Option<(usize, usize)>,
+    name: Option<(usize, usize)>,
+    comment: Option<(usize, usize)>,
+    hcrc: Option<(u16, u16)>,
+}
+
+enum HeaderError {
+    /// The bytes end inside the header.
+    Short,
+    Bad(String),
+}
+
+fn parse_header(b: &[u8]) -> Result<Header, HeaderError> {
+    if b.len() < 10 {
+        if !MAGIC.starts_with(&b[..b.len().min(3)]) {
+            return Err(HeaderError::Bad("not a gzip member header".into()));
+        }
+        return Err(HeaderError::Short);
+    }
+    if b[0] != 0x1f || b[1] != 0x8b {
+        return Err(HeaderError::Bad(format!(
+            "bad magic {:02x} {:02x} (expected 1f 8b)",
+            b[0], b[1]
+        )));
+    }
+    if b[2] != 8 {
+        return Err(HeaderError::Bad(format!(
+            "unknown compression method {} (only 8, deflate, exists)",
+            b[2]
+        )));
+    }
+    let flags = b[3];
+    if flags & 0xe0 != 0 {
+        return Err(HeaderError::Bad(format!(
+            "reserved flag bits set ({flags:#04x})"
+        )));
+    }
+    let mut h = Header {
+        len: 10,
+        flags,
+        mtime: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        xfl: b[8],
+        os: b[9],
+        extra: None,
+        name: None,
+        comment: None,
+        hcrc: None,
+    };
+    let mut p = 10;
+    if flags & FEXTRA != 0 {
+        if b.len() < p + 2 {
+            return Err(HeaderError::Short);
+        }
+        let xlen = u16::from_le_bytes([b[p], b[p + 1]]) as usize;
+        p += 2;
+        if b.len() < p + xlen {
+            return Err(HeaderError::Short);
+        }
+        h.extra = Some((p, p + xlen));
+        p += xlen;
+    }
+    for (flag, slot, what) in [(FNAME, 0, "file name"), (FCOMMENT, 1, "comment")] {
+        if flags & flag == 0 {
+            continue;
+        }
+        let limit = (p + MAX_STRING).min(b.len());
+        match memchr::memchr(0, &b[p..limit]) {
+            Some(n) => {
+                let span = Some((p, p + n));
+                if slot == 0 {
+                    h.name = span;
+                } else {
+                    h.comment = span;
+                }
+                p += n + 1;
+            }
+            None if limit == b.len() && b.len() < p + MAX_STRING => return Err(HeaderError::Short),
+            None => {
+                return Err(HeaderError::Bad(format!(
+                    "{what} not terminated within {MAX_STRING} bytes"
+                )));
+            }
+        }
+    }
+    if flags & FHCRC != 0 {
+        if b.len() < p + 2 {
+            return Err(HeaderError::Short);
+        }
+        let stored = u16::from_le_bytes([b[p], b[p + 1]]);
+        let computed = (crc32fast::hash(&b[..p]) & 0xffff) as u16;
+        h.hcrc = Some((stored, computed));
+        p += 2;
+    }
+    h.len = p;
+    Ok(h)
+}
+
+/// Longest possible header, so one read always covers it.
+const HEADER_WINDOW: usize = 10 + 2 + 65535 + 2 * (MAX_STRING + 1) + 2;
+
+enum State {
+    /// A member header is expected at `at`.
+    Header {
+        at: u64,
+    },
+    Body {
+        node: usize,
+        start: u64,
+        out_start: u64,
+        inflater: Box<Inflater>,
+    },
+    Trailer {
+        node: usize,
+        start: u64,
+        at: u64,
+        crc: u32,
+        size: u64,
+        out_start: u64,
+    },
+    /// After a member: another member, zero padding (from `pad`), or garbage.
+    After {
+        at: u64,
+        pad: u64,
+    },
+    /// Looking for the next valid member after damage that began at `lost`.
+    Resync {
+        from: u64,
+        lost: u64,
+        why: String,
+    },
+    Done,
+}
+
+struct GzipParser {
+    data: Data,
+    out: Option<Arc<InflateSource>>,
+    child: Option<ExtId>,
+    members: usize,
+    state: State,
+    scratch: Vec<u8>,
+}
+
+impl GzipParser {
+    fn new(data: Data) -> GzipParser {
+        GzipParser {
+            data,
+            out: None,
+            child: None,
+            members: 0,
+            state: State::Header { at: 0 },
+            scratch: Vec::new(),
+        }
+    }
+
+    fn out_pos(&self) -> u64 {
+        self.out.as_ref().map_or(0, |o| o.available())
+    }
+
+    fn child_damage(&self, cx: &mut StepCx, d: Damage) {
+        if let Some(c) = self.child {
+            cx.child_damage(c, d);
+        }
+    }
+
+    fn finish(&mut self, cx: &mut StepCx) -> Step {
+        if let Some(o) = &self.out {
+            o.finish();
+        }
+        let len = self.data.available();
+        cx.progress(len, Some(len));
+        self.state = State::Done;
+        Step::Done
+    }
+
+    /// Creates the decoded-stream child on the first good member.
+    fn ensure_child(&mut self, cx: &mut StepCx, fname: Option<&[u8]>, origin: u64) {
+        if self.out.is_some() {
+            return;
+        }
+        let out = InflateSource::new(self.data.clone(), "gzip stream");
+        let name = match fname {
+            Some(n) if !n.is_empty() => Name::new(n.to_vec()),
+            _ => Name::new(derived_name(cx.name)),
+        };
+        let mut spec = ChildSpec::new(name, EntryKind::Stream, out.clone() as Data);
+        spec.origin = Some(Range::new(origin, self.data.available().max(origin)));
+        self.child = Some(cx.add_child(spec));
+        self.out = Some(out);
+    }
+
+    fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let bytes = match view(&*data, at, HEADER_WINDOW, &mut self.scratch) {
+            Ok(b) => b,
+            Err(e) => {
+                cx.damage(Damage::corrupt(
+                    Range::new(at, avail),
+                    format!("read error: {e}"),
+                ));
+                return Some(self.finish(cx));
+            }
+        };
+        match parse_header(bytes) {
+            Err(HeaderError::Short) if !fin => Some(Step::Blocked),
+            Err(HeaderError::Short) => {
+                let r = Range::new(at, avail);
+                cx.push_node(
+                    Node::new("partial header", format!("member #{}", self.members + 1), r)
+                        .damaged(Damage::truncated(r, "gzip member header is cut off")),
+                );
+                cx.damage(Damage::truncated(
+                    r,
+                    "file ends inside a gzip member header",
+                ));
+                let out = self.out_pos();
+                self.child_damage(
+                    cx,
+                    Damage::truncated(Range::new(out, out), "gzip input ends here"),
+                );
+                Some(self.finish(cx))
+            }
+            Err(HeaderError::Bad(why)) => {
+                self.state = State::Resync {
+                    from: at + 1,
+                    lost: at,
+                    why: format!("bad gzip member header: {why}"),
+                };
+                None
+            }
+            Ok(h) => {
+                let fname = h.name.map(|(s, e)| bytes[s..e].to_vec());
+                if let Some((stored, computed)) = h.hcrc
+                    && stored != computed {
+                        cx.damage(Damage::corrupt(
+                            Range::new(at + h.len as u64 - 2, at + h.len as u64),
+                            format!("header CRC16 mismatch: stored {stored:#06x}, computed {computed:#06x}"),
+                        ));
+                    }
+                self.ensure_child(cx, fname.as_deref(), at);
+                self.members += 1;
+                let node = cx.push_node(
+                    Node::new(
+                        "member",
+                        format!("member #{}", self.members),
+                        Range::new(at, at + h.len as u64),
+                    )
+                    .lazy(),
+                );
+                let out = self.out.clone().expect("child created above");
+                let out_start = out.available();
+                self.state = State::Body {
+                    node,
+                    start: at,
+                    out_start,
+                    inflater: Box::new(Inflater::new(out, at + h.len as u64)),
+                };
+                None
+            }
+        }
+    }
+
+    fn body(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Body {
+            node,
+            start,
+            out_start,
+            inflater,
+        } = &mut self.state
+        else {
+            return None;
+        };
+        let (node, start, out_start) = (*node, *start, *out_start);
+        let event = inflater.run(cx.budget);
+        let total = self.data.available();
+        cx.progress(inflater.input_pos(), Some(total));
+        match event {
+            InflateEvent::Progress => Some(Step::Yield),
+            InflateEvent::NeedInput => Some(Step::Blocked),
+            InflateEvent::End { in_end } => {
+                let crc = inflater.crc();
+                let size = inflater.produced();
+                self.state = State::Trailer {
+                    node,
+                    start,
+                    at: in_end,
+                    crc,
+                    size,
+                    out_start,
+                };
+                None
+            }
+            InflateEvent::Truncated { in_end } => {
+                let out_end = out_start + inflater.produced();
+                let m = self.members;
+                cx.edit_node(node, move |n| {
+                    n.kind = "partial member";
+                    n.range.end = in_end;
+                    n.value = Some(Value::Str(
+                        format!("decoded {:#x}..{:#x}, cut off", out_start, out_end).into(),
+                    ));
+                    n.damage = Some(Box::new(Damage::truncated(
+                        Range::new(in_end, in_end),
+                        "deflate data ends before the end of the stream",
+                    )));
+                });
+                cx.damage(Damage::truncated(
+                    Range::new(in_end, in_end),
+                    format!("gzip member #{m} is cut off inside its deflate data"),
+                ));
+                self.child_damage(
+                    cx,
+                    Damage::truncated(
+                        Range::new(out_end, out_end),
+                        format!("decoded stream ends early (member #{m} cut off)"),
+                    ),
+                );
+                Some(self.finish(cx))
+            }
+            InflateEvent::Error { at, message } => {
+                let out_end = out_start + inflater.produced();
+                let m = self.members;
+                let msg = message.clone();
+                cx.edit_node(node, move |n| {
+                    n.kind = "partial member";
+                    n.range.end = at;
+                    n.value = Some(Value::Str(
+                        format!("decoded {:#x}..{:#x}, then invalid", out_start, out_end).into(),
+                    ));
+                    n.damage = Some(Box::new(Damage::corrupt(
+                        Range::new(at, at),
+                        format!("invalid deflate data: {msg}"),
+                    )));
+                });
+                self.child_damage(
+                    cx,
+                    Damage::corrupt(
+                        Range::new(out_end, out_end),
+                        format!(
+                            "bytes lost here: member #{m} has invalid deflate data ({message})"
+                        ),
+                    ),
+                );
+                let resume = at.saturating_sub(16).max(start + 1);
+                self.state = State::Resync {
+                    from: resume,
+                    lost: at,
+                    why: format!("invalid deflate data in member #{m}: {message}"),
+                };
+                None
+            }
+        }
+    }
+
+    fn trailer(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Trailer {
+            node,
+            start,
+            at,
+            crc,
+            size,
+            out_start,
+        } = self.state
+        else {
+            return None;
+        };
+        let mut t = [0u8; 8];
+        let n = self.data.read_at(at, &mut t).unwrap_or(0);
+        let m = self.members;
+        let out_end = out_start + size;
+        if n < 8 {
+            if !self.data.is_final() {
+                return Some(Step::Blocked);
+            }
+            let end = at + n as u64;
+            cx.edit_node(node, move |nd| {
+                nd.kind = "partial member";
+                nd.range.end = end;
+                nd.value = Some(Value::Str(
+                    format!("decoded {out_start:#x}..{out_end:#x}, trailer cut off").into(),
+                ));
+                nd.damage = Some(Box::new(Damage::truncated(
+                    Range::new(at, end),
+                    "CRC-32 and size trailer cut off",
+                )));
+            });
+            cx.damage(Damage::truncated(
+                Range::new(at, end),
+                format!("gzip member #{m} trailer is cut off ({n} of 8 bytes)"),
+            ));
+            self.child_damage(
+                cx,
+                Damage::truncated(
+                    Range::new(out_end, out_end),
+                    format!("member #{m} decoded fully but its CRC could not be checked"),
+                ),
+            );
+            return Some(self.finish(cx));
+        }
+        let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+        let stored_size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+        let tr = Range::new(at, at + 8);
+        let mut problems = Vec::new();
+        if stored_crc != crc {
+            problems.push(format!(
+                "CRC-32 mismatch: stored {stored_crc:#010x}, computed {crc:#010x}"
+            ));
+        }
+        if stored_size != size as u32 {
+            problems.push(format!(
+                "size mismatch: stored {stored_size} (mod 2^32), decoded {size}"
+            ));
+        }
+        let damage = (!problems.is_empty()).then(|| Damage::corrupt(tr, problems.join("; ")));
+        if let Some(d) = &damage {
+            cx.damage(Damage::corrupt(
+                tr,
+                format!("gzip member #{m}: {} (decoded bytes kept)", d.reason),
+            ));
+            self.child_damage(
+                cx,
+                Damage::corrupt(
+                    Range::new(out_start, out_end),
+                    format!("member #{m} fails its check: {}", d.reason),
+                ),
+            );
+        }
+        cx.edit_node(node, move |nd| {
+            nd.range = Range::new(start, at + 8);
+            nd.value = Some(Value::Str(
+                format!("decoded {out_start:#x}..{out_end:#x} ({size} bytes)").into(),
+            ));
+            nd.damage = damage.map(Box::new);
+        });
+        self.state = State::After {
+            at: at + 8,
+            pad: at + 8,
+        };
+        None
+    }
+
+    fn after(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::After { at, pad } = self.state else {
+            return None;
+        };
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let mut p = at;
+        let mut scanned = 0;
+        while p < avail && scanned < cx.budget {
+            let bytes = match view(&*data, p, 1 << 20, &mut self.scratch) {
+                Ok(b) => b,
+                Err(_) => return Some(self.finish(cx)),
+            };
+            if p == pad {
+                if bytes.len() < 3 && !fin && MAGIC.starts_with(bytes) {
+                    return Some(Step::Blocked);
+                }
+                if bytes.starts_with(&MAGIC) {
+                    self.state = State::Header { at: p };
+                    return None;
+                }
+            }
+            let zeros = bytes.iter().take_while(|&&b| b == 0).count();
+            if zeros < bytes.len() {
+                let q = p + zeros as u64;
+                if q > pad {
+                    let r = Range::new(pad, q);
+                    cx.push_node(Node::new("padding", "zero padding", r).uint(r.len()));
+                    self.state = State::After { at: q, pad: q };
+                    return None;
+                }
+                self.state = State::Resync {
+                    from: q,
+                    lost: q,
+                    why: "bytes after the last member are not gzip data".into(),
+                };
+                return None;
+            }
+            p += bytes.len() as u64;
+            scanned += bytes.len() as u64;
+        }
+        if p < avail {
+            self.state = State::After { at: p, pad };
+            return Some(Step::Yield);
+        }
+        if !fin {
+            self.state = State::After { at: p, pad };
+            return Some(Step::Blocked);
+        }
+        if avail > pad {
+            let r = Range::new(pad, avail);
+            cx.push_node(Node::new("padding", "zero padding", r).uint(r.len()));
+        }
+        Some(self.finish(cx))
+    }
+
+    fn resync(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Resync { from, lost, why } = &self.state else {
+            return None;
+        };
+        let (from, lost, why) = (*from, *lost, why.clone());
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let finder = memmem::Finder::new(&MAGIC);
+        let mut pos = from;
+        let mut scanned = 0u64;
+        while pos + 3 <= avail && scanned < cx.budget.max(1 << 20) {
+            let window = match view(&*data, pos, 1 << 20, &mut self.scratch) {
+                Ok(w) => w.to_vec(),
+                Err(_) => break,
+            };
+            if window.len() < 3 {
+                break;
+            }
+            let mut search_from = 0;
+            while let Some(i) = finder.find(&window[search_from..]) {
+                let cand = pos + (search_from + i) as u64;
+                match self.try_member(cand) {
+                    Trial::Good => {
+                        self.record_lost(cx, lost, cand, &why);
+                        self.state = State::Header { at: cand };
+                        return None;
+                    }
+                    Trial::NeedMore => {
+                        self.state = State::Resync {
+                            from: cand,
+                            lost,
+                            why,
+                        };
+                        return Some(Step::Blocked);
+                    }
+                    Trial::Bad => search_from += i + 1,
+                }
+            }
+            let advance = (window.len() as u64).saturating_sub(2).max(1);
+            pos += advance;
+            scanned += advance;
+        }
+        if pos + 3 <= avail {
+            // Budget used; continue next step.
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Yield);
+        }
+        if !fin {
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Blocked);
+        }
+        self.record_lost(cx, lost, avail, &why);
+        Some(self.finish(cx))
+    }
+
+    fn record_lost(&mut self, cx: &mut StepCx, lost: u64, next: u64, why: &str) {
+        let r = Range::new(lost, next);
+        let reason = if next >= self.data.available() {
+            format!(
+                "{why}; no further gzip member found ({} bytes unreadable)",
+                r.len()
+            )
+        } else {
+            format!("{why}; skipped {} bytes to the next valid member", r.len())
+        };
+        if !r.is_empty() {
+            cx.push_node(
+                Node::new("skipped", "unreadable bytes", r)
+                    .uint(r.len())
+                    .damaged(Damage::corrupt(r, reason.clone())),
+            );
+        }
+        cx.damage(Damage::corrupt(r, reason));
+    }
+
+    /// Whether a member header at `at` parses and its data decodes.
+    fn try_member(&mut self, at: u64) -> Trial {
+        let fin = self.data.is_final();
+        let mut buf = Vec::new();
+        let Ok(bytes) = view(&*self.data, at, HEADER_WINDOW, &mut buf) else {
+            return Trial::Bad;
+        };
+        let h = match parse_header(bytes) {
+            Ok(h) => h,
+            Err(HeaderError::Short) if !fin => return Trial::NeedMore,
+            Err(_) => return Trial::Bad,
+        };
+        let mut z = RawInflate::new();
+        let mut out = vec![0u8; 32 * 1024];
+        let mut made = 0;
+        let mut pos = at + h.len as u64;
+        let mut inbuf = vec![0u8; 64 * 1024];
+        loop {
+            let n = self.data.read_at(pos, &mut inbuf).unwrap_or(0);
+            let s = z.inflate(&inbuf[..n], &mut out, false);
+            pos += s.consumed as u64;
+            made += s.produced;
+            match s.code {
+                Code::StreamEnd => return Trial::Good,
+                Code::DataError => return Trial::Bad,
+                _ if made >= TRIAL_OUTPUT => return Trial::Good,
+                _ if s.consumed == 0 && s.produced == 0 => {
+                    return if n > 0 {
+                        Trial::Bad
+                    } else if fin {
+                        // Decodes cleanly up to the end of the file.
+                        if made > 0 { Trial::Good } else { Trial::Bad }
+                    } else {
+                        Trial::NeedMore
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+enum Trial {
+    Good,
+    Bad,
+    NeedMore,
+}
+
+impl Parser for GzipParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        // Quick state changes loop here; decoding and scanning yield.
+        for _ in 0..64 {
+            let r = match self.state {
+                State::Header { at } => self.header(cx, at),
+                State::Body { .. } => self.body(cx),
+                State::Trailer { .. } => self.trailer(cx),
+                State::After { .. } => self.after(cx),
+                State::Resync { .. } => self.resync(cx),
+                State::Done => Some(Step::Done),
+            };
+            if let Some(step) = r {
+                return step;
+            }
+        }
+        Step::Yield
+    }
+}
+
+/// Name of the decoded stream when the header carries none: what `gunzip`
+/// would write.
+fn derived_name(name: &str) -> String {
+    for (suffix, repl) in [
+        (".tgz", ".tar"),
+        (".taz", ".tar"),
+        (".gz", ""),
+        (".z", ""),
+        ("-gz", ""),
+        ("_z", ""),
+    ] {
+        if let Some(stem) = name.strip_suffix(suffix)
+            && !stem.is_empty() {
+                return format!("{stem}{repl}");
+            }
+    }
+    format!("{name}.decoded")
+}
+
+fn os_name(os: u8) -> &'static str {
+    match os {
+        0 => "FAT",
+        1 => "Amiga",
+        2 => "VMS",
+        3 => "Unix",
+        4 => "VM/CMS",
+        5 => "Atari TOS",
+        6 => "HPFS",
+        7 => "Macintosh",
+        8 => "Z-System",
+        9 => "CP/M",
+        10 => "TOPS-20",
+        11 => "NTFS",
+        12 => "QDOS",
+        13 => "Acorn RISCOS",
+        255 => "unknown",
+        _ => "undefined",
+    }
+}
+
+/// Rebuilds a member's fields from its bytes.
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if node.kind != "member" && node.kind != "partial member" {
+        return Vec::new();
+    }
+    let start = node.range.start;
+    let mut buf = Vec::new();
+    let Ok(b) = view(
+        data,
+        start,
+        HEADER_WINDOW.min(node.range.len() as usize),
+        &mut buf,
+    ) else {
+        return Vec::new();
+    };
+    let h = match parse_header(b) {
+        Ok(h) => h,
+        Err(_) => return vec![Node::new("error", "header", node.range).text("unparseable header")],
+    };
+    let at = |s: usize, e: usize| Range::new(start + s as u64, start + e as u64);
+    let mut out = vec![
+        Node::new("magic", "magic", at(0, 2)).value(Value::Bytes(b[0..2].into())),
+        Node::new("u8", "method", at(2, 3)).text("8 (deflate)"),
+        Node::new("u8", "flags", at(3, 4)).text(flag_text(h.flags)),
+        Node::new("u32", "mtime", at(4, 8)).text(if h.mtime == 0 {
+            "0 (not set)".to_string()
+        } else {
+            format!("{} ({})", h.mtime, crate::util::utc(h.mtime as i64))
+        }),
+        Node::new("u8", "xfl", at(8, 9)).text(match h.xfl {
+            2 => "2 (best compression)".to_string(),
+            4 => "4 (fastest)".to_string(),
+            x => x.to_string(),
+        }),
+        Node::new("u8", "os", at(9, 10)).text(format!("{} ({})", h.os, os_name(h.os))),
+    ];
+    if let Some((s, e)) = h.extra {
+        let mut subs = Vec::new();
+        let mut p = s;
+        while p + 4 <= e {
+            let len = u16::from_le_bytes([b[p + 2], b[p + 3]]) as usize;
+            let end = (p + 4 + len).min(e);
+            let id = String::from_utf8_lossy(&b[p..p + 2]).into_owned();
+            subs.push(
+                Node::new("subfield", escape_bytes(id.as_bytes()), at(p, end))
+                    .value(Value::Bytes(b[p + 4..end.min(p + 4 + 64)].into())),
+            );
+            p = end;
+        }
+        out.push(
+            Node::new("extra", "extra", at(s - 2, e))
+                .uint((e - s) as u64)
+                .with_children(subs),
+        );
+    }
+    if let Some((s, e)) = h.name {
+        out.push(Node::new("string", "name", at(s, e + 1)).text(escape_bytes(&b[s..e])));
+    }
+    if let Some((s, e)) = h.comment {
+        out.push(Node::new("string", "comment", at(s, e + 1)).text(escape_bytes(&b[s..e])));
+    }
+    if let Some((stored, computed)) = h.hcrc {
+        let mut n =
+            Node::new("u16", "header crc16", at(h.len - 2, h.len)).text(format!("{stored:#06x}"));
+        if stored != computed {
+            let r = n.range;
+            n = n.damaged(Damage::corrupt(r, format!("computed {computed:#06x}")));
+        }
+        out.push(n);
+    }
+    let data_start = start + h.len as u64;
+    let complete = node.kind == "member";
+    let data_end = if complete {
+        node.range.end.saturating_sub(8)
+    } else {
+        node.range.end
+    };
+    let mut d = Node::new(
+        "deflate",
+        "deflate data",
+        Range::new(data_start, data_end.max(data_start)),
+    )
+    .uint(data_end.saturating_sub(data_start));
+    if !complete
+        && let Some(dmg) = &node.damage {
+            d = d.damaged((**dmg).clone());
+        }
+    out.push(d);
+    if complete {
+        let mut t = [0u8; 8];
+        if data.read_at(data_end, &mut t).unwrap_or(0) == 8 {
+            let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+            let size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+            let mut c = Node::new("u32", "crc32", Range::new(data_end, data_end + 4))
+                .text(format!("{crc:#010x}"));
+            if let Some(dmg) = &node.damage {
+                c = c.damaged((**dmg).clone());
+            }
+            out.push(c);
+            out.push(
+                Node::new("u32", "isize", Range::new(data_end + 4, data_end + 8)).uint(size as u64),
+            );
+        }
+    }
+    out
+}
+
+fn flag_text(f: u8) -> String {
+    let names = [
+        (FTEXT, "FTEXT"),
+        (FHCRC, "FHCRC"),
+        (FEXTRA, "FEXTRA"),
+        (FNAME, "FNAME"),
+        (FCOMMENT, "FCOMMENT"),
+    ];
+    let set: Vec<&str> = names
+        .iter()
+        .filter(|(b, _)| f & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if set.is_empty() {
+        format!("{f:#04x}")
+    } else {
+        format!("{f:#04x} ({})", set.join("|"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_names() {
+        assert_eq!(derived_name("a.tar.gz"), "a.tar");
+        assert_eq!(derived_name("b.tgz"), "b.tar");
+        assert_eq!(derived_name("c.bin"), "c.bin.decoded");
+        assert_eq!(derived_name(".gz"), ".gz.decoded");
+    }
+
+    #[test]
+    fn header_limits() {
+        let mut h = vec![0x1f, 0x8b, 8, FNAME, 0, 0, 0, 0, 0, 3];
+        h.extend(std::iter::repeat_n(b'a', 100));
+        assert!(matches!(parse_header(&h), Err(HeaderError::Short)));
+        h.push(0);
+        let p = parse_header(&h).ok().unwrap();
+        assert_eq!(p.name, Some((10, 110)));
+        assert_eq!(p.len, 111);
+        let bad = [0x1f, 0x8b, 8, 0x20, 0, 0, 0, 0, 0, 3];
+        assert!(matches!(parse_header(&bad), Err(HeaderError::Bad(_))));
+    }
+}

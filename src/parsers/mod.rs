@@ -1,0 +1,224 @@
+//! Parsers, one module per format, and the registry that picks them.
+//!
+//! A parser is a resumable state machine: the engine calls [`Parser::step`]
+//! again and again, each call doing a bounded amount of work and recording
+//! what it found through the [`StepCx`]. A parser never waits: when it needs
+//! bytes its source does not have yet it returns [`Step::Blocked`], and when
+//! the source is final and the bytes never came it records the damage and
+//! carries on or finishes.
+//!
+//! Adding a format is one module here plus one line in [`REGISTRY`].
+
+pub mod gzip;
+pub mod tar;
+pub mod zip;
+
+use crate::data::{Data, Range, Source};
+use crate::extraction::{EntryKind, ExtId, Progress, Tree};
+use crate::name::Name;
+use crate::node::Node;
+use crate::status::Damage;
+
+/// Every known format, in sniffing order.
+pub static REGISTRY: &[&Format] = &[&gzip::FORMAT, &zip::FORMAT, &tar::FORMAT];
+
+/// Bytes from the start of an extraction that sniffers get to see.
+pub const SNIFF_LEN: usize = 1024;
+
+/// One format: how to recognise it, parse it and re-load its nodes.
+pub struct Format {
+    pub name: &'static str,
+    /// Cheap recognition from the first bytes and the name.
+    pub sniff: fn(&Sniff) -> bool,
+    /// Starts a parser over an extraction's bytes.
+    pub parse: fn(&Data) -> Box<dyn Parser>,
+    /// Rebuilds the children of an unloaded node from its range.
+    pub load: fn(&dyn Source, &Node) -> Vec<Node>,
+}
+
+/// What a sniffer sees.
+pub struct Sniff<'a> {
+    /// Up to [`SNIFF_LEN`] first bytes (fewer if the extraction is shorter).
+    pub head: &'a [u8],
+    /// The extraction's display name.
+    pub name: &'a str,
+    pub data: &'a Data,
+}
+
+/// Picks the first format whose sniffer accepts the bytes.
+pub fn sniff(s: &Sniff) -> Option<&'static Format> {
+    REGISTRY.iter().copied().find(|f| (f.sniff)(s))
+}
+
+/// Looks a format up by name.
+pub fn by_name(name: &str) -> Option<&'static Format> {
+    REGISTRY.iter().copied().find(|f| f.name == name)
+}
+
+/// What a step achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Work was done and more remains: step again.
+    Yield,
+    /// Nothing more can be done until the source grows.
+    Blocked,
+    /// The parse is over.
+    Done,
+}
+
+/// A resumable parser. See the module docs.
+pub trait Parser: Send {
+    fn step(&mut self, cx: &mut StepCx) -> Step;
+}
+
+/// A child extraction a parser found.
+pub struct ChildSpec {
+    pub name: Name,
+    pub kind: EntryKind,
+    pub data: Data,
+    pub origin: Option<Range>,
+    pub declared_size: Option<u64>,
+    pub damage: Vec<Damage>,
+}
+
+impl ChildSpec {
+    pub fn new(name: Name, kind: EntryKind, data: Data) -> ChildSpec {
+        ChildSpec {
+            name,
+            kind,
+            data,
+            origin: None,
+            declared_size: None,
+            damage: Vec::new(),
+        }
+    }
+}
+
+type Edit = Box<dyn FnOnce(&mut Tree) + Send>;
+
+/// A parser's window on the engine during one step: its bytes, its budget,
+/// and an outbox of results the engine commits to the shared tree in one
+/// short write lock after the step.
+pub struct StepCx<'a> {
+    /// The bytes being parsed.
+    pub data: &'a Data,
+    /// Display name of the extraction being parsed.
+    pub name: &'a str,
+    /// Roughly how many bytes this step should process before yielding.
+    pub budget: u64,
+    me: ExtId,
+    next_ext: ExtId,
+    node_count: usize,
+    edits: Vec<Edit>,
+    new_children: Vec<ExtId>,
+    depth: u32,
+}
+
+impl<'a> StepCx<'a> {
+    pub(crate) fn new(
+        data: &'a Data,
+        name: &'a str,
+        me: ExtId,
+        next_ext: ExtId,
+        node_count: usize,
+        depth: u32,
+        budget: u64,
+    ) -> StepCx<'a> {
+        StepCx {
+            data,
+            name,
+            budget,
+            me,
+            next_ext,
+            node_count,
+            edits: Vec::new(),
+            new_children: Vec::new(),
+            depth,
+        }
+    }
+
+    /// Appends a top-level node; returns its index for later edits.
+    pub fn push_node(&mut self, node: Node) -> usize {
+        let me = self.me;
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[me].nodes.push(node)));
+        self.node_count += 1;
+        self.node_count - 1
+    }
+
+    /// Changes a top-level node pushed earlier.
+    pub fn edit_node(&mut self, index: usize, f: impl FnOnce(&mut Node) + Send + 'static) {
+        let me = self.me;
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            if let Some(n) = t.exts[me].nodes.get_mut(index) {
+                f(n)
+            }
+        }));
+    }
+
+    /// Records damage in this extraction's bytes.
+    pub fn damage(&mut self, d: Damage) {
+        let me = self.me;
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[me].damage.push(d)));
+    }
+
+    /// Records damage in a child's bytes.
+    pub fn child_damage(&mut self, child: ExtId, d: Damage) {
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[child].damage.push(d)));
+    }
+
+    /// Reports how far the parse has got.
+    pub fn progress(&mut self, done: u64, total: Option<u64>) {
+        let me = self.me;
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[me].progress = Progress { done, total }
+        }));
+    }
+
+    /// Adds a child extraction; it is sniffed and parsed in its turn.
+    pub fn add_child(&mut self, spec: ChildSpec) -> ExtId {
+        let id = self.next_ext;
+        self.next_ext += 1;
+        let me = self.me;
+        let depth = self.depth + 1;
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            debug_assert_eq!(t.exts.len(), id);
+            t.exts[me].children.push(id);
+            t.exts.push(crate::extraction::Extraction {
+                id,
+                parent: Some(me),
+                children: Vec::new(),
+                name: spec.name,
+                kind: spec.kind,
+                data: spec.data,
+                origin: spec.origin,
+                declared_size: spec.declared_size,
+                parser: None,
+                damage: spec.damage,
+                nodes: Vec::new(),
+                progress: Progress::default(),
+                phase: crate::extraction::Phase::Waiting,
+                depth,
+            });
+        }));
+        self.new_children.push(id);
+        id
+    }
+
+    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<ExtId>, usize) {
+        (self.edits, self.new_children, self.node_count)
+    }
+}
+
+/// Reads the first bytes of a source for sniffing.
+pub(crate) fn head(data: &dyn Source) -> Vec<u8> {
+    let n = (data.available() as usize).min(SNIFF_LEN);
+    let mut buf = vec![0u8; n];
+    match data.read_at(0, &mut buf) {
+        Ok(k) => buf.truncate(k),
+        Err(_) => buf.clear(),
+    }
+    buf
+}

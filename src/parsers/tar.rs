@@ -1,0 +1,869 @@
+//! tar: ustar, GNU (long names `L`/`K`, base-256 numbers) and PAX (`x`/`g`).
+//!
+//! Recovery goes further than GNU tar, bsdtar and Python's tarfile, which all
+//! lose every member after a few bytes of drift (see `notes/archives.md`):
+//!
+//! * a header whose checksum fails but whose magic, size and following header
+//!   all check out is kept as a corrupt member instead of being dropped;
+//! * otherwise the parser looks for the next header at any byte offset (magic
+//!   `ustar` at +257 and a valid checksum) or at any 512-byte block in the
+//!   current alignment (checksum only, for v7 headers), and reports the span
+//!   it skipped — so members survive a decoded stream whose length drifted;
+//! * a member cut off by the end of the bytes is a truncated extraction with
+//!   the bytes that exist.
+
+use memchr::memmem;
+
+use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use crate::data::{Data, Range, SliceSource, Source, read_exact_at, view};
+use crate::extraction::{EntryKind, ExtId};
+use crate::name::{Name, escape_bytes};
+use crate::node::{Node, Value};
+use crate::status::Damage;
+use std::sync::Arc;
+
+pub static FORMAT: Format = Format {
+    name: "tar",
+    sniff,
+    parse: |data| Box::new(TarParser::new(data.clone())),
+    load,
+};
+
+const BLOCK: u64 = 512;
+/// Longest GNU long name or PAX header accepted; longer is treated as damage.
+const MAX_META: u64 = 1 << 20;
+
+fn sniff(s: &Sniff) -> bool {
+    if s.head.len() < BLOCK as usize {
+        return false;
+    }
+    let b: &[u8; 512] = s.head[..512].try_into().expect("512 bytes");
+    matches!(check(b), Check::Valid) && (has_magic(b) || plausible_v7(b))
+}
+
+fn round_up(n: u64) -> u64 {
+    n.div_ceil(BLOCK) * BLOCK
+}
+
+/// What one 512-byte block is.
+enum Check {
+    Zero,
+    Valid,
+    /// Checksum field unreadable or not matching: (stored, unsigned sum).
+    Bad(Option<u64>, u64),
+}
+
+fn check(b: &[u8; 512]) -> Check {
+    if b.iter().all(|&x| x == 0) {
+        return Check::Zero;
+    }
+    let mut unsigned: u64 = 0;
+    let mut signed: i64 = 0;
+    for (i, &x) in b.iter().enumerate() {
+        let x = if (148..156).contains(&i) { b' ' } else { x };
+        unsigned += x as u64;
+        signed += x as i8 as i64;
+    }
+    let stored = octal(&b[148..156]);
+    match stored {
+        Some(s) if s == unsigned || s as i64 == signed => Check::Valid,
+        _ => Check::Bad(stored, unsigned),
+    }
+}
+
+fn has_magic(b: &[u8]) -> bool {
+    &b[257..262] == b"ustar"
+}
+
+fn is_gnu(b: &[u8]) -> bool {
+    &b[257..265] == b"ustar  \0"
+}
+
+/// A v7 header has no magic: accept it only with a plausible name and mode.
+fn plausible_v7(b: &[u8]) -> bool {
+    b[0] != 0 && octal(&b[100..108]).is_some() && octal(&b[124..136]).is_some()
+}
+
+/// Octal number terminated by NUL or space, leading spaces allowed; an
+/// all-NUL field is 0. `None` for anything else.
+fn octal(f: &[u8]) -> Option<u64> {
+    let mut i = 0;
+    while i < f.len() && f[i] == b' ' {
+        i += 1;
+    }
+    let mut v: u64 = 0;
+    let mut digits = 0;
+    while i < f.len() && (b'0'..=b'7').contains(&f[i]) {
+        v = v.checked_mul(8)?.checked_add((f[i] - b'0') as u64)?;
+        i += 1;
+        digits += 1;
+    }
+    if f[i..].iter().all(|&c| c == 0 || c == b' ') && (digits > 0 || f.iter().all(|&c| c == 0)) {
+        Some(v)
+    } else {
+        None
+    }
+}
+
+/// A numeric field: octal, or GNU base-256 (first byte 0x80, big-endian).
+/// Negative base-256 values (0xff) are rejected.
+fn number(f: &[u8]) -> Option<u64> {
+    if f[0] & 0x80 != 0 {
+        if f[0] != 0x80 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for &c in &f[1..] {
+            v = v.checked_mul(256)?.checked_add(c as u64)?;
+        }
+        return Some(v);
+    }
+    octal(f)
+}
+
+fn cstr(f: &[u8]) -> &[u8] {
+    match memchr::memchr(0, f) {
+        Some(n) => &f[..n],
+        None => f,
+    }
+}
+
+/// The fields of one header block that the scan needs.
+struct Header {
+    name: Vec<u8>,
+    link: Vec<u8>,
+    size: u64,
+    kind: u8,
+}
+
+fn header_fields(b: &[u8; 512]) -> Option<Header> {
+    let size = number(&b[124..136])?;
+    let mut name = cstr(&b[0..100]).to_vec();
+    if has_magic(b) && !is_gnu(b) {
+        let prefix = cstr(&b[345..500]);
+        if !prefix.is_empty() {
+            let mut full = prefix.to_vec();
+            full.push(b'/');
+            full.extend_from_slice(&name);
+            name = full;
+        }
+    }
+    Some(Header {
+        name,
+        link: cstr(&b[157..257]).to_vec(),
+        size,
+        kind: b[156],
+    })
+}
+
+/// Whether data blocks follow a header of this type (as Python's tarfile).
+fn has_data(kind: u8) -> bool {
+    !matches!(kind, b'1' | b'2' | b'3' | b'4' | b'5' | b'6')
+}
+
+fn entry_kind(kind: u8, link: &[u8], sparse: bool) -> EntryKind {
+    if sparse {
+        return EntryKind::Other("sparse file (not expanded)".into());
+    }
+    match kind {
+        b'0' | 0 | b'7' => EntryKind::File,
+        b'1' => EntryKind::HardLink(escape_bytes(link).into()),
+        b'2' => EntryKind::Symlink(escape_bytes(link).into()),
+        b'3' | b'4' => EntryKind::Device,
+        b'5' => EntryKind::Dir,
+        b'6' => EntryKind::Fifo,
+        b'S' => EntryKind::Other("sparse file (not expanded)".into()),
+        b'V' => EntryKind::Other("volume label".into()),
+        b'M' => EntryKind::Other("multi-volume continuation".into()),
+        b'D' => EntryKind::Other("directory listing".into()),
+        k => EntryKind::Other(format!("type {}", escape_bytes(&[k])).into()),
+    }
+}
+
+fn type_name(kind: u8) -> &'static str {
+    match kind {
+        b'0' | 0 => "file",
+        b'1' => "hard link",
+        b'2' => "symlink",
+        b'3' => "char device",
+        b'4' => "block device",
+        b'5' => "directory",
+        b'6' => "fifo",
+        b'7' => "contiguous file",
+        b'L' => "GNU long name",
+        b'K' => "GNU long link",
+        b'x' => "PAX header",
+        b'g' => "PAX global header",
+        b'X' => "Solaris extended header",
+        b'S' => "GNU sparse file",
+        b'V' => "volume label",
+        b'M' => "multi-volume continuation",
+        b'D' => "GNU directory listing",
+        _ => "unknown type",
+    }
+}
+
+/// PAX records `"%d %s=%s\n"`; malformed records end the list.
+fn pax_records(data: &[u8]) -> Vec<(String, Vec<u8>, Range)> {
+    let mut out = Vec::new();
+    let mut p = 0usize;
+    while p < data.len() {
+        let Some(sp) = memchr::memchr(b' ', &data[p..(p + 20).min(data.len())]) else {
+            break;
+        };
+        let Some(len) = std::str::from_utf8(&data[p..p + sp])
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+        else {
+            break;
+        };
+        if len <= sp + 1 || p + len > data.len() || data[p + len - 1] != b'\n' {
+            break;
+        }
+        let rec = &data[p + sp + 1..p + len - 1];
+        if let Some(eq) = memchr::memchr(b'=', rec) {
+            out.push((
+                String::from_utf8_lossy(&rec[..eq]).into_owned(),
+                rec[eq + 1..].to_vec(),
+                Range::new(p as u64, (p + len) as u64),
+            ));
+        }
+        p += len;
+    }
+    out
+}
+
+/// Metadata carried from extension headers to the next real header.
+#[derive(Default, Clone)]
+struct Pending {
+    name: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+    size: Option<u64>,
+    sparse: bool,
+}
+
+impl Pending {
+    fn apply_pax(&mut self, recs: &[(String, Vec<u8>, Range)]) {
+        for (k, v, _) in recs {
+            match k.as_str() {
+                "path" => self.name = Some(v.clone()),
+                "linkpath" => self.link = Some(v.clone()),
+                "size" => {
+                    self.size = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+                }
+                k if k.starts_with("GNU.sparse.") => self.sparse = true,
+                _ => {}
+            }
+        }
+    }
+}
+
+enum State {
+    /// A header is expected at `at`.
+    Header,
+    /// Looking for the next valid header from `from`; damage began at `lost`.
+    Resync {
+        from: u64,
+        lost: u64,
+        why: String,
+    },
+    Done,
+}
+
+/// A member whose data runs past the bytes available so far.
+struct Open {
+    child: ExtId,
+    data: u64,
+    size: u64,
+    name: String,
+}
+
+struct TarParser {
+    data: Data,
+    state: State,
+    /// Where the next header is expected.
+    pos: u64,
+    /// Start of the first extension header of the entry being read.
+    entry_start: Option<u64>,
+    pending: Pending,
+    global: Pending,
+    open: Option<Open>,
+    /// Whether an end-of-archive marker was seen.
+    ended: bool,
+    scratch: Vec<u8>,
+}
+
+impl TarParser {
+    fn new(data: Data) -> TarParser {
+        TarParser {
+            data,
+            state: State::Header,
+            pos: 0,
+            entry_start: None,
+            pending: Pending::default(),
+            global: Pending::default(),
+            open: None,
+            ended: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn block(&self, at: u64) -> Option<[u8; 512]> {
+        let mut b = [0u8; 512];
+        match read_exact_at(&*self.data, at, &mut b) {
+            Ok(true) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Ends the parse, reporting a member or header cut off by the end.
+    fn finish(&mut self, cx: &mut StepCx) -> Step {
+        let avail = self.data.available();
+        if let Some(o) = self.open.take() {
+            let have = avail.saturating_sub(o.data).min(o.size);
+            if have < o.size {
+                cx.child_damage(
+                    o.child,
+                    Damage::truncated(
+                        Range::new(have, have),
+                        format!("member cut off: {have} of {} bytes present", o.size),
+                    ),
+                );
+                cx.damage(Damage::truncated(
+                    Range::new(o.data + have, o.data + have),
+                    format!(
+                        "member {} cut off: {have} of {} bytes present",
+                        o.name, o.size
+                    ),
+                ));
+            }
+        }
+        cx.progress(avail, Some(avail));
+        self.state = State::Done;
+        Step::Done
+    }
+
+    fn header_step(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let at = self.pos;
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        if at >= avail || avail - at < BLOCK {
+            if !fin {
+                return Some(Step::Blocked);
+            }
+            if at < avail {
+                let r = Range::new(at, avail);
+                cx.push_node(
+                    Node::new("partial header", "cut-off header", r)
+                        .damaged(Damage::truncated(r, "archive ends inside a header block")),
+                );
+                cx.damage(Damage::truncated(r, "archive ends inside a header block"));
+            } else if !self.ended && self.open.is_none() {
+                cx.damage(Damage::truncated(
+                    Range::new(at, at),
+                    "archive ends without its end-of-archive marker",
+                ));
+            }
+            return Some(self.finish(cx));
+        }
+        // The previous member's data is complete once we are past it.
+        if let Some(o) = &self.open
+            && avail >= o.data + o.size {
+                self.open = None;
+            }
+        let b = self.block(at)?;
+        match check(&b) {
+            Check::Zero => self.zero_block(cx, at),
+            Check::Valid => self.accept(cx, at, &b, None),
+            Check::Bad(stored, sum) => {
+                let why = match stored {
+                    Some(s) => format!("header checksum mismatch: stored {s}, computed {sum}"),
+                    None => "not a tar header (checksum field unreadable)".to_string(),
+                };
+                if has_magic(&b) {
+                    match self.plausible_after(&b, at) {
+                        Some(true) => return self.accept(cx, at, &b, Some(why)),
+                        None => return Some(Step::Blocked),
+                        Some(false) => {}
+                    }
+                }
+                self.lose(at, at + 1, why);
+                None
+            }
+        }
+    }
+
+    /// For a header with a bad checksum: does the block where the next header
+    /// would be look like a header? `None` if those bytes are not here yet.
+    fn plausible_after(&self, b: &[u8; 512], at: u64) -> Option<bool> {
+        let Some(h) = header_fields(b) else {
+            return Some(false);
+        };
+        let data = if has_data(h.kind) {
+            round_up(h.size)
+        } else {
+            0
+        };
+        let next = at.checked_add(BLOCK)?.checked_add(data)?;
+        let avail = self.data.available();
+        if next + BLOCK > avail {
+            return if self.data.is_final() {
+                Some(next == avail)
+            } else {
+                None
+            };
+        }
+        Some(matches!(
+            self.block(next).map(|nb| check(&nb)),
+            Some(Check::Valid | Check::Zero)
+        ))
+    }
+
+    fn zero_block(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
+        let avail = self.data.available();
+        let fin = self.data.is_final();
+        // Count the run of zero blocks.
+        let mut end = at;
+        while end + BLOCK <= avail {
+            match self.block(end) {
+                Some(b) if b.iter().all(|&x| x == 0) => end += BLOCK,
+                _ => break,
+            }
+            if end - at > cx.budget {
+                break;
+            }
+        }
+        if end + BLOCK > avail && !fin && end - at < 2 * BLOCK {
+            return Some(Step::Blocked);
+        }
+        let r = Range::new(at, end);
+        if end - at >= 2 * BLOCK {
+            if !self.ended {
+                self.ended = true;
+                cx.push_node(Node::new(
+                    "end",
+                    "end of archive",
+                    Range::new(at, at + 2 * BLOCK),
+                ));
+                if end - at > 2 * BLOCK {
+                    let p = Range::new(at + 2 * BLOCK, end);
+                    cx.push_node(Node::new("padding", "zero padding", p).uint(p.len()));
+                }
+            } else {
+                cx.push_node(Node::new("padding", "zero blocks", r).uint(r.len()));
+            }
+        } else {
+            cx.push_node(Node::new("zero", "lone zero block", r));
+        }
+        self.pos = end;
+        if end + BLOCK > avail {
+            if !fin {
+                return Some(Step::Blocked);
+            }
+            if end < avail {
+                // Non-block-sized tail after the marker: harmless if zeros.
+                let tail = Range::new(end, avail);
+                cx.push_node(Node::new("padding", "trailing bytes", tail).uint(tail.len()));
+            }
+            return Some(self.finish(cx));
+        }
+        // Something follows the zeros: a concatenated archive or more
+        // members after a zeroed hole. Keep reading (like --ignore-zeros).
+        None
+    }
+
+    fn lose(&mut self, lost: u64, from: u64, why: String) {
+        self.entry_start = None;
+        self.pending = Pending::default();
+        self.state = State::Resync { from, lost, why };
+    }
+
+    /// Takes a header at `at`; `bad` is set when its checksum failed but it
+    /// was judged sound anyway.
+    fn accept(
+        &mut self,
+        cx: &mut StepCx,
+        at: u64,
+        b: &[u8; 512],
+        bad: Option<String>,
+    ) -> Option<Step> {
+        let Some(h) = header_fields(b) else {
+            self.lose(at, at + 1, "header has an unreadable size field".into());
+            return None;
+        };
+        self.open = None;
+        let entry_start = *self.entry_start.get_or_insert(at);
+        let data_at = at + BLOCK;
+        match h.kind {
+            b'L' | b'K' | b'x' | b'g' | b'X' => {
+                if h.size > MAX_META {
+                    self.lose(
+                        at,
+                        at + 1,
+                        format!("{} of {} bytes is implausible", type_name(h.kind), h.size),
+                    );
+                    return None;
+                }
+                let avail = self.data.available();
+                if data_at + h.size > avail {
+                    if !self.data.is_final() {
+                        return Some(Step::Blocked);
+                    }
+                    let r = Range::new(entry_start, avail);
+                    cx.push_node(
+                        Node::new("partial entry", "cut-off extension header", r).damaged(
+                            Damage::truncated(r, "archive ends inside an extension header"),
+                        ),
+                    );
+                    cx.damage(Damage::truncated(
+                        r,
+                        "archive ends inside an extension header",
+                    ));
+                    return Some(self.finish(cx));
+                }
+                let mut meta = vec![0u8; h.size as usize];
+                if !matches!(read_exact_at(&*self.data, data_at, &mut meta), Ok(true)) {
+                    self.lose(at, at + 1, "unreadable extension header".into());
+                    return None;
+                }
+                match h.kind {
+                    b'L' => self.pending.name = Some(cstr(&meta).to_vec()),
+                    b'K' => self.pending.link = Some(cstr(&meta).to_vec()),
+                    b'g' => self.global.apply_pax(&pax_records(&meta)),
+                    _ => self.pending.apply_pax(&pax_records(&meta)),
+                }
+                if let Some(why) = bad {
+                    cx.damage(Damage::corrupt(Range::new(at, at + BLOCK), why));
+                }
+                if h.kind == b'g' {
+                    cx.push_node(
+                        Node::new(
+                            "global",
+                            "PAX global header",
+                            Range::new(at, data_at + round_up(h.size)),
+                        )
+                        .lazy(),
+                    );
+                    self.entry_start = None;
+                }
+                self.pos = data_at + round_up(h.size);
+                None
+            }
+            _ => {
+                let pending = std::mem::take(&mut self.pending);
+                let name = pending
+                    .name
+                    .or_else(|| self.global.name.clone())
+                    .unwrap_or(h.name);
+                let link = pending.link.unwrap_or(h.link);
+                let size = pending.size.or(self.global.size).unwrap_or(h.size);
+                let sparse = pending.sparse || self.global.sparse;
+                let data_len = if has_data(h.kind) { size } else { 0 };
+                let end = data_at + round_up(data_len);
+                let shown = escape_bytes(&name);
+                let mut node = Node::new("entry", shown.clone(), Range::new(entry_start, end))
+                    .text(format!("{}, {} bytes", type_name(h.kind), size))
+                    .lazy();
+                let mut spec = ChildSpec::new(
+                    Name::new(name),
+                    entry_kind(h.kind, &link, sparse),
+                    Arc::new(SliceSource::new(
+                        self.data.clone(),
+                        Range::new(data_at, data_at + data_len),
+                    )) as Data,
+                );
+                spec.origin = Some(Range::new(data_at, data_at + data_len));
+                spec.declared_size = Some(data_len);
+                if let Some(why) = bad {
+                    let d = Damage::corrupt(Range::new(at, at + BLOCK), why.clone());
+                    node = node.damaged(d.clone());
+                    cx.damage(d);
+                    spec.damage.push(Damage::corrupt(
+                        Range::new(0, 0),
+                        format!("its tar header is damaged ({why}); name and size may be wrong"),
+                    ));
+                }
+                cx.push_node(node);
+                let child = cx.add_child(spec);
+                self.entry_start = None;
+                self.open = Some(Open {
+                    child,
+                    data: data_at,
+                    size: data_len,
+                    name: shown,
+                });
+                self.pos = end;
+                None
+            }
+        }
+    }
+
+    fn resync_step(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Resync { from, lost, why } = &self.state else {
+            return None;
+        };
+        let (from, lost, why) = (*from, *lost, why.clone());
+        let phase = lost % BLOCK;
+        let avail = self.data.available();
+        let fin = self.data.is_final();
+        let data = self.data.clone();
+        let finder = memmem::Finder::new(b"ustar");
+        let mut pos = from;
+        let mut scanned = 0;
+        while pos + BLOCK <= avail && scanned < cx.budget {
+            let want = (1 << 20).min(avail - pos) as usize;
+            let w = match view(&*data, pos, want + 512, &mut self.scratch) {
+                Ok(w) => w.to_vec(),
+                Err(_) => break,
+            };
+            let mut best: Option<u64> = None;
+            // Candidates by magic at any byte offset.
+            for i in finder.find_iter(&w) {
+                let cand = (pos + i as u64).checked_sub(257);
+                if let Some(c) = cand.filter(|&c| c >= from && c + BLOCK <= avail)
+                    && matches!(self.block(c).map(|b| check(&b)), Some(Check::Valid)) {
+                        best = Some(c);
+                        break;
+                    }
+            }
+            // Candidates by checksum on the current block grid.
+            let mut c = pos + (phase + BLOCK - pos % BLOCK) % BLOCK;
+            while c + BLOCK <= avail && c < pos + want as u64 && best.is_none_or(|b| c < b) {
+                let off = (c - pos) as usize;
+                if off + 512 <= w.len() {
+                    let blk: &[u8; 512] = w[off..off + 512].try_into().expect("512");
+                    if matches!(check(blk), Check::Valid) && (has_magic(blk) || plausible_v7(blk)) {
+                        best = Some(c);
+                        break;
+                    }
+                }
+                c += BLOCK;
+            }
+            if let Some(found) = best {
+                let r = Range::new(lost, found);
+                cx.push_node(
+                    Node::new("skipped", "unreadable bytes", r)
+                        .uint(r.len())
+                        .damaged(Damage::corrupt(r, why.clone())),
+                );
+                cx.damage(Damage::corrupt(
+                    r,
+                    format!("{why}; skipped {} bytes to the next valid header", r.len()),
+                ));
+                self.pos = found;
+                self.state = State::Header;
+                return None;
+            }
+            let advance = (want as u64).saturating_sub(512).max(1);
+            pos += advance;
+            scanned += advance;
+        }
+        if pos + BLOCK <= avail {
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Yield);
+        }
+        if !fin {
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Blocked);
+        }
+        let r = Range::new(lost, avail);
+        cx.push_node(
+            Node::new("skipped", "unreadable bytes", r)
+                .uint(r.len())
+                .damaged(Damage::corrupt(r, why.clone())),
+        );
+        cx.damage(Damage::corrupt(
+            r,
+            format!(
+                "{why}; no valid header after it ({} bytes unreadable)",
+                r.len()
+            ),
+        ));
+        Some(self.finish(cx))
+    }
+}
+
+impl Parser for TarParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        let start = self.pos;
+        for _ in 0..8192 {
+            let r = match self.state {
+                State::Header => self.header_step(cx),
+                State::Resync { .. } => self.resync_step(cx),
+                State::Done => Some(Step::Done),
+            };
+            if let Some(step) = r {
+                if step != Step::Done {
+                    let fin = self.data.is_final();
+                    cx.progress(self.pos, fin.then(|| self.data.available()));
+                }
+                return step;
+            }
+            if self.pos.saturating_sub(start) > cx.budget * 16 {
+                break;
+            }
+        }
+        cx.progress(self.pos, None);
+        Step::Yield
+    }
+}
+
+/// Rebuilds the headers of an entry from its bytes.
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if node.kind != "entry" && node.kind != "global" {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut at = node.range.start;
+    while at + BLOCK <= node.range.end {
+        let mut b = [0u8; 512];
+        if !matches!(read_exact_at(data, at, &mut b), Ok(true)) {
+            break;
+        }
+        let Some(h) = header_fields(&b) else { break };
+        let kind = h.kind;
+        let mut fields = header_nodes(&b, at);
+        let data_at = at + BLOCK;
+        let dlen = if has_data(kind) { h.size } else { 0 };
+        let avail = data.available();
+        let have = avail.saturating_sub(data_at).min(dlen);
+        if matches!(kind, b'L' | b'K' | b'x' | b'g' | b'X') && dlen <= MAX_META {
+            let mut meta = vec![0u8; have as usize];
+            if read_exact_at(data, data_at, &mut meta).unwrap_or(false) {
+                let r = Range::new(data_at, data_at + dlen);
+                if kind == b'L' || kind == b'K' {
+                    fields.push(Node::new("string", "content", r).text(escape_bytes(cstr(&meta))));
+                } else {
+                    let recs = pax_records(&meta)
+                        .into_iter()
+                        .map(|(k, v, rr)| {
+                            Node::new(
+                                "record",
+                                escape_bytes(k.as_bytes()),
+                                Range::new(data_at + rr.start, data_at + rr.end),
+                            )
+                            .text(escape_bytes(&v))
+                        })
+                        .collect();
+                    fields.push(Node::new("records", "records", r).with_children(recs));
+                }
+            }
+            out.push(
+                Node::new(
+                    "header",
+                    type_name(kind),
+                    Range::new(at, data_at + round_up(dlen)),
+                )
+                .with_children(fields),
+            );
+            at = data_at + round_up(dlen);
+            continue;
+        }
+        let mut d = Node::new("data", "data", Range::new(data_at, data_at + dlen)).uint(dlen);
+        if have < dlen {
+            d = d.damaged(Damage::truncated(
+                Range::new(data_at + have, data_at + have),
+                format!("{have} of {dlen} bytes present"),
+            ));
+        }
+        out.push(Node::new("header", "header", Range::new(at, data_at)).with_children(fields));
+        out.push(d);
+        break;
+    }
+    out
+}
+
+fn header_nodes(b: &[u8; 512], at: u64) -> Vec<Node> {
+    let r = |s: u64, e: u64| Range::new(at + s, at + e);
+    let num = |s: usize, e: usize| -> Value {
+        match number(&b[s..e]) {
+            Some(v) => Value::UInt(v),
+            None => Value::Str(format!("unreadable: {}", escape_bytes(&b[s..e])).into()),
+        }
+    };
+    let text = |s: usize, e: usize| -> Value { Value::Str(escape_bytes(cstr(&b[s..e])).into()) };
+    let mut v = vec![
+        Node::new("string", "name", r(0, 100)).value(text(0, 100)),
+        Node::new("octal", "mode", r(100, 108)).value(match octal(&b[100..108]) {
+            Some(m) => Value::Str(format!("{m:o}").into()),
+            None => text(100, 108),
+        }),
+        Node::new("number", "uid", r(108, 116)).value(num(108, 116)),
+        Node::new("number", "gid", r(116, 124)).value(num(116, 124)),
+        Node::new("number", "size", r(124, 136)).value(num(124, 136)),
+        Node::new("number", "mtime", r(136, 148)).value(match number(&b[136..148]) {
+            Some(t) => Value::Str(format!("{t} ({})", crate::util::utc(t as i64)).into()),
+            None => text(136, 148),
+        }),
+    ];
+    let mut ck = Node::new("octal", "chksum", r(148, 156)).value(num(148, 156));
+    if let Check::Bad(stored, sum) = check(b) {
+        ck = ck.damaged(Damage::corrupt(
+            r(148, 156),
+            format!("stored {stored:?}, computed {sum}"),
+        ));
+    }
+    v.push(ck);
+    v.push(Node::new("u8", "typeflag", r(156, 157)).text(format!(
+        "{} ({})",
+        escape_bytes(&[b[156]]),
+        type_name(b[156])
+    )));
+    v.push(Node::new("string", "linkname", r(157, 257)).value(text(157, 257)));
+    v.push(
+        Node::new("magic", "magic", r(257, 263))
+            .value(Value::Str(escape_bytes(&b[257..263]).into())),
+    );
+    v.push(
+        Node::new("magic", "version", r(263, 265))
+            .value(Value::Str(escape_bytes(&b[263..265]).into())),
+    );
+    if has_magic(b) {
+        v.push(Node::new("string", "uname", r(265, 297)).value(text(265, 297)));
+        v.push(Node::new("string", "gname", r(297, 329)).value(text(297, 329)));
+        v.push(Node::new("number", "devmajor", r(329, 337)).value(num(329, 337)));
+        v.push(Node::new("number", "devminor", r(337, 345)).value(num(337, 345)));
+        if !is_gnu(b) {
+            v.push(Node::new("string", "prefix", r(345, 500)).value(text(345, 500)));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(octal(b"0000644\0"), Some(0o644));
+        assert_eq!(octal(b"   644 \0"), Some(0o644));
+        assert_eq!(octal(b"\0\0\0\0"), Some(0));
+        assert_eq!(octal(b"64x\0"), None);
+        let mut f = [0u8; 12];
+        f[0] = 0x80;
+        f[11] = 0x10;
+        f[10] = 0x02;
+        assert_eq!(number(&f), Some(0x0210));
+        f[0] = 0xff;
+        assert_eq!(number(&f), None);
+    }
+
+    #[test]
+    fn pax() {
+        let recs = pax_records(b"28 path=some/long/path/name\n11 size=42\n");
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].0, "path");
+        assert_eq!(recs[0].1, b"some/long/path/name");
+        assert_eq!(recs[1].1, b"42");
+        assert!(pax_records(b"999 path=x\n").is_empty());
+    }
+}

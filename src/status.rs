@@ -1,0 +1,83 @@
+//! What happened to the bytes: complete, truncated or corrupt, and where.
+
+use std::fmt;
+
+use crate::data::Range;
+
+/// The state of an extraction or a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Status {
+    /// Everything the structure promises is there and checks out.
+    #[default]
+    Complete,
+    /// The bytes end before the structure does; what exists is kept.
+    Truncated,
+    /// Bytes are there but wrong: bad checksum, invalid header, garbage.
+    Corrupt,
+}
+
+impl Status {
+    /// The spelling used in `--json` output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Truncated => "truncated",
+            Status::Corrupt => "corrupt",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One damaged or missing span, in the coordinates of the bytes it was found
+/// in, with the reason in words a user can act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    pub status: Status,
+    pub range: Range,
+    pub reason: String,
+}
+
+impl Damage {
+    pub fn truncated(range: Range, reason: impl Into<String>) -> Damage {
+        Damage {
+            status: Status::Truncated,
+            range,
+            reason: reason.into(),
+        }
+    }
+    pub fn corrupt(range: Range, reason: impl Into<String>) -> Damage {
+        Damage {
+            status: Status::Corrupt,
+            range,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.range.is_empty() {
+            write!(
+                f,
+                "{} at {:#x}: {}",
+                self.status, self.range.start, self.reason
+            )
+        } else {
+            write!(f, "{} at {}: {}", self.status, self.range, self.reason)
+        }
+    }
+}
+
+/// The overall status of a list of damages: corrupt beats truncated.
+pub fn worst(damage: &[Damage]) -> Status {
+    damage
+        .iter()
+        .map(|d| d.status)
+        .max()
+        .unwrap_or(Status::Complete)
+}
