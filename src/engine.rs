@@ -90,6 +90,12 @@ impl Session {
         Ok(Session::start(Name::new(name), data, opts))
     }
 
+    /// Starts parsing bytes held in memory (tests, small inputs).
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, opts: Options) -> Session {
+        let data: Data = Arc::new(crate::data::MemSource::new(bytes));
+        Session::start(Name::from(name), data, opts)
+    }
+
     /// Starts parsing `data` under the root name `name`.
     pub fn start(name: Name, data: Data, opts: Options) -> Session {
         let root = Extraction {

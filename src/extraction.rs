@@ -201,11 +201,23 @@ impl Tree {
         out
     }
 
+    /// An extraction's status, also counting bytes missing from its declared
+    /// size before its parser has reported them (when a parse was stopped early).
+    pub fn status_of(&self, id: ExtId) -> Status {
+        let e = &self.exts[id];
+        let mut st = e.status();
+        if let Some(declared) = e.declared_size {
+            if e.data.is_final() && e.size() < declared {
+                st = st.max(Status::Truncated);
+            }
+        }
+        st
+    }
+
     /// The worst status anywhere in the tree.
     pub fn worst_status(&self) -> Status {
-        self.exts
-            .iter()
-            .map(|e| e.status())
+        (0..self.exts.len())
+            .map(|id| self.status_of(id))
             .max()
             .unwrap_or(Status::Complete)
     }

@@ -160,7 +160,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
     let mut hidden = 0;
     for &id in ids {
         let e = &tree.exts[id];
-        let st = effective_status(tree, id);
+        let st = tree.status_of(id);
         worst = worst.max(st);
         if st == Status::Complete {
             continue;
@@ -193,18 +193,6 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         eprintln!("pparse: ... and {hidden} more problems");
     }
     worst
-}
-
-/// An extraction's status, counting bytes missing from a declared size even
-/// before its parser has reported it (when a command stops early).
-fn effective_status(tree: &Tree, id: ExtId) -> Status {
-    let e = &tree.exts[id];
-    let mut st = e.status();
-    if let Some(declared) = e.declared_size
-        && e.data.is_final() && e.size() < declared {
-            st = st.max(Status::Truncated);
-        }
-    st
 }
 
 fn resolve(session: &Session, path: &str) -> Result<ExtId, Fatal> {
