@@ -1,1 +1,9 @@
+//! pparse integration tests: one test binary, one module per concern.
+//!
+//! Fixtures and their manifests live in `fixtures/` (see fixtures/README.md);
+//! every expectation here comes from those manifests (computed with Python's
+//! tarfile/zipfile/zlib), never from pparse itself.
 
+mod util;
+
+mod truncation;

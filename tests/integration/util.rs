@@ -1,0 +1,544 @@
+//! Shared helpers: fixtures and manifests, parsing with a deadline, reading
+//! extractions, and deterministic damage.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use pparse::{ExtId, Options, Session, Status, Tree};
+use serde_json::Value;
+
+/// The fixtures directory.
+pub const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+/// The pparse binary built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_pparse");
+/// How long one parse of a small fixture may take before it counts as a hang.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Plain tar fixtures.
+pub const TARS: &[&str] = &["ustar.tar", "gnu.tar", "pax.tar", "v7.tar", "base256.tar"];
+/// Zip fixtures.
+pub const ZIPS: &[&str] = &[
+    "plain.zip",
+    "dd.zip",
+    "dd0.zip",
+    "dd_stored.zip",
+    "zip64.zip",
+    "nested_stored.zip",
+];
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(FIX).join(name)
+}
+
+/// The bytes of a file under fixtures/ (an archive, or `src/...`).
+pub fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(fixture_path(name)).unwrap_or_else(|e| panic!("read fixture {name}: {e}"))
+}
+
+fn load_json(rel: &str) -> Value {
+    let text = std::fs::read_to_string(fixture_path(rel))
+        .unwrap_or_else(|e| panic!("read fixtures/{rel}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse fixtures/{rel}: {e}"))
+}
+
+/// fixtures/manifest.json.
+pub fn manifest() -> &'static Value {
+    static M: OnceLock<Value> = OnceLock::new();
+    M.get_or_init(|| load_json("manifest.json"))
+}
+
+/// fixtures/expect/nested_truncation.json.
+pub fn nested_truncation() -> &'static Value {
+    static M: OnceLock<Value> = OnceLock::new();
+    M.get_or_init(|| load_json("expect/nested_truncation.json"))
+}
+
+/// One archive's manifest entry.
+pub fn archive(name: &str) -> &'static Value {
+    let a = &manifest()[name];
+    assert!(a.is_object(), "manifest has no archive {name}");
+    a
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("expected an integer, got {v}"))
+}
+
+pub fn s(v: &Value) -> &str {
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string, got {v}"))
+}
+
+pub fn opt_s(v: &Value) -> Option<&str> {
+    v.as_str()
+}
+
+/// A regular-file leaf of an archive: PATH, size, source file.
+#[derive(Clone, Debug)]
+pub struct Leaf {
+    pub path: String,
+    pub size: u64,
+    pub source: String,
+}
+
+pub fn leaves(archive_name: &str) -> Vec<Leaf> {
+    archive(archive_name)["leaves"]
+        .as_array()
+        .expect("leaves")
+        .iter()
+        .map(|l| Leaf {
+            path: s(&l["path"]).to_string(),
+            size: u(&l["size"]),
+            source: s(&l["source"]).to_string(),
+        })
+        .collect()
+}
+
+/// Whether a PATH lies inside a zip (needs the zip parser to resolve).
+pub fn inside_zip(path: &str) -> bool {
+    path.contains(".zip/")
+}
+
+/// A tar member as the manifest describes it.
+#[derive(Clone, Debug)]
+pub struct TarMember {
+    pub name: String,
+    pub path: String,
+    pub kind: String,
+    pub header_offset: u64,
+    pub data_offset: u64,
+    pub size: u64,
+    /// (offset, typeflag) of every header block, extension headers first.
+    pub headers: Vec<(u64, String)>,
+    pub source: Option<String>,
+}
+
+impl TarMember {
+    pub fn is_file(&self) -> bool {
+        self.kind == "file"
+    }
+    /// End of the member's data blocks (where the next header starts).
+    pub fn end(&self) -> u64 {
+        let data = if self.is_file() { self.size } else { 0 };
+        self.data_offset + data.div_ceil(512) * 512
+    }
+}
+
+pub fn tar_members(archive_name: &str) -> Vec<TarMember> {
+    archive(archive_name)["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| TarMember {
+            name: s(&m["name"]).to_string(),
+            path: s(&m["path"]).to_string(),
+            kind: s(&m["type"]).to_string(),
+            header_offset: u(&m["header_offset"]),
+            data_offset: u(&m["data_offset"]),
+            size: u(&m["size"]),
+            headers: m["headers"]
+                .as_array()
+                .expect("headers")
+                .iter()
+                .map(|h| (u(&h["offset"]), s(&h["typeflag"]).to_string()))
+                .collect(),
+            source: opt_s(&m["source"]).map(str::to_string),
+        })
+        .collect()
+}
+
+/// A zip data descriptor as the manifest describes it.
+#[derive(Clone, Debug)]
+pub struct Descriptor {
+    pub offset: u64,
+    pub length: u64,
+    pub signature: bool,
+    pub zip64: bool,
+}
+
+/// A zip entry as the manifest describes it.
+#[derive(Clone, Debug)]
+pub struct ZipMember {
+    pub name: String,
+    pub kind: String,
+    pub header_offset: u64,
+    pub data_offset: u64,
+    pub size: u64,
+    pub compressed_size: u64,
+    pub method: u64,
+    pub flags: u64,
+    pub descriptor: Option<Descriptor>,
+    pub source: Option<String>,
+}
+
+impl ZipMember {
+    pub fn is_file(&self) -> bool {
+        self.kind == "file"
+    }
+    pub fn stored(&self) -> bool {
+        self.method == 0
+    }
+    /// End of the entry's compressed data.
+    pub fn data_end(&self) -> u64 {
+        self.data_offset + self.compressed_size
+    }
+    /// End of the entry's record (data plus descriptor).
+    pub fn end(&self) -> u64 {
+        match &self.descriptor {
+            Some(d) => d.offset + d.length,
+            None => self.data_end(),
+        }
+    }
+}
+
+pub fn zip_members_of(v: &Value) -> Vec<ZipMember> {
+    v["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| ZipMember {
+            name: s(&m["name"]).to_string(),
+            kind: s(&m["type"]).to_string(),
+            header_offset: u(&m["header_offset"]),
+            data_offset: u(&m["data_offset"]),
+            size: u(&m["size"]),
+            compressed_size: u(&m["compressed_size"]),
+            method: u(&m["method"]),
+            flags: u(&m["flags"]),
+            descriptor: m["descriptor"].as_object().map(|d| Descriptor {
+                offset: u(&d["offset"]),
+                length: u(&d["length"]),
+                signature: d["signature"].as_bool().expect("signature"),
+                zip64: d["zip64"].as_bool().expect("zip64"),
+            }),
+            source: opt_s(&m["source"]).map(str::to_string),
+        })
+        .collect()
+}
+
+pub fn zip_members(archive_name: &str) -> Vec<ZipMember> {
+    zip_members_of(archive(archive_name))
+}
+
+/// Collects failures so one run shows every broken cut, not just the first.
+#[derive(Default)]
+pub struct Failures(Vec<String>);
+
+impl Failures {
+    pub fn push(&mut self, s: String) {
+        self.0.push(s);
+    }
+    pub fn check(self, what: &str) {
+        if self.0.is_empty() {
+            return;
+        }
+        let n = self.0.len();
+        // PPARSE_TEST_ALL_FAILURES=1 lists every failure.
+        let limit = if std::env::var_os("PPARSE_TEST_ALL_FAILURES").is_some() {
+            usize::MAX
+        } else {
+            40
+        };
+        let shown: Vec<&String> = self.0.iter().take(limit).collect();
+        panic!(
+            "{what}: {n} failures (first {}):\n{}",
+            shown.len(),
+            shown
+                .iter()
+                .map(|s| format!("  - {s}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// parsing with a deadline
+// ---------------------------------------------------------------------------
+
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+static PANIC_MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Counts panics of pparse's engine threads, so a parse whose engine died is
+/// reported at once instead of after the deadline.
+fn install_panic_hook() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some("pparse-engine") {
+                let msg = format!("{info}");
+                PANIC_MESSAGES.lock().unwrap().push(msg);
+                PANICS.fetch_add(1, Ordering::SeqCst);
+            }
+            default(info);
+        }));
+    });
+}
+
+/// Parses `bytes` (named `name`) to the end; fails the test if the engine
+/// panics or the parse is not over within [`DEADLINE`]. `what` describes the
+/// input (fixture and damage) for the failure message.
+pub fn parse_named(name: &str, bytes: Vec<u8>, what: &str) -> Session {
+    install_panic_hook();
+    let before = PANICS.load(Ordering::SeqCst);
+    let session = Session::from_bytes(name, bytes, Options::default());
+    let start = Instant::now();
+    let mut sleep = Duration::from_micros(50);
+    while !session.is_finished() {
+        if PANICS.load(Ordering::SeqCst) != before {
+            let msgs = PANIC_MESSAGES.lock().unwrap().clone();
+            // The engine thread is gone; dropping the session just joins it.
+            drop(session);
+            panic!("pparse engine panicked while parsing {what} (panics so far: {msgs:#?})");
+        }
+        if start.elapsed() > DEADLINE {
+            let steps = session.steps();
+            // Dropping would join a thread that may never stop: leak it.
+            std::mem::forget(session);
+            panic!("parse of {what} did not finish within {DEADLINE:?} (hang; {steps} steps)");
+        }
+        std::thread::sleep(sleep);
+        sleep = (sleep * 2).min(Duration::from_millis(5));
+    }
+    session
+}
+
+/// [`parse_named`] with the name used as the description.
+pub fn parse(name: &str, bytes: Vec<u8>) -> Session {
+    let what = format!("{name} ({} bytes)", bytes.len());
+    parse_named(name, bytes, &what)
+}
+
+/// Every available byte of an extraction.
+pub fn read_all(tree: &Tree, id: ExtId) -> Vec<u8> {
+    let data = &tree.exts[id].data;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = data
+            .read_at(out.len() as u64, &mut buf)
+            .unwrap_or_else(|e| panic!("read_at {} of {}: {e}", out.len(), tree.path_of(id)));
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(
+        out.len() as u64,
+        tree.exts[id].size(),
+        "bytes read from {} differ from its size()",
+        tree.path_of(id)
+    );
+    out
+}
+
+/// The PATHs of an extraction's children, in order.
+pub fn child_names(tree: &Tree, id: ExtId) -> Vec<String> {
+    tree.exts[id]
+        .children
+        .iter()
+        .map(|&c| tree.exts[c].display_name())
+        .collect()
+}
+
+/// A readable summary of an extraction's damage (for failure messages).
+pub fn damage_text(tree: &Tree, id: ExtId) -> String {
+    let e = &tree.exts[id];
+    if e.damage.is_empty() {
+        return "no damage".into();
+    }
+    e.damage
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A summary of the whole tree (for failure messages).
+pub fn tree_text(tree: &Tree) -> String {
+    let mut out = String::new();
+    for id in tree.subtree(0) {
+        let e = &tree.exts[id];
+        out.push_str(&format!(
+            "  [{id}] {:?} kind={} parser={:?} size={} declared={:?} status={:?} damage=[{}]\n",
+            tree.path_of(id),
+            e.kind.as_str(),
+            e.parser,
+            e.size(),
+            e.declared_size,
+            tree.status_of(id),
+            damage_text(tree, id)
+        ));
+    }
+    out
+}
+
+/// Whether any damage of extraction `id` with one of `statuses` covers
+/// `[start, end)` (for an empty span: contains `start`, or is empty at it).
+pub fn damage_covers(tree: &Tree, id: ExtId, start: u64, end: u64, statuses: &[Status]) -> bool {
+    tree.exts[id].damage.iter().any(|d| {
+        statuses.contains(&d.status)
+            && if end > start {
+                d.range.start <= start && end <= d.range.end
+            } else {
+                d.range.contains(start) || (d.range.start == start && d.range.end == start)
+            }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// deterministic damage
+// ---------------------------------------------------------------------------
+
+/// xorshift64* — small, seeded, reproducible.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // Never zero; mix the seed so nearby seeds diverge.
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xd1b5_4a32_d192_ed03 | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform-ish in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0);
+        self.next_u64() % n
+    }
+    /// In `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    pub fn byte(&mut self) -> u8 {
+        (self.next_u64() >> 56) as u8
+    }
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for b in buf {
+            *b = self.byte();
+        }
+    }
+}
+
+pub fn truncated(data: &[u8], cut: u64) -> Vec<u8> {
+    data[..(cut as usize).min(data.len())].to_vec()
+}
+
+/// XORs the byte at `at` with `mask` (non-zero, so the byte always changes).
+pub fn flip(data: &mut [u8], at: u64, mask: u8) {
+    assert!(mask != 0);
+    data[at as usize] ^= mask;
+}
+
+/// Overwrites `[start, start+len)` with seeded random bytes, making sure at
+/// least the first byte really changes.
+pub fn overwrite(data: &mut [u8], start: u64, len: u64, rng: &mut Rng) {
+    let (s, e) = (start as usize, (start + len) as usize);
+    let old0 = data[s];
+    rng.fill(&mut data[s..e]);
+    if data[s] == old0 {
+        data[s] ^= 0x5a;
+    }
+}
+
+pub fn insert(data: &[u8], at: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut out = data[..at as usize].to_vec();
+    out.extend_from_slice(bytes);
+    out.extend_from_slice(&data[at as usize..]);
+    out
+}
+
+/// Copies `[start, start+len)` and inserts the copy at `at`.
+pub fn duplicate_span(data: &[u8], start: u64, len: u64, at: u64) -> Vec<u8> {
+    let span = data[start as usize..(start + len) as usize].to_vec();
+    insert(data, at, &span)
+}
+
+/// Raw-inflates `compressed` the way Python's
+/// `zlib.decompressobj(-15).decompress(compressed)` does: everything that
+/// decodes from the bytes given, stopping quietly at their end, at the end of
+/// the deflate stream, or at the first invalid code.
+pub fn inflate_prefix(compressed: &[u8]) -> Vec<u8> {
+    inflate_with(flate2::Decompress::new(false), compressed).0
+}
+
+/// Like [`inflate_prefix`] for a gzip stream's deflate data, also returning
+/// how many input bytes were consumed.
+pub fn inflate_with(mut z: flate2::Decompress, compressed: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(compressed.len() * 4 + 64);
+    loop {
+        let consumed = z.total_in() as usize;
+        if out.len() == out.capacity() {
+            out.reserve(64 * 1024);
+        }
+        let before_out = z.total_out();
+        match z.decompress_vec(
+            &compressed[consumed..],
+            &mut out,
+            flate2::FlushDecompress::None,
+        ) {
+            Ok(flate2::Status::StreamEnd) => break,
+            Ok(_) => {
+                let progressed = z.total_in() as usize != consumed || z.total_out() != before_out;
+                if !progressed && out.len() < out.capacity() {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let used = z.total_in() as usize;
+    (out, used)
+}
+
+/// Decoded length produced by a raw inflater from `compressed[..n]`.
+pub fn inflated_len_from(compressed: &[u8], n: usize) -> usize {
+    inflate_prefix(&compressed[..n]).len()
+}
+
+/// The source file named by a manifest `source` (relative to fixtures/).
+pub fn source_bytes(source: &str) -> Vec<u8> {
+    fixture(source)
+}
+
+/// Asserts that extraction `path` holds exactly `expected`, with status Complete.
+pub fn assert_exact(tree: &Tree, path: &str, expected: &[u8], what: &str) {
+    let Some(id) = tree.resolve(path) else {
+        panic!(
+            "{what}: {path:?} does not resolve\ntree:\n{}",
+            tree_text(tree)
+        )
+    };
+    let got = read_all(tree, id);
+    if got != expected {
+        let first = got
+            .iter()
+            .zip(expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(expected.len()));
+        panic!(
+            "{what}: {path:?} has {} bytes, expected {} (first difference at {first}); damage: {}",
+            got.len(),
+            expected.len(),
+            damage_text(tree, id)
+        );
+    }
+    assert_eq!(
+        tree.status_of(id),
+        Status::Complete,
+        "{what}: {path:?} is byte-exact but its status is not Complete: {}",
+        damage_text(tree, id)
+    );
+}
