@@ -6,4 +6,5 @@
 
 mod util;
 
+mod damage;
 mod truncation;
