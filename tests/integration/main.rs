@@ -7,4 +7,5 @@
 mod util;
 
 mod damage;
+mod hostile;
 mod truncation;

@@ -542,3 +542,80 @@ pub fn assert_exact(tree: &Tree, path: &str, expected: &[u8], what: &str) {
         damage_text(tree, id)
     );
 }
+
+// ---------------------------------------------------------------------------
+// running the binary
+// ---------------------------------------------------------------------------
+
+/// What one run of the pparse binary gave.
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Run {
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// Runs `pparse ARGS...`; fails the test if it does not exit within 60 s or
+/// is killed by a signal.
+pub fn pparse<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().into()).collect();
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pparse");
+    // Drain both pipes on threads so a chatty child cannot block.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for pparse") {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pparse {args:?} did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = t_out.join().expect("stdout reader");
+    let stderr = t_err.join().expect("stderr reader");
+    let Some(code) = status.code() else {
+        panic!(
+            "pparse {args:?} was killed by a signal ({status}); stderr:\n{}",
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    Run {
+        code,
+        stdout,
+        stderr,
+    }
+}
