@@ -219,9 +219,10 @@ impl Session {
             .exts
             .get_mut(ext)
             .and_then(|e| node_at_mut(&mut e.nodes, path))
-            && matches!(n.children, Children::Unloaded) {
-                n.children = Children::Loaded(children);
-            }
+            && matches!(n.children, Children::Unloaded)
+        {
+            n.children = Children::Loaded(children);
+        }
         true
     }
 

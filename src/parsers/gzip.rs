@@ -292,12 +292,15 @@ impl GzipParser {
             Ok(h) => {
                 let fname = h.name.map(|(s, e)| bytes[s..e].to_vec());
                 if let Some((stored, computed)) = h.hcrc
-                    && stored != computed {
-                        cx.damage(Damage::corrupt(
-                            Range::new(at + h.len as u64 - 2, at + h.len as u64),
-                            format!("header CRC16 mismatch: stored {stored:#06x}, computed {computed:#06x}"),
-                        ));
-                    }
+                    && stored != computed
+                {
+                    cx.damage(Damage::corrupt(
+                        Range::new(at + h.len as u64 - 2, at + h.len as u64),
+                        format!(
+                            "header CRC16 mismatch: stored {stored:#06x}, computed {computed:#06x}"
+                        ),
+                    ));
+                }
                 self.ensure_child(cx, fname.as_deref(), at);
                 self.members += 1;
                 let node = cx.push_node(
@@ -721,9 +724,10 @@ fn derived_name(name: &str) -> String {
         ("_z", ""),
     ] {
         if let Some(stem) = name.strip_suffix(suffix)
-            && !stem.is_empty() {
-                return format!("{stem}{repl}");
-            }
+            && !stem.is_empty()
+        {
+            return format!("{stem}{repl}");
+        }
     }
     format!("{name}.decoded")
 }
@@ -832,10 +836,9 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
         Range::new(data_start, data_end.max(data_start)),
     )
     .uint(data_end.saturating_sub(data_start));
-    if !complete
-        && let Some(dmg) = &node.damage {
-            d = d.damaged((**dmg).clone());
-        }
+    if !complete && let Some(dmg) = &node.damage {
+        d = d.damaged((**dmg).clone());
+    }
     out.push(d);
     if complete {
         let mut t = [0u8; 8];
