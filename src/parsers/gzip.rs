@@ -43,11 +43,12 @@ const FEXTRA: u8 = 4;
 const FNAME: u8 = 8;
 const FCOMMENT: u8 = 16;
 
+/// The full magic, or a `.gz` name with the first two magic bytes (a
+/// damaged method or flags byte is then reported and resynchronised).
 fn sniff(s: &Sniff) -> bool {
     s.head.starts_with(&MAGIC)
-        || (s.head.len() >= 2
-            && (s.name.ends_with(".gz") || s.name.ends_with(".tgz"))
-            && !s.head.starts_with(b"PK"))
+        || (s.head.starts_with(&MAGIC[..2])
+            && (s.name.ends_with(".gz") || s.name.ends_with(".tgz")))
 }
 
 /// A parsed member header; offsets are relative to the member start.
