@@ -58,16 +58,15 @@ struct Shared {
     tree: RwLock<Tree>,
     cancel: AtomicBool,
     finished: AtomicBool,
-    generation: Mutex<u64>,
-    changed: Condvar,
+    /// Signalled when the parse is over (waiters also poll, see `wait_until`).
+    over: Mutex<()>,
+    over_cv: Condvar,
     events: Sender<Event>,
     steps: AtomicU64,
 }
 
 impl Shared {
     fn notify(&self) {
-        *self.generation.lock() += 1;
-        self.changed.notify_all();
         let _ = self.events.try_send(Event::Changed);
     }
 }
@@ -119,8 +118,8 @@ impl Session {
             tree: RwLock::new(Tree { exts: vec![root] }),
             cancel: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            generation: Mutex::new(0),
-            changed: Condvar::new(),
+            over: Mutex::new(()),
+            over_cv: Condvar::new(),
             events: tx,
             steps: AtomicU64::new(0),
         });
@@ -129,8 +128,11 @@ impl Session {
             .name("pparse-engine".into())
             .spawn(move || {
                 Engine::new(engine_shared.clone(), opts).run();
-                engine_shared.finished.store(true, Ordering::Release);
-                engine_shared.notify();
+                {
+                    let _g = engine_shared.over.lock();
+                    engine_shared.finished.store(true, Ordering::Release);
+                    engine_shared.over_cv.notify_all();
+                }
                 let _ = engine_shared.events.try_send(Event::Finished);
             })
             .expect("spawn engine thread");
@@ -172,22 +174,21 @@ impl Session {
     }
 
     /// Blocks until `done(tree)` holds or the parse is over; returns whether
-    /// `done` held.
+    /// `done` held. `done` is checked every 20 ms, so a waiting reader costs
+    /// the engine nothing.
     pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
         loop {
-            let generation = *self.shared.generation.lock();
             if done(&self.shared.tree.read()) {
                 return true;
             }
+            let mut g = self.shared.over.lock();
             if self.is_finished() {
+                drop(g);
                 return done(&self.shared.tree.read());
             }
-            let mut g = self.shared.generation.lock();
-            if *g == generation {
-                self.shared
-                    .changed
-                    .wait_for(&mut g, Duration::from_millis(200));
-            }
+            self.shared
+                .over_cv
+                .wait_for(&mut g, Duration::from_millis(20));
         }
     }
 
@@ -626,6 +627,15 @@ mod tests {
         );
         assert!(counts[counts.len() / 2] < reference.len());
         assert_eq!(listing(&s.tree()), reference);
+        let t = s.tree();
+        let n = gz.len() as u64;
+        assert_eq!(
+            t.root().progress,
+            Progress {
+                done: n,
+                total: Some(n)
+            }
+        );
     }
 
     #[test]
