@@ -58,16 +58,15 @@ struct Shared {
     tree: RwLock<Tree>,
     cancel: AtomicBool,
     finished: AtomicBool,
-    generation: Mutex<u64>,
-    changed: Condvar,
+    /// Signalled when the parse is over (waiters also poll, see `wait_until`).
+    over: Mutex<()>,
+    over_cv: Condvar,
     events: Sender<Event>,
     steps: AtomicU64,
 }
 
 impl Shared {
     fn notify(&self) {
-        *self.generation.lock() += 1;
-        self.changed.notify_all();
         let _ = self.events.try_send(Event::Changed);
     }
 }
@@ -119,8 +118,8 @@ impl Session {
             tree: RwLock::new(Tree { exts: vec![root] }),
             cancel: AtomicBool::new(false),
             finished: AtomicBool::new(false),
-            generation: Mutex::new(0),
-            changed: Condvar::new(),
+            over: Mutex::new(()),
+            over_cv: Condvar::new(),
             events: tx,
             steps: AtomicU64::new(0),
         });
@@ -129,8 +128,11 @@ impl Session {
             .name("pparse-engine".into())
             .spawn(move || {
                 Engine::new(engine_shared.clone(), opts).run();
-                engine_shared.finished.store(true, Ordering::Release);
-                engine_shared.notify();
+                {
+                    let _g = engine_shared.over.lock();
+                    engine_shared.finished.store(true, Ordering::Release);
+                    engine_shared.over_cv.notify_all();
+                }
                 let _ = engine_shared.events.try_send(Event::Finished);
             })
             .expect("spawn engine thread");
@@ -172,22 +174,21 @@ impl Session {
     }
 
     /// Blocks until `done(tree)` holds or the parse is over; returns whether
-    /// `done` held.
+    /// `done` held. `done` is checked every 20 ms, so a waiting reader costs
+    /// the engine nothing.
     pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
         loop {
-            let generation = *self.shared.generation.lock();
             if done(&self.shared.tree.read()) {
                 return true;
             }
+            let mut g = self.shared.over.lock();
             if self.is_finished() {
+                drop(g);
                 return done(&self.shared.tree.read());
             }
-            let mut g = self.shared.generation.lock();
-            if *g == generation {
-                self.shared
-                    .changed
-                    .wait_for(&mut g, Duration::from_millis(200));
-            }
+            self.shared
+                .over_cv
+                .wait_for(&mut g, Duration::from_millis(20));
         }
     }
 
@@ -219,9 +220,10 @@ impl Session {
             .exts
             .get_mut(ext)
             .and_then(|e| node_at_mut(&mut e.nodes, path))
-            && matches!(n.children, Children::Unloaded) {
-                n.children = Children::Loaded(children);
-            }
+            && matches!(n.children, Children::Unloaded)
+        {
+            n.children = Children::Loaded(children);
+        }
         true
     }
 
@@ -346,7 +348,15 @@ impl Engine {
 
     fn run(&mut self) {
         while !self.shared.cancel.load(Ordering::Acquire) {
-            let Some(i) = self.pick() else { break };
+            let Some(i) = self.pick() else {
+                // Everything waits for bytes. If some source can still grow
+                // (a file being written, a pipe), wait for it; otherwise stop.
+                if self.jobs.iter().any(|j| !j.data.is_final()) && self.root_growing() {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                break;
+            };
             self.shared.steps.fetch_add(1, Ordering::Relaxed);
             if matches!(self.jobs[i].work, Work::Sniff) {
                 self.sniff_job(i);
@@ -371,6 +381,10 @@ impl Engine {
             ));
             e.phase = Phase::Done;
         }
+    }
+
+    fn root_growing(&self) -> bool {
+        !self.shared.tree.read().root().data.is_final()
     }
 
     fn sniff_job(&mut self, i: usize) {
@@ -517,6 +531,161 @@ impl Engine {
         for (id, name) in parsing {
             t.exts[id].parser = Some(name);
             t.exts[id].phase = Phase::Parsing;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Source;
+    use crate::status::Status;
+    use std::sync::atomic::AtomicBool;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        std::fs::read(format!("{dir}{name}")).expect("fixture")
+    }
+
+    /// A source the test appends to, like a file still being written.
+    struct Growing {
+        bytes: parking_lot::Mutex<Vec<u8>>,
+        done: AtomicBool,
+    }
+
+    impl Source for Growing {
+        fn available(&self) -> u64 {
+            self.bytes.lock().len() as u64
+        }
+        fn is_final(&self) -> bool {
+            self.done.load(Ordering::Acquire)
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let b = self.bytes.lock();
+            if offset >= b.len() as u64 {
+                return Ok(0);
+            }
+            let n = buf.len().min(b.len() - offset as usize);
+            buf[..n].copy_from_slice(&b[offset as usize..offset as usize + n]);
+            Ok(n)
+        }
+        fn describe(&self) -> &'static str {
+            "growing"
+        }
+    }
+
+    /// Every extraction's path, size and status, in path order (the order
+    /// in which extractions are found depends on how the bytes arrive).
+    fn listing(t: &Tree) -> Vec<(String, u64, Status)> {
+        let mut v: Vec<_> = (0..t.len())
+            .map(|i| (t.path_of(i), t.exts[i].size(), t.status_of(i)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn readers_see_partial_trees_while_bytes_arrive() {
+        let gz = fixture("nested.tar.gz");
+        let reference = {
+            let s = Session::from_bytes("nested.tar.gz", gz.clone(), Options::default());
+            s.wait();
+            listing(&s.tree())
+        };
+        let src = Arc::new(Growing {
+            bytes: parking_lot::Mutex::new(Vec::new()),
+            done: AtomicBool::new(false),
+        });
+        let s = Session::start(
+            Name::from("nested.tar.gz"),
+            src.clone() as Data,
+            Options::default(),
+        );
+        let mut counts = Vec::new();
+        for chunk in gz.chunks(4096) {
+            src.bytes.lock().extend_from_slice(chunk);
+            // Give the engine time to catch up; the tree must stay readable.
+            std::thread::sleep(Duration::from_millis(3));
+            let t = s.tree();
+            for e in &t.exts {
+                for &c in &e.children {
+                    assert_eq!(t.exts[c].parent, Some(e.id));
+                }
+            }
+            counts.push(t.len());
+        }
+        assert!(
+            !s.is_finished(),
+            "the parse must wait for more bytes, not stop"
+        );
+        src.done.store(true, Ordering::Release);
+        s.wait();
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(
+            counts[counts.len() / 2] > 1,
+            "members appear before the end"
+        );
+        assert!(counts[counts.len() / 2] < reference.len());
+        assert_eq!(listing(&s.tree()), reference);
+        let t = s.tree();
+        let n = gz.len() as u64;
+        assert_eq!(
+            t.root().progress,
+            Progress {
+                done: n,
+                total: Some(n)
+            }
+        );
+    }
+
+    #[test]
+    fn nodes_load_unload_and_load_again() {
+        let s = Session::from_bytes("ustar.tar", fixture("ustar.tar"), Options::default());
+        s.wait();
+        let id = 0;
+        assert!(matches!(
+            s.tree().exts[id].nodes[0].children,
+            Children::Unloaded
+        ));
+        assert!(s.load(id, &[0]));
+        let first: Vec<String> = s.tree().exts[id].nodes[0]
+            .loaded_children()
+            .iter()
+            .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
+            .collect();
+        assert!(first.iter().any(|l| l.starts_with("header")));
+        s.unload(id, &[0]);
+        assert!(matches!(
+            s.tree().exts[id].nodes[0].children,
+            Children::Unloaded
+        ));
+        assert!(s.load(id, &[0]));
+        let again: Vec<String> = s.tree().exts[id].nodes[0]
+            .loaded_children()
+            .iter()
+            .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
+            .collect();
+        assert_eq!(first, again);
+    }
+
+    #[test]
+    fn cancel_stops_a_long_parse() {
+        // 12,000 gzip members (4,000 copies of a 3-member file) to decode.
+        let gz = fixture("multi.gz");
+        let mut big = Vec::new();
+        for _ in 0..4000 {
+            big.extend_from_slice(&gz);
+        }
+        let s = Session::from_bytes("big.gz", big, Options::default());
+        std::thread::sleep(Duration::from_millis(20));
+        s.cancel();
+        let t0 = std::time::Instant::now();
+        while !s.is_finished() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "cancel did not stop the engine"
+            );
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

@@ -183,9 +183,10 @@ impl Tree {
                     .and_then(|r| r.strip_prefix('/'))
             };
             if let Some(r) = after
-                && let Some(found) = self.walk(c, r, depth + 1) {
-                    return Some(found);
-                }
+                && let Some(found) = self.walk(c, r, depth + 1)
+            {
+                return Some(found);
+            }
         }
         None
     }
@@ -206,10 +207,11 @@ impl Tree {
     pub fn status_of(&self, id: ExtId) -> Status {
         let e = &self.exts[id];
         let mut st = e.status();
-        if let Some(declared) = e.declared_size {
-            if e.data.is_final() && e.size() < declared {
-                st = st.max(Status::Truncated);
-            }
+        if let Some(declared) = e.declared_size
+            && e.data.is_final()
+            && e.size() < declared
+        {
+            st = st.max(Status::Truncated);
         }
         st
     }

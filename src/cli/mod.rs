@@ -181,13 +181,14 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         }
         if e.damage.is_empty()
             && let Some(declared) = e.declared_size
-                && shown < 50 {
-                    eprintln!(
-                        "pparse: {label}: truncated: {} of {declared} bytes present",
-                        e.size()
-                    );
-                    shown += 1;
-                }
+            && shown < 50
+        {
+            eprintln!(
+                "pparse: {label}: truncated: {} of {declared} bytes present",
+                e.size()
+            );
+            shown += 1;
+        }
     }
     if hidden > 0 {
         eprintln!("pparse: ... and {hidden} more problems");

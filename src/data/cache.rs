@@ -40,10 +40,25 @@ impl ChunkCache {
         }
     }
 
-    /// The process-wide cache used by decoded streams.
+    /// The process-wide cache used by decoded streams. Its budget is
+    /// [`DEFAULT_CACHE_BYTES`], or `PPARSE_CACHE_MB` megabytes when set.
     pub fn global() -> &'static ChunkCache {
         static CACHE: OnceLock<ChunkCache> = OnceLock::new();
-        CACHE.get_or_init(|| ChunkCache::new(DEFAULT_CACHE_BYTES))
+        CACHE.get_or_init(|| {
+            let budget = std::env::var("PPARSE_CACHE_MB")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .map_or(DEFAULT_CACHE_BYTES, |mb| mb.max(1) << 20);
+            ChunkCache::new(budget)
+        })
+    }
+
+    /// Drops every chunk.
+    pub fn clear(&self) {
+        let mut l = self.inner.lock();
+        l.map.clear();
+        l.order.clear();
+        l.bytes = 0;
     }
 
     pub fn get(&self, key: Key) -> Option<Arc<[u8]>> {

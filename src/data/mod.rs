@@ -206,3 +206,39 @@ pub mod le {
         u64::from_le_bytes(x)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_and_slices_stay_in_bounds() {
+        let mem: Data = Arc::new(MemSource::new((0u8..100).collect()));
+        let slice = SliceSource::new(mem.clone(), Range::new(10, 200));
+        assert_eq!(slice.available(), 90);
+        assert!(slice.is_final());
+        let mut c = Cursor::new(&slice, Range::new(0, 20));
+        assert_eq!(c.u8(), Some(10));
+        assert_eq!(c.u16le(), Some(u16::from_le_bytes([11, 12])));
+        assert_eq!(c.u32le(), Some(u32::from_le_bytes([13, 14, 15, 16])));
+        assert_eq!(
+            c.bytes(1000),
+            None,
+            "a length beyond the range allocates nothing"
+        );
+        assert_eq!(c.bytes(3), Some(vec![17, 18, 19]));
+        assert_eq!(
+            c.u64le(),
+            Some(u64::from_le_bytes([20, 21, 22, 23, 24, 25, 26, 27]))
+        );
+        assert_eq!(c.skip(3), None, "only 2 bytes remain in the range");
+        assert_eq!(c.u16le(), Some(u16::from_le_bytes([28, 29])));
+        assert_eq!(c.u8(), None);
+        let mut scratch = Vec::new();
+        assert_eq!(
+            view(&slice, 85, 10, &mut scratch).unwrap(),
+            &[95, 96, 97, 98, 99]
+        );
+        assert!(view(&slice, 90, 10, &mut scratch).unwrap().is_empty());
+    }
+}

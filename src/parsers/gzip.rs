@@ -43,11 +43,12 @@ const FEXTRA: u8 = 4;
 const FNAME: u8 = 8;
 const FCOMMENT: u8 = 16;
 
+/// The full magic, or a `.gz` name with the first two magic bytes (a
+/// damaged method or flags byte is then reported and resynchronised).
 fn sniff(s: &Sniff) -> bool {
     s.head.starts_with(&MAGIC)
-        || (s.head.len() >= 2
-            && (s.name.ends_with(".gz") || s.name.ends_with(".tgz"))
-            && !s.head.starts_with(b"PK"))
+        || (s.head.starts_with(&MAGIC[..2])
+            && (s.name.ends_with(".gz") || s.name.ends_with(".tgz")))
 }
 
 /// A parsed member header; offsets are relative to the member start.
@@ -292,12 +293,15 @@ impl GzipParser {
             Ok(h) => {
                 let fname = h.name.map(|(s, e)| bytes[s..e].to_vec());
                 if let Some((stored, computed)) = h.hcrc
-                    && stored != computed {
-                        cx.damage(Damage::corrupt(
-                            Range::new(at + h.len as u64 - 2, at + h.len as u64),
-                            format!("header CRC16 mismatch: stored {stored:#06x}, computed {computed:#06x}"),
-                        ));
-                    }
+                    && stored != computed
+                {
+                    cx.damage(Damage::corrupt(
+                        Range::new(at + h.len as u64 - 2, at + h.len as u64),
+                        format!(
+                            "header CRC16 mismatch: stored {stored:#06x}, computed {computed:#06x}"
+                        ),
+                    ));
+                }
                 self.ensure_child(cx, fname.as_deref(), at);
                 self.members += 1;
                 let node = cx.push_node(
@@ -721,9 +725,10 @@ fn derived_name(name: &str) -> String {
         ("_z", ""),
     ] {
         if let Some(stem) = name.strip_suffix(suffix)
-            && !stem.is_empty() {
-                return format!("{stem}{repl}");
-            }
+            && !stem.is_empty()
+        {
+            return format!("{stem}{repl}");
+        }
     }
     format!("{name}.decoded")
 }
@@ -832,10 +837,9 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
         Range::new(data_start, data_end.max(data_start)),
     )
     .uint(data_end.saturating_sub(data_start));
-    if !complete
-        && let Some(dmg) = &node.damage {
-            d = d.damaged((**dmg).clone());
-        }
+    if !complete && let Some(dmg) = &node.damage {
+        d = d.damaged((**dmg).clone());
+    }
     out.push(d);
     if complete {
         let mut t = [0u8; 8];

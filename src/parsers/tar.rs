@@ -368,9 +368,10 @@ impl TarParser {
         }
         // The previous member's data is complete once we are past it.
         if let Some(o) = &self.open
-            && avail >= o.data + o.size {
-                self.open = None;
-            }
+            && avail >= o.data + o.size
+        {
+            self.open = None;
+        }
         let b = self.block(at)?;
         match check(&b) {
             Check::Zero => self.zero_block(cx, at),
@@ -621,10 +622,11 @@ impl TarParser {
             for i in finder.find_iter(&w) {
                 let cand = (pos + i as u64).checked_sub(257);
                 if let Some(c) = cand.filter(|&c| c >= from && c + BLOCK <= avail)
-                    && matches!(self.block(c).map(|b| check(&b)), Some(Check::Valid)) {
-                        best = Some(c);
-                        break;
-                    }
+                    && matches!(self.block(c).map(|b| check(&b)), Some(Check::Valid))
+                {
+                    best = Some(c);
+                    break;
+                }
             }
             // Candidates by checksum on the current block grid.
             let mut c = pos + (phase + BLOCK - pos % BLOCK) % BLOCK;

@@ -79,12 +79,18 @@ pub struct InflateSource {
     done: AtomicBool,
     replay: Mutex<Option<Replay>>,
     label: &'static str,
+    span: u64,
 }
 
 impl InflateSource {
     /// A new, empty stream decoded from `input`. `label` names it in status
     /// lines ("gzip stream", "deflate").
     pub fn new(input: Data, label: &'static str) -> Arc<InflateSource> {
+        Self::with_span(input, label, SPAN)
+    }
+
+    /// Like [`InflateSource::new`] with checkpoints every `span` output bytes.
+    pub fn with_span(input: Data, label: &'static str, span: u64) -> Arc<InflateSource> {
         Arc::new(InflateSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             input,
@@ -97,7 +103,20 @@ impl InflateSource {
             done: AtomicBool::new(false),
             replay: Mutex::new(None),
             label,
+            span: span.max(1024),
         })
+    }
+
+    /// Number of checkpoints recorded (segment starts included).
+    pub fn checkpoints(&self) -> usize {
+        self.segments.read().iter().map(|s| s.points.len()).sum()
+    }
+
+    /// Drops this stream's decoded chunks from the cache, so that the next
+    /// reads must decode again from checkpoints.
+    pub fn evict(&self) {
+        ChunkCache::global().forget(self.key);
+        *self.replay.lock() = None;
     }
 
     /// The compressed input.
@@ -193,7 +212,7 @@ impl InflateSource {
         }
         let target = idx * CHUNK;
         let reuse = matches!(&*guard, Some(r) if r.acc_start == target
-            || (r.pos <= target && target - r.pos <= SPAN));
+            || (r.pos <= target && target - r.pos <= self.span));
         if !reuse {
             *guard = Some(Replay::start(self, target)?);
         }
@@ -396,7 +415,7 @@ impl Inflater {
                 made += s.produced as u64;
             }
             if self.z.at_block_boundary()
-                && self.produced - self.last_point >= SPAN
+                && self.produced - self.last_point >= self.src.span
                 && s.code == Code::Ok
             {
                 self.checkpoint();
@@ -602,5 +621,124 @@ impl Replay {
 impl Drop for Replay {
     fn drop(&mut self) {
         LIVE_REPLAYS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        std::fs::read(format!("{dir}{name}")).expect("fixture")
+    }
+
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Decodes the single member of a GNU gzip file into a source with a
+    /// checkpoint at every deflate block boundary.
+    fn decode(gz: &[u8]) -> Arc<InflateSource> {
+        assert_eq!(gz[3] & 8, 8, "fixture has FNAME");
+        let start = 10 + gz[10..].iter().position(|&b| b == 0).unwrap() + 1;
+        let input: Data = Arc::new(MemSource::new(gz.to_vec()));
+        let src = InflateSource::with_span(input, "test", 1024);
+        let mut inf = Inflater::new(src.clone(), start as u64);
+        loop {
+            match inf.run(1 << 20) {
+                InflateEvent::Progress => {}
+                InflateEvent::End { in_end } => {
+                    assert_eq!(in_end as usize, gz.len() - 8);
+                    break;
+                }
+                e => panic!("unexpected {e:?}"),
+            }
+        }
+        src.finish();
+        src
+    }
+
+    #[test]
+    fn random_reads_after_eviction_resume_from_checkpoints() {
+        let gz = fixture("nested.tar.gz");
+        let src = decode(&gz);
+        let n = src.available() as usize;
+        let points = src.segments.read()[0].points.clone();
+        assert!(
+            points.len() > 3,
+            "expected several checkpoints, got {}",
+            points.len()
+        );
+        assert!(
+            points.iter().any(|p| p.bits > 0),
+            "no checkpoint in mid-byte"
+        );
+        let mut reference = vec![0; n];
+        assert_eq!(src.read_at(0, &mut reference).unwrap(), n);
+        let t = &gz[gz.len() - 8..];
+        assert_eq!(
+            crc32fast::hash(&reference),
+            u32::from_le_bytes([t[0], t[1], t[2], t[3]])
+        );
+        assert_eq!(n as u32, u32::from_le_bytes([t[4], t[5], t[6], t[7]]));
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        for i in 0..300 {
+            if i % 3 == 0 {
+                src.evict();
+            }
+            let off = (rng.next() % n as u64) as usize;
+            let len = (rng.next() % 150_000) as usize + 1;
+            let mut buf = vec![0; len];
+            let k = src.read_at(off as u64, &mut buf).unwrap();
+            assert_eq!(k, len.min(n - off));
+            assert_eq!(
+                &buf[..k],
+                &reference[off..off + k],
+                "read at {off} len {len}"
+            );
+        }
+        src.evict();
+        let mut again = Vec::new();
+        crate::extract::copy_source(&*src, &mut again).unwrap();
+        assert_eq!(again, reference);
+    }
+
+    #[test]
+    fn truncated_input_keeps_every_decodable_byte() {
+        let gz = fixture("nested.tar.gz");
+        let full = decode(&gz);
+        let mut reference = vec![0; full.available() as usize];
+        full.read_at(0, &mut reference).unwrap();
+        for cut in [30usize, 1000, 33_333, 70_000, gz.len() - 9] {
+            let start = 10 + gz[10..].iter().position(|&b| b == 0).unwrap() + 1;
+            let input: Data = Arc::new(MemSource::new(gz[..cut].to_vec()));
+            let src = InflateSource::with_span(input, "test", CHUNK);
+            let mut inf = Inflater::new(src.clone(), start as u64);
+            let ev = loop {
+                match inf.run(1 << 20) {
+                    InflateEvent::Progress => {}
+                    e => break e,
+                }
+            };
+            assert!(
+                matches!(ev, InflateEvent::Truncated { .. }),
+                "cut {cut}: {ev:?}"
+            );
+            src.finish();
+            let n = src.available() as usize;
+            assert!(n > 0 || cut < 100);
+            src.evict();
+            let mut got = vec![0; n];
+            assert_eq!(src.read_at(0, &mut got).unwrap(), n);
+            assert_eq!(got, reference[..n]);
+        }
     }
 }

@@ -1,0 +1,407 @@
+//! The fixed records of a zip file, read from bytes (APPNOTE 6.3).
+
+use crate::data::le;
+
+pub const LFH: &[u8; 4] = b"PK\x03\x04";
+pub const CDH: &[u8; 4] = b"PK\x01\x02";
+pub const EOCD: &[u8; 4] = b"PK\x05\x06";
+pub const Z64_EOCD: &[u8; 4] = b"PK\x06\x06";
+pub const Z64_LOC: &[u8; 4] = b"PK\x06\x07";
+pub const DD: &[u8; 4] = b"PK\x07\x08";
+
+pub const FLAG_ENCRYPTED: u16 = 1;
+pub const FLAG_DESCRIPTOR: u16 = 8;
+pub const FLAG_UTF8: u16 = 1 << 11;
+
+/// Why a record could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Bad {
+    /// The bytes end inside the record; this many bytes would be needed.
+    Short(usize),
+    /// Not a valid record.
+    Invalid(String),
+}
+
+fn invalid<T>(why: impl Into<String>) -> Result<T, Bad> {
+    Err(Bad::Invalid(why.into()))
+}
+
+/// A local file header.
+#[derive(Debug, Clone)]
+pub struct Local {
+    pub flags: u16,
+    pub method: u16,
+    pub crc: u32,
+    pub csize: u64,
+    pub usize: u64,
+    pub name: Vec<u8>,
+    /// Sizes came from a zip64 extra field.
+    pub zip64: bool,
+    /// Header length: 30 + name + extra.
+    pub len: u64,
+}
+
+impl Local {
+    pub fn has_descriptor(&self) -> bool {
+        self.flags & FLAG_DESCRIPTOR != 0
+    }
+}
+
+/// Reads a local header at the start of `b`, validating it as a recovery
+/// scanner must: a `PK\3\4` in the middle of compressed data is common.
+pub fn parse_local(b: &[u8]) -> Result<Local, Bad> {
+    if b.len() < 30 {
+        if !LFH.starts_with(&b[..b.len().min(4)]) {
+            return invalid("no local header signature");
+        }
+        return Err(Bad::Short(30));
+    }
+    if &b[0..4] != LFH {
+        return invalid("no local header signature");
+    }
+    let version = le::u16(b, 4);
+    let flags = le::u16(b, 6);
+    let method = le::u16(b, 8);
+    let nlen = le::u16(b, 26) as usize;
+    let xlen = le::u16(b, 28) as usize;
+    if version & 0xff > 63 {
+        return invalid(format!(
+            "version needed {} is not a zip version",
+            version & 0xff
+        ));
+    }
+    if method_name(method).is_none() {
+        return invalid(format!("unknown compression method {method}"));
+    }
+    if nlen == 0 {
+        return invalid("empty entry name");
+    }
+    let len = 30 + nlen + xlen;
+    if b.len() < len {
+        return Err(Bad::Short(len));
+    }
+    let name = b[30..30 + nlen].to_vec();
+    if name.contains(&0) {
+        return invalid("entry name contains NUL bytes");
+    }
+    let extra = &b[30 + nlen..len];
+    if !extras_valid(extra) {
+        return invalid("extra field records do not parse");
+    }
+    let mut l = Local {
+        flags,
+        method,
+        crc: le::u32(b, 14),
+        csize: le::u32(b, 18) as u64,
+        usize: le::u32(b, 22) as u64,
+        name,
+        zip64: false,
+        len: len as u64,
+    };
+    if let Some(z) = find_extra(extra, 1) {
+        // In a local header the zip64 field holds both sizes.
+        if z.len() >= 16 {
+            if l.usize == 0xffff_ffff || l.csize == 0xffff_ffff || l.has_descriptor() {
+                l.usize = le::u64(z, 0);
+                l.csize = le::u64(z, 8);
+            }
+            l.zip64 = true;
+        } else if z.len() >= 8 && l.usize == 0xffff_ffff {
+            l.usize = le::u64(z, 0);
+            l.zip64 = true;
+        }
+    }
+    if method == 0 && !l.has_descriptor() && l.csize != l.usize && l.flags & FLAG_ENCRYPTED == 0 {
+        return invalid(format!(
+            "stored entry with compressed size {} != size {}",
+            l.csize, l.usize
+        ));
+    }
+    Ok(l)
+}
+
+/// A central directory file header.
+#[derive(Debug, Clone)]
+pub struct Central {
+    pub made_by: u16,
+    pub flags: u16,
+    pub method: u16,
+    pub crc: u32,
+    pub csize: u64,
+    pub usize: u64,
+    pub disk: u32,
+    pub external: u32,
+    pub offset: u64,
+    pub name: Vec<u8>,
+    /// Record length: 46 + name + extra + comment.
+    pub len: u64,
+}
+
+impl Central {
+    /// A Unix symlink (file type bits in the external attributes).
+    pub fn is_symlink(&self) -> bool {
+        self.made_by >> 8 == 3 && (self.external >> 16) & 0o170000 == 0o120000
+    }
+}
+
+pub fn parse_central(b: &[u8]) -> Result<Central, Bad> {
+    if b.len() < 46 {
+        if !CDH.starts_with(&b[..b.len().min(4)]) {
+            return invalid("no central directory signature");
+        }
+        return Err(Bad::Short(46));
+    }
+    if &b[0..4] != CDH {
+        return invalid("no central directory signature");
+    }
+    let nlen = le::u16(b, 28) as usize;
+    let xlen = le::u16(b, 30) as usize;
+    let clen = le::u16(b, 32) as usize;
+    let len = 46 + nlen + xlen + clen;
+    if b.len() < len {
+        return Err(Bad::Short(len));
+    }
+    let method = le::u16(b, 10);
+    let mut c = Central {
+        made_by: le::u16(b, 4),
+        flags: le::u16(b, 8),
+        method,
+        crc: le::u32(b, 16),
+        csize: le::u32(b, 20) as u64,
+        usize: le::u32(b, 24) as u64,
+        disk: le::u16(b, 34) as u32,
+        external: le::u32(b, 38),
+        offset: le::u32(b, 42) as u64,
+        name: b[46..46 + nlen].to_vec(),
+        len: len as u64,
+    };
+    let extra = &b[46 + nlen..46 + nlen + xlen];
+    if let Some(z) = find_extra(extra, 1) {
+        // Only the fields that overflowed are present, in this order.
+        let mut p = 0;
+        let mut take = |v: &mut u64| {
+            if p + 8 <= z.len() {
+                *v = le::u64(z, p);
+                p += 8;
+            }
+        };
+        if c.usize == 0xffff_ffff {
+            take(&mut c.usize);
+        }
+        if c.csize == 0xffff_ffff {
+            take(&mut c.csize);
+        }
+        if c.offset == 0xffff_ffff {
+            take(&mut c.offset);
+        }
+        if c.disk == 0xffff && p + 4 <= z.len() {
+            c.disk = le::u32(z, p);
+        }
+    }
+    Ok(c)
+}
+
+/// The end of central directory record, with zip64 values applied.
+#[derive(Debug, Clone)]
+pub struct End {
+    /// Offset of the `PK\5\6` record.
+    pub pos: u64,
+    pub entries: u64,
+    pub cd_size: u64,
+    pub cd_offset: u64,
+    pub comment_len: u64,
+    /// Offset of the zip64 end record and of its locator, when present.
+    pub zip64: Option<(u64, u64)>,
+}
+
+/// Parses the classic end record at the start of `b`.
+pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
+    if b.len() < 22 || &b[0..4] != EOCD {
+        return None;
+    }
+    Some(End {
+        pos,
+        entries: le::u16(b, 10) as u64,
+        cd_size: le::u32(b, 12) as u64,
+        cd_offset: le::u32(b, 16) as u64,
+        comment_len: le::u16(b, 20) as u64,
+        zip64: None,
+    })
+}
+
+/// Values of a zip64 end record: (entries, cd_size, cd_offset).
+pub fn parse_end64(b: &[u8]) -> Option<(u64, u64, u64)> {
+    if b.len() < 56 || &b[0..4] != Z64_EOCD {
+        return None;
+    }
+    Some((le::u64(b, 32), le::u64(b, 40), le::u64(b, 48)))
+}
+
+/// Whether extra-field bytes are a clean list of (id, len, data) records.
+/// A tail of under 4 zero bytes is tolerated (alignment padding).
+pub fn extras_valid(mut x: &[u8]) -> bool {
+    while x.len() >= 4 {
+        let len = le::u16(x, 2) as usize;
+        if 4 + len > x.len() {
+            return false;
+        }
+        x = &x[4 + len..];
+    }
+    x.iter().all(|&b| b == 0)
+}
+
+/// Iterates extra-field records: (id, offset of data within `x`, data).
+pub fn extras(x: &[u8]) -> Vec<(u16, usize, &[u8])> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p + 4 <= x.len() {
+        let id = le::u16(x, p);
+        let len = le::u16(x, p + 2) as usize;
+        let end = (p + 4 + len).min(x.len());
+        out.push((id, p, &x[p + 4..end]));
+        p = end;
+    }
+    out
+}
+
+fn find_extra(x: &[u8], want: u16) -> Option<&[u8]> {
+    extras(x).into_iter().find(|e| e.0 == want).map(|e| e.2)
+}
+
+/// Name of a compression method; `None` for numbers no writer uses.
+pub fn method_name(m: u16) -> Option<&'static str> {
+    Some(match m {
+        0 => "stored",
+        1 => "shrunk",
+        2..=5 => "reduced",
+        6 => "imploded",
+        8 => "deflate",
+        9 => "deflate64",
+        10 => "PKWARE imploding",
+        12 => "bzip2",
+        14 => "lzma",
+        16 => "IBM z/OS CMPSC",
+        18 => "IBM TERSE",
+        19 => "IBM LZ77",
+        20 | 93 => "zstd",
+        94 => "mp3",
+        95 => "xz",
+        96 => "jpeg",
+        97 => "wavpack",
+        98 => "ppmd",
+        99 => "AE-x encrypted",
+        _ => return None,
+    })
+}
+
+/// Name of an extra field id.
+pub fn extra_name(id: u16) -> &'static str {
+    match id {
+        0x0001 => "zip64",
+        0x000a => "NTFS times",
+        0x000d => "Unix",
+        0x5455 => "extended timestamp",
+        0x5855 => "Info-ZIP Unix (old)",
+        0x7855 => "Info-ZIP Unix UID/GID",
+        0x7875 => "Info-ZIP Unix UID/GID (new)",
+        0x7075 => "Unicode path",
+        0x6375 => "Unicode comment",
+        0x9901 => "AES encryption",
+        0xcafe => "JAR marker",
+        0xd935 => "Android alignment",
+        _ => "extra field",
+    }
+}
+
+/// A data descriptor found after an entry's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Descriptor {
+    pub crc: u32,
+    pub csize: u64,
+    pub usize: u64,
+    /// Length in bytes (12, 16, 20 or 24).
+    pub len: u64,
+}
+
+/// Reads a descriptor at the start of `b` in one of its four layouts
+/// (with or without signature, 32- or 64-bit sizes).
+pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor> {
+    let base = if signed { 4 } else { 0 };
+    let len = base + if wide { 20 } else { 12 };
+    if b.len() < len || (signed && &b[0..4] != DD) {
+        return None;
+    }
+    let crc = le::u32(b, base);
+    let (csize, usize) = if wide {
+        (le::u64(b, base + 4), le::u64(b, base + 12))
+    } else {
+        (le::u32(b, base + 4) as u64, le::u32(b, base + 8) as u64)
+    };
+    Some(Descriptor {
+        crc,
+        csize,
+        usize,
+        len: len as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lfh(name: &[u8], method: u16, flags: u16, csize: u32, usize: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(LFH);
+        b.extend_from_slice(&20u16.to_le_bytes());
+        b.extend_from_slice(&flags.to_le_bytes());
+        b.extend_from_slice(&method.to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&csize.to_le_bytes());
+        b.extend_from_slice(&usize.to_le_bytes());
+        b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(name);
+        b
+    }
+
+    #[test]
+    fn local_header_validation() {
+        let ok = lfh(b"a.txt", 8, 0, 10, 20);
+        assert_eq!(parse_local(&ok).unwrap().len, 35);
+        assert_eq!(parse_local(&ok[..20]).unwrap_err(), Bad::Short(30));
+        assert_eq!(parse_local(&ok[..32]).unwrap_err(), Bad::Short(35));
+        assert!(matches!(
+            parse_local(&lfh(b"a", 7, 0, 1, 1)),
+            Err(Bad::Invalid(_))
+        ));
+        assert!(matches!(
+            parse_local(&lfh(b"", 8, 0, 1, 1)),
+            Err(Bad::Invalid(_))
+        ));
+        assert!(matches!(
+            parse_local(&lfh(b"a", 0, 0, 1, 2)),
+            Err(Bad::Invalid(_))
+        ));
+        assert!(parse_local(&lfh(b"a", 0, 8, 0, 0)).is_ok());
+    }
+
+    #[test]
+    fn extra_records() {
+        assert!(extras_valid(&[1, 0, 2, 0, 9, 9]));
+        assert!(!extras_valid(&[1, 0, 9, 0, 9]));
+        assert!(extras_valid(&[0, 0]));
+        assert!(!extras_valid(&[7]));
+    }
+
+    #[test]
+    fn descriptors() {
+        let mut b = DD.to_vec();
+        b.extend_from_slice(&0xdeadbeefu32.to_le_bytes());
+        b.extend_from_slice(&5u32.to_le_bytes());
+        b.extend_from_slice(&9u32.to_le_bytes());
+        let d = parse_descriptor(&b, true, false).unwrap();
+        assert_eq!((d.crc, d.csize, d.usize, d.len), (0xdeadbeef, 5, 9, 16));
+        assert!(parse_descriptor(&b[1..], true, false).is_none());
+    }
+}
