@@ -9,3 +9,4 @@ mod util;
 mod damage;
 mod hostile;
 mod truncation;
+mod zip;
