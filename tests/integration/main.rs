@@ -6,6 +6,7 @@
 
 mod util;
 
+mod cli;
 mod damage;
 mod hostile;
 mod truncation;

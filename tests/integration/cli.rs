@@ -1,0 +1,413 @@
+//! The headless commands of DESIGN.md, run as the real binary: JSON shapes,
+//! exit codes (0 intact, 1 partial, 2 usage or unreadable), `cat` and
+//! `extract` bytes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+const STATUSES: &[&str] = &["complete", "truncated", "corrupt"];
+
+/// Checks a `tree --json` node and its subtree; collects (path, size,
+/// status) of every node.
+fn walk_tree_json(
+    v: &Value,
+    parent_path: Option<&str>,
+    out: &mut Vec<(String, u64, String)>,
+    f: &mut Failures,
+) {
+    for key in ["name", "path", "parser", "size", "status", "children"] {
+        if v.get(key).is_none() {
+            f.push(format!("tree --json node lacks {key:?}: {}", brief(v)));
+            return;
+        }
+    }
+    let (Some(name), Some(path), Some(size), Some(status), Some(children)) = (
+        v["name"].as_str(),
+        v["path"].as_str(),
+        v["size"].as_u64(),
+        v["status"].as_str(),
+        v["children"].as_array(),
+    ) else {
+        f.push(format!("tree --json node has mistyped keys: {}", brief(v)));
+        return;
+    };
+    if !(v["parser"].is_null() || v["parser"].is_string()) {
+        f.push(format!("parser is neither null nor a string: {}", brief(v)));
+    }
+    if !STATUSES.contains(&status) {
+        f.push(format!("status {status:?} is not one of {STATUSES:?}"));
+    }
+    let want_path = match parent_path {
+        None => String::new(),
+        Some("") => name.to_string(),
+        Some(p) => format!("{p}/{name}"),
+    };
+    if path != want_path {
+        f.push(format!(
+            "node {name:?} has path {path:?}, expected {want_path:?}"
+        ));
+    }
+    out.push((path.to_string(), size, status.to_string()));
+    for c in children {
+        walk_tree_json(c, Some(path), out, f);
+    }
+}
+
+fn brief(v: &Value) -> String {
+    let s = v.to_string();
+    s.chars().take(200).collect()
+}
+
+/// `tree --json` on nested.tar.gz: the DESIGN.md keys on every node, paths
+/// built from names, every path resolving in the library to an extraction
+/// of the same size and status, every manifest leaf present and complete.
+#[test]
+fn tree_json_nested() {
+    let file = fixture_path("nested.tar.gz");
+    let run = pparse(["tree".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).expect("tree --json is JSON");
+    let mut f = Failures::default();
+    let mut nodes = Vec::new();
+    walk_tree_json(&v, None, &mut nodes, &mut f);
+    let session = parse("nested.tar.gz", fixture("nested.tar.gz"));
+    let t = session.tree();
+    if nodes.len() != t.len() {
+        f.push(format!(
+            "tree --json has {} nodes, the library {}",
+            nodes.len(),
+            t.len()
+        ));
+    }
+    let by_path: BTreeMap<&str, (u64, &str)> = nodes
+        .iter()
+        .map(|(p, s, st)| (p.as_str(), (*s, st.as_str())))
+        .collect();
+    for (path, size, status) in &nodes {
+        match t.resolve(path) {
+            None => f.push(format!("tree --json path {path:?} does not resolve")),
+            Some(id) => {
+                let e = &t.exts[id];
+                if t.path_of(id) != *path || e.size() != *size || e.status().as_str() != status {
+                    f.push(format!(
+                        "{path:?}: JSON says {size} bytes {status}, the library {:?} {} bytes {}",
+                        t.path_of(id),
+                        e.size(),
+                        e.status().as_str()
+                    ));
+                }
+            }
+        }
+    }
+    for leaf in leaves("nested.tar.gz") {
+        match by_path.get(leaf.path.as_str()) {
+            Some(&(size, "complete")) if size == leaf.size => {}
+            got => f.push(format!(
+                "leaf {:?} ({} bytes) in tree --json: {got:?}",
+                leaf.path, leaf.size
+            )),
+        }
+    }
+    f.check("tree --json");
+}
+
+/// Exit 0 for every intact fixture.
+#[test]
+fn exit_0_for_intact_fixtures() {
+    let mut f = Failures::default();
+    let mut all: Vec<&str> = vec!["nested.tar.gz", "multi.gz", "hostile.tar", "hostile.zip"];
+    all.extend(TARS);
+    all.extend(ZIPS);
+    for name in all {
+        let run = pparse(["tree".as_ref(), fixture_path(name).as_os_str()]);
+        if run.code != 0 {
+            f.push(format!(
+                "pparse tree {name}: exit {}; stderr: {}",
+                run.code,
+                run.stderr_text()
+            ));
+        }
+    }
+    f.check("exit codes of intact fixtures");
+}
+
+/// Exit 1 for partial results: a truncated copy (tree, cat of a cut-off
+/// member, extract), with the damage on stderr; the bytes that exist are
+/// still written.
+#[test]
+fn exit_1_for_truncated_copy() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cut = tmp.path().join("cut.tar.gz");
+    // Cut inside docs/guide.txt (see expect/nested_truncation.json).
+    let exp = nested_truncation();
+    let case = exp["cuts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            let l = &c["leaves"]["nested.tar/docs/guide.txt"];
+            l.as_u64().is_some_and(|n| n > 0 && n < 40000)
+        })
+        .expect("a cut inside guide.txt");
+    let n = u(&case["cut"]);
+    let have = u(&case["leaves"]["nested.tar/docs/guide.txt"]) as usize;
+    std::fs::write(&cut, truncated(&fixture("nested.tar.gz"), n)).unwrap();
+    let mut f = Failures::default();
+
+    let run = pparse(["tree".as_ref(), cut.as_os_str()]);
+    if run.code != 1 || run.stderr.is_empty() {
+        f.push(format!(
+            "tree of a truncated copy: exit {} (expected 1), stderr {:?}",
+            run.code,
+            run.stderr_text()
+        ));
+    }
+    let run = pparse([
+        "cat".as_ref(),
+        cut.as_os_str(),
+        "nested.tar/docs/guide.txt".as_ref(),
+    ]);
+    let src = fixture("src/nested/docs/guide.txt");
+    if run.code != 1 || run.stdout != src[..have] {
+        f.push(format!(
+            "cat of a cut-off member: exit {} (expected 1), {} bytes (expected the {have} recoverable)",
+            run.code,
+            run.stdout.len()
+        ));
+    }
+    let run = pparse([
+        "cat".as_ref(),
+        cut.as_os_str(),
+        "nested.tar/README.md".as_ref(),
+    ]);
+    if run.code != 0 || run.stdout != fixture("src/nested/README.md") {
+        f.push(format!(
+            "cat of a whole member of a truncated copy: exit {} (expected 0), {} bytes",
+            run.code,
+            run.stdout.len()
+        ));
+    }
+    let out = tmp.path().join("out");
+    let run = pparse([
+        "extract".as_ref(),
+        cut.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let written = std::fs::read(out.join("nested.tar/docs/guide.txt")).unwrap_or_default();
+    if run.code != 1 || written != src[..have] {
+        f.push(format!(
+            "extract of a truncated copy: exit {} (expected 1), guide.txt has {} bytes (expected {have})",
+            run.code,
+            written.len()
+        ));
+    }
+    f.check("exit 1");
+}
+
+/// Exit 2 for a missing file and for a PATH that names nothing, with a
+/// message on stderr and nothing on stdout.
+#[test]
+fn exit_2_for_missing_file_and_bad_path() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("no-such-file.tar.gz");
+    let file = fixture_path("nested.tar.gz");
+    let out = tmp.path().join("out");
+    let m = missing.as_os_str();
+    let fl = file.as_os_str();
+    let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["tree".as_ref(), m],
+        vec!["tree".as_ref(), m, "--json".as_ref()],
+        vec!["cat".as_ref(), m, "nested.tar/README.md".as_ref()],
+        vec!["nodes".as_ref(), m],
+        vec!["extract".as_ref(), m, "--out".as_ref(), out.as_os_str()],
+        vec!["cat".as_ref(), fl, "nested.tar/no/such/member".as_ref()],
+        vec!["cat".as_ref(), fl, "nested.tar/README.mdx".as_ref()],
+        vec!["nodes".as_ref(), fl, "nested.tar/nope".as_ref()],
+        vec![
+            "extract".as_ref(),
+            fl,
+            "nope.tar".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+        vec!["tree".as_ref()],
+        vec!["frobnicate".as_ref(), fl],
+    ];
+    let mut f = Failures::default();
+    for args in cases {
+        let run = pparse(&args);
+        if run.code != 2 || run.stderr.is_empty() || !run.stdout.is_empty() {
+            f.push(format!(
+                "pparse {args:?}: exit {} (expected 2), stdout {} bytes, stderr {:?}",
+                run.code,
+                run.stdout.len(),
+                run.stderr_text()
+            ));
+        }
+    }
+    f.check("exit 2");
+}
+
+/// `cat FILE PATH` writes exactly the source bytes of every leaf, exit 0.
+#[test]
+fn cat_every_leaf() {
+    let mut f = Failures::default();
+    for name in [
+        "nested.tar.gz",
+        "gnu.tar",
+        "dd_stored.zip",
+        "nested_stored.zip",
+    ] {
+        let file = fixture_path(name);
+        for leaf in leaves(name) {
+            let run = pparse(["cat".as_ref(), file.as_os_str(), leaf.path.as_ref()]);
+            let want = source_bytes(&leaf.source);
+            if run.code != 0 || run.stdout != want {
+                f.push(format!(
+                    "pparse cat {name} {:?}: exit {}, {} bytes (expected {}), equal: {}; stderr {:?}",
+                    leaf.path,
+                    run.code,
+                    run.stdout.len(),
+                    want.len(),
+                    run.stdout == want,
+                    run.stderr_text()
+                ));
+            }
+        }
+    }
+    f.check("cat");
+}
+
+/// Checks `nodes --json` nodes: the DESIGN.md keys, `start <= end <= size`,
+/// children inside their parent. Returns the deepest level seen.
+fn check_nodes(
+    nodes: &[Value],
+    lo: u64,
+    hi: u64,
+    level: usize,
+    f: &mut Failures,
+    where_: &str,
+) -> usize {
+    let mut deepest = level;
+    for n in nodes {
+        for key in ["name", "kind", "start", "end", "children"] {
+            if n.get(key).is_none() {
+                f.push(format!("{where_}: node lacks {key:?}: {}", brief(n)));
+                return deepest;
+            }
+        }
+        let (Some(name), Some(start), Some(end), Some(kids)) = (
+            n["name"].as_str(),
+            n["start"].as_u64(),
+            n["end"].as_u64(),
+            n["children"].as_array(),
+        ) else {
+            f.push(format!("{where_}: mistyped node: {}", brief(n)));
+            continue;
+        };
+        if !(lo <= start && start <= end && end <= hi) {
+            f.push(format!(
+                "{where_}: node {name:?} {start}..{end} is outside its parent's {lo}..{hi}"
+            ));
+        }
+        if let Some(st) = n.get("status")
+            && !st.as_str().is_some_and(|s| STATUSES.contains(&s))
+        {
+            f.push(format!("{where_}: node {name:?} has status {st}"));
+        }
+        if !kids.is_empty() {
+            let w = format!("{where_}/{name}");
+            deepest = deepest.max(check_nodes(kids, start, end, level + 1, f, &w));
+        }
+    }
+    deepest
+}
+
+/// `nodes FILE nested.tar --json --depth 3`: node keys, ranges within the
+/// extraction and nested in their parents, three levels deep.
+#[test]
+fn nodes_json_nested_tar() {
+    let file = fixture_path("nested.tar.gz");
+    let mut f = Failures::default();
+    let size = u(&archive("nested.tar.gz")["decoded_size"]);
+    let run = pparse([
+        "nodes".as_ref(),
+        file.as_os_str(),
+        "nested.tar".as_ref(),
+        "--json".as_ref(),
+        "--depth".as_ref(),
+        "3".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).expect("nodes --json is JSON");
+    let nodes = v.as_array().expect("nodes --json is an array");
+    // One entry node per tar member, plus the end-of-archive marker.
+    let members = tar_members("nested.tar.gz");
+    let entries: Vec<&Value> = nodes.iter().filter(|n| n["kind"] == "entry").collect();
+    if entries.len() != members.len() {
+        f.push(format!(
+            "{} entry nodes, expected {}",
+            entries.len(),
+            members.len()
+        ));
+    }
+    for (n, m) in entries.iter().zip(&members) {
+        if n["start"].as_u64() != Some(m.header_offset) || n["end"].as_u64() != Some(m.end()) {
+            f.push(format!(
+                "entry node {} is {}..{}, member {:?} spans {}..{}",
+                n["name"],
+                n["start"],
+                n["end"],
+                m.name,
+                m.header_offset,
+                m.end()
+            ));
+        }
+    }
+    let deepest = check_nodes(nodes, 0, size, 1, &mut f, "nested.tar");
+    if deepest != 3 {
+        f.push(format!("--depth 3 gave {deepest} levels"));
+    }
+    f.check("nodes --json");
+}
+
+/// `extract nested.tar.gz --out DIR` writes every leaf's bytes to
+/// DIR/<PATH>, exit 0.
+#[test]
+fn extract_nested_writes_every_leaf() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("dir");
+    let run = pparse([
+        "extract".as_ref(),
+        fixture_path("nested.tar.gz").as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let mut f = Failures::default();
+    if run.code != 0 {
+        f.push(format!(
+            "exit {} (expected 0); stderr {}",
+            run.code,
+            run.stderr_text()
+        ));
+    }
+    for leaf in leaves("nested.tar.gz") {
+        let p = out.join(Path::new(&leaf.path));
+        match std::fs::read(&p) {
+            Ok(b) if b == source_bytes(&leaf.source) => {}
+            Ok(b) => f.push(format!(
+                "{}: {} bytes, expected its {} source bytes",
+                leaf.path,
+                b.len(),
+                leaf.size
+            )),
+            Err(e) => f.push(format!("{}: {e}", p.display())),
+        }
+    }
+    f.check("extract nested.tar.gz");
+}
