@@ -9,5 +9,6 @@ mod util;
 mod cli;
 mod damage;
 mod hostile;
+mod sweep;
 mod truncation;
 mod zip;
