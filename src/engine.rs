@@ -273,6 +273,25 @@ impl Node {
     }
 }
 
+/// Keeps every range a finished parse reported inside the extraction's
+/// bytes: damaged length fields must not make pparse point past the end.
+fn clamp_ranges(e: &mut Extraction) {
+    let len = e.data.available();
+    let clamp = |r: &mut crate::data::Range| {
+        r.start = r.start.min(len);
+        r.end = r.end.clamp(r.start, len);
+    };
+    for d in &mut e.damage {
+        clamp(&mut d.range);
+    }
+    for n in &mut e.nodes {
+        clamp(&mut n.range);
+        if let Some(d) = &mut n.damage {
+            clamp(&mut d.range);
+        }
+    }
+}
+
 enum Work {
     Sniff,
     Parse(Box<dyn Parser>),
@@ -467,7 +486,9 @@ impl Engine {
                 e(&mut t);
             }
             if step == Step::Done {
-                t.exts[ext].phase = Phase::Done;
+                let e = &mut t.exts[ext];
+                e.phase = Phase::Done;
+                clamp_ranges(e);
             }
         }
         if step == Step::Done {

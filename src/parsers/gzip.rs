@@ -183,10 +183,13 @@ enum State {
         at: u64,
         pad: u64,
     },
-    /// Looking for the next valid member after damage that began at `lost`.
+    /// Looking for the next valid member after damage that was detected at
+    /// `lost`; the bytes from `suspect` on cannot be trusted (the damaged
+    /// member's start, as its CRC can no longer be checked).
     Resync {
         from: u64,
         lost: u64,
+        suspect: u64,
         why: String,
     },
     Done,
@@ -286,6 +289,7 @@ impl GzipParser {
                 self.state = State::Resync {
                     from: at + 1,
                     lost: at,
+                    suspect: at,
                     why: format!("bad gzip member header: {why}"),
                 };
                 None
@@ -382,7 +386,7 @@ impl GzipParser {
                 );
                 Some(self.finish(cx))
             }
-            InflateEvent::Error { at, message } => {
+            InflateEvent::Error { at, message } | InflateEvent::Overflow { at, message } => {
                 let out_end = out_start + inflater.produced();
                 let m = self.members;
                 let msg = message.clone();
@@ -410,7 +414,10 @@ impl GzipParser {
                 self.state = State::Resync {
                     from: resume,
                     lost: at,
-                    why: format!("invalid deflate data in member #{m}: {message}"),
+                    suspect: start,
+                    why: format!(
+                        "member #{m} has invalid deflate data ({message}) detected at {at:#x}; its bytes before that cannot be checked"
+                    ),
                 };
                 None
             }
@@ -478,8 +485,9 @@ impl GzipParser {
         }
         let damage = (!problems.is_empty()).then(|| Damage::corrupt(tr, problems.join("; ")));
         if let Some(d) = &damage {
+            // The damage is somewhere in the member; the check only says so.
             cx.damage(Damage::corrupt(
-                tr,
+                Range::new(start, at + 8),
                 format!("gzip member #{m}: {} (decoded bytes kept)", d.reason),
             ));
             self.child_damage(
@@ -539,6 +547,7 @@ impl GzipParser {
                 self.state = State::Resync {
                     from: q,
                     lost: q,
+                    suspect: q,
                     why: "bytes after the last member are not gzip data".into(),
                 };
                 return None;
@@ -562,10 +571,16 @@ impl GzipParser {
     }
 
     fn resync(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Resync { from, lost, why } = &self.state else {
+        let State::Resync {
+            from,
+            lost,
+            suspect,
+            why,
+        } = &self.state
+        else {
             return None;
         };
-        let (from, lost, why) = (*from, *lost, why.clone());
+        let (from, lost, suspect, why) = (*from, *lost, *suspect, why.clone());
         let fin = self.data.is_final();
         let avail = self.data.available();
         let data = self.data.clone();
@@ -585,7 +600,7 @@ impl GzipParser {
                 let cand = pos + (search_from + i) as u64;
                 match self.try_member(cand) {
                     Trial::Good => {
-                        self.record_lost(cx, lost, cand, &why);
+                        self.record_lost(cx, lost, suspect, cand, &why);
                         self.state = State::Header { at: cand };
                         return None;
                     }
@@ -593,6 +608,7 @@ impl GzipParser {
                         self.state = State::Resync {
                             from: cand,
                             lost,
+                            suspect,
                             why,
                         };
                         return Some(Step::Blocked);
@@ -609,6 +625,7 @@ impl GzipParser {
             self.state = State::Resync {
                 from: pos,
                 lost,
+                suspect,
                 why,
             };
             return Some(Step::Yield);
@@ -617,15 +634,16 @@ impl GzipParser {
             self.state = State::Resync {
                 from: pos,
                 lost,
+                suspect,
                 why,
             };
             return Some(Step::Blocked);
         }
-        self.record_lost(cx, lost, avail, &why);
+        self.record_lost(cx, lost, suspect, avail, &why);
         Some(self.finish(cx))
     }
 
-    fn record_lost(&mut self, cx: &mut StepCx, lost: u64, next: u64, why: &str) {
+    fn record_lost(&mut self, cx: &mut StepCx, lost: u64, suspect: u64, next: u64, why: &str) {
         let r = Range::new(lost, next);
         let reason = if next >= self.data.available() {
             format!(
@@ -642,7 +660,7 @@ impl GzipParser {
                     .damaged(Damage::corrupt(r, reason.clone())),
             );
         }
-        cx.damage(Damage::corrupt(r, reason));
+        cx.damage(Damage::corrupt(Range::new(suspect.min(lost), next), reason));
     }
 
     /// Whether a member header at `at` parses and its data decodes.

@@ -33,12 +33,29 @@ const BLOCK: u64 = 512;
 /// Longest GNU long name or PAX header accepted; longer is treated as damage.
 const MAX_META: u64 = 1 << 20;
 
+/// A valid header at the start; or, when the first header is damaged, a
+/// `.tar` name or a valid ustar header in the first 8 KiB (the parser then
+/// reports the damaged span and resynchronises, as GNU tar would).
 fn sniff(s: &Sniff) -> bool {
     if s.head.len() < BLOCK as usize {
         return false;
     }
     let b: &[u8; 512] = s.head[..512].try_into().expect("512 bytes");
-    matches!(check(b), Check::Valid) && (has_magic(b) || plausible_v7(b))
+    if matches!(check(b), Check::Valid) && (has_magic(b) || plausible_v7(b)) {
+        return true;
+    }
+    if s.name.ends_with(".tar") && s.head.len() >= BLOCK as usize {
+        return true;
+    }
+    let mut buf = vec![0u8; 8192];
+    let n = s.data.read_at(0, &mut buf).unwrap_or(0);
+    buf.truncate(n);
+    memmem::find_iter(&buf, b"ustar").any(|i| {
+        i >= 257 && (i - 257) % BLOCK as usize == 0 && i - 257 + 512 <= buf.len() && {
+            let blk: &[u8; 512] = buf[i - 257..i + 255].try_into().expect("512");
+            matches!(check(blk), Check::Valid)
+        }
+    })
 }
 
 fn round_up(n: u64) -> u64 {
@@ -351,6 +368,7 @@ impl TarParser {
             if !fin {
                 return Some(Step::Blocked);
             }
+            let end = Range::new(avail, avail);
             if at < avail {
                 let r = Range::new(at, avail);
                 cx.push_node(
@@ -358,11 +376,19 @@ impl TarParser {
                         .damaged(Damage::truncated(r, "archive ends inside a header block")),
                 );
                 cx.damage(Damage::truncated(r, "archive ends inside a header block"));
-            } else if !self.ended && self.open.is_none() {
+            } else if self.entry_start.is_some() {
                 cx.damage(Damage::truncated(
-                    Range::new(at, at),
-                    "archive ends without its end-of-archive marker",
+                    end,
+                    "archive ends after the extension headers of a member whose header is missing",
                 ));
+            } else if !self.ended {
+                let what = match &self.open {
+                    Some(o) if avail >= o.data + o.size && at > avail => {
+                        format!("archive ends inside the padding after member {}", o.name)
+                    }
+                    _ => "archive ends without its end-of-archive marker".to_string(),
+                };
+                cx.damage(Damage::truncated(end, what));
             }
             return Some(self.finish(cx));
         }
@@ -460,6 +486,12 @@ impl TarParser {
         if end + BLOCK > avail {
             if !fin {
                 return Some(Step::Blocked);
+            }
+            if !self.ended {
+                cx.damage(Damage::truncated(
+                    Range::new(avail, avail),
+                    "archive ends inside its end-of-archive marker (one zero block of two)",
+                ));
             }
             if end < avail {
                 // Non-block-sized tail after the marker: harmless if zeros.

@@ -343,6 +343,9 @@ pub enum InflateEvent {
     Truncated { in_end: u64 },
     /// Invalid deflate data, detected at or just before input offset `at`.
     Error { at: u64, message: String },
+    /// The stream decodes to more than the limit set with
+    /// [`Inflater::set_limit`]; decoding stopped at the limit.
+    Overflow { at: u64, message: String },
 }
 
 /// The producer side: decodes one raw deflate stream from `input` into an
@@ -357,6 +360,7 @@ pub struct Inflater {
     last_point: u64,
     released: u64,
     window: Vec<u8>,
+    limit: Option<u64>,
 }
 
 impl Inflater {
@@ -374,7 +378,14 @@ impl Inflater {
             last_point: 0,
             released: start,
             window: Vec::new(),
+            limit: None,
         }
+    }
+
+    /// Stops decoding after `limit` bytes: a declared size that damaged or
+    /// hostile data must not exceed (decompression bombs).
+    pub fn set_limit(&mut self, limit: u64) {
+        self.limit = Some(limit);
     }
 
     /// Bytes produced by this stream so far.
@@ -405,7 +416,52 @@ impl Inflater {
                 };
             }
             let was_empty = self.inbuf.is_empty();
-            let s = self.z.inflate(self.inbuf.bytes(), &mut self.out, true);
+            let room = match self.limit {
+                Some(l) if self.produced >= l => {
+                    // At the limit: the stream must end right here.
+                    let mut probe = [0u8; 1];
+                    let s = self.z.inflate(self.inbuf.bytes(), &mut probe, false);
+                    self.inbuf.consume(s.consumed);
+                    match s.code {
+                        Code::StreamEnd if s.produced == 0 => {
+                            return InflateEvent::End {
+                                in_end: self.inbuf.pos,
+                            };
+                        }
+                        _ if s.produced > 0 => {
+                            return InflateEvent::Overflow {
+                                at: self.inbuf.pos,
+                                message: format!("decodes to more than the expected {l} bytes"),
+                            };
+                        }
+                        Code::DataError => {
+                            return InflateEvent::Error {
+                                at: self.inbuf.pos,
+                                message: self.z.message(),
+                            };
+                        }
+                        _ if s.consumed > 0 => continue,
+                        _ => {
+                            let fin = input.is_final();
+                            if input.available() > self.inbuf.pos {
+                                continue;
+                            }
+                            return if fin {
+                                InflateEvent::Truncated {
+                                    in_end: self.inbuf.pos,
+                                }
+                            } else {
+                                InflateEvent::NeedInput
+                            };
+                        }
+                    }
+                }
+                Some(l) => ((l - self.produced) as usize).min(self.out.len()),
+                None => self.out.len(),
+            };
+            let s = self
+                .z
+                .inflate(self.inbuf.bytes(), &mut self.out[..room], true);
             self.inbuf.consume(s.consumed);
             if s.produced > 0 {
                 let bytes = &self.out[..s.produced];

@@ -152,9 +152,13 @@ impl RawInflate {
             return "invalid deflate data".to_string();
         }
         // SAFETY: zlib sets msg to a static NUL-terminated string.
-        unsafe { CStr::from_ptr(self.strm.msg) }
-            .to_string_lossy()
-            .into_owned()
+        let msg = unsafe { CStr::from_ptr(self.strm.msg) }.to_string_lossy();
+        // zlib-rs 0.6 reports some invalid codes from its fast path under this
+        // message, which would mislead users: say what it means.
+        if msg.contains("repeated call with bad state") {
+            return "invalid code or distance in deflate data".to_string();
+        }
+        msg.into_owned()
     }
 }
 

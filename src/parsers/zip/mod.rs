@@ -41,19 +41,22 @@ pub static FORMAT: Format = Format {
     load: load::load,
 };
 
+/// A local header signature at the start (even if the header is damaged:
+/// the parser resynchronises), an empty archive, or a zip-like name with an
+/// end record or a local header near the start.
 fn sniff(s: &Sniff) -> bool {
-    if s.head.starts_with(records::LFH) {
-        return records::parse_local(s.head).is_ok() || s.head.len() < 64;
+    if s.head.starts_with(records::LFH) || s.head.starts_with(records::EOCD) {
+        return true;
     }
-    if s.head.starts_with(records::EOCD) {
-        return true; // an empty archive
-    }
+    let lower = s.name.to_ascii_lowercase();
     let named = [
-        ".zip", ".jar", ".whl", ".apk", ".pt", ".pth", ".docx", ".xlsx", ".odt",
+        ".zip", ".jar", ".whl", ".apk", ".pt", ".pth", ".docx", ".xlsx", ".odt", ".nupkg",
     ]
     .iter()
-    .any(|ext| s.name.to_ascii_lowercase().ends_with(ext));
-    named && s.data.is_final() && find_end(s.data, false).is_some()
+    .any(|ext| lower.ends_with(ext));
+    named
+        && (memmem::find(s.head, records::LFH).is_some()
+            || (s.data.is_final() && find_end(s.data, false).is_some()))
 }
 
 /// Longest local header: 30 + 64 KiB name + 64 KiB extra.
@@ -66,9 +69,20 @@ struct Entry {
     lfh: u64,
     /// End of the entry's bytes (after any descriptor); `None` while unknown.
     end: Option<u64>,
+    name: Vec<u8>,
     node: usize,
     child: Option<ExtId>,
     from_central: bool,
+    /// The directory disagrees with this entry's local header.
+    suspect: bool,
+}
+
+/// A central directory as read, with everything found wrong with it.
+struct Directory {
+    end: Option<End>,
+    range: Range,
+    records: Vec<Central>,
+    problems: Vec<Damage>,
 }
 
 /// How an entry's bytes will be checked; cheap to hold for every entry.
@@ -76,12 +90,11 @@ enum Plan {
     /// Nothing to decode (directories, other methods, encrypted).
     None,
     /// Stored bytes up to `end`.
-    Stored {
-        end: u64,
-    },
+    Stored { end: u64 },
     /// Stored with a data descriptor: find the end by CRC.
     StoredScan,
-    Deflate(Arc<InflateSource>),
+    /// Deflate data, with the declared size as a limit when it is known.
+    Deflate(Arc<InflateSource>, Option<u64>),
 }
 
 /// An entry waiting to be verified (central mode, merged entries).
@@ -166,6 +179,8 @@ struct ZipParser {
     structures: Vec<Range>,
     /// How far the real bytes sit after where the directory says (archive prefix).
     shift: i64,
+    /// Every valid local header by name, built only when needed.
+    local_index: Option<HashMap<Vec<u8>, Vec<u64>>>,
     scratch: Vec<u8>,
 }
 
@@ -183,21 +198,24 @@ impl ZipParser {
             cd_seen: None,
             structures: Vec::new(),
             shift: 0,
+            local_index: None,
             scratch: Vec::new(),
         }
     }
 
     fn start(&mut self, cx: &mut StepCx) -> Option<Step> {
         if self.data.is_final() {
-            if let Some((end, cds)) = self.read_directory(None, true) {
-                // An end record at the very end that accounts for every
-                // entry; and if the archive seems to start later, the bytes
-                // before must not be a zip entry holding it (a zip stored in
-                // a zip cut right after the inner zip looks just like that).
+            if let Some(dir) = self.read_directory(None, true) {
+                // Central mode only for a directory with no problem whose
+                // every entry has a sound local header: anything else is
+                // read by scanning, which copes with damage, and merged.
+                // A zip stored in a zip and cut right after the inner zip
+                // ends with the inner zip's end record: its "prefix" then
+                // starts with the outer zip's local header.
                 let inner = self.shift > 0 && matches!(self.try_local(0), Probe::Valid(_));
-                if cds.len() as u64 == end.entries && !inner {
-                    self.push_directory_nodes(cx, &end, &cds);
-                    self.directory = cds;
+                if dir.problems.is_empty() && !inner {
+                    self.push_directory_nodes(cx, &dir);
+                    self.directory = dir.records;
                     self.state = State::List { next: 0 };
                     return None;
                 }
@@ -354,7 +372,7 @@ impl ZipParser {
                 .text(method_text(&local))
                 .lazy(),
         );
-        let idx = self.push_entry(lfh, known.map(|c| data + c), node, false);
+        let idx = self.push_entry(lfh, known.map(|c| data + c), &local.name, node, false);
         let usize = local.usize;
         let plan = self.plan(cx, idx, &local, data, known, usize);
         self.current = Some(Current {
@@ -367,14 +385,23 @@ impl ZipParser {
         });
     }
 
-    fn push_entry(&mut self, lfh: u64, end: Option<u64>, node: usize, from_central: bool) -> usize {
+    fn push_entry(
+        &mut self,
+        lfh: u64,
+        end: Option<u64>,
+        name: &[u8],
+        node: usize,
+        from_central: bool,
+    ) -> usize {
         let idx = self.entries.len();
         self.entries.push(Entry {
             lfh,
             end,
+            name: name.to_vec(),
             node,
             child: None,
             from_central,
+            suspect: false,
         });
         self.by_offset.entry(lfh).or_insert(idx);
         idx
@@ -431,7 +458,7 @@ impl ZipParser {
                     src.clone() as Data,
                     declared,
                 );
-                Plan::Deflate(src)
+                Plan::Deflate(src, declared)
             }
         }
     }
@@ -545,6 +572,18 @@ impl ZipParser {
                         format!("deflate data cut off after {have} decoded bytes"),
                     )))
                 }
+                InflateEvent::Overflow { at, .. } => {
+                    src.finish();
+                    let have = inflater.produced();
+                    // Extent unknown: scanning resumes where decoding stopped.
+                    self.entries[cur.idx].end.get_or_insert(cur.data + at);
+                    Outcome::Done(Err(Damage::corrupt(
+                        Range::new(have, have),
+                        format!(
+                            "deflate data decodes to more than the declared {have} bytes; decoding stopped there"
+                        ),
+                    )))
+                }
                 InflateEvent::Error { at, message } => {
                     src.finish();
                     let have = inflater.produced();
@@ -573,17 +612,34 @@ impl ZipParser {
         }
         let csize = at - cur.data;
         let cands = descriptor_candidates(&b[..n], cur.local.zip64);
-        let found = cands
-            .iter()
-            .find(|d| d.crc == crc && d.csize == csize)
-            .or_else(|| cands.iter().find(|d| d.csize == csize))
-            .or(cands.first())
-            .copied();
+        // A layout whose every field matches what was decoded (a 32-bit
+        // layout read from a 64-bit descriptor can match CRC and size but
+        // not the second size field).
+        let matches = |d: &&Descriptor| {
+            let size = if d.len >= 20 {
+                usize
+            } else {
+                usize & 0xffff_ffff
+            };
+            d.crc == crc && d.csize == csize && d.usize == size
+        };
+        let signed = n >= 4 && &b[..4] == records::DD;
+        let need = if signed { 4 } else { 0 } + if cur.local.zip64 { 20 } else { 12 };
+        let found = match cands.iter().find(matches) {
+            Some(d) => Some(*d),
+            // Judge a descriptor that disagrees only once all of it is there.
+            None if n < need => None,
+            None => cands
+                .iter()
+                .find(|d| d.len == need as u64)
+                .or(cands.first())
+                .copied(),
+        };
         let Some(d) = found else {
             self.entries[cur.idx].end = Some(at + n as u64);
             return Outcome::Done(Err(Damage::truncated(
                 Range::new(usize, usize),
-                "data descriptor cut off: the CRC cannot be checked",
+                format!("data descriptor cut off ({n} of {need} bytes): the CRC cannot be checked"),
             )));
         };
         self.entries[cur.idx].end = Some(at + d.len);
@@ -735,49 +791,140 @@ impl ZipParser {
     // ----- the central directory ------------------------------------------
 
     /// Finds the end record and reads the directory it points to (or, from
-    /// `seen`, what the scan found). Returns the records that parse.
-    fn read_directory(&mut self, seen: Option<u64>, exact: bool) -> Option<(End, Vec<Central>)> {
-        let end = find_end(&self.data, exact);
-        let (start, count, size) = match &end {
+    /// `seen`, where the scan ran into it), checking every field it can.
+    fn read_directory(&mut self, seen: Option<u64>, exact: bool) -> Option<Directory> {
+        let avail = self.data.available();
+        let found = find_end(&self.data, exact);
+        let mut problems = Vec::new();
+        let (start, count, size) = match &found {
             Some(e) => {
+                problems.extend(e.problems.iter().cloned());
                 let cd_end = e.zip64.map_or(e.pos, |z| z.0);
-                let actual = cd_end.checked_sub(e.cd_size);
-                let start = actual
-                    .filter(|&a| e.entries == 0 || self.sig_at(a, records::CDH))
-                    .or_else(|| Some(e.cd_offset).filter(|&o| self.sig_at(o, records::CDH)))
-                    .or(seen)?;
-                self.shift = start as i64 - e.cd_offset as i64;
+                let actual = cd_end
+                    .checked_sub(e.cd_size)
+                    .filter(|&a| e.entries == 0 || self.sig_at(a, records::CDH));
+                let declared =
+                    Some(e.cd_offset).filter(|&o| o < avail && self.sig_at(o, records::CDH));
+                let start = actual.or(declared).or(seen)?;
+                if actual.is_none() {
+                    problems.push(Damage::corrupt(
+                        Range::new(e.pos, e.pos + 22),
+                        format!(
+                            "end record's directory size {} does not lead to the directory",
+                            e.cd_size
+                        ),
+                    ));
+                }
                 (start, e.entries, e.cd_size)
             }
             None => (seen?, u64::MAX, u64::MAX),
         };
-        let mut cds = Vec::new();
+        let mut records = Vec::new();
         let mut pos = start;
         let mut buf = Vec::new();
-        while (cds.len() as u64) < count && pos - start < size {
+        while (records.len() as u64) < count && pos - start < size {
             let Ok(b) = view(&*self.data, pos, 46 + 3 * 65535, &mut buf) else {
                 break;
             };
             match records::parse_central(b) {
                 Ok(c) => {
                     pos += c.len;
-                    cds.push(c);
+                    records.push(c);
                 }
                 Err(_) => break,
             }
         }
-        let end = end.unwrap_or(End {
-            pos,
-            entries: cds.len() as u64,
-            cd_size: pos - start,
-            cd_offset: start,
-            comment_len: 0,
-            zip64: None,
-        });
-        if pos > start {
-            self.structures.push(Range::new(start, pos));
+        let dir_range = Range::new(start, pos);
+        if let Some(e) = &found {
+            self.shift = self.best_shift(start as i64 - e.cd_offset as i64, &records);
+            if self.shift != start as i64 - e.cd_offset as i64 {
+                problems.push(Damage::corrupt(
+                    Range::new(e.pos + 16, e.pos + 20),
+                    format!(
+                        "end record says the directory is at {:#x}; it is at {start:#x}",
+                        e.cd_offset
+                    ),
+                ));
+            }
+            if (records.len() as u64) < e.entries {
+                let what = format!(
+                    "central directory damaged: {} of {} records readable",
+                    records.len(),
+                    e.entries
+                );
+                problems.push(Damage::corrupt(
+                    Range::new(pos, pos.max(start + e.cd_size).min(avail)),
+                    what,
+                ));
+            } else if pos - start != e.cd_size {
+                problems.push(Damage::corrupt(
+                    Range::new(e.pos, e.pos + 22),
+                    format!(
+                        "end record says the directory is {} bytes; its records take {}",
+                        e.cd_size,
+                        pos - start
+                    ),
+                ));
+            }
+        } else {
+            // No end record: cut off inside the directory or its end, or
+            // the end record is damaged.
+            let cut = {
+                let rest = view(&*self.data, pos, 64, &mut buf)
+                    .map(|b| b.to_vec())
+                    .unwrap_or_default();
+                rest.len() < 4
+                    || matches!(records::parse_central(&rest), Err(Bad::Short(_)))
+                    || [records::EOCD, records::Z64_EOCD, records::Z64_LOC]
+                        .iter()
+                        .any(|sig| rest.starts_with(&sig[..]))
+            };
+            let what = if cut {
+                "archive cut off: the end of central directory record is missing"
+            } else {
+                "the end of central directory record is damaged or missing"
+            };
+            let at = Range::new(pos.min(avail), avail);
+            problems.push(if cut {
+                Damage::truncated(at, what)
+            } else {
+                Damage::corrupt(at, what)
+            });
         }
-        Some((end, cds))
+        if pos > start {
+            self.structures.push(dir_range);
+        }
+        Some(Directory {
+            end: found,
+            range: dir_range,
+            records,
+            problems,
+        })
+    }
+
+    /// The archive offset that makes the first directory records point at
+    /// matching local headers: the end record's (an archive prefix), or none
+    /// (a damaged directory offset field).
+    fn best_shift(&self, computed: i64, records: &[Central]) -> i64 {
+        let score = |shift: i64| {
+            let mut buf = Vec::new();
+            records
+                .iter()
+                .take(8)
+                .filter(|c| {
+                    let lfh = (c.offset as i64 + shift).max(0) as u64;
+                    view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+                        .ok()
+                        .and_then(|b| records::parse_local(b).ok())
+                        .is_some_and(|l| l.name == c.name)
+                })
+                .count()
+        };
+        if computed == 0 || score(computed) >= score(0) {
+            computed
+        } else {
+            0
+        }
     }
 
     fn sig_at(&self, at: u64, sig: &[u8; 4]) -> bool {
@@ -788,14 +935,18 @@ impl ZipParser {
         ) && &b == sig
     }
 
-    fn push_directory_nodes(&mut self, cx: &mut StepCx, end: &End, cds: &[Central]) {
-        if let Some(cd) = self.structures.first().copied() {
+    fn push_directory_nodes(&mut self, cx: &mut StepCx, dir: &Directory) {
+        if !dir.range.is_empty() {
             cx.push_node(
-                Node::new("central directory", "central directory", cd)
-                    .text(format!("{} entries", cds.len()))
+                Node::new("central directory", "central directory", dir.range)
+                    .text(format!("{} entries", dir.records.len()))
                     .lazy(),
             );
         }
+        for d in &dir.problems {
+            cx.damage(d.clone());
+        }
+        let Some(end) = &dir.end else { return };
         if let Some((z, loc)) = end.zip64 {
             cx.push_node(
                 Node::new(
@@ -816,49 +967,45 @@ impl ZipParser {
             self.structures.push(Range::new(z, z + 56));
             self.structures.push(Range::new(loc, loc + 20));
         }
-        if self.sig_at(end.pos, records::EOCD) {
-            let eocd = Range::new(end.pos, end.pos + 22 + end.comment_len);
-            cx.push_node(Node::new("end", "end of central directory", eocd).lazy());
-            self.structures.push(eocd);
-        }
+        let eocd = Range::new(end.pos, end.pos + 22 + end.comment_len);
+        cx.push_node(Node::new("end", "end of central directory", eocd).lazy());
+        self.structures.push(eocd);
     }
 
     /// An entry listed by the directory: check its local header, list it,
     /// and queue it for verification.
     fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central) {
-        let lfh = (c.offset as i64 + self.shift).max(0) as u64;
+        let mut lfh = (c.offset as i64 + self.shift).max(0) as u64;
         let mut buf = Vec::new();
-        let local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+        let mut local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
             .ok()
             .and_then(|b| records::parse_local(b).ok());
-        let (header_len, problem) = match &local {
-            Some(l) if l.name == c.name => (l.len, None),
-            Some(l) => (
-                l.len,
-                Some(format!(
-                    "local header names \"{}\", the central directory \"{}\"",
-                    escape_bytes(&l.name),
-                    escape_bytes(&c.name)
-                )),
-            ),
-            None => {
-                // Damaged local header: trust its length fields if they agree
-                // with the directory's name length.
-                let mut h = [0u8; 30];
-                let n = self.data.read_at(lfh, &mut h).unwrap_or(0);
-                let nlen = crate::data::le::u16(&h, 26) as u64;
-                let len = if n == 30 && nlen == c.name.len() as u64 {
-                    30 + nlen + crate::data::le::u16(&h, 28) as u64
-                } else {
-                    30 + c.name.len() as u64
-                };
-                (
-                    len,
-                    Some(
-                        "local header is damaged; entry read using the central directory"
-                            .to_string(),
+        let mut problem = None;
+        let mut moved = None;
+        if local.as_ref().is_none_or(|l| l.name != c.name) {
+            // The directory's offset may be the damaged part: look for a
+            // local header with this name elsewhere.
+            if let Some(real) = self.find_local(&c.name) {
+                moved = Some(Damage::corrupt(
+                    self.structures.first().copied().unwrap_or_default(),
+                    format!(
+                        "central directory gives offset {lfh:#x} for {}; its local header is at {real:#x}",
+                        escape_bytes(&c.name)
                     ),
-                )
+                ));
+                lfh = real;
+                local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+                    .ok()
+                    .and_then(|b| records::parse_local(b).ok());
+            }
+        }
+        let header_len = match &local {
+            Some(l) if l.name == c.name => l.len,
+            _ => {
+                problem = Some(
+                    "local header is damaged; entry read using the central directory".to_string(),
+                );
+                self.guess_header_len(lfh, c)
             }
         };
         let data = lfh + header_len;
@@ -892,7 +1039,7 @@ impl ZipParser {
             ))
             .lazy(),
         );
-        let idx = self.push_entry(lfh, Some(end), node, true);
+        let idx = self.push_entry(lfh, Some(end), &c.name, node, true);
         let as_local = Local {
             flags: c.flags,
             method: c.method,
@@ -916,6 +1063,9 @@ impl ZipParser {
         } else {
             self.plan(cx, idx, &as_local, data, Some(c.csize), c.usize)
         };
+        if let Some(d) = moved {
+            cx.damage(d);
+        }
         if let Some(p) = problem {
             let d = Damage::corrupt(Range::new(lfh, lfh + header_len), p);
             if let Some(child) = self.entries[idx].child {
@@ -932,65 +1082,200 @@ impl ZipParser {
         });
     }
 
+    /// Where a valid local header named `name` is that no entry uses yet.
+    /// The first call indexes every local header in the bytes (once, and only
+    /// when a directory record and its local header disagree).
+    fn find_local(&mut self, name: &[u8]) -> Option<u64> {
+        if self.local_index.is_none() {
+            let mut index: HashMap<Vec<u8>, Vec<u64>> = HashMap::new();
+            let avail = self.data.available();
+            let mut pos = 0;
+            let mut window = Vec::new();
+            let mut buf = Vec::new();
+            while pos < avail {
+                let w = view(&*self.data, pos, 1 << 20, &mut window)
+                    .map(|w| w.to_vec())
+                    .unwrap_or_default();
+                if w.len() < 4 {
+                    break;
+                }
+                for i in memmem::find_iter(&w, records::LFH) {
+                    let at = pos + i as u64;
+                    if let Some(l) = view(&*self.data, at, LOCAL_MAX, &mut buf)
+                        .ok()
+                        .and_then(|b| records::parse_local(b).ok())
+                    {
+                        index.entry(l.name).or_default().push(at);
+                    }
+                }
+                pos += (w.len() as u64 - 3).max(1);
+            }
+            self.local_index = Some(index);
+        }
+        let offsets = self.local_index.as_ref()?.get(name)?;
+        offsets
+            .iter()
+            .copied()
+            .find(|o| !self.by_offset.contains_key(o))
+    }
+
+    /// The length of a damaged local header: its own length fields if they
+    /// lead to data that checks out against the directory (CRC of stored
+    /// bytes, a clean start of deflate data), else the directory's.
+    fn guess_header_len(&self, lfh: u64, c: &Central) -> u64 {
+        let mut h = [0u8; 30];
+        let n = self.data.read_at(lfh, &mut h).unwrap_or(0);
+        let (nl, xl) = if n == 30 {
+            (
+                crate::data::le::u16(&h, 26) as u64,
+                crate::data::le::u16(&h, 28) as u64,
+            )
+        } else {
+            (0, 0)
+        };
+        let cn = c.name.len() as u64;
+        let mut cands = vec![
+            30 + nl + xl,
+            30 + cn + xl,
+            30 + nl + c.extra_len,
+            30 + cn + c.extra_len,
+            30 + cn,
+        ];
+        cands.dedup();
+        let good = |len: u64| {
+            let start = lfh + len;
+            match c.method {
+                0 => {
+                    let d = slice(&self.data, start, start + c.csize);
+                    d.available() == c.csize && {
+                        let mut h = crc32fast::Hasher::new();
+                        let mut buf = vec![0u8; 64 * 1024];
+                        let mut p = 0;
+                        while p < c.csize {
+                            let k = d.read_at(p, &mut buf).unwrap_or(0);
+                            if k == 0 {
+                                break;
+                            }
+                            h.update(&buf[..k]);
+                            p += k as u64;
+                        }
+                        h.finalize() == c.crc
+                    }
+                }
+                8 => {
+                    let probe = Local {
+                        flags: 0,
+                        method: 8,
+                        crc: c.crc,
+                        csize: c.csize,
+                        usize: c.usize,
+                        name: Vec::new(),
+                        zip64: false,
+                        len,
+                    };
+                    matches!(self.proves_deflate(start, &probe), Probe::Valid(()))
+                }
+                _ => false,
+            }
+        };
+        cands
+            .iter()
+            .copied()
+            .find(|&l| good(l))
+            .unwrap_or(30 + cn + xl)
+    }
+
     /// Scan mode at the end of the bytes: merge the directory, then verify.
     fn finalize(&mut self, cx: &mut StepCx) -> Option<Step> {
         if !self.data.is_final() {
             return Some(Step::Blocked);
         }
         let avail = self.data.available();
-        match self.read_directory(self.cd_seen, false) {
-            None => {
-                let what = if self.entries.is_empty() {
-                    "no zip entries or central directory found"
-                } else {
-                    "no central directory: entries recovered from their local headers"
-                };
-                cx.damage(Damage::truncated(Range::new(avail, avail), what));
+        let dir = self
+            .read_directory(self.cd_seen, false)
+            // The directory of a zip stored inside one of our entries is not ours.
+            .filter(|d| !self.inside_entry(d.range.start));
+        let Some(dir) = dir else {
+            let what = if self.entries.is_empty() {
+                "no zip entries or central directory found"
+            } else {
+                "no central directory: entries recovered from their local headers"
+            };
+            cx.damage(Damage::truncated(Range::new(avail, avail), what));
+            self.state = State::Verify;
+            return None;
+        };
+        self.push_directory_nodes(cx, &dir);
+        // Entries the scan found, by name, for directory records whose
+        // offset field is damaged.
+        let mut by_name: HashMap<Vec<u8>, usize> = HashMap::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            by_name.entry(e.name.clone()).or_insert(i);
+        }
+        // A scanned entry where the directory lists another name has a
+        // damaged local header: its extent cannot be trusted, and the
+        // directory's entries it seems to swallow are read from the directory.
+        let mut listed: HashMap<u64, &[u8]> = HashMap::new();
+        for c in &dir.records {
+            listed.insert((c.offset as i64 + self.shift).max(0) as u64, &c.name);
+        }
+        for e in &mut self.entries {
+            if listed.get(&e.lfh).is_some_and(|n| *n != e.name.as_slice()) {
+                e.suspect = true;
             }
-            Some((end, cds)) => {
-                self.push_directory_nodes(cx, &end, &cds);
-                if (cds.len() as u64) < end.entries {
-                    cx.damage(Damage::corrupt(
-                        self.structures.first().copied().unwrap_or_default(),
-                        format!(
-                            "central directory damaged: {} of {} records readable",
-                            cds.len(),
-                            end.entries
-                        ),
-                    ));
-                }
-                for c in cds {
-                    let lfh = (c.offset as i64 + self.shift).max(0) as u64;
-                    if self.by_offset.contains_key(&lfh) {
-                        continue;
+        }
+        for c in dir.records {
+            let lfh = (c.offset as i64 + self.shift).max(0) as u64;
+            if let Some(&i) = self.by_offset.get(&lfh) {
+                if self.entries[i].suspect {
+                    let child = self.entries[i].child;
+                    let why = format!(
+                        "local header is damaged: the central directory names this entry {}; it is listed again from there",
+                        escape_bytes(&c.name)
+                    );
+                    if let Some(ch) = child {
+                        cx.child_damage(ch, Damage::corrupt(Range::new(0, 0), why.clone()));
                     }
-                    if self.inside_entry(lfh) {
-                        // A directory of a zip stored inside an entry: not ours.
-                        continue;
-                    }
-                    if lfh >= avail {
-                        cx.damage(Damage::truncated(
-                            Range::new(avail, avail),
-                            format!(
-                                "entry {} is listed at {lfh:#x}, past the end of the bytes",
-                                escape_bytes(&c.name)
-                            ),
-                        ));
-                        continue;
-                    }
+                    cx.damage(Damage::corrupt(Range::new(lfh, lfh + 30), why));
                     self.entry_from_central(cx, &c);
                 }
+                continue;
             }
+            if let Some(&i) = by_name.get(&c.name) {
+                cx.damage(Damage::corrupt(
+                    dir.range,
+                    format!(
+                        "directory record of {} gives offset {lfh:#x}; its local header is at {:#x}",
+                        escape_bytes(&c.name),
+                        self.entries[i].lfh
+                    ),
+                ));
+                continue;
+            }
+            if lfh >= avail {
+                cx.damage(Damage::truncated(
+                    Range::new(avail, avail),
+                    format!(
+                        "entry {} is listed at {lfh:#x}, past the end of the bytes",
+                        escape_bytes(&c.name)
+                    ),
+                ));
+                continue;
+            }
+            if self.inside_entry(lfh) {
+                continue;
+            }
+            self.entry_from_central(cx, &c);
         }
         self.state = State::Verify;
         None
     }
 
-    /// Whether `at` lies within the bytes of an entry already found.
+    /// Whether `at` lies within the bytes of a (trusted) entry already found.
     fn inside_entry(&self, at: u64) -> bool {
         self.entries
             .iter()
-            .any(|e| e.lfh < at && e.end.is_some_and(|end| at < end))
+            .any(|e| !e.suspect && e.lfh < at && e.end.is_some_and(|end| at < end))
     }
 
     fn verify(&mut self, cx: &mut StepCx) -> Option<Step> {
@@ -1083,10 +1368,13 @@ fn work(plan: Plan, data: u64) -> Work {
             hasher: crc32fast::Hasher::new(),
             fallback: None,
         })),
-        Plan::Deflate(src) => Work::Deflate {
-            inflater: Box::new(Inflater::new(src.clone(), 0)),
-            src,
-        },
+        Plan::Deflate(src, limit) => {
+            let mut inflater = Box::new(Inflater::new(src.clone(), 0));
+            if let Some(l) = limit {
+                inflater.set_limit(l);
+            }
+            Work::Deflate { inflater, src }
+        }
     }
 }
 
@@ -1250,6 +1538,20 @@ fn find_end(data: &Data, exact: bool) -> Option<End> {
                 if matches!(crate::data::read_exact_at(&**data, c, &mut zb), Ok(true))
                     && let Some((n, size, off)) = records::parse_end64(&zb)
                 {
+                    // Classic fields either overflow (all ones) or must agree.
+                    let fields = [
+                        (e.entries, 0xffff, n, "entry count"),
+                        (e.cd_size, 0xffff_ffff, size, "directory size"),
+                        (e.cd_offset, 0xffff_ffff, off, "directory offset"),
+                    ];
+                    for (classic, ones, wide, what) in fields {
+                        if classic != ones && classic != wide {
+                            e.problems.push(Damage::corrupt(
+                                Range::new(pos, pos + 22),
+                                format!("end record's {what} {classic} contradicts the zip64 record's {wide}"),
+                            ));
+                        }
+                    }
                     e.entries = n;
                     e.cd_size = size;
                     e.cd_offset = off;

@@ -133,6 +133,7 @@ pub struct Central {
     pub external: u32,
     pub offset: u64,
     pub name: Vec<u8>,
+    pub extra_len: u64,
     /// Record length: 46 + name + extra + comment.
     pub len: u64,
 }
@@ -173,6 +174,7 @@ pub fn parse_central(b: &[u8]) -> Result<Central, Bad> {
         external: le::u32(b, 38),
         offset: le::u32(b, 42) as u64,
         name: b[46..46 + nlen].to_vec(),
+        extra_len: xlen as u64,
         len: len as u64,
     };
     let extra = &b[46 + nlen..46 + nlen + xlen];
@@ -212,6 +214,8 @@ pub struct End {
     pub comment_len: u64,
     /// Offset of the zip64 end record and of its locator, when present.
     pub zip64: Option<(u64, u64)>,
+    /// Fields that contradict each other (classic vs zip64 values).
+    pub problems: Vec<crate::status::Damage>,
 }
 
 /// Parses the classic end record at the start of `b`.
@@ -226,6 +230,7 @@ pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
         cd_offset: le::u32(b, 16) as u64,
         comment_len: le::u16(b, 20) as u64,
         zip64: None,
+        problems: Vec::new(),
     })
 }
 
