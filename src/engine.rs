@@ -273,6 +273,18 @@ impl Node {
     }
 }
 
+/// Hands memory that the allocator holds but nobody uses back to the system.
+/// A parse allocates and frees decoder state for every nested stream (a tar
+/// of 23,000 `.gz` files makes as many decoders); glibc keeps the freed pages,
+/// and RSS crept up to twice the live heap without this.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Keeps every range a finished parse reported inside the extraction's
 /// bytes: damaged length fields must not make pparse point past the end.
 fn clamp_ranges(e: &mut Extraction) {
@@ -366,6 +378,7 @@ impl Engine {
     }
 
     fn run(&mut self) {
+        let mut last_trim = std::time::Instant::now();
         while !self.shared.cancel.load(Ordering::Acquire) {
             let Some(i) = self.pick() else {
                 // Everything waits for bytes. If some source can still grow
@@ -377,6 +390,10 @@ impl Engine {
                 break;
             };
             self.shared.steps.fetch_add(1, Ordering::Relaxed);
+            if last_trim.elapsed() > Duration::from_millis(500) {
+                release_free_memory();
+                last_trim = std::time::Instant::now();
+            }
             if matches!(self.jobs[i].work, Work::Sniff) {
                 self.sniff_job(i);
             } else {

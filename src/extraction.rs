@@ -171,15 +171,15 @@ impl Tree {
             return None;
         }
         for &c in &self.exts[at].children {
-            let name = self.exts[c].display_name();
+            let name = self.exts[c].name.display_cow();
             let bare = name.trim_end_matches('/');
-            if rest == name || (!bare.is_empty() && rest == bare) {
+            if rest == name.as_ref() || (!bare.is_empty() && rest == bare) {
                 return Some(c);
             }
             let after = if name.ends_with('/') {
-                rest.strip_prefix(name.as_str())
+                rest.strip_prefix(name.as_ref())
             } else {
-                rest.strip_prefix(name.as_str())
+                rest.strip_prefix(name.as_ref())
                     .and_then(|r| r.strip_prefix('/'))
             };
             if let Some(r) = after

@@ -23,6 +23,21 @@ impl Name {
     pub fn display(&self) -> String {
         escape_bytes(&self.0)
     }
+
+    /// Like [`Name::display`], without allocating for the common case of a
+    /// name that needs no escaping.
+    pub fn display_cow(&self) -> std::borrow::Cow<'_, str> {
+        match std::str::from_utf8(&self.0) {
+            Ok(s)
+                if !s
+                    .chars()
+                    .any(|c| is_unsafe_char(c) || matches!(c, '\n' | '\r' | '\t')) =>
+            {
+                std::borrow::Cow::Borrowed(s)
+            }
+            _ => std::borrow::Cow::Owned(self.display()),
+        }
+    }
 }
 
 impl From<&str> for Name {

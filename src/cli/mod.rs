@@ -197,7 +197,14 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
 }
 
 fn resolve(session: &Session, path: &str) -> Result<ExtId, Fatal> {
+    // Resolving walks the members and holds the tree's read lock, which
+    // the engine then waits for: try a few times a second, not constantly.
+    let mut last: Option<Instant> = None;
     let found = wait(session, |t| {
+        if last.is_some_and(|l| l.elapsed() < Duration::from_millis(150)) {
+            return false;
+        }
+        last = Some(Instant::now());
         t.resolve(path).is_some_and(|id| t.exts[id].data.is_final())
     });
     let t = session.tree();

@@ -1,10 +1,36 @@
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 /// Key of one cached chunk: (source id, chunk index).
 type Key = (u64, u64);
+
+/// One cached chunk of decoded bytes, allocated at its exact size (the last
+/// chunk of a small stream is small) and accounted at that size.
+pub struct Chunk(Vec<u8>);
+
+impl Chunk {
+    /// A shared chunk holding a copy of `bytes`.
+    pub fn copy_of(bytes: &[u8]) -> Arc<Chunk> {
+        let mut v = Vec::with_capacity(bytes.len());
+        v.extend_from_slice(bytes);
+        Arc::new(Chunk(v))
+    }
+
+    /// Memory the chunk holds.
+    pub fn cost(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+impl Deref for Chunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 /// A process-wide LRU of decoded chunks with a byte budget.
 ///
@@ -17,7 +43,7 @@ pub struct ChunkCache {
 }
 
 struct Lru {
-    map: HashMap<Key, (Arc<[u8]>, u64)>,
+    map: HashMap<Key, (Arc<Chunk>, u64)>,
     order: BTreeMap<u64, Key>,
     tick: u64,
     bytes: usize,
@@ -25,7 +51,7 @@ struct Lru {
 }
 
 /// Default budget of the global cache.
-pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+pub const DEFAULT_CACHE_BYTES: usize = 32 << 20;
 
 impl ChunkCache {
     pub fn new(budget: usize) -> ChunkCache {
@@ -61,7 +87,7 @@ impl ChunkCache {
         l.bytes = 0;
     }
 
-    pub fn get(&self, key: Key) -> Option<Arc<[u8]>> {
+    pub fn get(&self, key: Key) -> Option<Arc<Chunk>> {
         let mut l = self.inner.lock();
         l.tick += 1;
         let tick = l.tick;
@@ -76,13 +102,13 @@ impl ChunkCache {
         Some(data)
     }
 
-    pub fn insert(&self, key: Key, data: Arc<[u8]>) {
+    pub fn insert(&self, key: Key, data: Arc<Chunk>) {
         let mut l = self.inner.lock();
         l.tick += 1;
         let tick = l.tick;
-        l.bytes += data.len();
+        l.bytes += data.cost();
         if let Some((old, t)) = l.map.insert(key, (data, tick)) {
-            l.bytes -= old.len();
+            l.bytes -= old.cost();
             l.order.remove(&t);
         }
         l.order.insert(tick, key);
@@ -91,7 +117,7 @@ impl ChunkCache {
                 break;
             };
             if let Some((d, _)) = l.map.remove(&k) {
-                l.bytes -= d.len();
+                l.bytes -= d.cost();
             }
         }
     }
@@ -102,7 +128,7 @@ impl ChunkCache {
         let keys: Vec<Key> = l.map.keys().filter(|k| k.0 == source).copied().collect();
         for k in keys {
             if let Some((d, t)) = l.map.remove(&k) {
-                l.bytes -= d.len();
+                l.bytes -= d.cost();
                 l.order.remove(&t);
             }
         }

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::cache::Chunk;
 use super::{ChunkCache, Data, Source};
 use windows::WindowRef;
 use zlib::{Code, RawInflate};
@@ -33,8 +34,12 @@ use zlib::{Code, RawInflate};
 pub const CHUNK: u64 = 64 * 1024;
 /// Output distance between checkpoints.
 pub const SPAN: u64 = 4 << 20;
-/// Input read size for one decoder call.
-const IN_BUF: usize = 256 * 1024;
+/// Input read size for one decoder call. Buffers stay below glibc's mmap
+/// threshold on purpose: a tar of 23,000 small `.gz` files makes as many
+/// decoders, and large short-lived buffers fragmented the heap.
+const IN_BUF: usize = 64 * 1024;
+/// Output buffer of one decoder call.
+const OUT_BUF: usize = 64 * 1024;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 /// Live replay decoders over all sources; above the limit they are dropped
@@ -129,7 +134,7 @@ impl InflateSource {
         let mut t = self.tail.lock();
         if !t.buf.is_empty() {
             let idx = t.start / CHUNK;
-            let data: Arc<[u8]> = Arc::from(&t.buf[..]);
+            let data = Chunk::copy_of(&t.buf);
             ChunkCache::global().insert((self.key, idx), data);
             t.buf = Vec::new();
         }
@@ -170,7 +175,7 @@ impl InflateSource {
             data = &data[take..];
             if t.buf.len() == CHUNK as usize {
                 let idx = t.start / CHUNK;
-                let full: Arc<[u8]> = Arc::from(&t.buf[..]);
+                let full = Chunk::copy_of(&t.buf);
                 ChunkCache::global().insert((self.key, idx), full);
                 t.start += CHUNK;
                 t.buf.clear();
@@ -201,7 +206,7 @@ impl InflateSource {
         n
     }
 
-    fn chunk(&self, idx: u64) -> io::Result<Arc<[u8]>> {
+    fn chunk(&self, idx: u64) -> io::Result<Arc<Chunk>> {
         if let Some(c) = ChunkCache::global().get((self.key, idx)) {
             return Ok(c);
         }
@@ -372,7 +377,7 @@ impl Inflater {
             src,
             z: RawInflate::new(),
             inbuf: InBuf::new(start),
-            out: vec![0; 256 * 1024],
+            out: vec![0; OUT_BUF],
             crc: crc32fast::Hasher::new(),
             produced: 0,
             last_point: 0,
@@ -595,7 +600,7 @@ impl Replay {
 
     /// Decodes forward until chunk `idx` is complete (or the stream ends),
     /// caching every chunk it completes on the way; returns chunk `idx`.
-    fn produce_until(&mut self, src: &InflateSource, idx: u64) -> io::Result<Arc<[u8]>> {
+    fn produce_until(&mut self, src: &InflateSource, idx: u64) -> io::Result<Arc<Chunk>> {
         let target = idx * CHUNK;
         if self.acc_start != target {
             if self.pos > target {
@@ -611,7 +616,7 @@ impl Replay {
             let chunk_end = (self.acc_start + CHUNK).min(avail);
             if self.pos >= chunk_end || (self.pos >= seg_end && self.is_last_seg(src)) {
                 // This chunk is complete (or the stream ends inside it).
-                let data: Arc<[u8]> = Arc::from(&self.acc[..]);
+                let data = Chunk::copy_of(&self.acc);
                 let this = self.acc_start / CHUNK;
                 cache.insert((src.key, this), data.clone());
                 self.acc_start += CHUNK;
@@ -657,7 +662,7 @@ impl Replay {
                 // Spill over into the following chunk(s).
                 let rest = self.acc.split_off(CHUNK as usize);
                 let this = self.acc_start / CHUNK;
-                let data: Arc<[u8]> = Arc::from(&self.acc[..]);
+                let data = Chunk::copy_of(&self.acc);
                 cache.insert((src.key, this), data.clone());
                 self.acc = rest;
                 self.acc_start += CHUNK;
