@@ -685,12 +685,15 @@ mod tests {
             s.tree().exts[id].nodes[0].children,
             Children::Unloaded
         ));
+        let children = || -> Vec<String> {
+            s.tree().exts[id].nodes[0]
+                .loaded_children()
+                .iter()
+                .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
+                .collect()
+        };
         assert!(s.load(id, &[0]));
-        let first: Vec<String> = s.tree().exts[id].nodes[0]
-            .loaded_children()
-            .iter()
-            .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
-            .collect();
+        let first = children();
         assert!(first.iter().any(|l| l.starts_with("header")));
         s.unload(id, &[0]);
         assert!(matches!(
@@ -698,12 +701,7 @@ mod tests {
             Children::Unloaded
         ));
         assert!(s.load(id, &[0]));
-        let again: Vec<String> = s.tree().exts[id].nodes[0]
-            .loaded_children()
-            .iter()
-            .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
-            .collect();
-        assert_eq!(first, again);
+        assert_eq!(first, children());
     }
 
     #[test]

@@ -446,19 +446,10 @@ impl Inflater {
                             };
                         }
                         _ if s.consumed > 0 => continue,
-                        _ => {
-                            let fin = input.is_final();
-                            if input.available() > self.inbuf.pos {
-                                continue;
-                            }
-                            return if fin {
-                                InflateEvent::Truncated {
-                                    in_end: self.inbuf.pos,
-                                }
-                            } else {
-                                InflateEvent::NeedInput
-                            };
-                        }
+                        _ => match self.starved(&*input) {
+                            Some(event) => return event,
+                            None => continue,
+                        },
                     }
                 }
                 Some(l) => ((l - self.produced) as usize).min(self.out.len()),
@@ -505,21 +496,31 @@ impl Inflater {
                                 message: "decoder made no progress".into(),
                             };
                         }
-                        let fin = input.is_final();
-                        if input.available() > self.inbuf.pos {
-                            continue;
+                        match self.starved(&*input) {
+                            Some(event) => return event,
+                            None => continue,
                         }
-                        return if fin {
-                            InflateEvent::Truncated {
-                                in_end: self.inbuf.pos,
-                            }
-                        } else {
-                            InflateEvent::NeedInput
-                        };
                     }
                 }
             }
         }
+    }
+
+    /// The decoder needs bytes it does not have: `None` if more input has
+    /// arrived meanwhile, else truncation (input final) or a wait.
+    fn starved(&self, input: &dyn Source) -> Option<InflateEvent> {
+        // Read "final" first: if it is set, `available` is the final length.
+        let fin = input.is_final();
+        if input.available() > self.inbuf.pos {
+            return None;
+        }
+        Some(if fin {
+            InflateEvent::Truncated {
+                in_end: self.inbuf.pos,
+            }
+        } else {
+            InflateEvent::NeedInput
+        })
     }
 
     fn checkpoint(&mut self) {
