@@ -624,3 +624,37 @@ fn dd_stored_trap_entry_survives_scanning() {
     }
     f.check("dd_stored.zip trap");
 }
+
+/// An entry compressed with a method pparse does not decode (bzip2, made by
+/// Info-ZIP `zip -Z bzip2`) is listed as such, not passed off as a file, and
+/// the entries around it are decoded — from the central directory and, with
+/// the directory cut off, from the local-header scan.
+#[test]
+fn unsupported_method_is_listed_not_decoded() {
+    let data = fixture("methods.zip");
+    let cd = data
+        .windows(4)
+        .position(|w| w == b"PK\x01\x02")
+        .expect("central directory") as u64;
+    for (bytes, what) in [
+        (data.clone(), "methods.zip"),
+        (truncated(&data, cd), "methods.zip cut before its directory"),
+    ] {
+        let session = parse_named("methods.zip", bytes, what);
+        let t = session.tree();
+        let id = t.resolve("alpha.txt").expect("bzip2 entry listed");
+        match &t.exts[id].kind {
+            pparse::extraction::EntryKind::Other(w) => {
+                assert!(
+                    w.contains("bzip2") && w.contains("not decoded"),
+                    "{what}: {w}"
+                )
+            }
+            k => panic!("{what}: bzip2 entry is a {}", k.as_str()),
+        }
+        assert_exact(&t, "beta.c", &source_bytes("src/zipsrc/beta.c"), what);
+        assert_exact(&t, "noise.bin", &source_bytes("src/zipsrc/noise.bin"), what);
+    }
+    let t = parse("methods.zip", data).tree().exts.len();
+    assert_eq!(t, 4, "the archive and its three entries");
+}
