@@ -171,7 +171,8 @@ struct ZipParser {
     entries: Vec<Entry>,
     by_offset: HashMap<u64, usize>,
     current: Option<Current>,
-    directory: Vec<Central>,
+    /// Central mode: the directory being listed.
+    directory: Option<Directory>,
     queue: VecDeque<Pending>,
     /// Where the scan ran into a central directory header.
     cd_seen: Option<u64>,
@@ -193,7 +194,7 @@ impl ZipParser {
             entries: Vec::new(),
             by_offset: HashMap::new(),
             current: None,
-            directory: Vec::new(),
+            directory: None,
             queue: VecDeque::new(),
             cd_seen: None,
             structures: Vec::new(),
@@ -203,19 +204,18 @@ impl ZipParser {
         }
     }
 
-    fn start(&mut self, cx: &mut StepCx) -> Option<Step> {
+    fn start(&mut self) -> Option<Step> {
         if self.data.is_final() {
             if let Some(dir) = self.read_directory(None, true) {
-                // Central mode only for a directory with no problem whose
-                // every entry has a sound local header: anything else is
-                // read by scanning, which copes with damage, and merged.
+                // Central mode only for a directory with no problem (a
+                // damaged local header is handled per entry); anything else
+                // is read by scanning, which copes with damage, and merged.
                 // A zip stored in a zip and cut right after the inner zip
                 // ends with the inner zip's end record: its "prefix" then
                 // starts with the outer zip's local header.
                 let inner = self.shift > 0 && matches!(self.try_local(0), Probe::Valid(_));
                 if dir.problems.is_empty() && !inner {
-                    self.push_directory_nodes(cx, &dir);
-                    self.directory = dir.records;
+                    self.directory = Some(dir);
                     self.state = State::List { next: 0 };
                     return None;
                 }
@@ -229,16 +229,18 @@ impl ZipParser {
 
     /// Central mode: lists a batch of directory entries.
     fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
-        let stop = (next + 4096).min(self.directory.len());
-        for i in next..stop {
-            let c = self.directory[i].clone();
-            self.entry_from_central(cx, &c);
+        let dir = self.directory.take()?;
+        let stop = (next + 4096).min(dir.records.len());
+        for c in &dir.records[next..stop] {
+            self.entry_from_central(cx, c);
         }
-        if stop < self.directory.len() {
+        if stop < dir.records.len() {
+            self.directory = Some(dir);
             self.state = State::List { next: stop };
             return Some(Step::Yield);
         }
-        self.directory = Vec::new();
+        // The directory's own nodes go after the entries, in file order.
+        self.push_directory_nodes(cx, &dir);
         self.state = State::Verify;
         None
     }
@@ -1569,7 +1571,7 @@ impl Parser for ZipParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         for _ in 0..4096 {
             let r = match self.state {
-                State::Start => self.start(cx),
+                State::Start => self.start(),
                 State::List { next } => self.list(cx, next),
                 State::Scan => self.scan(cx),
                 State::Entry => self.entry(cx),
