@@ -100,6 +100,7 @@ impl Session {
         let root = Extraction {
             id: 0,
             parent: None,
+            index: 0,
             children: Vec::new(),
             name,
             kind: EntryKind::Root,
@@ -115,7 +116,10 @@ impl Session {
         };
         let (tx, rx) = bounded(1);
         let shared = Arc::new(Shared {
-            tree: RwLock::new(Tree { exts: vec![root] }),
+            tree: RwLock::new(Tree {
+                exts: vec![root],
+                damage_count: 0,
+            }),
             cancel: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             over: Mutex::new(()),
@@ -416,6 +420,7 @@ impl Engine {
                 "parse stopped: its input never completed",
             ));
             e.phase = Phase::Done;
+            t.damage_count += 1;
         }
     }
 

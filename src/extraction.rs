@@ -73,6 +73,8 @@ pub struct Progress {
 pub struct Extraction {
     pub id: ExtId,
     pub parent: Option<ExtId>,
+    /// Position among the parent's children.
+    pub index: usize,
     pub children: Vec<ExtId>,
     pub name: Name,
     pub kind: EntryKind,
@@ -124,6 +126,9 @@ impl Extraction {
 #[derive(Default)]
 pub struct Tree {
     pub exts: Vec<Extraction>,
+    /// Damage records anywhere in the tree (kept up to date by the engine,
+    /// so a status line does not have to walk a million extractions).
+    pub damage_count: usize,
 }
 
 impl Tree {

@@ -18,7 +18,9 @@
 //! * [`node`]: the parsed structure is a tree whose subtrees load lazily from
 //!   their byte ranges and can be dropped again;
 //! * [`engine`]: one background thread steps all parsers a little at a time,
-//!   so readers see partial results while parsing goes on.
+//!   so readers see partial results while parsing goes on;
+//! * [`tui`]: the explorer, which draws only what is on screen and leaves
+//!   every read, load and search to background threads.
 
 pub mod cli;
 pub mod data;
@@ -29,6 +31,7 @@ pub mod name;
 pub mod node;
 pub mod parsers;
 pub mod status;
+pub mod tui;
 pub mod util;
 
 pub use engine::{Options, Session};

@@ -29,6 +29,10 @@ struct Cli {
     cmd: Option<Cmd>,
     /// File to open in the explorer.
     file: Option<PathBuf>,
+    /// Explorer colours: dark, light, high-contrast, or a theme file
+    /// (default: $PPARSE_THEME, else dark; NO_COLOR turns colours off).
+    #[arg(long, value_name = "NAME")]
+    theme: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,10 +91,7 @@ pub fn main() -> i32 {
             extract(&file, path.as_deref().unwrap_or(""), &out)
         }
         None => match cli.file {
-            Some(file) => {
-                eprintln!("pparse: the interactive explorer is not built yet; showing the tree");
-                tree(&file, false)
-            }
+            Some(file) => explore(&file, cli.theme.as_deref()),
             None => {
                 eprintln!(
                     "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
@@ -111,6 +112,18 @@ pub fn main() -> i32 {
             2
         }
     }
+}
+
+fn explore(file: &Path, theme: Option<&str>) -> Result<Status, Fatal> {
+    let theme = crate::tui::Theme::from_env(theme).map_err(Fatal)?;
+    if !io::stdout().is_terminal() {
+        return Err(Fatal(
+            "the explorer needs a terminal; use `pparse tree FILE` in pipes".into(),
+        ));
+    }
+    crate::tui::run(file, theme)
+        .map(|_| Status::Complete)
+        .map_err(|e| Fatal(format!("cannot explore {}: {e}", file.display())))
 }
 
 fn open(file: &Path) -> Result<Session, Fatal> {

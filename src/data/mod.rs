@@ -46,6 +46,32 @@ pub trait Source: Send + Sync + 'static {
     fn release(&self, _start: u64, _end: u64) {}
     /// Short description for status lines ("file", "gzip stream", ...).
     fn describe(&self) -> &'static str;
+    /// Where byte `offset` comes from in the source this one is made from:
+    /// (that source, the offset in it, whether the offset is exact). For a
+    /// decoded stream it is the input position of the nearest checkpoint
+    /// before `offset`, which is exact only at the checkpoint itself.
+    fn origin(&self, _offset: u64) -> Option<(Data, u64, bool)> {
+        None
+    }
+}
+
+/// Follows [`Source::origin`] down to the file: the file offset a byte comes
+/// from, and whether it is exact (false once a decoded stream is crossed).
+pub fn file_offset(src: &Data, offset: u64) -> (u64, bool) {
+    let mut data = src.clone();
+    let mut at = offset;
+    let mut exact = true;
+    for _ in 0..64 {
+        match data.origin(at) {
+            Some((parent, o, e)) => {
+                data = parent;
+                at = o;
+                exact &= e;
+            }
+            None => break,
+        }
+    }
+    (at, exact)
 }
 
 /// A shared handle to a [`Source`].

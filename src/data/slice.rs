@@ -51,4 +51,7 @@ impl Source for SliceSource {
     fn describe(&self) -> &'static str {
         self.parent.describe()
     }
+    fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
+        Some((self.parent.clone(), self.range.start + offset, true))
+    }
 }

@@ -159,14 +159,18 @@ impl<'a> StepCx<'a> {
     /// Records damage in this extraction's bytes.
     pub fn damage(&mut self, d: Damage) {
         let me = self.me;
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.exts[me].damage.push(d)));
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[me].damage.push(d);
+            t.damage_count += 1;
+        }));
     }
 
     /// Records damage in a child's bytes.
     pub fn child_damage(&mut self, child: ExtId, d: Damage) {
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.exts[child].damage.push(d)));
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[child].damage.push(d);
+            t.damage_count += 1;
+        }));
     }
 
     /// Reports how far the parse has got.
@@ -185,10 +189,13 @@ impl<'a> StepCx<'a> {
         let depth = self.depth + 1;
         self.edits.push(Box::new(move |t: &mut Tree| {
             debug_assert_eq!(t.exts.len(), id);
+            let index = t.exts[me].children.len();
+            t.damage_count += spec.damage.len();
             t.exts[me].children.push(id);
             t.exts.push(crate::extraction::Extraction {
                 id,
                 parent: Some(me),
+                index,
                 children: Vec::new(),
                 name: spec.name,
                 kind: spec.kind,

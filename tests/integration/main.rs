@@ -11,4 +11,5 @@ mod damage;
 mod hostile;
 mod sweep;
 mod truncation;
+mod tui;
 mod zip;

@@ -284,6 +284,12 @@ impl Source for InflateSource {
     fn describe(&self) -> &'static str {
         self.label
     }
+    fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
+        let segs = self.segments.read();
+        let seg = segs.iter().rev().find(|s| s.out_start <= offset)?;
+        let p = seg.points.iter().rev().find(|p| p.out <= offset)?;
+        Some((self.input.clone(), p.input, p.out == offset))
+    }
 }
 
 /// Buffered input for a decoder: bytes `buf[lo..hi]` are input offset `pos`.

@@ -1,0 +1,1227 @@
+//! The explorer's state and how input changes it. Drawing is in `draw.rs`.
+//!
+//! Everything here runs on the UI thread and only ever takes the shared
+//! tree's read lock briefly; bytes, node loads, searches and highlighting
+//! come back from the worker as [`Done`] messages.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Rect;
+
+use super::keys::{self, Action};
+use super::models::{self, Exts, Nodes};
+use super::text::{self, HighlightJob, Highlighted};
+use super::theme::Theme;
+use super::treeview::{TreeModel, TreeView};
+use super::worker::{Done, Job, PAGE, SearchEvent, Worker};
+use crate::data::Data;
+use crate::engine::Session;
+use crate::extraction::{ExtId, Phase};
+
+/// The three panes that take the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Extractions,
+    Nodes,
+    Hex,
+}
+
+/// What covers the screen besides the panes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help,
+    Prompt { kind: PromptKind, input: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Goto,
+    Search,
+}
+
+/// Per-extraction view state, kept when another extraction is selected.
+#[derive(Debug, Clone, Default)]
+pub struct ExtView {
+    pub nodes: TreeView<Vec<usize>>,
+    /// Hex cursor (offset in the extraction's bytes).
+    pub cursor: u64,
+    /// Offset of the first hex row shown.
+    pub top: u64,
+    /// Offset of the first text line shown (a line start).
+    pub text_top: u64,
+}
+
+/// Results of the current search.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    pub query: String,
+    pub pane: Option<Pane>,
+    pub id: u64,
+    pub exts: Vec<ExtId>,
+    pub nodes: Vec<Vec<usize>>,
+    pub index: usize,
+    pub progress: Option<(u64, u64)>,
+    pub running: bool,
+}
+
+/// Where the panes were drawn last, for mouse hits and page sizes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout {
+    pub exts: Rect,
+    pub nodes: Rect,
+    pub hex: Rect,
+    pub inspector: Rect,
+    pub status: Rect,
+    /// Column of the border between the left and right columns.
+    pub split_x: u16,
+    /// Bytes per hex row.
+    pub bpr: u64,
+}
+
+/// A cached page and when it was last used.
+type PageEntry = (Arc<Vec<u8>>, u64);
+
+/// Cached pages of extraction bytes.
+#[derive(Default)]
+pub struct Pages {
+    map: HashMap<(ExtId, u64), PageEntry>,
+    requested: HashSet<(ExtId, u64)>,
+    tick: u64,
+}
+
+const MAX_PAGES: usize = 2048;
+
+impl Pages {
+    pub fn get(&mut self, ext: ExtId, page: u64) -> Option<Arc<Vec<u8>>> {
+        self.tick += 1;
+        let t = self.tick;
+        self.map.get_mut(&(ext, page)).map(|e| {
+            e.1 = t;
+            e.0.clone()
+        })
+    }
+    fn put(&mut self, ext: ExtId, page: u64, bytes: Arc<Vec<u8>>) {
+        self.requested.remove(&(ext, page));
+        self.tick += 1;
+        self.map.insert((ext, page), (bytes, self.tick));
+        if self.map.len() > MAX_PAGES {
+            let mut ticks: Vec<u64> = self.map.values().map(|v| v.1).collect();
+            ticks.sort_unstable();
+            let cut = ticks[ticks.len() / 2];
+            self.map.retain(|_, v| v.1 > cut);
+        }
+    }
+}
+
+/// Tree nodes loaded on request, oldest first, with their child counts.
+struct Loaded {
+    order: VecDeque<(ExtId, Vec<usize>, usize)>,
+    total: usize,
+}
+
+/// The explorer.
+pub struct App {
+    pub session: Arc<Session>,
+    pub worker: Worker,
+    pub done: Receiver<Done>,
+    pub theme: Theme,
+    pub focus: Pane,
+    pub exts: TreeView<ExtId>,
+    pub views: HashMap<ExtId, ExtView>,
+    pub pages: Pages,
+    pub overlay: Overlay,
+    pub search: Search,
+    pub message: Option<String>,
+    pub layout: Layout,
+    /// Width of the left column, in percent.
+    pub split: u16,
+    dragging: Option<Pane>,
+    dragging_split: bool,
+    pub text_mode: bool,
+    pub highlight: Option<Highlighted>,
+    highlight_gen: u64,
+    highlight_asked: Option<(ExtId, u64, u64)>,
+    pub loading: HashSet<(ExtId, Vec<usize>)>,
+    loaded: Loaded,
+    /// Most node children kept loaded before cold ones are dropped.
+    pub node_budget: usize,
+    sorted: HashMap<ExtId, (usize, bool)>,
+    pub rate: f64,
+    pub rss: u64,
+    last_tick: Instant,
+    last_done: u64,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(session: Arc<Session>, theme: Theme) -> App {
+        let (tx, rx) = unbounded();
+        let worker = Worker::new(session.clone(), tx);
+        let mut exts = TreeView::default();
+        exts.selected = Some(0);
+        App {
+            session,
+            worker,
+            done: rx,
+            theme,
+            focus: Pane::Extractions,
+            exts,
+            views: HashMap::new(),
+            pages: Pages::default(),
+            overlay: Overlay::None,
+            search: Search::default(),
+            message: None,
+            layout: Layout {
+                bpr: 16,
+                ..Layout::default()
+            },
+            split: 34,
+            dragging: None,
+            dragging_split: false,
+            text_mode: false,
+            highlight: None,
+            highlight_gen: 0,
+            highlight_asked: None,
+            loading: HashSet::new(),
+            loaded: Loaded {
+                order: VecDeque::new(),
+                total: 0,
+            },
+            node_budget: 200_000,
+            sorted: HashMap::new(),
+            rate: 0.0,
+            rss: 0,
+            last_tick: Instant::now(),
+            last_done: 0,
+            quit: false,
+        }
+    }
+
+    /// The selected extraction.
+    pub fn ext(&self) -> ExtId {
+        self.exts.selected.unwrap_or(0)
+    }
+
+    pub fn view(&mut self) -> &mut ExtView {
+        let e = self.ext();
+        self.views.entry(e).or_default()
+    }
+
+    fn data(&self, ext: ExtId) -> Option<Data> {
+        self.session.tree().get(ext).map(|e| e.data.clone())
+    }
+
+    fn height(&self, pane: Pane) -> usize {
+        let r = match pane {
+            Pane::Extractions => self.layout.exts,
+            Pane::Nodes => self.layout.nodes,
+            Pane::Hex => self.layout.hex,
+        };
+        (r.height.saturating_sub(2) as usize).max(1)
+    }
+
+    fn say(&mut self, msg: impl Into<String>) {
+        self.message = Some(msg.into());
+    }
+
+    // ----- input -------------------------------------------------------------
+
+    pub fn on_key(&mut self, k: KeyEvent) {
+        if k.kind != ratatui::crossterm::event::KeyEventKind::Press {
+            return;
+        }
+        if let Overlay::Prompt { kind, input } = &mut self.overlay {
+            let kind = *kind;
+            match k.code {
+                KeyCode::Esc => self.overlay = Overlay::None,
+                KeyCode::Enter => {
+                    let text = input.clone();
+                    self.overlay = Overlay::None;
+                    match kind {
+                        PromptKind::Goto => self.goto(&text),
+                        PromptKind::Search => self.start_search(text),
+                    }
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                }
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    self.quit = true
+                }
+                KeyCode::Char(c) => input.push(c),
+                _ => {}
+            }
+            return;
+        }
+        let Some(a) = keys::action(k) else { return };
+        if self.overlay == Overlay::Help {
+            if matches!(a, Action::Help | Action::Cancel | Action::Quit) {
+                self.overlay = Overlay::None;
+            }
+            if k.modifiers.contains(KeyModifiers::CONTROL) && a == Action::Quit {
+                self.quit = true;
+            }
+            return;
+        }
+        self.message = None;
+        self.act(a);
+    }
+
+    pub fn act(&mut self, a: Action) {
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.overlay = Overlay::Help,
+            Action::Cancel => {
+                self.worker.stop_search();
+                self.search.running = false;
+                self.search.progress = None;
+            }
+            Action::NextPane => self.cycle(1),
+            Action::PrevPane => self.cycle(2),
+            Action::Goto => {
+                self.overlay = Overlay::Prompt {
+                    kind: PromptKind::Goto,
+                    input: String::new(),
+                }
+            }
+            Action::Search => {
+                self.overlay = Overlay::Prompt {
+                    kind: PromptKind::Search,
+                    input: String::new(),
+                }
+            }
+            Action::NextMatch => self.next_match(true),
+            Action::PrevMatch => self.next_match(false),
+            Action::ToggleText => self.toggle_text(),
+            _ => match self.focus {
+                Pane::Extractions => self.ext_key(a),
+                Pane::Nodes => self.node_key(a),
+                Pane::Hex => {
+                    if self.text_mode {
+                        self.text_key(a)
+                    } else {
+                        self.hex_key(a)
+                    }
+                }
+            },
+        }
+    }
+
+    fn cycle(&mut self, by: usize) {
+        let order = [Pane::Extractions, Pane::Nodes, Pane::Hex];
+        let i = order.iter().position(|p| *p == self.focus).unwrap_or(0);
+        self.focus = order[(i + by) % 3];
+    }
+
+    fn ext_key(&mut self, a: Action) {
+        let h = self.height(Pane::Extractions);
+        let session = self.session.clone();
+        let t = session.tree();
+        let m = Exts(&t);
+        let cur = self.exts.cursor(&m);
+        let total = self.exts.count(&m, None);
+        let before = self.exts.selected;
+        match a {
+            Action::Up => self.exts.select_row(&m, cur.saturating_sub(1), h),
+            Action::Down => self.exts.select_row(&m, cur + 1, h),
+            Action::PageUp => self.exts.select_row(&m, cur.saturating_sub(h), h),
+            Action::PageDown => self.exts.select_row(&m, cur + h, h),
+            Action::Home => self.exts.select_row(&m, 0, h),
+            Action::End => self.exts.select_row(&m, total.saturating_sub(1), h),
+            Action::Expand | Action::Right | Action::Left => {
+                let Some(id) = self.exts.selected else { return };
+                let has_kids = !t.exts[id].children.is_empty();
+                let open = self.exts.is_expanded(&id);
+                match a {
+                    Action::Expand if open => self.exts.collapse(&id),
+                    Action::Expand | Action::Right if has_kids && !open => {
+                        self.exts.expand(&m, &id)
+                    }
+                    Action::Right if open => self.exts.select_row(&m, cur + 1, h),
+                    Action::Left if open => self.exts.collapse(&id),
+                    Action::Left => {
+                        if let Some(p) = m.parent(&id) {
+                            self.exts.reveal(&m, &p, h);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        let changed = self.exts.selected != before;
+        drop(t);
+        if changed {
+            self.on_ext_changed();
+        }
+    }
+
+    fn on_ext_changed(&mut self) {
+        self.highlight = None;
+        self.highlight_gen += 1;
+    }
+
+    fn node_key(&mut self, a: Action) {
+        let ext = self.ext();
+        let h = self.height(Pane::Nodes);
+        let session = self.session.clone();
+        let t = session.tree();
+        let Some(e) = t.get(ext) else { return };
+        let m = Nodes(&e.nodes);
+        let view = self.views.entry(ext).or_default();
+        let v = &mut view.nodes;
+        let total = v.count(&m, None);
+        let before = v.selected.clone();
+        if before.is_none() && total > 0 {
+            // Nothing selected yet: the first key selects the first node.
+            v.select_row(&m, 0, h);
+            if !matches!(a, Action::Expand | Action::Right | Action::Left) {
+                let start = m.get(&[0]).map(|n| n.range.start);
+                drop(t);
+                if let Some(s) = start {
+                    self.set_cursor(s, false);
+                }
+                return;
+            }
+        }
+        let cur = v.cursor(&m);
+        let mut load = None;
+        match a {
+            Action::Up => v.select_row(&m, cur.saturating_sub(1), h),
+            Action::Down => v.select_row(&m, cur + 1, h),
+            Action::PageUp => v.select_row(&m, cur.saturating_sub(h), h),
+            Action::PageDown => v.select_row(&m, cur + h, h),
+            Action::Home => v.select_row(&m, 0, h),
+            Action::End => v.select_row(&m, total.saturating_sub(1), h),
+            Action::Expand | Action::Right | Action::Left => {
+                let Some(path) = v.selected.clone() else {
+                    return;
+                };
+                let Some(n) = m.get(&path) else { return };
+                let open = v.is_expanded(&path);
+                match (a, models::expandable(n)) {
+                    (Action::Expand, _) | (Action::Left, _) if open => v.collapse(&path),
+                    (Action::Expand | Action::Right, Some(true)) => load = Some(path),
+                    (Action::Expand | Action::Right, Some(false)) if !open => v.expand(&m, &path),
+                    (Action::Right, Some(false)) => v.select_row(&m, cur + 1, h),
+                    (Action::Left, _) => {
+                        if let Some(p) = m.parent(&path) {
+                            v.reveal(&m, &p, h);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        let after = v.selected.clone();
+        let start = after.as_ref().and_then(|p| m.get(p)).map(|n| n.range.start);
+        drop(t);
+        if let Some(path) = load {
+            self.request_load(ext, path);
+        }
+        if after != before
+            && let Some(s) = start
+        {
+            self.set_cursor(s, false);
+        }
+    }
+
+    fn request_load(&mut self, ext: ExtId, path: Vec<usize>) {
+        if self.loading.insert((ext, path.clone())) {
+            self.worker.submit(Job::Load { ext, path });
+        }
+    }
+
+    fn data_len(&self) -> u64 {
+        self.session
+            .tree()
+            .get(self.ext())
+            .map_or(0, |e| e.data.available())
+    }
+
+    fn hex_key(&mut self, a: Action) {
+        let bpr = self.layout.bpr.max(1);
+        let page = self.height(Pane::Hex) as u64 * bpr;
+        let len = self.data_len();
+        let c = self.view().cursor;
+        let to = match a {
+            Action::Up => c.saturating_sub(bpr),
+            Action::Down => c + bpr,
+            Action::Left => c.saturating_sub(1),
+            Action::Right => c + 1,
+            Action::PageUp => c.saturating_sub(page),
+            Action::PageDown => c + page,
+            Action::Home => 0,
+            Action::End => len.saturating_sub(1),
+            _ => return,
+        };
+        let to = if matches!(a, Action::Down | Action::Right | Action::PageDown) && to >= len {
+            len.saturating_sub(1).max(c.min(len))
+        } else {
+            to
+        };
+        self.set_cursor(to, true);
+    }
+
+    /// Moves the hex cursor; with `follow`, selects the deepest node there.
+    pub fn set_cursor(&mut self, offset: u64, follow: bool) {
+        let bpr = self.layout.bpr.max(1);
+        let rows = self.height(Pane::Hex) as u64;
+        let v = self.view();
+        v.cursor = offset;
+        if offset < v.top {
+            v.top = offset - offset % bpr;
+        } else if offset >= v.top + rows * bpr {
+            v.top = (offset / bpr + 1).saturating_sub(rows) * bpr;
+        }
+        if follow {
+            self.select_node_at(offset);
+        }
+    }
+
+    /// Selects the deepest loaded node holding `offset`; if it has unloaded
+    /// children, asks for them so the selection can go deeper.
+    fn select_node_at(&mut self, offset: u64) {
+        let ext = self.ext();
+        let h = self.height(Pane::Nodes);
+        let session = self.session.clone();
+        let t = session.tree();
+        let Some(e) = t.get(ext) else { return };
+        let sorted = self.sorted_nodes(ext, &e.nodes);
+        let Some(path) = models::deepest_at(&e.nodes, sorted, offset) else {
+            return;
+        };
+        let m = Nodes(&e.nodes);
+        let unloaded = m
+            .get(&path)
+            .is_some_and(|n| models::expandable(n) == Some(true));
+        self.views
+            .entry(ext)
+            .or_default()
+            .nodes
+            .reveal(&m, &path, h);
+        drop(t);
+        if unloaded {
+            self.request_load(ext, path);
+        }
+    }
+
+    /// Whether an extraction's top-level nodes are sorted (cached by count).
+    pub fn sorted_nodes(&mut self, ext: ExtId, nodes: &[crate::node::Node]) -> bool {
+        match self.sorted.get(&ext) {
+            Some(&(n, s)) if n == nodes.len() => s,
+            _ => {
+                let s = models::is_sorted(nodes);
+                self.sorted.insert(ext, (nodes.len(), s));
+                s
+            }
+        }
+    }
+
+    fn goto(&mut self, text: &str) {
+        let cur = self.view().cursor;
+        match keys::parse_offset(text, cur) {
+            Some(o) => {
+                let len = self.data_len();
+                if o >= len && len > 0 {
+                    self.say(format!("{o:#x} is past the end ({len:#x} bytes)"));
+                }
+                self.focus = Pane::Hex;
+                self.text_mode = false;
+                self.set_cursor(o.min(len.saturating_sub(1)), true);
+            }
+            None => self.say(format!(
+                "not an offset: {text:?} (try 0x1f, 4096, +16, -0x10)"
+            )),
+        }
+    }
+
+    fn toggle_text(&mut self) {
+        self.text_mode = !self.text_mode;
+        self.focus = Pane::Hex;
+        let ext = self.ext();
+        if self.text_mode {
+            // Start at the line holding the cursor.
+            let c = self.view().cursor;
+            let from = c.saturating_sub(text::MAX_LINE);
+            let start = match self.cached(ext, from, c) {
+                Some(b) => text::line_start(&b, from, c),
+                None => c,
+            };
+            self.view().text_top = start;
+        } else {
+            let top = self.view().text_top;
+            self.set_cursor(top, true);
+        }
+        self.highlight = None;
+        self.highlight_gen += 1;
+    }
+
+    fn text_key(&mut self, a: Action) {
+        let ext = self.ext();
+        let len = self.data_len();
+        let rows = self.height(Pane::Hex);
+        let mut top = self.view().text_top;
+        let steps = match a {
+            Action::Up | Action::Down => 1,
+            Action::PageUp | Action::PageDown => rows.saturating_sub(1).max(1),
+            Action::Home => {
+                self.set_text_top(0);
+                return;
+            }
+            Action::End => {
+                // Back up one page of lines from the end.
+                top = len;
+                rows.max(1)
+            }
+            _ => return,
+        };
+        let down = matches!(a, Action::Down | Action::PageDown);
+        for _ in 0..steps {
+            let next = if down {
+                self.line_after(ext, top, len)
+            } else {
+                self.line_before(ext, top)
+            };
+            match next {
+                Some(n) => top = n,
+                None => break,
+            }
+        }
+        self.set_text_top(top.min(len));
+    }
+
+    /// Start of the line after the one at `at`, reading only as far as its
+    /// end; `None` at the end of the bytes or while its bytes are loading.
+    fn line_after(&mut self, ext: ExtId, at: u64, len: u64) -> Option<u64> {
+        let mut from = at;
+        while from < len && from - at < text::MAX_LINE {
+            let end = (from + PAGE).min(len);
+            let b = self.cached(ext, from, end)?;
+            if let Some(i) = memchr::memchr(b'\n', &b) {
+                let n = from + i as u64 + 1;
+                return (n < len).then_some(n);
+            }
+            from = end;
+        }
+        (from < len).then_some(from)
+    }
+
+    /// Start of the line before the one at `at` (`None` at the top).
+    fn line_before(&mut self, ext: ExtId, at: u64) -> Option<u64> {
+        if at == 0 {
+            return None;
+        }
+        // The line before ends at `at - 1`; find the newline before that.
+        let mut end = at - 1;
+        while at - end < text::MAX_LINE {
+            let from = end.saturating_sub(PAGE);
+            let b = self.cached(ext, from, end)?;
+            if let Some(i) = memchr::memrchr(b'\n', &b) {
+                return Some(from + i as u64 + 1);
+            }
+            if from == 0 {
+                return Some(0);
+            }
+            end = from;
+        }
+        Some(end)
+    }
+
+    fn set_text_top(&mut self, top: u64) {
+        if self.view().text_top != top {
+            self.view().text_top = top;
+            self.highlight = None;
+            self.highlight_gen += 1;
+        }
+    }
+
+    /// Bytes `[start, end)` if every page is cached; else asks for the
+    /// missing pages and returns `None`.
+    pub fn cached(&mut self, ext: ExtId, start: u64, end: u64) -> Option<Vec<u8>> {
+        if end <= start {
+            return Some(Vec::new());
+        }
+        let data = self.data(ext)?;
+        let end = end.min(data.available());
+        let mut out = Vec::with_capacity((end.saturating_sub(start)) as usize);
+        let mut ok = true;
+        for page in start / PAGE..end.div_ceil(PAGE) {
+            match self.page(ext, &data, page) {
+                Some(p) => {
+                    let p0 = page * PAGE;
+                    let s = start.max(p0) - p0;
+                    let e = (end.min(p0 + PAGE) - p0).min(p.len() as u64);
+                    if s < e {
+                        out.extend_from_slice(&p[s as usize..e as usize]);
+                    }
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A cached page, asking the worker for it (or a fresher copy of a page
+    /// that was short because the bytes were still arriving).
+    pub fn page(&mut self, ext: ExtId, data: &Data, page: u64) -> Option<Arc<Vec<u8>>> {
+        let got = self.pages.get(ext, page);
+        let stale = got.as_ref().is_some_and(|p| {
+            (p.len() as u64) < PAGE && data.available() > page * PAGE + p.len() as u64
+        });
+        if (got.is_none() || stale) && self.pages.requested.insert((ext, page)) {
+            self.worker.submit(Job::Page {
+                ext,
+                data: data.clone(),
+                page,
+            });
+        }
+        got
+    }
+
+    // ----- search ------------------------------------------------------------
+
+    fn start_search(&mut self, query: String) {
+        if query.is_empty() {
+            return;
+        }
+        self.search = Search {
+            query: query.clone(),
+            pane: Some(self.focus),
+            running: true,
+            ..Search::default()
+        };
+        match self.focus {
+            Pane::Extractions => {
+                let q = query.to_lowercase();
+                self.search.id = self.worker.search(move |s, stop, report, id| {
+                    let order = s.tree().subtree(0);
+                    let total = order.len() as u64;
+                    let mut hits = Vec::new();
+                    for (i, chunk) in order.chunks(20_000).enumerate() {
+                        if stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let t = s.tree();
+                        hits.extend(
+                            chunk
+                                .iter()
+                                .copied()
+                                .filter(|&x| t.exts[x].display_name().to_lowercase().contains(&q)),
+                        );
+                        drop(t);
+                        report(SearchEvent::Progress {
+                            id,
+                            done: ((i + 1) * 20_000).min(order.len()) as u64,
+                            total,
+                        });
+                    }
+                    report(SearchEvent::Exts { id, hits });
+                });
+            }
+            Pane::Nodes => {
+                let q = query.to_lowercase();
+                let ext = self.ext();
+                self.search.id = self.worker.search(move |s, stop, report, id| {
+                    let t = s.tree();
+                    let Some(e) = t.get(ext) else { return };
+                    let mut hits = Vec::new();
+                    let mut stack: Vec<(Vec<usize>, &crate::node::Node)> = e
+                        .nodes
+                        .iter()
+                        .enumerate()
+                        .rev()
+                        .map(|(i, n)| (vec![i], n))
+                        .collect();
+                    let mut seen = 0u64;
+                    while let Some((path, n)) = stack.pop() {
+                        seen += 1;
+                        if seen.is_multiple_of(50_000) && stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let value = n.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+                        if n.name.to_lowercase().contains(&q) || value.to_lowercase().contains(&q) {
+                            hits.push(path.clone());
+                        }
+                        for (i, c) in n.loaded_children().iter().enumerate().rev() {
+                            let mut p = path.clone();
+                            p.push(i);
+                            stack.push((p, c));
+                        }
+                    }
+                    report(SearchEvent::Nodes { id, ext, hits });
+                });
+            }
+            Pane::Hex => self.search_bytes(true, true),
+        }
+    }
+
+    /// Searches the extraction's bytes from the cursor, forward or back.
+    fn search_bytes(&mut self, forward: bool, include_cursor: bool) {
+        let pattern = keys::parse_pattern(&self.search.query);
+        if pattern.is_empty() {
+            return;
+        }
+        let ext = self.ext();
+        let Some(data) = self.data(ext) else { return };
+        let cursor = self.view().cursor;
+        let from = if include_cursor {
+            cursor
+        } else if forward {
+            cursor + 1
+        } else {
+            cursor
+        };
+        self.search.running = true;
+        self.search.id = self.worker.search(move |_, stop, report, id| {
+            let found = find_bytes(&data, &pattern, from, forward, stop, &|done, total| {
+                report(SearchEvent::Progress { id, done, total })
+            });
+            match found {
+                Some(at) => report(SearchEvent::Offset { id, ext, at }),
+                None if !stop.load(Ordering::Acquire) => report(SearchEvent::NotFound { id }),
+                None => {}
+            }
+        });
+    }
+
+    fn next_match(&mut self, forward: bool) {
+        if self.search.query.is_empty() {
+            self.say("no search yet: press / to search");
+            return;
+        }
+        match self.search.pane {
+            Some(Pane::Hex) => self.search_bytes(forward, false),
+            Some(Pane::Extractions) if !self.search.exts.is_empty() => {
+                let n = self.search.exts.len();
+                self.search.index = step(self.search.index, n, forward);
+                let id = self.search.exts[self.search.index];
+                self.reveal_ext(id);
+            }
+            Some(Pane::Nodes) if !self.search.nodes.is_empty() => {
+                let n = self.search.nodes.len();
+                self.search.index = step(self.search.index, n, forward);
+                let path = self.search.nodes[self.search.index].clone();
+                self.reveal_node(path);
+            }
+            _ => self.say(format!("no matches for {:?}", self.search.query)),
+        }
+    }
+
+    fn reveal_ext(&mut self, id: ExtId) {
+        let h = self.height(Pane::Extractions);
+        let session = self.session.clone();
+        let t = session.tree();
+        self.exts.reveal(&Exts(&t), &id, h);
+        drop(t);
+        self.focus = Pane::Extractions;
+        self.on_ext_changed();
+    }
+
+    fn reveal_node(&mut self, path: Vec<usize>) {
+        let ext = self.ext();
+        let h = self.height(Pane::Nodes);
+        let session = self.session.clone();
+        let t = session.tree();
+        let Some(e) = t.get(ext) else { return };
+        let m = Nodes(&e.nodes);
+        let start = m.get(&path).map(|n| n.range.start);
+        self.views
+            .entry(ext)
+            .or_default()
+            .nodes
+            .reveal(&m, &path, h);
+        drop(t);
+        self.focus = Pane::Nodes;
+        if let Some(s) = start {
+            self.set_cursor(s, false);
+        }
+    }
+
+    // ----- background results -------------------------------------------------
+
+    pub fn on_done(&mut self, d: Done) {
+        match d {
+            Done::Page { ext, page, bytes } => self.pages.put(ext, page, bytes),
+            Done::Loaded { ext, path } => {
+                self.loading.remove(&(ext, path.clone()));
+                let session = self.session.clone();
+                let t = session.tree();
+                let Some(e) = t.get(ext) else { return };
+                let m = Nodes(&e.nodes);
+                let kids = m.get(&path).map_or(0, subtree_size);
+                if kids > 0 {
+                    let v = &mut self.views.entry(ext).or_default().nodes;
+                    v.expand(&m, &path);
+                    self.loaded.order.push_back((ext, path, kids));
+                    self.loaded.total += kids;
+                }
+                drop(t);
+                self.unload_cold();
+                // A hex cursor inside may now reach a deeper node.
+                if self.focus == Pane::Hex && ext == self.ext() {
+                    let c = self.view().cursor;
+                    let h = self.height(Pane::Nodes);
+                    let t = session.tree();
+                    if let Some(e) = t.get(ext)
+                        && let Some(p) = models::deepest_at(&e.nodes, true, c)
+                            .or_else(|| models::deepest_at(&e.nodes, false, c))
+                    {
+                        let m = Nodes(&e.nodes);
+                        self.views.entry(ext).or_default().nodes.reveal(&m, &p, h);
+                    }
+                }
+            }
+            Done::Highlighted(h) => {
+                if h.generation == self.highlight_gen && h.ext == self.ext() {
+                    self.highlight = Some(*h);
+                }
+            }
+            Done::Search(e) => self.on_search(e),
+        }
+    }
+
+    fn on_search(&mut self, e: SearchEvent) {
+        let id = match &e {
+            SearchEvent::Progress { id, .. }
+            | SearchEvent::Offset { id, .. }
+            | SearchEvent::Exts { id, .. }
+            | SearchEvent::Nodes { id, .. }
+            | SearchEvent::NotFound { id } => *id,
+        };
+        if id != self.search.id {
+            return;
+        }
+        match e {
+            SearchEvent::Progress { done, total, .. } => self.search.progress = Some((done, total)),
+            SearchEvent::Offset { ext, at, .. } => {
+                self.search.running = false;
+                self.search.progress = None;
+                if ext == self.ext() {
+                    self.focus = Pane::Hex;
+                    self.text_mode = false;
+                    self.set_cursor(at, true);
+                    self.say(format!("{:?} found at {at:#x}", self.search.query));
+                }
+            }
+            SearchEvent::Exts { hits, .. } => {
+                self.search.running = false;
+                self.search.progress = None;
+                self.search.exts = hits;
+                let n = self.search.exts.len();
+                self.say(format!("{n} extractions match {:?}", self.search.query));
+                if n > 0 {
+                    self.search.index = 0;
+                    let id = self.search.exts[0];
+                    self.reveal_ext(id);
+                }
+            }
+            SearchEvent::Nodes { hits, .. } => {
+                self.search.running = false;
+                self.search.progress = None;
+                self.search.nodes = hits;
+                let n = self.search.nodes.len();
+                self.say(format!("{n} nodes match {:?}", self.search.query));
+                if n > 0 {
+                    self.search.index = 0;
+                    let p = self.search.nodes[0].clone();
+                    self.reveal_node(p);
+                }
+            }
+            SearchEvent::NotFound { .. } => {
+                self.search.running = false;
+                self.search.progress = None;
+                self.say(format!("{:?} not found", self.search.query));
+            }
+        }
+    }
+
+    /// Drops the children of the least recently loaded nodes that are
+    /// collapsed, once more than `node_budget` children are loaded. They are
+    /// loaded again from their bytes when expanded.
+    fn unload_cold(&mut self) {
+        let mut keep = VecDeque::new();
+        while self.loaded.total > self.node_budget {
+            let Some((ext, path, n)) = self.loaded.order.pop_front() else {
+                break;
+            };
+            let open = self
+                .views
+                .get(&ext)
+                .is_some_and(|v| v.nodes.is_expanded(&path));
+            if open {
+                keep.push_back((ext, path, n));
+                continue;
+            }
+            self.session.unload(ext, &path);
+            self.loaded.total -= n;
+        }
+        while let Some(x) = keep.pop_back() {
+            self.loaded.order.push_front(x);
+        }
+    }
+
+    /// Children loaded through the explorer and still held.
+    pub fn loaded_nodes(&self) -> usize {
+        self.loaded.total
+    }
+
+    /// Periodic bookkeeping: parse rate and memory for the status bar.
+    pub fn tick(&mut self) {
+        let dt = self.last_tick.elapsed();
+        if dt < Duration::from_millis(500) {
+            return;
+        }
+        let done = self.session.tree().root().progress.done;
+        self.rate = (done.saturating_sub(self.last_done)) as f64 / dt.as_secs_f64();
+        self.last_done = done;
+        self.last_tick = Instant::now();
+        self.rss = resident_bytes();
+    }
+
+    // ----- mouse ---------------------------------------------------------------
+
+    pub fn on_mouse(&mut self, m: MouseEvent) {
+        let (x, y) = (m.column, m.row);
+        let l = self.layout;
+        let inside = |r: Rect| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
+        let pane_at = if inside(l.exts) {
+            Some(Pane::Extractions)
+        } else if inside(l.nodes) {
+            Some(Pane::Nodes)
+        } else if inside(l.hex) {
+            Some(Pane::Hex)
+        } else {
+            None
+        };
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                if x == l.split_x && y < l.status.y {
+                    self.dragging_split = true;
+                    return;
+                }
+                if let Some(p) = pane_at {
+                    self.focus = p;
+                    self.dragging = Some(p);
+                    self.click(p, x, y);
+                }
+            }
+            MouseEventKind::Drag(MouseButton::Left) => {
+                if self.dragging_split {
+                    let w = l.status.width.max(1);
+                    self.split = ((x as u32 * 100 / w as u32) as u16).clamp(15, 85);
+                } else if let Some(p) = self.dragging {
+                    self.click(p, x, y);
+                }
+            }
+            MouseEventKind::Up(_) => {
+                self.dragging = None;
+                self.dragging_split = false;
+            }
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let down = m.kind == MouseEventKind::ScrollDown;
+                let Some(p) = pane_at else { return };
+                let old = self.focus;
+                self.focus = p;
+                let a = if down { Action::Down } else { Action::Up };
+                for _ in 0..3 {
+                    self.act(a);
+                }
+                self.focus = old;
+            }
+            _ => {}
+        }
+    }
+
+    fn click(&mut self, pane: Pane, x: u16, y: u16) {
+        let l = self.layout;
+        match pane {
+            Pane::Extractions | Pane::Nodes => {
+                let r = if pane == Pane::Extractions {
+                    l.exts
+                } else {
+                    l.nodes
+                };
+                if y <= r.y || y >= r.y + r.height - 1 {
+                    return;
+                }
+                let row = (y - r.y - 1) as usize;
+                let h = self.height(pane);
+                let session = self.session.clone();
+                let t = session.tree();
+                if pane == Pane::Extractions {
+                    let m = Exts(&t);
+                    let target = self.exts.offset + row;
+                    if target < self.exts.count(&m, None) {
+                        let before = self.exts.selected;
+                        self.exts.select_row(&m, target, h);
+                        if before != self.exts.selected {
+                            drop(t);
+                            self.on_ext_changed();
+                        }
+                    }
+                } else {
+                    let ext = self.ext();
+                    let Some(e) = t.get(ext) else { return };
+                    let m = Nodes(&e.nodes);
+                    let v = &mut self.views.entry(ext).or_default().nodes;
+                    let target = v.offset + row;
+                    if target < v.count(&m, None) {
+                        v.select_row(&m, target, h);
+                        let start = v
+                            .selected
+                            .as_ref()
+                            .and_then(|p| m.get(p))
+                            .map(|n| n.range.start);
+                        drop(t);
+                        if let Some(s) = start {
+                            self.set_cursor(s, false);
+                        }
+                    }
+                }
+            }
+            Pane::Hex => {
+                if self.text_mode {
+                    return;
+                }
+                if let Some(off) = super::draw::hex_offset_at(self, x, y) {
+                    let len = self.data_len();
+                    if off < len {
+                        self.set_cursor(off, true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks for highlighting of the visible text when its bytes are cached.
+    pub fn want_highlight(&mut self, ext: ExtId, top: u64, end: u64) {
+        if self.theme.mono || self.highlight.is_some() {
+            return;
+        }
+        let key = (ext, top, self.highlight_gen);
+        if self.highlight_asked == Some(key) {
+            return;
+        }
+        let from = top.saturating_sub(text::CONTEXT);
+        let Some(bytes) = self.cached(ext, from, end) else {
+            return;
+        };
+        // Start the context at a line start.
+        let skip = if from == 0 {
+            0
+        } else {
+            memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1)
+        };
+        let base = (from + skip as u64).min(top);
+        let bytes = bytes[(base - from) as usize..].to_vec();
+        let name = self
+            .session
+            .tree()
+            .get(ext)
+            .map(|e| e.display_name())
+            .unwrap_or_default();
+        self.highlight_asked = Some(key);
+        let light =
+            matches!(self.theme.bar.bg, Some(ratatui::style::Color::Rgb(r, _, _)) if r > 128);
+        self.worker.submit(Job::Highlight(Box::new(HighlightJob {
+            ext,
+            generation: self.highlight_gen,
+            name,
+            theme: text::syntect_theme(light),
+            base,
+            first: top,
+            bytes,
+        })));
+    }
+
+    /// The phase of the whole parse, for the status bar.
+    pub fn parsing(&self) -> bool {
+        !self.session.is_finished() && self.session.tree().root().phase != Phase::Leaf
+    }
+}
+
+/// Nodes loaded below `n` (its loaded descendants).
+fn subtree_size(n: &crate::node::Node) -> usize {
+    n.loaded_children()
+        .iter()
+        .map(|c| 1 + subtree_size(c))
+        .sum()
+}
+
+fn step(i: usize, n: usize, forward: bool) -> usize {
+    if forward {
+        (i + 1) % n
+    } else {
+        (i + n - 1) % n
+    }
+}
+
+/// Finds `pat` in `data` from `from` (forward) or before `from` (back),
+/// a MiB at a time, reporting progress and stopping on `stop`.
+pub fn find_bytes(
+    data: &Data,
+    pat: &[u8],
+    from: u64,
+    forward: bool,
+    stop: &std::sync::atomic::AtomicBool,
+    progress: &dyn Fn(u64, u64),
+) -> Option<u64> {
+    const WIN: u64 = 1 << 20;
+    let len = data.available();
+    let overlap = pat.len() as u64 - 1;
+    let mut buf = Vec::new();
+    if forward {
+        let finder = memchr::memmem::Finder::new(pat);
+        let mut pos = from;
+        while pos < len {
+            if stop.load(Ordering::Acquire) {
+                return None;
+            }
+            let w = crate::data::view(&**data, pos, (WIN + overlap) as usize, &mut buf).ok()?;
+            if let Some(i) = finder.find(w) {
+                return Some(pos + i as u64);
+            }
+            pos += WIN;
+            progress(pos.min(len) - from, len - from);
+        }
+    } else {
+        let finder = memchr::memmem::FinderRev::new(pat);
+        let mut end = from.min(len);
+        while end > 0 {
+            if stop.load(Ordering::Acquire) {
+                return None;
+            }
+            let start = end.saturating_sub(WIN);
+            let w = crate::data::view(&**data, start, (end - start + overlap) as usize, &mut buf)
+                .ok()?;
+            // Only matches that start before `end`.
+            let limit = ((end - start) as usize + pat.len() - 1).min(w.len());
+            if let Some(i) = finder.rfind(&w[..limit])
+                && start + (i as u64) < end
+            {
+                return Some(start + i as u64);
+            }
+            end = start;
+            progress(from - end, from);
+        }
+    }
+    None
+}
+
+/// This process's resident memory (Linux), 0 elsewhere.
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}

@@ -1,0 +1,193 @@
+//! Keys: one table maps keys to actions and is also the help overlay, so the
+//! help can never disagree with what the keys do.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Up,
+    Down,
+    Left,
+    Right,
+    Expand,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    NextPane,
+    PrevPane,
+    Goto,
+    Search,
+    NextMatch,
+    PrevMatch,
+    ToggleText,
+    Help,
+    Cancel,
+}
+
+/// (keys as shown, action, what it does)
+pub const HELP: &[(&str, Action, &str)] = &[
+    ("↑ k / ↓ j", Action::Up, "move up / down"),
+    (
+        "← h",
+        Action::Left,
+        "collapse, or go to parent; hex: previous byte",
+    ),
+    ("→ l", Action::Right, "expand; hex: next byte"),
+    ("Enter", Action::Expand, "expand or collapse"),
+    ("PgUp / PgDn", Action::PageUp, "page up / down"),
+    ("Home / End", Action::Home, "first / last row or byte"),
+    ("Tab / Shift-Tab", Action::NextPane, "next / previous pane"),
+    ("g", Action::Goto, "go to offset: 0x1f, 4096, +16, -0x10"),
+    (
+        "/",
+        Action::Search,
+        "search names and values; hex: bytes (1f 8b) or text",
+    ),
+    ("n / N", Action::NextMatch, "next / previous match"),
+    (
+        "t",
+        Action::ToggleText,
+        "show the bytes as highlighted text / as hex",
+    ),
+    ("?", Action::Help, "this help"),
+    (
+        "Esc",
+        Action::Cancel,
+        "close a prompt or overlay, stop a search",
+    ),
+    ("q / Ctrl-C", Action::Quit, "quit"),
+    (
+        "mouse",
+        Action::Cancel,
+        "click to select, wheel to scroll, drag to select or resize",
+    ),
+];
+
+/// The action for a key press, if any.
+pub fn action(k: KeyEvent) -> Option<Action> {
+    if k.modifiers.contains(KeyModifiers::CONTROL) {
+        return match k.code {
+            KeyCode::Char('c') => Some(Action::Quit),
+            KeyCode::Char('d') => Some(Action::PageDown),
+            KeyCode::Char('u') => Some(Action::PageUp),
+            _ => None,
+        };
+    }
+    Some(match k.code {
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Up | KeyCode::Char('k') => Action::Up,
+        KeyCode::Down | KeyCode::Char('j') => Action::Down,
+        KeyCode::Left | KeyCode::Char('h') => Action::Left,
+        KeyCode::Right | KeyCode::Char('l') => Action::Right,
+        KeyCode::Enter => Action::Expand,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown | KeyCode::Char(' ') => Action::PageDown,
+        KeyCode::Home => Action::Home,
+        KeyCode::End | KeyCode::Char('G') => Action::End,
+        KeyCode::Tab => Action::NextPane,
+        KeyCode::BackTab => Action::PrevPane,
+        KeyCode::Char('g') => Action::Goto,
+        KeyCode::Char('/') => Action::Search,
+        KeyCode::Char('n') => Action::NextMatch,
+        KeyCode::Char('N') => Action::PrevMatch,
+        KeyCode::Char('t') => Action::ToggleText,
+        KeyCode::Char('?') => Action::Help,
+        KeyCode::Esc => Action::Cancel,
+        _ => return None,
+    })
+}
+
+/// Parses a "go to" target: `0x1f`, `4096`, `+16`, `-0x10` (relative to `from`).
+pub fn parse_offset(s: &str, from: u64) -> Option<u64> {
+    let s = s.trim().replace('_', "");
+    let (sign, rest) = match s.as_bytes().first()? {
+        b'+' => (1i8, &s[1..]),
+        b'-' => (-1, &s[1..]),
+        _ => (0, s.as_str()),
+    };
+    let rest = rest.trim();
+    let v = if let Some(h) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()?
+    } else {
+        rest.parse::<u64>().ok()?
+    };
+    match sign {
+        1 => from.checked_add(v),
+        -1 => Some(from.saturating_sub(v)),
+        _ => Some(v),
+    }
+}
+
+/// Parses a byte search: hex pairs (`1f 8b 08`, `1f8b`) when the text is all
+/// hex digits and spaces with an even digit count, else the text's UTF-8.
+pub fn parse_pattern(s: &str) -> Vec<u8> {
+    let t = s.trim();
+    let digits: String = t.chars().filter(|c| *c != ' ').collect();
+    // Hex only when it cannot be meant as a word: spaced pairs, or a digit.
+    let hex = digits.len() >= 2
+        && digits.len().is_multiple_of(2)
+        && digits.chars().all(|c| c.is_ascii_hexdigit())
+        && (t.contains(' ') || digits.chars().any(|c| c.is_ascii_digit()));
+    if hex {
+        (0..digits.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok())
+            .collect()
+    } else {
+        s.as_bytes().to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("0x1f", 0), Some(31));
+        assert_eq!(parse_offset("4096", 7), Some(4096));
+        assert_eq!(parse_offset("+16", 100), Some(116));
+        assert_eq!(parse_offset("-0x10", 100), Some(84));
+        assert_eq!(parse_offset("-500", 100), Some(0));
+        assert_eq!(parse_offset("1_000", 0), Some(1000));
+        assert_eq!(parse_offset("zz", 0), None);
+        assert_eq!(parse_offset("", 0), None);
+    }
+
+    #[test]
+    fn patterns() {
+        assert_eq!(parse_pattern("1f 8b 08"), vec![0x1f, 0x8b, 0x08]);
+        assert_eq!(parse_pattern("1f8b"), vec![0x1f, 0x8b]);
+        assert_eq!(parse_pattern("ustar"), b"ustar".to_vec());
+        assert_eq!(parse_pattern("cafe"), b"cafe".to_vec());
+        assert_eq!(parse_pattern("PK"), b"PK".to_vec());
+    }
+
+    #[test]
+    fn every_help_line_names_a_bound_action() {
+        for (_, a, _) in HELP {
+            let bound = [
+                KeyCode::Char('q'),
+                KeyCode::Up,
+                KeyCode::Left,
+                KeyCode::Right,
+                KeyCode::Enter,
+                KeyCode::PageUp,
+                KeyCode::Home,
+                KeyCode::Tab,
+                KeyCode::Char('g'),
+                KeyCode::Char('/'),
+                KeyCode::Char('n'),
+                KeyCode::Char('t'),
+                KeyCode::Char('?'),
+                KeyCode::Esc,
+            ]
+            .into_iter()
+            .any(|c| action(KeyEvent::new(c, KeyModifiers::NONE)) == Some(*a));
+            assert!(bound, "{a:?} has no key");
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! The explorer drawn into ratatui's TestBackend and driven by real key
+//! sequences on real fixtures (gitui-style app tests).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pparse::tui::app::{App, Pane};
+use pparse::tui::{Theme, draw};
+use pparse::{Options, Session};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+
+use crate::util::*;
+
+pub struct Harness {
+    pub app: App,
+    pub term: Terminal<TestBackend>,
+}
+
+impl Harness {
+    pub fn open(name: &str, bytes: Vec<u8>) -> Harness {
+        Harness::sized(name, bytes, 120, 40)
+    }
+
+    pub fn sized(name: &str, bytes: Vec<u8>, w: u16, h: u16) -> Harness {
+        let session = Arc::new(Session::from_bytes(name, bytes, Options::default()));
+        let app = App::new(session, Theme::load("dark").unwrap());
+        let term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        let mut h = Harness { app, term };
+        h.settle();
+        h
+    }
+
+    /// Draws and feeds background results until nothing is pending: the
+    /// parse is over, the worker is idle, and a frame asks for nothing new.
+    pub fn settle(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "the explorer did not settle");
+            while let Ok(d) = self.app.done.try_recv() {
+                self.app.on_done(d);
+            }
+            self.term.draw(|f| draw::draw(&mut self.app, f)).unwrap();
+            let idle = self.app.session.is_finished()
+                && self.app.worker.pending() == 0
+                && self.app.done.is_empty();
+            if idle {
+                // One more frame: it must not have asked for anything.
+                self.term.draw(|f| draw::draw(&mut self.app, f)).unwrap();
+                if self.app.worker.pending() == 0 && self.app.done.is_empty() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Sends keys: plain characters, or `<Enter>`, `<Tab>`, `<S-Tab>`, `<Esc>`,
+    /// `<Up>`, `<Down>`, `<Left>`, `<Right>`, `<PgUp>`, `<PgDn>`, `<Home>`,
+    /// `<End>`, `<BS>`, `<C-c>`; settles after each key.
+    pub fn keys(&mut self, seq: &str) {
+        let mut rest = seq;
+        while !rest.is_empty() {
+            let (code, mods, used) = if rest.starts_with('<') && rest.contains('>') {
+                let end = rest.find('>').unwrap();
+                let name = &rest[1..end];
+                let (code, mods) = match name {
+                    "Enter" => (KeyCode::Enter, KeyModifiers::NONE),
+                    "Tab" => (KeyCode::Tab, KeyModifiers::NONE),
+                    "S-Tab" => (KeyCode::BackTab, KeyModifiers::SHIFT),
+                    "Esc" => (KeyCode::Esc, KeyModifiers::NONE),
+                    "Up" => (KeyCode::Up, KeyModifiers::NONE),
+                    "Down" => (KeyCode::Down, KeyModifiers::NONE),
+                    "Left" => (KeyCode::Left, KeyModifiers::NONE),
+                    "Right" => (KeyCode::Right, KeyModifiers::NONE),
+                    "PgUp" => (KeyCode::PageUp, KeyModifiers::NONE),
+                    "PgDn" => (KeyCode::PageDown, KeyModifiers::NONE),
+                    "Home" => (KeyCode::Home, KeyModifiers::NONE),
+                    "End" => (KeyCode::End, KeyModifiers::NONE),
+                    "BS" => (KeyCode::Backspace, KeyModifiers::NONE),
+                    "C-c" => (KeyCode::Char('c'), KeyModifiers::CONTROL),
+                    other => panic!("unknown key <{other}>"),
+                };
+                (code, mods, end + 1)
+            } else {
+                let c = rest.chars().next().unwrap();
+                (KeyCode::Char(c), KeyModifiers::NONE, c.len_utf8())
+            };
+            rest = &rest[used..];
+            self.app.on_key(KeyEvent::new(code, mods));
+            self.settle();
+        }
+    }
+
+    pub fn click(&mut self, x: u16, y: u16) {
+        for kind in [
+            MouseEventKind::Down(MouseButton::Left),
+            MouseEventKind::Up(MouseButton::Left),
+        ] {
+            self.app.on_mouse(MouseEvent {
+                kind,
+                column: x,
+                row: y,
+                modifiers: KeyModifiers::NONE,
+            });
+        }
+        self.settle();
+    }
+
+    pub fn mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) {
+        self.app.on_mouse(MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        });
+        self.settle();
+    }
+
+    /// The screen as text, one line per row.
+    pub fn screen(&self) -> String {
+        let buf = self.term.backend().buffer();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Screen row (y) whose text contains `needle`.
+    pub fn row_of(&self, needle: &str) -> Option<u16> {
+        self.screen()
+            .lines()
+            .position(|l| l.contains(needle))
+            .map(|y| y as u16)
+    }
+
+    pub fn selected_ext_path(&self) -> String {
+        let t = self.app.session.tree();
+        t.path_of(self.app.ext())
+    }
+}
+
+fn assert_on_screen(h: &Harness, needle: &str) {
+    let s = h.screen();
+    assert!(s.contains(needle), "{needle:?} not on screen:\n{s}");
+}
+
+#[test]
+fn navigates_into_a_nested_zip_and_shows_its_bytes() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    assert_on_screen(&h, "nested.tar.gz");
+    assert_on_screen(&h, "[gzip]");
+    // Expand the file and the tar, then find docs/inner.zip.
+    h.keys("<Enter><Down><Enter>");
+    assert_on_screen(&h, "docs/inner.zip");
+    h.keys("/inner.zip<Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip");
+    h.keys("<Enter><Down>");
+    assert_eq!(
+        h.selected_ext_path(),
+        "nested.tar/docs/inner.zip/chapter1.txt"
+    );
+    // Its bytes are the source file's.
+    let src = source_bytes("src/inner/chapter1.txt");
+    let first = String::from_utf8_lossy(&src[..12]).to_string();
+    let hex: Vec<String> = src[..8].iter().map(|b| format!("{b:02x}")).collect();
+    assert_on_screen(&h, &hex.join(" "));
+    assert_on_screen(&h, &first[..8]);
+    assert_on_screen(&h, "36,000 bytes");
+}
+
+#[test]
+fn node_tree_loads_lazily_and_drives_the_hex_cursor() {
+    let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
+    h.keys("<Tab>");
+    assert_eq!(h.app.focus, Pane::Nodes);
+    // The first entry's fields are not loaded until expanded.
+    {
+        let t = h.app.session.tree();
+        assert!(matches!(
+            t.exts[0].nodes[0].children,
+            pparse::node::Children::Unloaded
+        ));
+    }
+    h.keys("<Enter>");
+    assert_on_screen(&h, "header");
+    h.keys("<Down><Enter><Down><Down><Down><Down><Down>");
+    // The size field of the first header: offset 124.
+    assert_on_screen(&h, "size");
+    assert_eq!(h.app.views[&0].cursor, 124);
+    assert_on_screen(&h, "0x7c..0x88");
+    // Moving the hex cursor selects the deepest node there: the mtime field.
+    h.keys("<Tab>g136<Enter>");
+    assert_eq!(h.app.focus, Pane::Hex);
+    let sel = h.app.views[&0].nodes.selected.clone().unwrap();
+    let t = h.app.session.tree();
+    let n = t.exts[0].nodes[0].descend(&sel[1..]).unwrap();
+    assert_eq!(&*n.name, "mtime");
+}
+
+#[test]
+fn goto_search_and_next_match_in_the_hex_view() {
+    let mut h = Harness::open("nested_stored.zip", fixture("nested_stored.zip"));
+    h.keys("<Tab><Tab>");
+    assert_eq!(h.app.focus, Pane::Hex);
+    h.keys("g0x10<Enter>");
+    assert_eq!(h.app.views[&0].cursor, 0x10);
+    h.keys("g+0x10<Enter>");
+    assert_eq!(h.app.views[&0].cursor, 0x20);
+    h.keys("g-8<Enter>");
+    assert_eq!(h.app.views[&0].cursor, 0x18);
+    // Local headers: the first after the cursor, then the next, then back.
+    let data = fixture("nested_stored.zip");
+    let hits: Vec<u64> = data
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"PK\x03\x04")
+        .map(|(i, _)| i as u64)
+        .collect();
+    h.keys("/50 4b 03 04<Enter>");
+    assert_eq!(h.app.views[&0].cursor, hits[1]);
+    h.keys("n");
+    assert_eq!(h.app.views[&0].cursor, hits[2]);
+    h.keys("N");
+    assert_eq!(h.app.views[&0].cursor, hits[1]);
+    // Text search works too.
+    h.keys("g0<Enter>/gamma.txt<Enter>");
+    let at = data.windows(9).position(|w| w == b"gamma.txt").unwrap() as u64;
+    assert_eq!(h.app.views[&0].cursor, at);
+    h.keys("gzz<Enter>");
+    assert_on_screen(&h, "not an offset");
+}
+
+#[test]
+fn tree_search_finds_names_and_values() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("/deep<Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip/deep.zip");
+    // One match: next wraps around to it.
+    h.keys("n");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip/deep.zip");
+    h.keys("/.txt<Enter>");
+    let first = h.selected_ext_path();
+    h.keys("n");
+    assert_ne!(h.selected_ext_path(), first);
+    h.keys("N");
+    assert_eq!(h.selected_ext_path(), first);
+    // Node search: the gzip member's header field holding the stored name.
+    h.keys("<Home><Tab><Enter>/nested.tar<Enter>");
+    assert_eq!(h.app.focus, Pane::Nodes);
+    let sel = h.app.views[&0].nodes.selected.clone().unwrap();
+    let t = h.app.session.tree();
+    let n = t.exts[0].nodes[sel[0]].descend(&sel[1..]).unwrap();
+    assert_eq!(
+        (&*n.name, n.value.as_ref().map(|v| v.to_string())),
+        ("name", Some("nested.tar".into()))
+    );
+    drop(t);
+    assert_on_screen(&h, "name  string  nested.tar");
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
+    h.keys("?");
+    for (keys, _, what) in pparse::tui::keys::HELP {
+        assert_on_screen(&h, keys);
+        assert_on_screen(&h, &what[..what.len().min(30)]);
+    }
+    h.keys("<Esc>");
+    assert!(!h.screen().contains("closes this help"));
+    h.keys("q");
+    assert!(h.app.quit);
+}
+
+#[test]
+fn damaged_file_shows_status_and_damage_count() {
+    let data = fixture("nested.tar.gz");
+    let mut h = Harness::open("cut.tgz", data[..60_000].to_vec());
+    assert_on_screen(&h, "truncated");
+    let count = h.app.session.tree().damage_count;
+    assert!(count > 0);
+    assert_on_screen(&h, &format!("│ {count} damaged"));
+    h.keys("<Enter><Down><Enter>/inner.zip<Enter><Enter><Down>");
+    assert_eq!(
+        h.selected_ext_path(),
+        "nested.tar/docs/inner.zip/chapter1.txt"
+    );
+    assert_on_screen(&h, "deflate data cut off");
+}
+
+#[test]
+fn mouse_clicks_wheel_and_split_drag() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("<Enter><Down><Enter>");
+    let y = h.row_of("docs/guide.txt").unwrap();
+    h.click(10, y);
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    assert_eq!(h.app.focus, Pane::Extractions);
+    h.mouse(MouseEventKind::ScrollDown, 10, y);
+    assert_ne!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    h.mouse(MouseEventKind::ScrollUp, 10, y);
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    // Click a byte in the hex pane: third byte of the second row.
+    let hex = h.app.layout.hex;
+    let x = hex.x + 1 + 8 + 2 + 2 * 3;
+    h.click(x, hex.y + 2);
+    assert_eq!(h.app.focus, Pane::Hex);
+    let bpr = h.app.layout.bpr;
+    let ext = h.app.ext();
+    assert_eq!(h.app.views[&ext].cursor, bpr + 2);
+    // Drag the border between the columns.
+    let sx = h.app.layout.split_x;
+    h.mouse(MouseEventKind::Down(MouseButton::Left), sx, 5);
+    h.mouse(MouseEventKind::Drag(MouseButton::Left), 60, 5);
+    h.mouse(MouseEventKind::Up(MouseButton::Left), 60, 5);
+    assert_eq!(h.app.split, 50);
+}
+
+#[test]
+fn text_view_highlights_source_code() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("/util.rs<Enter>t");
+    assert!(h.app.text_mode);
+    let src = source_bytes("src/nested/src/util.rs");
+    let first_line =
+        String::from_utf8_lossy(src.split(|&b| b == b'\n').next().unwrap()).to_string();
+    assert_on_screen(&h, first_line.trim_end());
+    assert!(h.app.highlight.is_some(), "visible lines were highlighted");
+    // Several colours on screen in the text pane.
+    let buf = h.term.backend().buffer();
+    let hex = h.app.layout.hex;
+    let mut colours = std::collections::HashSet::new();
+    for y in hex.y + 1..hex.y + hex.height - 1 {
+        for x in hex.x + 1..hex.x + hex.width - 1 {
+            colours.insert(format!("{:?}", buf[(x, y)].fg));
+        }
+    }
+    assert!(colours.len() > 2, "{colours:?}");
+    // Scrolling by lines, then back to hex at the same place.
+    h.keys("<Down><Down>");
+    let second = src.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let third = second + src[second..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let ext = h.app.ext();
+    assert_eq!(h.app.views[&ext].text_top, third as u64);
+    h.keys("t");
+    assert_eq!(h.app.views[&ext].cursor, third as u64);
+}
+
+#[test]
+fn hostile_names_never_reach_the_terminal_raw() {
+    let mut h = Harness::open("hostile.tar", fixture("hostile.tar"));
+    h.keys("<Enter>");
+    let s = h.screen();
+    assert!(s.contains("\\x1b"), "escaped ESC shown:\n{s}");
+    assert!(!s.contains('\x1b') && !s.contains('\x07'));
+}
+
+#[test]
+fn cold_subtrees_are_unloaded_and_come_back() {
+    let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
+    h.app.node_budget = 25;
+    h.keys("<Tab>");
+    // Expand and collapse entries one after another.
+    for _ in 0..4 {
+        h.keys("<Enter><Enter><Down>");
+    }
+    let t = h.app.session.tree();
+    let loaded: Vec<bool> = t.exts[0].nodes[..4]
+        .iter()
+        .map(|n| matches!(n.children, pparse::node::Children::Loaded(_)))
+        .collect();
+    drop(t);
+    assert!(
+        !loaded[0],
+        "the oldest collapsed subtree was dropped: {loaded:?}"
+    );
+    assert!(loaded[3], "the latest stays: {loaded:?}");
+    assert!(h.app.loaded_nodes() <= 25 + 20);
+    h.keys("<Home><Enter>");
+    assert_on_screen(&h, "header");
+}
+
+#[test]
+fn themes_and_no_color() {
+    for name in ["dark", "light", "high-contrast"] {
+        let t = Theme::load(name).unwrap();
+        let session = Arc::new(Session::from_bytes(
+            "ustar.tar",
+            fixture("ustar.tar"),
+            Options::default(),
+        ));
+        let mut app = App::new(session, t);
+        let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
+        term.draw(|f| draw::draw(&mut app, f)).unwrap();
+    }
+    let mono = Theme::mono();
+    let session = Arc::new(Session::from_bytes(
+        "ustar.tar",
+        fixture("ustar.tar"),
+        Options::default(),
+    ));
+    session.wait();
+    let mut app = App::new(session, mono);
+    let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    for _ in 0..50 {
+        term.draw(|f| draw::draw(&mut app, f)).unwrap();
+        while let Ok(d) = app.done.try_recv() {
+            app.on_done(d);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let buf = term.backend().buffer();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let c = &buf[(x, y)];
+            assert_eq!(c.fg, ratatui::style::Color::Reset, "colour at {x},{y}");
+            assert_eq!(c.bg, ratatui::style::Color::Reset, "colour at {x},{y}");
+        }
+    }
+}
+
+#[test]
+fn resize_keeps_the_selection_visible() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("<Enter><Down><Enter><End>");
+    let last = h.selected_ext_path();
+    h.term.backend_mut().resize(60, 14);
+    h.settle();
+    let name = last.rsplit('/').next().unwrap();
+    assert_on_screen(&h, &name[..name.len().min(10)]);
+}
