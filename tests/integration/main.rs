@@ -10,6 +10,7 @@ mod cli;
 mod damage;
 mod hostile;
 mod sweep;
+mod terminal;
 mod truncation;
 mod tui;
 mod zip;

@@ -437,3 +437,11 @@ fn resize_keeps_the_selection_visible() {
     let name = last.rsplit('/').next().unwrap();
     assert_on_screen(&h, &name[..name.len().min(10)]);
 }
+
+/// The whole screen, as text, after a few keys: a layout regression test.
+#[test]
+fn screen_snapshot() {
+    let mut h = Harness::sized("nested_stored.zip", fixture("nested_stored.zip"), 120, 32);
+    h.keys("<Enter><Down><Down><Enter><Tab><Down><Enter>");
+    insta::assert_snapshot!("nested_stored_deep_zip", h.screen());
+}

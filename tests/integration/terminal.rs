@@ -1,0 +1,135 @@
+//! The real binary in a real pseudo-terminal: keys go in as bytes, the
+//! screen comes back through a VT100 parser.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+use crate::util::*;
+
+struct Term {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Term {
+    fn spawn(args: &[&str], cols: u16, rows: u16) -> Term {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_pparse"));
+        cmd.args(args);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("NO_COLOR");
+        let child = pty.slave.spawn_command(cmd).expect("spawn pparse");
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZero::new(rows).unwrap(),
+            std::num::NonZero::new(cols).unwrap(),
+            0,
+        )));
+        let s = screen.clone();
+        std::thread::spawn(move || {
+            let _keep = pty.master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                s.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Term {
+            screen,
+            writer,
+            child,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    fn send(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+        // Let the key be handled before the next one (as a person would).
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let t = self.text();
+            if ok(&t) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{t}"
+            );
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+}
+
+#[test]
+fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.tgz");
+    std::fs::write(&path, &fixture("nested.tar.gz")[..60_000]).unwrap();
+    let mut t = Term::spawn(&[path.to_str().unwrap()], 140, 40);
+    t.wait_for("the tree", |s| {
+        s.contains("cut.tgz") && s.contains("[gzip]")
+    });
+    t.wait_for("the parse to end", |s| s.contains("parsed"));
+    assert!(t.text().contains("truncated"));
+    // Open the file and the tar, search the zip, open it, select a member.
+    t.send("\r");
+    t.send("\x1b[B");
+    t.send("\r");
+    t.send("/inner.zip\r");
+    t.wait_for("the zip", |s| s.contains("docs/inner.zip  [zip]"));
+    t.send("\r");
+    t.send("\x1b[B");
+    let src = source_bytes("src/inner/chapter1.txt");
+    let hex: Vec<String> = src[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex.join(" ");
+    let text = String::from_utf8_lossy(&src[..7]).replace(' ', "_");
+    t.wait_for("the member's bytes", |s| {
+        s.contains("chapter1.txt (deflate") && s.contains(&hex) && s.contains(&text)
+    });
+    // The member is cut off: the inspector says so.
+    assert!(t.text().contains("deflate data cut off"), "{}", t.text());
+    // q quits at once and restores the terminal.
+    let start = Instant::now();
+    t.send("q");
+    loop {
+        if let Some(status) = t.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status:?}");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "did not quit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn explorer_refuses_to_run_without_a_terminal() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pparse"))
+        .arg(fixture_path("ustar.tar"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+}
