@@ -728,7 +728,9 @@ impl TarParser {
 impl Parser for TarParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let start = self.pos;
-        for _ in 0..8192 {
+        // A bounded batch: its results are committed under the tree's write lock,
+        // which a UI frame waits for.
+        for _ in 0..2048 {
             let r = match self.state {
                 State::Header => self.header_step(cx),
                 State::Resync { .. } => self.resync_step(cx),

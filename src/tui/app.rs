@@ -901,47 +901,39 @@ impl App {
         if id != self.search.id {
             return;
         }
+        if let SearchEvent::Progress { done, total, .. } = e {
+            self.search.progress = Some((done, total));
+            return;
+        }
+        self.search.running = false;
+        self.search.progress = None;
+        self.search.index = 0;
+        let q = self.search.query.clone();
         match e {
-            SearchEvent::Progress { done, total, .. } => self.search.progress = Some((done, total)),
+            SearchEvent::Progress { .. } => {}
             SearchEvent::Offset { ext, at, .. } => {
-                self.search.running = false;
-                self.search.progress = None;
                 if ext == self.ext() {
                     self.focus = Pane::Hex;
                     self.text_mode = false;
                     self.set_cursor(at, true);
-                    self.say(format!("{:?} found at {at:#x}", self.search.query));
+                    self.say(format!("{q:?} found at {at:#x}"));
                 }
             }
             SearchEvent::Exts { hits, .. } => {
-                self.search.running = false;
-                self.search.progress = None;
-                self.search.exts = hits;
-                let n = self.search.exts.len();
-                self.say(format!("{n} extractions match {:?}", self.search.query));
-                if n > 0 {
-                    self.search.index = 0;
-                    let id = self.search.exts[0];
-                    self.reveal_ext(id);
+                self.say(format!("{} extractions match {q:?}", hits.len()));
+                if let Some(&first) = hits.first() {
+                    self.reveal_ext(first);
                 }
+                self.search.exts = hits;
             }
             SearchEvent::Nodes { hits, .. } => {
-                self.search.running = false;
-                self.search.progress = None;
-                self.search.nodes = hits;
-                let n = self.search.nodes.len();
-                self.say(format!("{n} nodes match {:?}", self.search.query));
-                if n > 0 {
-                    self.search.index = 0;
-                    let p = self.search.nodes[0].clone();
-                    self.reveal_node(p);
+                self.say(format!("{} nodes match {q:?}", hits.len()));
+                if let Some(first) = hits.first() {
+                    self.reveal_node(first.clone());
                 }
+                self.search.nodes = hits;
             }
-            SearchEvent::NotFound { .. } => {
-                self.search.running = false;
-                self.search.progress = None;
-                self.say(format!("{:?} not found", self.search.query));
-            }
+            SearchEvent::NotFound { .. } => self.say(format!("{q:?} not found")),
         }
     }
 

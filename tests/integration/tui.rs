@@ -96,18 +96,8 @@ impl Harness {
     }
 
     pub fn click(&mut self, x: u16, y: u16) {
-        for kind in [
-            MouseEventKind::Down(MouseButton::Left),
-            MouseEventKind::Up(MouseButton::Left),
-        ] {
-            self.app.on_mouse(MouseEvent {
-                kind,
-                column: x,
-                row: y,
-                modifiers: KeyModifiers::NONE,
-            });
-        }
-        self.settle();
+        self.mouse(MouseEventKind::Down(MouseButton::Left), x, y);
+        self.mouse(MouseEventKind::Up(MouseButton::Left), x, y);
     }
 
     pub fn mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) {

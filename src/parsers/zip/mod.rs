@@ -230,7 +230,7 @@ impl ZipParser {
     /// Central mode: lists a batch of directory entries.
     fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
         let dir = self.directory.take()?;
-        let stop = (next + 4096).min(dir.records.len());
+        let stop = (next + 1024).min(dir.records.len());
         for c in &dir.records[next..stop] {
             self.entry_from_central(cx, c);
         }
