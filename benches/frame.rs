@@ -98,6 +98,21 @@ fn main() {
     term.draw(|f| draw::draw(&mut app, f)).unwrap();
 
     use KeyCode::*;
+    // While the parse runs: the same file opened again, keys every 5 ms.
+    {
+        let live = Arc::new(Session::open(&path, Options::default()).unwrap());
+        let mut app = App::new(live.clone(), Theme::load("dark").unwrap());
+        let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
+        let mut times = Vec::new();
+        let mut codes = [Enter, Down, Down, Enter]
+            .into_iter()
+            .chain(std::iter::repeat(Down));
+        while !live.is_finished() {
+            times.push(key(&mut app, &mut term, codes.next().unwrap()));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        report("during the parse: keys every 5 ms", times);
+    }
     let mut times = vec![key(&mut app, &mut term, Enter)];
     report("extractions: expand 1M children (Enter)", times.clone());
     times.clear();
