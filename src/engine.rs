@@ -281,7 +281,7 @@ impl Node {
 /// A parse allocates and frees decoder state for every nested stream (a tar
 /// of 23,000 `.gz` files makes as many decoders); glibc keeps the freed pages,
 /// and RSS crept up to twice the live heap without this.
-fn release_free_memory() {
+pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory of the allocator.
     unsafe {

@@ -977,6 +977,8 @@ impl App {
         self.rate = (done.saturating_sub(self.last_done)) as f64 / dt.as_secs_f64();
         self.last_done = done;
         self.last_tick = Instant::now();
+        // Searches and re-reads free as much as they allocate; give it back.
+        crate::engine::release_free_memory();
         self.rss = resident_bytes();
     }
 

@@ -556,6 +556,8 @@ struct Replay {
     acc_start: u64,
     acc: Vec<u8>,
     out: Vec<u8>,
+    /// Input before this offset has been handed back ([`Source::release`]).
+    released: u64,
 }
 
 impl Replay {
@@ -602,6 +604,7 @@ impl Replay {
             acc_start: target - target % CHUNK,
             acc: Vec::with_capacity(CHUNK as usize),
             out: vec![0; CHUNK as usize],
+            released: start_in,
         })
     }
 
@@ -639,6 +642,7 @@ impl Replay {
                 let next_in = src.segments.read()[self.seg].points[0].input;
                 self.z.reset();
                 self.inbuf.reset(next_in);
+                self.released = next_in;
                 continue;
             }
             self.inbuf.refill(&*src.input)?;
@@ -647,6 +651,11 @@ impl Replay {
                 .z
                 .inflate(self.inbuf.bytes(), &mut self.out[..room], false);
             self.inbuf.consume(s.consumed);
+            // A long re-read (cat, search) keeps the input's RSS flat too.
+            if self.inbuf.pos >= self.released + (16 << 20) {
+                src.input.release(self.released, self.inbuf.pos);
+                self.released = self.inbuf.pos;
+            }
             if s.produced == 0 && s.consumed == 0 && s.code != Code::Ok {
                 return Err(io::Error::other(format!(
                     "re-decoding failed at {:#x}: {}",
