@@ -133,3 +133,44 @@ fn explorer_refuses_to_run_without_a_terminal() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }
+
+/// While a long parse runs (4,000 gzip members of 1 MiB of zeros each), the
+/// screen updates, keys work, and q quits at once.
+#[test]
+fn explorer_stays_live_and_quits_mid_parse() {
+    use flate2::Compression;
+    use flate2::write::GzEncoder;
+    let mut member = GzEncoder::new(Vec::new(), Compression::best());
+    member.write_all(&vec![0u8; 1 << 20]).unwrap();
+    let member = member.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zeros.gz");
+    std::fs::write(&path, member.repeat(4000)).unwrap();
+    let mut t = Term::spawn(&[path.to_str().unwrap()], 120, 30);
+    t.wait_for("the parse to show progress", |s| s.contains("parsing"));
+    t.send("\r");
+    t.wait_for("the decoded stream", |s| {
+        s.contains("zeros  ") || s.contains("▾ zeros.gz")
+    });
+    let first = t.text();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        t.text().contains("parsing"),
+        "the parse should still run:\n{}",
+        t.text()
+    );
+    assert_ne!(first, t.text(), "the screen follows the parse");
+    let start = Instant::now();
+    t.send("q");
+    loop {
+        if let Some(status) = t.child.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "quitting mid-parse took more than a second"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
