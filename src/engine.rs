@@ -80,13 +80,28 @@ pub struct Session {
 
 impl Session {
     /// Maps `path` and starts parsing it in the background.
+    /// A folder opens as a root whose members are its files.
     pub fn open(path: &Path, opts: Options) -> std::io::Result<Session> {
-        let data: Data = Arc::new(MmapSource::open(path)?);
+        let is_dir = std::fs::metadata(path)?.is_dir();
+        let (data, kind): (Data, EntryKind) = if is_dir {
+            (
+                Arc::new(crate::data::MemSource::new(Vec::new())),
+                EntryKind::Dir,
+            )
+        } else {
+            (Arc::new(MmapSource::open(path)?), EntryKind::Root)
+        };
         let name = path
             .file_name()
             .map(|n| n.as_encoded_bytes().to_vec())
             .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec());
-        Ok(Session::start(Name::new(name), data, opts))
+        Ok(Session::start_file(
+            Name::new(name),
+            data,
+            kind,
+            Some(path.to_path_buf()),
+            opts,
+        ))
     }
 
     /// Starts parsing bytes held in memory (tests, small inputs).
@@ -97,16 +112,27 @@ impl Session {
 
     /// Starts parsing `data` under the root name `name`.
     pub fn start(name: Name, data: Data, opts: Options) -> Session {
+        Session::start_file(name, data, EntryKind::Root, None, opts)
+    }
+
+    fn start_file(
+        name: Name,
+        data: Data,
+        kind: EntryKind,
+        file: Option<std::path::PathBuf>,
+        opts: Options,
+    ) -> Session {
         let root = Extraction {
             id: 0,
             parent: None,
             index: 0,
             children: Vec::new(),
             name,
-            kind: EntryKind::Root,
+            kind,
             data: data.clone(),
             origin: None,
             declared_size: None,
+            file,
             parser: None,
             damage: Vec::new(),
             nodes: Vec::new(),
@@ -318,6 +344,8 @@ struct Job {
     depth: u32,
     data: Data,
     name: String,
+    kind: EntryKind,
+    file: Option<std::path::PathBuf>,
     work: Work,
     nodes: usize,
     /// (available, final) of the source when the job last could not progress.
@@ -342,9 +370,15 @@ struct Engine {
 
 impl Engine {
     fn new(shared: Arc<Shared>, opts: Options) -> Engine {
-        let (data, name) = {
+        let (data, name, kind, file) = {
             let t = shared.tree.read();
-            (t.root().data.clone(), t.root().display_name())
+            let r = t.root();
+            (
+                r.data.clone(),
+                r.display_name(),
+                r.kind.clone(),
+                r.file.clone(),
+            )
         };
         Engine {
             shared,
@@ -354,6 +388,8 @@ impl Engine {
                 depth: 0,
                 data,
                 name,
+                kind,
+                file,
                 work: Work::Sniff,
                 nodes: 0,
                 blocked_at: None,
@@ -430,7 +466,7 @@ impl Engine {
 
     fn sniff_job(&mut self, i: usize) {
         let job = &self.jobs[i];
-        match self.sniff(job.ext, &job.data, &job.name, job.depth) {
+        match self.sniff(job, job.depth) {
             None => {
                 let snap = (job.data.available(), job.data.is_final());
                 self.jobs[i].blocked_at = Some(snap);
@@ -455,13 +491,8 @@ impl Engine {
     }
 
     /// `None`: not enough bytes yet; `Some(None)`: a leaf; `Some(Some(f))`: parse with f.
-    fn sniff(
-        &self,
-        _ext: ExtId,
-        data: &Data,
-        name: &str,
-        depth: u32,
-    ) -> Option<Option<&'static parsers::Format>> {
+    fn sniff(&self, job: &Job, depth: u32) -> Option<Option<&'static parsers::Format>> {
+        let data = &job.data;
         let fin = data.is_final();
         if data.available() < SNIFF_LEN as u64 && !fin {
             return None;
@@ -472,8 +503,10 @@ impl Engine {
         let head = parsers::head(&**data);
         Some(parsers::sniff(&Sniff {
             head: &head,
-            name,
+            name: &job.name,
             data,
+            kind: &job.kind,
+            file: job.file.as_deref(),
         }))
     }
 
@@ -490,6 +523,7 @@ impl Engine {
             job.nodes,
             job.depth,
             self.opts.step_bytes,
+            job.file.as_deref(),
         );
         let step = parser.step(&mut cx);
         let (edits, children, nodes) = cx.finish();
@@ -525,45 +559,44 @@ impl Engine {
         if ids.is_empty() {
             return;
         }
-        let infos: Vec<(ExtId, Data, String, bool)> = {
+        let infos: Vec<(Job, bool)> = {
             let t = self.shared.tree.read();
             ids.iter()
                 .map(|&id| {
                     let e = &t.exts[id];
-                    (id, e.data.clone(), e.display_name(), e.kind.has_content())
+                    // Contents, or a folder on disk, are worth sniffing.
+                    let content =
+                        e.kind.has_content() || (e.kind == EntryKind::Dir && e.file.is_some());
+                    let job = Job {
+                        ext: id,
+                        depth,
+                        data: e.data.clone(),
+                        name: e.display_name(),
+                        kind: e.kind.clone(),
+                        file: e.file.clone(),
+                        work: Work::Sniff,
+                        nodes: 0,
+                        blocked_at: None,
+                    };
+                    (job, content)
                 })
                 .collect()
         };
         let mut leaves = Vec::new();
         let mut parsing = Vec::new();
-        for (id, data, name, content) in infos {
+        for (mut job, content) in infos {
+            let id = job.ext;
             if !content {
                 leaves.push(id);
                 continue;
             }
-            match self.sniff(id, &data, &name, depth) {
-                None => self.jobs.push(Job {
-                    ext: id,
-                    depth,
-                    data,
-                    name,
-                    work: Work::Sniff,
-                    nodes: 0,
-                    blocked_at: None,
-                }),
+            match self.sniff(&job, depth) {
+                None => self.jobs.push(job),
                 Some(None) => leaves.push(id),
                 Some(Some(format)) => {
                     parsing.push((id, format.name));
-                    let parser = (format.parse)(&data);
-                    self.jobs.push(Job {
-                        ext: id,
-                        depth,
-                        data,
-                        name,
-                        work: Work::Parse(parser),
-                        nodes: 0,
-                        blocked_at: None,
-                    });
+                    job.work = Work::Parse((format.parse)(&job.data));
+                    self.jobs.push(job);
                 }
             }
         }

@@ -84,6 +84,10 @@ pub struct Extraction {
     pub origin: Option<Range>,
     /// Size the container declares, when it does (tar size, zip size).
     pub declared_size: Option<u64>,
+    /// The file on disk these bytes are, when they are a whole file (the
+    /// opened file, or a file in an opened folder): parsers use it to find
+    /// sibling files (shards, external data).
+    pub file: Option<std::path::PathBuf>,
     pub parser: Option<&'static str>,
     pub damage: Vec<Damage>,
     pub nodes: Vec<Node>,

@@ -33,6 +33,7 @@ pub mod parsers;
 pub mod status;
 pub mod tui;
 pub mod util;
+pub mod view;
 
 pub use engine::{Options, Session};
 pub use extraction::{ExtId, Extraction, Tree};

@@ -43,6 +43,9 @@ pub struct Sniff<'a> {
     /// The extraction's display name.
     pub name: &'a str,
     pub data: &'a Data,
+    pub kind: &'a EntryKind,
+    /// The file on disk, for a whole file (see [`crate::Extraction::file`]).
+    pub file: Option<&'a std::path::Path>,
 }
 
 /// Picks the first format whose sniffer accepts the bytes.
@@ -79,6 +82,8 @@ pub struct ChildSpec {
     pub origin: Option<Range>,
     pub declared_size: Option<u64>,
     pub damage: Vec<Damage>,
+    /// Set when the child is a whole file on disk.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl ChildSpec {
@@ -90,6 +95,7 @@ impl ChildSpec {
             origin: None,
             declared_size: None,
             damage: Vec::new(),
+            file: None,
         }
     }
 }
@@ -106,6 +112,8 @@ pub struct StepCx<'a> {
     pub name: &'a str,
     /// Roughly how many bytes this step should process before yielding.
     pub budget: u64,
+    /// The file on disk being parsed, when the bytes are a whole file.
+    pub file: Option<&'a std::path::Path>,
     me: ExtId,
     next_ext: ExtId,
     node_count: usize,
@@ -123,11 +131,13 @@ impl<'a> StepCx<'a> {
         node_count: usize,
         depth: u32,
         budget: u64,
+        file: Option<&'a std::path::Path>,
     ) -> StepCx<'a> {
         StepCx {
             data,
             name,
             budget,
+            file,
             me,
             next_ext,
             node_count,
@@ -202,6 +212,7 @@ impl<'a> StepCx<'a> {
                 data: spec.data,
                 origin: spec.origin,
                 declared_size: spec.declared_size,
+                file: spec.file,
                 parser: None,
                 damage: spec.damage,
                 nodes: Vec::new(),
