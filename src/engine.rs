@@ -515,16 +515,18 @@ impl Engine {
         let Work::Parse(parser) = &mut job.work else {
             return;
         };
-        let mut cx = StepCx::new(
-            &job.data,
-            &job.name,
-            job.ext,
-            self.ext_count,
-            job.nodes,
-            job.depth,
-            self.opts.step_bytes,
-            job.file.as_deref(),
-        );
+        let mut cx = StepCx {
+            data: &job.data,
+            name: &job.name,
+            budget: self.opts.step_bytes,
+            file: job.file.as_deref(),
+            me: job.ext,
+            next_ext: self.ext_count,
+            node_count: job.nodes,
+            edits: Vec::new(),
+            new_children: Vec::new(),
+            depth: job.depth,
+        };
         let step = parser.step(&mut cx);
         let (edits, children, nodes) = cx.finish();
         job.nodes = nodes;

@@ -114,39 +114,15 @@ pub struct StepCx<'a> {
     pub budget: u64,
     /// The file on disk being parsed, when the bytes are a whole file.
     pub file: Option<&'a std::path::Path>,
-    me: ExtId,
-    next_ext: ExtId,
-    node_count: usize,
-    edits: Vec<Edit>,
-    new_children: Vec<ExtId>,
-    depth: u32,
+    pub(crate) me: ExtId,
+    pub(crate) next_ext: ExtId,
+    pub(crate) node_count: usize,
+    pub(crate) edits: Vec<Edit>,
+    pub(crate) new_children: Vec<ExtId>,
+    pub(crate) depth: u32,
 }
 
 impl<'a> StepCx<'a> {
-    pub(crate) fn new(
-        data: &'a Data,
-        name: &'a str,
-        me: ExtId,
-        next_ext: ExtId,
-        node_count: usize,
-        depth: u32,
-        budget: u64,
-        file: Option<&'a std::path::Path>,
-    ) -> StepCx<'a> {
-        StepCx {
-            data,
-            name,
-            budget,
-            file,
-            me,
-            next_ext,
-            node_count,
-            edits: Vec::new(),
-            new_children: Vec::new(),
-            depth,
-        }
-    }
-
     /// Appends a top-level node; returns its index for later edits.
     pub fn push_node(&mut self, node: Node) -> usize {
         let me = self.me;
