@@ -4,6 +4,7 @@
 //! partial (the damage is listed on stderr), 2 for usage errors and files
 //! that cannot be read at all.
 
+mod ml;
 mod render;
 
 use std::io::{self, IsTerminal, Write};
@@ -56,6 +57,24 @@ enum Cmd {
     },
     /// The bytes of one extraction, to stdout.
     Cat { file: PathBuf, path: String },
+    /// Pickle opcodes, like `python -m pickletools` (never executes anything).
+    Pickle {
+        file: PathBuf,
+        /// Extraction PATH of the pickle (a torch zip's data.pkl by default).
+        path: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Show the stack, metastack and memo after each opcode.
+        #[arg(long)]
+        trace: bool,
+    },
+    /// Tensors of a safetensors or torch file: name, dtype, shape, bytes, status.
+    Tensors {
+        file: PathBuf,
+        path: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every leaf extraction below PATH as a file under DIR.
     Extract {
         file: PathBuf,
@@ -87,6 +106,15 @@ pub fn main() -> i32 {
             json,
         }) => nodes(&file, path.as_deref().unwrap_or(""), depth, json),
         Some(Cmd::Cat { file, path }) => cat(&file, &path),
+        Some(Cmd::Pickle {
+            file,
+            path,
+            json,
+            trace,
+        }) => ml::pickle(&file, path.as_deref().unwrap_or(""), json, trace),
+        Some(Cmd::Tensors { file, path, json }) => {
+            ml::tensors(&file, path.as_deref().unwrap_or(""), json)
+        }
         Some(Cmd::Extract { file, path, out }) => {
             extract(&file, path.as_deref().unwrap_or(""), &out)
         }
@@ -209,7 +237,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
     worst
 }
 
-fn resolve(session: &Session, path: &str) -> Result<ExtId, Fatal> {
+fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fatal> {
     // Resolving walks the members and holds the tree's read lock, which
     // the engine then waits for: try a few times a second, not constantly.
     let mut last: Option<Instant> = None;
@@ -282,7 +310,7 @@ fn tree(file: &Path, json: bool) -> Result<Status, Fatal> {
 
 fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fatal> {
     let session = open(file)?;
-    let id = resolve(&session, path)?;
+    let id = resolve_final(&session, path)?;
     // The node tree is complete once this extraction's parser is done.
     wait(&session, |t| {
         t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
@@ -330,7 +358,7 @@ fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize
 
 fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
     let session = open(file)?;
-    let id = resolve(&session, path)?;
+    let id = resolve_final(&session, path)?;
     session.cancel();
     let (data, kind) = {
         let t = session.tree();
@@ -355,7 +383,7 @@ fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
 
 fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
     let session = open(file)?;
-    let top = resolve(&session, path)?;
+    let top = resolve_final(&session, path)?;
     wait(&session, |_| false);
     let mut ex =
         Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;

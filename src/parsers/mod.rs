@@ -10,7 +10,9 @@
 //! Adding a format is one module here plus one line in [`REGISTRY`].
 
 pub mod gzip;
+pub mod pickle;
 pub mod tar;
+pub mod torch;
 pub mod zip;
 
 use crate::data::{Data, Range, Source};
@@ -20,7 +22,13 @@ use crate::node::Node;
 use crate::status::Damage;
 
 /// Every known format, in sniffing order.
-pub static REGISTRY: &[&Format] = &[&gzip::FORMAT, &zip::FORMAT, &tar::FORMAT];
+pub static REGISTRY: &[&Format] = &[
+    &gzip::FORMAT,
+    &zip::FORMAT,
+    &tar::FORMAT,
+    &torch::FORMAT,
+    &pickle::FORMAT,
+];
 
 /// Bytes from the start of an extraction that sniffers get to see.
 pub const SNIFF_LEN: usize = 1024;

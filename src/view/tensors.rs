@@ -186,9 +186,10 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    // Formats with tensors add their line here.
-    let _ = e;
-    Vec::new()
+    match e.parser {
+        Some("zip" | "torch") => crate::parsers::torch::tensors(tree, ext),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]

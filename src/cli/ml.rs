@@ -1,0 +1,413 @@
+//! `pparse pickle` and `pparse tensors`.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::{Fatal, finish_output, open, report, resolve_final, wait};
+use crate::data::Source;
+use crate::extraction::{ExtId, Phase, Tree};
+use crate::parsers::pickle::ops::Op;
+use crate::parsers::pickle::vm::Vm;
+use crate::parsers::pickle::{self, End, VM_LIMIT};
+use crate::status::Status;
+use crate::view::tensors::{self, Tensor};
+
+/// The extraction holding the pickle(s) to list: PATH itself, or the
+/// `data.pkl` of a torch zip named by PATH.
+fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
+    let e = &t.exts[id];
+    if matches!(e.parser, Some("pickle" | "torch")) {
+        return Some(id);
+    }
+    e.children
+        .iter()
+        .copied()
+        .find(|&c| t.exts[c].display_name().ends_with("data.pkl"))
+        .or_else(|| {
+            e.children
+                .iter()
+                .copied()
+                .find(|&c| t.exts[c].parser == Some("pickle"))
+        })
+}
+
+pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    let id = resolve_final(&session, path)?;
+    // The target's parse gives the pickles' ranges.
+    wait(&session, |t| {
+        pickle_target(t, id)
+            .is_some_and(|p| !matches!(t.exts[p].phase, Phase::Parsing | Phase::Waiting))
+            || session.is_finished()
+    });
+    session.cancel();
+    let t = session.tree();
+    let Some(target) = pickle_target(&t, id) else {
+        return Err(Fatal(format!(
+            "{} is not a pickle and holds no data.pkl",
+            if path.is_empty() {
+                t.root().display_name()
+            } else {
+                path.to_string()
+            }
+        )));
+    };
+    if target != id {
+        eprintln!("pparse: listing {}", t.path_of(target));
+    }
+    let e = &t.exts[target];
+    let data = e.data.clone();
+    let ranges: Vec<crate::data::Range> = e
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .map(|n| n.range)
+        .collect();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let r = if json {
+        list_json(&*data, &ranges, &mut out)
+    } else {
+        list_text(&*data, &ranges, trace, &mut out)
+    };
+    finish_output(r.and_then(|_| out.flush()))?;
+    Ok(report(&t, &[target]))
+}
+
+fn list_json(
+    data: &dyn Source,
+    ranges: &[crate::data::Range],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    write!(out, "[")?;
+    let mut first = true;
+    for r in ranges {
+        let mut err = None;
+        pickle::scan(data, r.start, r.end.max(r.start + 1), |op| {
+            let sep = if first { "" } else { "," };
+            first = false;
+            let line = format!(
+                "{sep}\n{{\"pos\":{},\"op\":\"{}\",\"arg\":{}}}",
+                op.pos,
+                op.name(),
+                pickle::arg_json(op, data)
+            );
+            match out.write_all(line.as_bytes()) {
+                Ok(()) => true,
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    writeln!(out, "\n]")
+}
+
+/// Opcodes that consume the stack back to the last MARK.
+fn takes_mark(name: &str) -> bool {
+    matches!(
+        name,
+        "APPENDS"
+            | "LIST"
+            | "TUPLE"
+            | "DICT"
+            | "SETITEMS"
+            | "ADDITEMS"
+            | "FROZENSET"
+            | "POP_MARK"
+            | "INST"
+            | "OBJ"
+    )
+}
+
+/// The opcode byte as pickletools shows it: `repr(code)` without quotes.
+fn code_repr(c: u8) -> String {
+    if (0x20..0x7f).contains(&c) && c != b'\\' && c != b'\'' {
+        (c as char).to_string()
+    } else {
+        format!("\\x{c:02x}")
+    }
+}
+
+/// A listing like `python -m pickletools`, one pickle after the other.
+fn list_text(
+    data: &dyn Source,
+    ranges: &[crate::data::Range],
+    trace: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    for (i, r) in ranges.iter().enumerate() {
+        if ranges.len() > 1 {
+            writeln!(
+                out,
+                "{}==> pickle #{i} at {:#x} <==",
+                if i > 0 { "\n" } else { "" },
+                r.start
+            )?;
+        }
+        let mut vm = Vm::new(if trace { VM_LIMIT } else { 0 });
+        let mut marks: Vec<u64> = Vec::new();
+        let mut memo_count = 0u64;
+        let mut maxproto = 0u8;
+        let mut err: Option<io::Error> = None;
+        let mut problems_seen = 0;
+        let end = pickle::scan(data, r.start, r.end.max(r.start + 1), |op: &Op| {
+            maxproto = maxproto.max(op.info.proto);
+            let indent = "    ".repeat(marks.len());
+            let mut line = format!(
+                "{:5}: {:<4} {}{}",
+                op.pos,
+                code_repr(op.info.code),
+                indent,
+                op.name()
+            );
+            let mut markmsg = None;
+            let pops_mark = takes_mark(op.name())
+                || (op.name() == "POP" && trace && vm.stack.is_empty() && !vm.meta.is_empty());
+            if pops_mark {
+                markmsg = Some(match marks.pop() {
+                    Some(m) => format!("(MARK at {m})"),
+                    None => "(MARK at unknown opcode offset)".to_string(),
+                });
+            }
+            if op.name() == "MEMOIZE" {
+                markmsg = Some(format!("(as {memo_count})"));
+            }
+            if matches!(op.name(), "MEMOIZE" | "PUT" | "BINPUT" | "LONG_BINPUT") {
+                memo_count += 1;
+            }
+            let arg = pickle::arg_repr(op, data, 64 << 10);
+            if arg.is_some() || markmsg.is_some() {
+                line.push_str(&" ".repeat(10usize.saturating_sub(op.name().len())));
+                if let Some(a) = arg {
+                    line.push(' ');
+                    line.push_str(&a);
+                }
+                if let Some(m) = markmsg {
+                    line.push(' ');
+                    line.push_str(&m);
+                }
+            }
+            if op.name() == "MARK" {
+                marks.push(op.pos);
+            }
+            line.push('\n');
+            let mut res = out.write_all(line.as_bytes());
+            if trace {
+                vm.step(op, data);
+                let show = |ids: &[u32], vm: &Vm| {
+                    let v: Vec<String> = ids.iter().map(|&x| vm.repr(x, 120)).collect();
+                    format!("[{}]", v.join(", "))
+                };
+                let meta: Vec<String> = vm.meta.iter().map(|s| show(s, &vm)).collect();
+                let memo: Vec<String> = vm
+                    .memo
+                    .iter()
+                    .rev()
+                    .take(8)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .map(|(k, v)| format!("{k}: {}", vm.repr(*v, 80)))
+                    .collect();
+                let more = if vm.memo.len() > 8 {
+                    format!("… {} earlier, ", vm.memo.len() - 8)
+                } else {
+                    String::new()
+                };
+                let mut block = format!(
+                    "       stack: {}\n       metastack: [{}]\n       memo: {{{more}{}}}\n",
+                    show(&vm.stack, &vm),
+                    meta.join(", "),
+                    memo.join(", ")
+                );
+                for p in &vm.problems[problems_seen..] {
+                    block.push_str(&format!("       !!! {}\n", p.message));
+                }
+                problems_seen = vm.problems.len();
+                if res.is_ok() {
+                    res = out.write_all(block.as_bytes());
+                }
+            }
+            match res {
+                Ok(()) => true,
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        match end {
+            End::Stop(_) => writeln!(out, "highest protocol among opcodes = {maxproto}")?,
+            End::Short { at, why } => writeln!(out, "!!! pickle cut off at {at}: {why}")?,
+            End::Invalid { at, why } => writeln!(out, "!!! {why} at {at}")?,
+            End::Halted(_) => {}
+        }
+    }
+    if ranges.is_empty() {
+        writeln!(out, "(no pickle found)")?;
+    }
+    Ok(())
+}
+
+/// Whether the tensors of `id` can be read: headers parsed, the zip's
+/// entries listed (its central directory node is pushed after them) and its
+/// pickles' bytes all there; CRC checks may still be running.
+fn tensors_ready(t: &Tree, id: ExtId) -> bool {
+    t.subtree(id).into_iter().all(|x| {
+        let e = &t.exts[x];
+        let busy = matches!(e.phase, Phase::Parsing | Phase::Waiting);
+        match e.parser {
+            Some("zip") => {
+                !busy
+                    || (e.nodes.iter().any(|n| n.kind == "central directory")
+                        && e.children.iter().all(|&c| {
+                            !t.exts[c].display_name().ends_with(".pkl") || t.exts[c].data.is_final()
+                        }))
+            }
+            // Payload bytes need not be parsed for the table.
+            Some("pickle") | None => true,
+            _ => !busy,
+        }
+    })
+}
+
+pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
+    let session = open(file)?;
+    let id = resolve_final(&session, path)?;
+    wait(&session, |t| tensors_ready(t, id));
+    session.cancel();
+    let t = session.tree();
+    let list = collect(&t, id);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let r = if json {
+        tensors_json(&t, &list, &mut out)
+    } else {
+        tensors_text(&t, &list, &mut out)
+    };
+    finish_output(r.and_then(|_| out.flush()))?;
+    let mut worst = report(&t, &[id]);
+    for x in &list {
+        if x.status != Status::Complete {
+            eprintln!(
+                "pparse: tensor {}: {}: {}",
+                x.name,
+                x.status,
+                x.detail.clone().unwrap_or_default()
+            );
+            worst = worst.max(x.status);
+        }
+    }
+    if list.is_empty() {
+        eprintln!("pparse: no tensors found");
+    }
+    Ok(worst)
+}
+
+/// Tensors of `id`, or of the first extractions below it that have some.
+fn collect(t: &Tree, id: ExtId) -> Vec<Tensor> {
+    let mine = tensors::tensors(t, id);
+    if !mine.is_empty() {
+        return mine;
+    }
+    t.exts[id]
+        .children
+        .iter()
+        .flat_map(|&c| collect(t, c))
+        .collect()
+}
+
+fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
+    let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
+    writeln!(out, "[")?;
+    for (i, x) in list.iter().enumerate() {
+        let nums = |v: &[u64]| {
+            v.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        write!(
+            out,
+            "{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"source\":{},\"offset\":{},\"length\":{},\"status\":\"{}\"",
+            if i > 0 { ",\n" } else { "" },
+            js(&x.name),
+            x.dtype.as_str(),
+            nums(&x.shape),
+            js(&t.path_of(x.source)),
+            x.offset,
+            x.length,
+            x.status.as_str()
+        )?;
+        if let Some(s) = &x.stride {
+            write!(out, ",\"stride\":[{}]", nums(s))?;
+        }
+        if let Some(o) = x.storage_offset {
+            write!(out, ",\"storage_offset\":{o}")?;
+        }
+        if let Some(d) = &x.detail {
+            write!(out, ",\"detail\":{}", js(d))?;
+        }
+        if x.big_endian {
+            write!(out, ",\"byteorder\":\"big\"")?;
+        }
+        write!(out, "}}")?;
+    }
+    writeln!(out, "\n]")
+}
+
+fn tensors_text(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
+    let w = list
+        .iter()
+        .map(|x| x.name.len())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 60);
+    writeln!(
+        out,
+        "{:<w$}  {:<8} {:<20} {:>14}  source",
+        "name", "dtype", "shape", "bytes"
+    )?;
+    for x in list {
+        let shape = format!(
+            "[{}]",
+            x.shape
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut line = format!(
+            "{:<w$}  {:<8} {:<20} {:>14}  {}@{:#x}",
+            crate::name::escape_str(&x.name),
+            x.dtype.as_str(),
+            shape,
+            crate::util::thousands(x.length),
+            {
+                let p = t.path_of(x.source);
+                if p.is_empty() {
+                    t.root().display_name()
+                } else {
+                    p
+                }
+            },
+            x.offset
+        );
+        if x.status != Status::Complete {
+            line.push_str(&format!("  {}", x.status.as_str().to_uppercase()));
+        }
+        if let Some(d) = &x.detail {
+            line.push_str(&format!("  ({d})"));
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,604 @@
+//! Python pickles, every protocol (0–5), read by a VM that never runs code.
+//!
+//! The scan decodes opcodes one by one (no recursion, bounded lines, payloads
+//! left in place) and feeds the symbolic [`vm::Vm`]. Each pickle in the
+//! bytes becomes a top-level node (stacked pickles, as in legacy torch
+//! files, follow each other); its children — the opcodes, the rebuilt object
+//! and the globals it imports with their [`safety`] verdicts — are loaded
+//! from the pickle's range on demand. A truncated or malformed pickle keeps
+//! every opcode before the damage, says where and why, and the scan looks for
+//! a following pickle (`PROTO` 2–5) to go on with.
+
+pub mod ops;
+pub mod safety;
+pub mod vm;
+
+use std::collections::BTreeMap;
+
+use memchr::memmem;
+
+use super::{Format, Parser, Sniff, Step, StepCx};
+use crate::data::{Data, Range, Source};
+use crate::node::{Children, Node, Value};
+use crate::status::Damage;
+use ops::{Arg, Bad, Op, Payload};
+use safety::Verdict;
+use vm::{Id, Obj, Vm};
+
+pub static FORMAT: Format = Format {
+    name: "pickle",
+    sniff,
+    parse: |data| Box::new(PickleParser::new(data.clone())),
+    load,
+};
+
+/// Objects a VM may build before it stops rebuilding (memory bound).
+pub const VM_LIMIT: usize = 4_000_000;
+
+fn sniff(s: &Sniff) -> bool {
+    let named = [".pkl", ".pickle", ".debug_pkl"]
+        .iter()
+        .any(|e| s.name.ends_with(e));
+    let proto = s.head.len() >= 2 && s.head[0] == 0x80 && (2..=5).contains(&s.head[1]);
+    (proto || (named && s.head.first().is_some_and(|&c| ops::info(c).is_some())))
+        && !super::torch::is_legacy(s.head)
+}
+
+/// How the scan of one pickle ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// STOP read; the pickle ends at this offset.
+    Stop(u64),
+    /// The bytes end inside the pickle.
+    Short { at: u64, why: String },
+    /// Not a valid opcode or argument.
+    Invalid { at: u64, why: String },
+    /// Stopped by the caller (budget, or bytes still arriving).
+    Halted(u64),
+}
+
+/// Decodes the opcodes of one pickle from `start` (bounded by `end`),
+/// calling `each` for every opcode; `each` returning false halts.
+pub fn scan(data: &dyn Source, start: u64, end: u64, mut each: impl FnMut(&Op) -> bool) -> End {
+    let mut scratch = Vec::new();
+    let mut pos = start;
+    loop {
+        if pos >= end {
+            return End::Short {
+                at: pos,
+                why: "the bytes end before STOP".into(),
+            };
+        }
+        match ops::decode(data, pos, end, &mut scratch) {
+            Ok(op) => {
+                pos += op.len;
+                let stop = op.info.name == "STOP";
+                if !each(&op) {
+                    return End::Halted(pos);
+                }
+                if stop {
+                    return End::Stop(pos);
+                }
+            }
+            Err(Bad::Short(why)) => return End::Short { at: pos, why },
+            Err(Bad::Invalid(why)) => return End::Invalid { at: pos, why },
+        }
+    }
+}
+
+/// Runs the VM over the pickle at `start`; returns the machine, how the
+/// scan ended and the number of opcodes.
+pub fn run(data: &dyn Source, start: u64, end: u64, limit: usize) -> (Vm, End, u64) {
+    let mut vm = Vm::new(limit);
+    let mut n = 0;
+    let e = scan(data, start, end, |op| {
+        n += 1;
+        vm.step(op, data);
+        true
+    });
+    (vm, e, n)
+}
+
+/// Finds where the next pickle may start at or after `from`: `PROTO 2..5`.
+fn next_proto(data: &dyn Source, from: u64, end: u64) -> Option<u64> {
+    let mut buf = Vec::new();
+    let mut pos = from;
+    while pos + 2 <= end {
+        let w = crate::data::view(data, pos, 1 << 20, &mut buf).ok()?;
+        if w.len() < 2 {
+            return None;
+        }
+        for i in memmem::find_iter(w, b"\x80") {
+            if let Some(&p) = w.get(i + 1)
+                && (2..=5).contains(&p)
+            {
+                return Some(pos + i as u64);
+            }
+        }
+        pos += (w.len() as u64 - 1).max(1);
+    }
+    None
+}
+
+/// The globals a VM saw, with verdicts.
+pub fn globals(vm: &Vm) -> BTreeMap<String, Verdict> {
+    let mut out = BTreeMap::new();
+    for o in &vm.objs {
+        if let Obj::Global { module, name } = o {
+            out.insert(format!("{module}.{name}"), safety::classify(module, name));
+        }
+    }
+    out
+}
+
+struct Current {
+    start: u64,
+    node: usize,
+    vm: Vm,
+    ops: u64,
+}
+
+struct PickleParser {
+    data: Data,
+    pos: u64,
+    count: usize,
+    cur: Option<Current>,
+    done: bool,
+    scratch: Vec<u8>,
+}
+
+impl PickleParser {
+    fn new(data: Data) -> PickleParser {
+        PickleParser {
+            data,
+            pos: 0,
+            count: 0,
+            cur: None,
+            done: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn finish_pickle(&mut self, cx: &mut StepCx, end: u64, damage: Option<Damage>) {
+        let Some(cur) = self.cur.take() else { return };
+        let g = globals(&cur.vm);
+        let worst = g.values().copied().max();
+        let mut text = format!("protocol {}, {} opcodes", cur.vm.proto, cur.ops);
+        if let Some(r) = cur.vm.result {
+            text.push_str(&format!(" → {}", cur.vm.repr(r, 100)));
+        }
+        match worst {
+            Some(Verdict::Dangerous) => {
+                let bad: Vec<&str> = g
+                    .iter()
+                    .filter(|(_, v)| **v == Verdict::Dangerous)
+                    .map(|(k, _)| k.as_str())
+                    .take(3)
+                    .collect();
+                text.push_str(&format!("; DANGEROUS imports: {}", bad.join(", ")));
+            }
+            Some(Verdict::Unknown) => text.push_str("; imports outside the weights-only allowlist"),
+            _ => {}
+        }
+        for p in cur.vm.problems.iter().take(20) {
+            cx.damage(Damage::corrupt(
+                Range::new(p.pos, p.pos + 1),
+                format!("pickle #{}: {} (at {:#x})", self.count, p.message, p.pos),
+            ));
+        }
+        let node_damage = damage.clone().or_else(|| {
+            cur.vm
+                .problems
+                .first()
+                .map(|p| Damage::corrupt(Range::new(p.pos, p.pos + 1), p.message.clone()))
+        });
+        if let Some(d) = damage {
+            cx.damage(d);
+        }
+        let start = cur.start;
+        cx.edit_node(cur.node, move |n| {
+            n.range = Range::new(start, end);
+            n.value = Some(Value::Str(text.into()));
+            n.damage = node_damage.map(Box::new);
+        });
+    }
+}
+
+impl Parser for PickleParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        if self.done {
+            return Step::Done;
+        }
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let mut used = 0u64;
+        while used < cx.budget {
+            if self.cur.is_none() {
+                if self.pos >= avail {
+                    if fin {
+                        self.done = true;
+                        cx.progress(avail, Some(avail));
+                        return Step::Done;
+                    }
+                    return Step::Blocked;
+                }
+                let mut b = [0u8; 1];
+                let _ = data.read_at(self.pos, &mut b);
+                if self.count > 0 && ops::info(b[0]).is_none() {
+                    let r = Range::new(self.pos, avail);
+                    cx.push_node(
+                        Node::new("trailing", "bytes after the last pickle", r).uint(r.len()),
+                    );
+                    self.done = true;
+                    return Step::Done;
+                }
+                let node = cx.push_node(
+                    Node::new(
+                        "pickle",
+                        format!("pickle #{}", self.count),
+                        Range::new(self.pos, self.pos),
+                    )
+                    .lazy(),
+                );
+                self.cur = Some(Current {
+                    start: self.pos,
+                    node,
+                    vm: Vm::new(VM_LIMIT),
+                    ops: 0,
+                });
+            }
+            let cur = self.cur.as_mut().expect("set above");
+            match ops::decode(&*data, self.pos, avail, &mut self.scratch) {
+                Ok(op) => {
+                    self.pos += op.len;
+                    used += op.len.max(16);
+                    cur.ops += 1;
+                    if !cur.vm.step(&op, &*data) {
+                        let end = self.pos;
+                        self.finish_pickle(cx, end, None);
+                        self.count += 1;
+                    }
+                }
+                Err(Bad::Short(_)) if !fin => return Step::Blocked,
+                Err(Bad::Short(why)) => {
+                    let at = self.pos;
+                    let d = Damage::truncated(
+                        Range::new(at, avail),
+                        format!("pickle #{} is cut off at {at:#x}: {why}", self.count),
+                    );
+                    self.finish_pickle(cx, avail, Some(d));
+                    self.done = true;
+                    cx.progress(avail, Some(avail));
+                    return Step::Done;
+                }
+                Err(Bad::Invalid(why)) => {
+                    let at = self.pos;
+                    let next = next_proto(&*data, at + 1, avail)
+                        .filter(|&n| matches!(scan(&*data, n, avail, |_| true), End::Stop(_)));
+                    let stop = next.unwrap_or(avail);
+                    let d = Damage::corrupt(
+                        Range::new(at, stop),
+                        match next {
+                            Some(n) => format!(
+                                "pickle #{}: {why} at {at:#x}; skipped to the next pickle at {n:#x}",
+                                self.count
+                            ),
+                            None => format!(
+                                "pickle #{}: {why} at {at:#x}; nothing readable after it",
+                                self.count
+                            ),
+                        },
+                    );
+                    self.finish_pickle(cx, at, Some(d));
+                    self.count += 1;
+                    if next.is_some() && stop > at {
+                        let r = Range::new(at, stop);
+                        cx.push_node(
+                            Node::new("skipped", "unreadable bytes", r)
+                                .uint(r.len())
+                                .damaged(Damage::corrupt(r, "not a pickle")),
+                        );
+                    }
+                    match next {
+                        Some(n) => self.pos = n,
+                        None => {
+                            self.done = true;
+                            return Step::Done;
+                        }
+                    }
+                }
+            }
+        }
+        cx.progress(self.pos, fin.then_some(avail));
+        Step::Yield
+    }
+}
+
+/// Most nodes an object tree gets when loaded (the rest is summarised).
+const TREE_NODES: usize = 200_000;
+/// Opcodes per chunk node.
+const CHUNK: usize = 1000;
+
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    let r = node.range;
+    match node.kind {
+        "pickle" => {
+            let (vm, _, n) = run(data, r.start, r.end, VM_LIMIT);
+            let mut out = vec![Node::new("opcodes", "opcodes", r).uint(n).lazy()];
+            if let Some(res) = vm.result {
+                let mut budget = TREE_NODES;
+                out.push(object_node(&vm, res, "result".into(), 0, &mut budget));
+            } else if let Some(&top) = vm.stack.last() {
+                let mut budget = TREE_NODES;
+                out.push(object_node(
+                    &vm,
+                    top,
+                    "top of stack (no STOP)".into(),
+                    0,
+                    &mut budget,
+                ));
+            }
+            let g = globals(&vm);
+            let kids: Vec<Node> = g
+                .iter()
+                .map(|(name, v)| {
+                    Node::new("global", name.clone(), r).text(format!(
+                        "{}: {}",
+                        v.as_str(),
+                        v.explain()
+                    ))
+                })
+                .collect();
+            out.push(
+                Node::new("globals", "globals", r)
+                    .uint(kids.len() as u64)
+                    .with_children(kids),
+            );
+            if !vm.problems.is_empty() {
+                let probs = vm
+                    .problems
+                    .iter()
+                    .map(|p| {
+                        let pr = Range::new(p.pos, p.pos + 1);
+                        Node::new("problem", format!("at {:#x}", p.pos), pr)
+                            .text(p.message.clone())
+                            .damaged(Damage::corrupt(pr, p.message.clone()))
+                    })
+                    .collect();
+                out.push(Node::new("problems", "problems", r).with_children(probs));
+            }
+            out
+        }
+        "opcodes" if matches!(node.value, Some(Value::UInt(n)) if n as usize > 2 * CHUNK) => {
+            // Chunks of CHUNK opcodes, found by one decoding pass.
+            let mut chunks: Vec<(usize, Range)> = Vec::new();
+            let mut count = 0usize;
+            let mut first = 0usize;
+            let mut chunk_start = r.start;
+            let mut last_end = r.start;
+            scan(data, r.start, r.end, |op| {
+                if count > first && count - first == CHUNK {
+                    chunks.push((first, Range::new(chunk_start, op.pos)));
+                    first = count;
+                    chunk_start = op.pos;
+                }
+                count += 1;
+                last_end = op.pos + op.len;
+                true
+            });
+            chunks.push((first, Range::new(chunk_start, last_end)));
+            chunks
+                .into_iter()
+                .map(|(first, cr)| {
+                    Node::new("op chunk", format!("opcodes {first}…"), cr)
+                        .uint(cr.len())
+                        .lazy()
+                })
+                .collect()
+        }
+        "opcodes" | "op chunk" => {
+            let mut ops = Vec::new();
+            scan(data, r.start, r.end, |op| {
+                if op.pos >= r.end {
+                    return false;
+                }
+                ops.push(op_node(op, data));
+                true
+            });
+            ops
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A node for one opcode: its name, range and argument.
+pub fn op_node(op: &Op, data: &dyn Source) -> Node {
+    let mut n = Node::new("op", op.name(), op.range());
+    if let Some(a) = arg_repr(op, data, 200) {
+        n = n.text(a);
+    }
+    n
+}
+
+/// The argument as pickletools prints it (`repr(arg)`), cut at `max` bytes.
+pub fn arg_repr(op: &Op, data: &dyn Source, max: usize) -> Option<String> {
+    let s = match &op.arg {
+        Arg::None => return None,
+        Arg::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        Arg::Int(v) => v.to_string(),
+        Arg::Big(s) => s.to_string(),
+        Arg::Float(f) => vm::py_float(*f),
+        Arg::Text(t) => vm::py_str(t),
+        Arg::Payload(kind, r) => {
+            let n = (r.len() as usize).min(max + 4);
+            let mut b = vec![0u8; n];
+            let k = data.read_at(r.start, &mut b).unwrap_or(0);
+            b.truncate(k);
+            match kind {
+                Payload::Bytes | Payload::ByteArray => {
+                    let inner = vm::py_bytes(&b);
+                    if *kind == Payload::ByteArray {
+                        format!("bytearray({inner})")
+                    } else {
+                        inner
+                    }
+                }
+                Payload::Latin1 => vm::py_str(&b.iter().map(|&c| c as char).collect::<String>()),
+                Payload::Utf8 => vm::py_str(&String::from_utf8_lossy(&b)),
+            }
+        }
+    };
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return Some(format!("{}…", &s[..cut]));
+    }
+    Some(s)
+}
+
+/// The argument as JSON (DESIGN.md): bytes as `{"hex": ...}`, integers
+/// beyond 2^53 as strings, NaN and infinities as strings.
+pub fn arg_json(op: &Op, data: &dyn Source) -> String {
+    let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
+    match &op.arg {
+        Arg::None => "null".into(),
+        Arg::Bool(b) => b.to_string(),
+        Arg::Int(v) if v.unsigned_abs() > 1 << 53 => format!("\"{v}\""),
+        Arg::Int(v) => v.to_string(),
+        Arg::Big(s) => format!("\"{s}\""),
+        Arg::Float(f) if f.is_nan() => "\"nan\"".into(),
+        Arg::Float(f) if f.is_infinite() => if *f > 0.0 { "\"inf\"" } else { "\"-inf\"" }.into(),
+        // Python's repr of a finite float is valid JSON.
+        Arg::Float(f) => vm::py_float(*f),
+        Arg::Text(t) => js(t),
+        Arg::Payload(kind, r) => {
+            let mut b = vec![0u8; r.len().min(1 << 30) as usize];
+            let k = data.read_at(r.start, &mut b).unwrap_or(0);
+            b.truncate(k);
+            match kind {
+                Payload::Bytes | Payload::ByteArray => {
+                    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                    format!("{{\"hex\":\"{hex}\"}}")
+                }
+                Payload::Latin1 => js(&b.iter().map(|&c| c as char).collect::<String>()),
+                Payload::Utf8 => js(&String::from_utf8_lossy(&b)),
+            }
+        }
+    }
+}
+
+/// The object tree of a VM as nodes (depth- and count-limited).
+pub fn object_node(vm: &Vm, id: Id, name: String, depth: usize, budget: &mut usize) -> Node {
+    let (a, b) = vm.spans.get(id as usize).copied().unwrap_or((0, 0));
+    let range = Range::new(a, b + 1);
+    let obj = vm.get(id);
+    let kind = match obj {
+        Obj::None => "None",
+        Obj::Bool(_) => "bool",
+        Obj::Int(_) | Obj::Big(_) => "int",
+        Obj::Float(_) => "float",
+        Obj::Str(_) => "str",
+        Obj::Bytes { .. } => "bytes",
+        Obj::Tuple(_) => "tuple",
+        Obj::List(_) => "list",
+        Obj::Dict(_) => "dict",
+        Obj::Set(_) => "set",
+        Obj::FrozenSet(_) => "frozenset",
+        Obj::Global { .. } => "global",
+        Obj::Call(_) => "call",
+        Obj::Persistent(_) => "persistent",
+        Obj::Ext(_) => "extension",
+        Obj::Buffer { .. } => "buffer",
+        Obj::Unknown => "unknown",
+    };
+    let mut n = Node::new(kind, name, range).text(vm.repr(id, 160));
+    *budget = budget.saturating_sub(1);
+    if depth >= 64 || *budget == 0 {
+        return n;
+    }
+    let mut kids = Vec::new();
+    let add = |name: String, id: Id, kids: &mut Vec<Node>, budget: &mut usize| {
+        if *budget > 0 {
+            kids.push(object_node(vm, id, name, depth + 1, budget));
+        }
+    };
+    match obj {
+        Obj::Tuple(v) | Obj::List(v) | Obj::Set(v) | Obj::FrozenSet(v) => {
+            for (i, &x) in v.iter().enumerate() {
+                add(format!("[{i}]"), x, &mut kids, budget);
+            }
+        }
+        Obj::Dict(v) => {
+            for &(k, x) in v {
+                add(vm.repr(k, 80), x, &mut kids, budget);
+            }
+        }
+        Obj::Call(c) => {
+            add("callable".into(), c.func, &mut kids, budget);
+            for (i, &x) in c.args.iter().enumerate() {
+                add(format!("arg {i}"), x, &mut kids, budget);
+            }
+            if let Some(k) = c.kwargs {
+                add("kwargs".into(), k, &mut kids, budget);
+            }
+            for &(k, x) in &c.items {
+                add(vm.repr(k, 80), x, &mut kids, budget);
+            }
+            for (i, &x) in c.appended.iter().enumerate() {
+                add(format!("[{i}]"), x, &mut kids, budget);
+            }
+            if let Some(s) = c.state {
+                add("state".into(), s, &mut kids, budget);
+            }
+        }
+        Obj::Persistent(p) => add("pid".into(), *p, &mut kids, budget),
+        _ => {}
+    }
+    if !kids.is_empty() {
+        n.children = Children::Loaded(kids);
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+
+    fn vm_of(bytes: &[u8]) -> (Vm, End) {
+        let m = MemSource::new(bytes.to_vec());
+        let (vm, e, _) = run(&m, 0, bytes.len() as u64, 1000);
+        (vm, e)
+    }
+
+    #[test]
+    fn rebuilds_symbolically() {
+        // pickle.dumps({'a': [1, (2, 'x')]}, protocol=2)
+        let p = b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01]q\x02(K\x01K\x02X\x01\x00\x00\x00xq\x03\x86q\x04es.";
+        let (vm, e) = vm_of(p);
+        assert_eq!(e, End::Stop(p.len() as u64));
+        assert_eq!(vm.repr(vm.result.unwrap(), 100), "{'a': [1, (2, 'x')]}");
+        assert!(vm.problems.is_empty());
+    }
+
+    #[test]
+    fn never_calls_anything() {
+        // cos\nsystem\n(S'echo hi'\ntR.
+        let p = b"cos\nsystem\n(S'echo hi'\ntR.";
+        let (vm, _) = vm_of(p);
+        assert_eq!(vm.repr(vm.result.unwrap(), 100), "os.system('echo hi')");
+        assert_eq!(globals(&vm)["os.system"], Verdict::Dangerous);
+    }
+
+    #[test]
+    fn errors_are_recorded_not_fatal() {
+        let (vm, _) = vm_of(b"\x80\x02h\x05R.");
+        assert!(vm.problems.iter().any(|p| p.message.contains("memo key 5")));
+        assert!(vm.problems.iter().any(|p| p.message.contains("underflow")));
+        let (_, e) = vm_of(b"\x80\x02]q\x00(K\x01K");
+        assert!(matches!(e, End::Short { .. }));
+    }
+}

@@ -1,0 +1,686 @@
+//! PyTorch checkpoints: the legacy (pre-1.6) stream format, and the tensor
+//! table of every torch format.
+//!
+//! * Zip checkpoints (`torch.save` since 1.6, TorchScript archives) are
+//!   parsed by the zip parser; their `data.pkl` and `constants.pkl` by the
+//!   pickle parser. [`tensors`] reads the pickle with the symbolic VM and
+//!   resolves each `_rebuild_tensor*` call to the bytes of its storage
+//!   record `<prefix>/data/<key>`.
+//! * The legacy stream is five pickles (magic number, protocol version,
+//!   sys_info, the object, the storage keys) followed by the raw storages,
+//!   each an int64 element count and the bytes, in key order. This parser
+//!   shows the pickles as nodes and each storage as a child extraction.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::pickle::vm::{CallKind, Id, Obj, Vm};
+use super::pickle::{self, End, VM_LIMIT};
+use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use crate::data::{Data, Range, SliceSource, read_exact_at};
+use crate::extraction::{EntryKind, ExtId, Tree};
+use crate::name::Name;
+use crate::node::Node;
+use crate::status::{Damage, Status};
+use crate::view::tensors::{Dtype, Tensor};
+
+pub static FORMAT: Format = Format {
+    name: "torch",
+    sniff: |s: &Sniff| is_legacy(s.head),
+    parse: |data| Box::new(LegacyParser::new(data.clone())),
+    load: super::pickle::FORMAT.load,
+};
+
+/// The legacy magic number 0x1950a86a20f9469cfc6c as a LONG1 argument.
+const MAGIC: &[u8] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+/// Whether bytes start with the legacy torch magic-number pickle.
+pub fn is_legacy(head: &[u8]) -> bool {
+    head.len() > MAGIC.len() + 2
+        && head[0] == 0x80
+        && memchr::memmem::find(&head[..head.len().min(32)], MAGIC).is_some()
+}
+
+const PICKLES: [&str; 5] = [
+    "magic number",
+    "protocol version",
+    "sys_info",
+    "object",
+    "storage keys",
+];
+
+struct LegacyParser {
+    data: Data,
+    pos: u64,
+    index: usize,
+    /// Storage key → (dtype, element size) from the object pickle's ids.
+    storages: HashMap<String, (Option<Dtype>, u64)>,
+    keys: Vec<String>,
+    next_key: usize,
+    done: bool,
+}
+
+impl LegacyParser {
+    fn new(data: Data) -> LegacyParser {
+        LegacyParser {
+            data,
+            pos: 0,
+            index: 0,
+            storages: HashMap::new(),
+            keys: Vec::new(),
+            next_key: 0,
+            done: false,
+        }
+    }
+
+    fn finish(&mut self, cx: &mut StepCx) -> Step {
+        self.done = true;
+        let a = self.data.available();
+        cx.progress(a, Some(a));
+        Step::Done
+    }
+}
+
+impl Parser for LegacyParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        if self.done {
+            return Step::Done;
+        }
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        while self.index < PICKLES.len() {
+            let start = self.pos;
+            let (vm, end, n) = pickle::run(&*data, start, avail, VM_LIMIT);
+            let what = PICKLES[self.index];
+            let stop = match end {
+                End::Stop(e) => e,
+                End::Short { .. } if !fin => return Step::Blocked,
+                End::Short { at, why } | End::Invalid { at, why } => {
+                    let r = Range::new(start, avail);
+                    cx.push_node(
+                        Node::new("pickle", format!("pickle #{} ({what})", self.index), r)
+                            .lazy()
+                            .damaged(Damage::corrupt(Range::new(at, at), why.clone())),
+                    );
+                    let d = if at >= avail {
+                        Damage::truncated(
+                            Range::new(at, avail),
+                            format!("the {what} pickle is cut off: {why}"),
+                        )
+                    } else {
+                        Damage::corrupt(
+                            Range::new(at, avail),
+                            format!("the {what} pickle is damaged at {at:#x}: {why}"),
+                        )
+                    };
+                    cx.damage(d);
+                    return self.finish(cx);
+                }
+                End::Halted(e) => e,
+            };
+            let summary = vm.result.map(|r| vm.repr(r, 100)).unwrap_or_default();
+            cx.push_node(
+                Node::new(
+                    "pickle",
+                    format!("pickle #{} ({what})", self.index),
+                    Range::new(start, stop),
+                )
+                .text(format!("{n} opcodes → {summary}"))
+                .lazy(),
+            );
+            match self.index {
+                0 if !summary.contains("119547037146038801333356") => {
+                    cx.damage(Damage::corrupt(
+                        Range::new(start, stop),
+                        "not the torch magic number",
+                    ));
+                }
+                3 => self.storages = storage_ids(&vm),
+                4 => {
+                    if let Some(Obj::List(items)) = vm.result.map(|r| vm.get(r)) {
+                        self.keys = items.iter().filter_map(|&k| text(&vm, k)).collect();
+                    }
+                }
+                _ => {}
+            }
+            self.pos = stop;
+            self.index += 1;
+        }
+        // The raw storages: int64 numel, then the bytes, in key order.
+        while self.next_key < self.keys.len() {
+            let key = self.keys[self.next_key].clone();
+            let at = self.pos;
+            let mut n = [0u8; 8];
+            if !matches!(read_exact_at(&*data, at, &mut n), Ok(true)) {
+                if !fin {
+                    return Step::Blocked;
+                }
+                let missing = self.keys.len() - self.next_key;
+                cx.damage(Damage::truncated(
+                    Range::new(at, avail),
+                    format!("file ends before storage {key} ({missing} storages missing)"),
+                ));
+                return self.finish(cx);
+            }
+            let numel = u64::from_le_bytes(n);
+            let Some(&(dtype, size)) = self.storages.get(&key) else {
+                cx.damage(Damage::corrupt(
+                    Range::new(at, at + 8),
+                    format!("storage key {key} is not used by the object pickle: its element size is unknown"),
+                ));
+                return self.finish(cx);
+            };
+            let Some(bytes) = numel.checked_mul(size).filter(|&b| b <= u64::MAX / 2) else {
+                cx.damage(Damage::corrupt(
+                    Range::new(at, at + 8),
+                    format!("storage {key}: bad element count {numel}"),
+                ));
+                return self.finish(cx);
+            };
+            let body = Range::new(at + 8, at + 8 + bytes);
+            let label = dtype.map_or("?", |d| d.as_str());
+            cx.push_node(
+                Node::new(
+                    "storage",
+                    format!("storage {key}"),
+                    Range::new(at, body.end),
+                )
+                .text(format!("{label} × {numel} ({bytes} bytes)")),
+            );
+            let mut spec = ChildSpec::new(
+                Name::new(format!("storage/{key}")),
+                EntryKind::File,
+                Arc::new(SliceSource::new(data.clone(), body)) as Data,
+            );
+            spec.origin = Some(body);
+            spec.declared_size = Some(bytes);
+            let child = cx.add_child(spec);
+            if body.end > avail && fin {
+                let have = avail.saturating_sub(body.start);
+                cx.child_damage(
+                    child,
+                    Damage::truncated(
+                        Range::new(have, have),
+                        format!("storage cut off: {have} of {bytes} bytes"),
+                    ),
+                );
+                cx.damage(Damage::truncated(
+                    Range::new(avail, avail),
+                    format!("storage {key} is cut off ({have} of {bytes} bytes)"),
+                ));
+            }
+            self.pos = body.end;
+            self.next_key += 1;
+            if body.end > avail {
+                return if fin { self.finish(cx) } else { Step::Blocked };
+            }
+        }
+        if self.pos < avail {
+            let r = Range::new(self.pos, avail);
+            cx.push_node(Node::new("trailing", "bytes after the storages", r).uint(r.len()));
+        } else if !fin {
+            return Step::Blocked;
+        }
+        self.finish(cx)
+    }
+}
+
+fn text(vm: &Vm, id: Id) -> Option<String> {
+    match vm.get(id) {
+        Obj::Str(t) => Some(t.text.to_string()),
+        Obj::Int(v) => Some(v.to_string()),
+        _ => None,
+    }
+}
+
+fn int(vm: &Vm, id: Id) -> Option<i64> {
+    match vm.get(id) {
+        Obj::Int(v) => Some(*v),
+        Obj::Bool(b) => Some(*b as i64),
+        _ => None,
+    }
+}
+
+fn ints(vm: &Vm, id: Id) -> Option<Vec<u64>> {
+    match vm.get(id) {
+        Obj::Tuple(v) | Obj::List(v) => v
+            .iter()
+            .map(|&x| int(vm, x).and_then(|i| u64::try_from(i).ok()))
+            .collect(),
+        // torch.Size((...)) pickles as a call.
+        Obj::Call(c) if c.args.len() == 1 => ints(vm, c.args[0]),
+        _ => None,
+    }
+}
+
+/// The dtype a storage class holds, and its element size in bytes
+/// (UntypedStorage counts bytes).
+fn storage_dtype(name: &str) -> (Option<Dtype>, u64) {
+    let d = match name {
+        "DoubleStorage" => Dtype::F64,
+        "FloatStorage" => Dtype::F32,
+        "HalfStorage" => Dtype::F16,
+        "BFloat16Storage" => Dtype::BF16,
+        "LongStorage" => Dtype::I64,
+        "IntStorage" => Dtype::I32,
+        "ShortStorage" => Dtype::I16,
+        "CharStorage" => Dtype::I8,
+        "ByteStorage" => Dtype::U8,
+        "BoolStorage" => Dtype::BOOL,
+        "ComplexFloatStorage" => Dtype::C64,
+        "ComplexDoubleStorage" => Dtype::C128,
+        "QInt8Storage" => Dtype::QI8,
+        "QUInt8Storage" => Dtype::QU8,
+        "QInt32Storage" => Dtype::QI32,
+        "QUInt4x2Storage" => Dtype::QU4X2,
+        "QUInt2x4Storage" => Dtype::QU2X4,
+        _ => return (None, 1),
+    };
+    (Some(d), d.bits() / 8)
+}
+
+/// A `torch.<dtype>` global as a Dtype.
+fn torch_dtype(name: &str) -> Option<Dtype> {
+    Some(match name {
+        "float32" | "float" => Dtype::F32,
+        "float64" | "double" => Dtype::F64,
+        "float16" | "half" => Dtype::F16,
+        "bfloat16" => Dtype::BF16,
+        "int64" | "long" => Dtype::I64,
+        "int32" | "int" => Dtype::I32,
+        "int16" | "short" => Dtype::I16,
+        "int8" => Dtype::I8,
+        "uint8" => Dtype::U8,
+        "uint16" => Dtype::U16,
+        "uint32" => Dtype::U32,
+        "uint64" => Dtype::U64,
+        "bool" => Dtype::BOOL,
+        "complex64" | "cfloat" => Dtype::C64,
+        "complex128" | "cdouble" => Dtype::C128,
+        "complex32" | "chalf" => Dtype::C32,
+        "float8_e4m3fn" => Dtype::F8_E4M3,
+        "float8_e5m2" => Dtype::F8_E5M2,
+        "float8_e4m3fnuz" => Dtype::F8_E4M3FNUZ,
+        "float8_e5m2fnuz" => Dtype::F8_E5M2FNUZ,
+        "float8_e8m0fnu" => Dtype::F8_E8M0,
+        "qint8" => Dtype::QI8,
+        "quint8" => Dtype::QU8,
+        "qint32" => Dtype::QI32,
+        "quint4x2" => Dtype::QU4X2,
+        "quint2x4" => Dtype::QU2X4,
+        // Packed and bit types: one byte per element as torch counts them.
+        "float4_e2m1fn_x2" | "bits8" | "bits1x8" | "bits2x4" | "bits4x2" => Dtype::U8,
+        "bits16" => Dtype::U16,
+        _ => return None,
+    })
+}
+
+/// A persistent id `('storage', cls, key, location, numel[, view])`.
+struct Pid {
+    dtype: Option<Dtype>,
+    elsize: u64,
+    key: String,
+    numel: u64,
+    location: String,
+    /// Legacy views: (root key, offset in elements, size).
+    view: Option<(String, u64, u64)>,
+}
+
+fn pid(vm: &Vm, id: Id) -> Option<Pid> {
+    let Obj::Persistent(p) = vm.get(id) else {
+        return None;
+    };
+    let Obj::Tuple(t) = vm.get(*p) else {
+        return None;
+    };
+    if t.len() < 5 || text(vm, t[0]).as_deref() != Some("storage") {
+        return None;
+    }
+    let (_, name) = vm.global(t[1])?;
+    let (dtype, elsize) = storage_dtype(name);
+    let view = t.get(5).and_then(|&v| match vm.get(v) {
+        Obj::Tuple(x) if x.len() == 3 => Some((
+            text(vm, x[0])?,
+            int(vm, x[1])?.max(0) as u64,
+            int(vm, x[2])?.max(0) as u64,
+        )),
+        _ => None,
+    });
+    Some(Pid {
+        dtype,
+        elsize,
+        key: text(vm, t[2])?,
+        location: text(vm, t[3]).unwrap_or_default(),
+        numel: int(vm, t[4])?.max(0) as u64,
+        view,
+    })
+}
+
+/// Storage key → (dtype, element size) for every persistent id.
+fn storage_ids(vm: &Vm) -> HashMap<String, (Option<Dtype>, u64)> {
+    let mut out = HashMap::new();
+    for i in 0..vm.objs.len() {
+        if let Some(p) = pid(vm, i as Id) {
+            out.insert(p.key.clone(), (p.dtype, p.elsize));
+            if let Some((root, _, _)) = p.view {
+                out.entry(root).or_insert((p.dtype, p.elsize));
+            }
+        }
+    }
+    out
+}
+
+/// What a `_rebuild_*` call says about a tensor.
+struct Found {
+    pid: Option<Pid>,
+    dtype: Option<Dtype>,
+    offset: u64,
+    shape: Vec<u64>,
+    stride: Vec<u64>,
+    note: Option<&'static str>,
+}
+
+fn rebuild(vm: &Vm, id: Id, depth: usize) -> Option<Found> {
+    let Obj::Call(c) = vm.get(id) else {
+        return None;
+    };
+    if c.kind != CallKind::Reduce {
+        return None;
+    }
+    let (module, name) = vm.global(c.func)?;
+    rebuild_call(vm, module, name, &c.args, depth)
+}
+
+/// `module.name(*a)` if it rebuilds a tensor.
+fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Option<Found> {
+    if depth > 8 {
+        return None;
+    }
+    match (module, name) {
+        (
+            "torch._utils",
+            "_rebuild_tensor" | "_rebuild_tensor_v2" | "_rebuild_tensor_v3" | "_rebuild_qtensor",
+        ) if a.len() >= 4 => {
+            let p = pid(vm, a[0]);
+            let mut dtype = p.as_ref().and_then(|p| p.dtype);
+            if name == "_rebuild_tensor_v3"
+                && let Some(t) = a
+                    .get(6)
+                    .and_then(|&d| vm.global(d))
+                    .and_then(|(_, n)| torch_dtype(n))
+            {
+                dtype = Some(t);
+            }
+            Some(Found {
+                pid: p,
+                dtype,
+                offset: int(vm, a[1])?.max(0) as u64,
+                shape: ints(vm, a[2])?,
+                stride: ints(vm, a[3])?,
+                note: (name == "_rebuild_qtensor").then_some("quantized"),
+            })
+        }
+        ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state")
+        | ("torch._utils", "_rebuild_device_tensor_from_cpu_tensor")
+            if !a.is_empty() =>
+        {
+            rebuild(vm, a[0], depth + 1)
+        }
+        ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => Some(Found {
+            pid: None,
+            dtype: vm.global(a[0]).and_then(|(_, n)| torch_dtype(n)),
+            offset: 0,
+            shape: ints(vm, a[1])?,
+            stride: ints(vm, a[2])?,
+            note: Some("meta tensor: no data"),
+        }),
+        ("torch._tensor", "_rebuild_from_type_v2") if a.len() >= 3 => {
+            // (func, new_type, args, state): the inner call is func(*args).
+            let (m, n) = vm.global(a[0])?;
+            match vm.get(a[2]) {
+                Obj::Tuple(inner) => rebuild_call(vm, m, n, inner, depth + 1),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Tensors found under `id`, with their paths.
+fn walk(
+    vm: &Vm,
+    id: Id,
+    path: &str,
+    out: &mut Vec<(String, Found)>,
+    depth: usize,
+    seen: &mut Vec<Id>,
+) {
+    if depth > 64 || seen.contains(&id) || out.len() > 1_000_000 {
+        return;
+    }
+    if let Some(f) = rebuild(vm, id, 0) {
+        out.push((path.to_string(), f));
+        return;
+    }
+    seen.push(id);
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    let key = |k: Id| text(vm, k).unwrap_or_else(|| vm.repr(k, 60));
+    match vm.get(id) {
+        Obj::Dict(pairs) => {
+            for &(k, v) in pairs {
+                walk(vm, v, &join(&key(k)), out, depth + 1, seen);
+            }
+        }
+        Obj::List(items) | Obj::Tuple(items) => {
+            for (i, &v) in items.iter().enumerate() {
+                walk(vm, v, &join(&i.to_string()), out, depth + 1, seen);
+            }
+        }
+        Obj::Call(c) => {
+            for &(k, v) in &c.items {
+                walk(vm, v, &join(&key(k)), out, depth + 1, seen);
+            }
+            for (i, &v) in c.appended.iter().enumerate() {
+                walk(vm, v, &join(&i.to_string()), out, depth + 1, seen);
+            }
+            // OrderedDict([[k, v], ...]) in old files.
+            if vm
+                .global(c.func)
+                .is_some_and(|(m, n)| m == "collections" && n == "OrderedDict")
+                && let Some(Obj::List(pairs)) = c.args.first().map(|&a| vm.get(a))
+            {
+                for &p in pairs {
+                    if let Obj::List(kv) | Obj::Tuple(kv) = vm.get(p)
+                        && kv.len() == 2
+                    {
+                        walk(vm, kv[1], &join(&key(kv[0])), out, depth + 1, seen);
+                    }
+                }
+            }
+            if let Some(s) = c.state {
+                walk(vm, s, path, out, depth + 1, seen);
+            }
+        }
+        _ => {}
+    }
+    seen.pop();
+}
+
+/// Finds a child of `ext` by its exact name.
+fn child_named(tree: &Tree, ext: ExtId, name: &str) -> Option<ExtId> {
+    tree.exts[ext]
+        .children
+        .iter()
+        .copied()
+        .find(|&c| tree.exts[c].name.raw() == name.as_bytes())
+}
+
+/// The archive prefix of a torch zip: the part of `data.pkl`'s name before it.
+fn zip_prefix(tree: &Tree, ext: ExtId) -> Option<String> {
+    tree.exts[ext].children.iter().find_map(|&c| {
+        let n = tree.exts[c].display_name();
+        n.strip_suffix("data.pkl")
+            .filter(|p| p.is_empty() || p.ends_with('/'))
+            .map(str::to_string)
+    })
+}
+
+/// The tensors of a torch checkpoint (zip or legacy), or none.
+pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+    let e = &tree.exts[ext];
+    match e.parser {
+        Some("zip") => {
+            let Some(prefix) = zip_prefix(tree, ext) else {
+                return Vec::new();
+            };
+            let big = child_named(tree, ext, &format!("{prefix}byteorder")).is_some_and(|b| {
+                let mut buf = [0u8; 3];
+                matches!(read_exact_at(&*tree.exts[b].data, 0, &mut buf), Ok(true))
+                    && &buf == b"big"
+            });
+            let mut out = Vec::new();
+            for (pkl, dir, label) in [
+                ("data.pkl", "data", ""),
+                ("constants.pkl", "constants", "constants."),
+            ] {
+                let Some(p) = child_named(tree, ext, &format!("{prefix}{pkl}")) else {
+                    continue;
+                };
+                let data = tree.exts[p].data.clone();
+                let (vm, _, _) = pickle::run(&*data, 0, data.available(), VM_LIMIT);
+                let storage = |key: &str| child_named(tree, ext, &format!("{prefix}{dir}/{key}"));
+                out.extend(resolve(tree, &vm, label, &storage, big));
+            }
+            out
+        }
+        Some("torch") => {
+            // The object pickle is the fourth node.
+            let Some(obj) = e
+                .nodes
+                .iter()
+                .find(|n| n.kind == "pickle" && n.name.contains("(object)"))
+            else {
+                return Vec::new();
+            };
+            let (vm, _, _) = pickle::run(&*e.data, obj.range.start, obj.range.end, VM_LIMIT);
+            let storage = |key: &str| child_named(tree, ext, &format!("storage/{key}"));
+            resolve(tree, &vm, "", &storage, false)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn resolve(
+    tree: &Tree,
+    vm: &Vm,
+    label: &str,
+    storage: &dyn Fn(&str) -> Option<ExtId>,
+    big_endian: bool,
+) -> Vec<Tensor> {
+    let Some(root) = vm.result else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    walk(vm, root, "", &mut found, 0, &mut Vec::new());
+    found
+        .into_iter()
+        .map(|(path, f)| {
+            let dtype = f.dtype.unwrap_or(Dtype::U8);
+            let itemsize = (dtype.bits() / 8).max(1);
+            let numel: u64 = f.shape.iter().product();
+            let span = if numel == 0 {
+                0
+            } else {
+                1 + f
+                    .shape
+                    .iter()
+                    .zip(&f.stride)
+                    .map(|(s, st)| s.saturating_sub(1).saturating_mul(*st))
+                    .sum::<u64>()
+            };
+            let mut t = Tensor {
+                name: format!("{label}{path}"),
+                dtype,
+                shape: f.shape.clone(),
+                stride: Some(f.stride.clone()),
+                storage_offset: Some(f.offset),
+                source: 0,
+                offset: 0,
+                length: span.saturating_mul(itemsize),
+                status: Status::Complete,
+                detail: f.note.map(str::to_string),
+                big_endian,
+            };
+            if f.dtype.is_none() {
+                t.status = Status::Corrupt;
+                t.detail = Some("unknown dtype".into());
+            }
+            let Some(p) = f.pid else {
+                if t.detail.is_none() {
+                    t.detail = Some("no storage".into());
+                }
+                t.length = 0;
+                return t;
+            };
+            // A legacy view reads from its root storage.
+            let (key, base) = match &p.view {
+                Some((root, off, _)) => (root.clone(), off.saturating_mul(p.elsize)),
+                None => (p.key.clone(), 0),
+            };
+            t.offset = base + f.offset.saturating_mul(itemsize);
+            match storage(&key) {
+                None => {
+                    t.status = Status::Truncated;
+                    t.detail = Some(format!("storage {key} is missing"));
+                }
+                Some(s) => {
+                    t.source = s;
+                    let have = tree.exts[s].data.available();
+                    let declared = p.numel.saturating_mul(p.elsize);
+                    if t.offset + t.length > have {
+                        t.status = Status::Truncated;
+                        t.detail = Some(if have <= t.offset {
+                            format!(
+                                "storage {key} holds {have} bytes: this tensor's data is missing"
+                            )
+                        } else {
+                            format!("partial: {} of {} bytes present", have - t.offset, t.length)
+                        });
+                    } else if declared > have && tree.exts[s].data.is_final() {
+                        t.detail = Some(format!(
+                            "storage {key} is cut off but this tensor's bytes are there"
+                        ));
+                    } else if tree.status_of(s) == Status::Corrupt {
+                        t.status = Status::Corrupt;
+                        t.detail = tree.exts[s].detail();
+                    }
+                    if !p.location.is_empty() && p.location != "cpu" && t.detail.is_none() {
+                        t.detail = Some(format!("saved on {}", p.location));
+                    }
+                }
+            }
+            t
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_magic() {
+        let head = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03.";
+        assert!(is_legacy(head));
+        assert!(!is_legacy(b"\x80\x02}q\x00."));
+        assert_eq!(torch_dtype("float8_e4m3fn"), Some(Dtype::F8_E4M3));
+        assert_eq!(storage_dtype("BFloat16Storage"), (Some(Dtype::BF16), 2));
+    }
+}
