@@ -3,3 +3,4 @@
 //! the tree and the bytes, run when someone asks, so parsers stay lazy.
 
 pub mod tensors;
+pub mod values;

@@ -13,4 +13,5 @@ mod sweep;
 mod terminal;
 mod truncation;
 mod tui;
+mod values;
 mod zip;
