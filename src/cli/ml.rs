@@ -4,8 +4,9 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::{Fatal, finish_output, open, report, resolve_final, wait};
-use crate::data::Source;
+use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
+use crate::parsers::pickle::dis::Dis;
 use crate::parsers::pickle::ops::Op;
 use crate::parsers::pickle::vm::Vm;
 use crate::parsers::pickle::{self, End, VM_LIMIT};
@@ -57,15 +58,16 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
     }
     let e = &t.exts[target];
     let data = e.data.clone();
-    let ranges: Vec<crate::data::Range> = e
+    let ranges: Vec<(Range, Option<String>)> = e
         .nodes
         .iter()
         .filter(|n| n.kind == "pickle")
-        .map(|n| n.range)
+        .map(|n| (n.range, n.damage.as_ref().map(|d| d.reason.to_string())))
         .collect();
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let r = if json {
+        let ranges: Vec<Range> = ranges.iter().map(|r| r.0).collect();
         list_json(&*data, &ranges, &mut out)
     } else {
         list_text(&*data, &ranges, trace, &mut out)
@@ -107,22 +109,9 @@ fn list_json(
     writeln!(out, "\n]")
 }
 
-/// Opcodes that consume the stack back to the last MARK.
-fn takes_mark(name: &str) -> bool {
-    matches!(
-        name,
-        "APPENDS"
-            | "LIST"
-            | "TUPLE"
-            | "DICT"
-            | "SETITEMS"
-            | "ADDITEMS"
-            | "FROZENSET"
-            | "POP_MARK"
-            | "INST"
-            | "OBJ"
-    )
-}
+/// Longest argument printed in full (pickletools prints all of it; a
+/// longer one ends with `…`).
+const TEXT_ARG_LIMIT: usize = 16 << 20;
 
 /// The opcode byte as pickletools shows it: `repr(code)` without quotes.
 fn code_repr(c: u8) -> String {
@@ -136,11 +125,11 @@ fn code_repr(c: u8) -> String {
 /// A listing like `python -m pickletools`, one pickle after the other.
 fn list_text(
     data: &dyn Source,
-    ranges: &[crate::data::Range],
+    ranges: &[(Range, Option<String>)],
     trace: bool,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    for (i, r) in ranges.iter().enumerate() {
+    for (i, (r, damage)) in ranges.iter().enumerate() {
         if ranges.len() > 1 {
             writeln!(
                 out,
@@ -150,14 +139,12 @@ fn list_text(
             )?;
         }
         let mut vm = Vm::new(if trace { VM_LIMIT } else { 0 });
-        let mut marks: Vec<u64> = Vec::new();
-        let mut memo_count = 0u64;
-        let mut maxproto = 0u8;
+        let mut dis = Dis::default();
         let mut err: Option<io::Error> = None;
         let mut problems_seen = 0;
+        let mut complained = false;
         let end = pickle::scan(data, r.start, r.end.max(r.start + 1), |op: &Op| {
-            maxproto = maxproto.max(op.info.proto);
-            let indent = "    ".repeat(marks.len());
+            let indent = "    ".repeat(dis.depth());
             let mut line = format!(
                 "{:5}: {:<4} {}{}",
                 op.pos,
@@ -165,35 +152,25 @@ fn list_text(
                 indent,
                 op.name()
             );
-            let mut markmsg = None;
-            let pops_mark = takes_mark(op.name())
-                || (op.name() == "POP" && trace && vm.stack.is_empty() && !vm.meta.is_empty());
-            if pops_mark {
-                markmsg = Some(match marks.pop() {
-                    Some(m) => format!("(MARK at {m})"),
-                    None => "(MARK at unknown opcode offset)".to_string(),
-                });
-            }
-            if op.name() == "MEMOIZE" {
-                markmsg = Some(format!("(as {memo_count})"));
-            }
-            if matches!(op.name(), "MEMOIZE" | "PUT" | "BINPUT" | "LONG_BINPUT") {
-                memo_count += 1;
-            }
-            let arg = pickle::arg_repr(op, data, 64 << 10);
-            if arg.is_some() || markmsg.is_some() {
+            let notes = dis.step(op);
+            let arg = pickle::arg_repr(op, data, TEXT_ARG_LIMIT);
+            if arg.is_some() || notes.mark.is_some() {
                 line.push_str(&" ".repeat(10usize.saturating_sub(op.name().len())));
                 if let Some(a) = arg {
                     line.push(' ');
                     line.push_str(&a);
                 }
-                if let Some(m) = markmsg {
+                if let Some(m) = &notes.mark {
                     line.push(' ');
-                    line.push_str(&m);
+                    line.push_str(m);
                 }
             }
-            if op.name() == "MARK" {
-                marks.push(op.pos);
+            // pickletools stops at its first complaint; we say it and go on.
+            if let Some(e) = notes.error
+                && !complained
+            {
+                complained = true;
+                line.push_str(&format!("\n!!! {e}"));
             }
             line.push('\n');
             let mut res = out.write_all(line.as_bytes());
@@ -245,7 +222,16 @@ fn list_text(
             return Err(e);
         }
         match end {
-            End::Stop(_) => writeln!(out, "highest protocol among opcodes = {maxproto}")?,
+            End::Stop(_) => {
+                writeln!(out, "highest protocol among opcodes = {}", dis.max_proto)?;
+                if let Some(e) = dis.finish().filter(|_| !complained) {
+                    writeln!(out, "!!! {e}")?;
+                }
+            }
+            // The parse knows more than a scan of the pickle's range.
+            End::Short { .. } | End::Invalid { .. } if damage.is_some() => {
+                writeln!(out, "!!! {}", damage.as_deref().unwrap_or_default())?
+            }
             End::Short { at, why } => writeln!(out, "!!! pickle cut off at {at}: {why}")?,
             End::Invalid { at, why } => writeln!(out, "!!! {why} at {at}")?,
             End::Halted(_) => {}

@@ -316,6 +316,17 @@ fn torch_dtype(name: &str) -> Option<Dtype> {
     })
 }
 
+/// Why a torch type with no safetensors name is shown as bytes.
+fn packed_note(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "float4_e2m1fn_x2" => "torch.float4_e2m1fn_x2: two F4 values per byte, shown as bytes",
+        "bits8" | "bits1x8" | "bits2x4" | "bits4x2" | "bits16" => {
+            "torch bits type: raw bits, shown as unsigned integers"
+        }
+        _ => return None,
+    })
+}
+
 /// A persistent id `('storage', cls, key, location, numel[, view])`.
 struct Pid {
     dtype: Option<Dtype>,
@@ -404,13 +415,13 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
         ) if a.len() >= 4 => {
             let p = pid(vm, a[0]);
             let mut dtype = p.as_ref().and_then(|p| p.dtype);
+            let mut note = (name == "_rebuild_qtensor").then_some("quantized");
             if name == "_rebuild_tensor_v3"
-                && let Some(t) = a
-                    .get(6)
-                    .and_then(|&d| vm.global(d))
-                    .and_then(|(_, n)| torch_dtype(n))
+                && let Some(n) = a.get(6).and_then(|&d| vm.global(d)).map(|(_, n)| n)
+                && let Some(t) = torch_dtype(n)
             {
                 dtype = Some(t);
+                note = note.or(packed_note(n));
             }
             Some(Found {
                 pid: p,
@@ -418,7 +429,7 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
                 offset: int(vm, a[1])?.max(0) as u64,
                 shape: ints(vm, a[2])?,
                 stride: ints(vm, a[3])?,
-                note: (name == "_rebuild_qtensor").then_some("quantized"),
+                note,
             })
         }
         ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state")
@@ -507,19 +518,43 @@ fn walk(
             if let Some(s) = c.state {
                 walk(vm, s, path, out, depth + 1, seen);
             }
+            match vm.global(c.func) {
+                // TorchScript wraps values in a type tag: look through it.
+                Some(("torch.jit._pickle", "restore_type_tag")) => {
+                    if let Some(&a) = c.args.first() {
+                        walk(vm, a, path, out, depth + 1, seen);
+                    }
+                }
+                Some(("collections", "OrderedDict")) => {}
+                // Tensors passed to other calls are still tensors of the file.
+                _ if c.items.is_empty() && c.appended.is_empty() && c.state.is_none() => {
+                    for (i, &a) in c.args.iter().enumerate() {
+                        walk(vm, a, &join(&format!("arg{i}")), out, depth + 1, seen);
+                    }
+                }
+                _ => {}
+            }
         }
         _ => {}
     }
     seen.pop();
 }
 
-/// Finds a child of `ext` by its exact name.
-fn child_named(tree: &Tree, ext: ExtId, name: &str) -> Option<ExtId> {
-    tree.exts[ext]
-        .children
-        .iter()
-        .copied()
-        .find(|&c| tree.exts[c].name.raw() == name.as_bytes())
+/// What a storage record is when the table is made.
+struct StorageInfo {
+    ext: ExtId,
+    available: u64,
+    is_final: bool,
+    corrupt: Option<String>,
+}
+
+/// What [`Prepared::compute`] needs, taken from the tree under its lock so
+/// that the (possibly long) pickle run happens without it.
+pub struct Prepared {
+    /// (bytes, range of the pickle, name prefix, storage directory).
+    pickles: Vec<(Data, Range, &'static str, String)>,
+    storages: HashMap<String, StorageInfo>,
+    big_endian: bool,
 }
 
 /// The archive prefix of a torch zip: the part of `data.pkl`'s name before it.
@@ -532,143 +567,181 @@ fn zip_prefix(tree: &Tree, ext: ExtId) -> Option<String> {
     })
 }
 
-/// The tensors of a torch checkpoint (zip or legacy), or none.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+/// Collects what the tensor table of `ext` needs, if it is a torch file.
+pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
     let e = &tree.exts[ext];
+    let mut p = Prepared {
+        pickles: Vec::new(),
+        storages: HashMap::new(),
+        big_endian: false,
+    };
+    let by_name: HashMap<String, ExtId> = e
+        .children
+        .iter()
+        .map(|&c| (tree.exts[c].display_name(), c))
+        .collect();
+    let info = |c: ExtId| StorageInfo {
+        ext: c,
+        available: tree.exts[c].data.available(),
+        is_final: tree.exts[c].data.is_final(),
+        corrupt: (tree.status_of(c) == Status::Corrupt)
+            .then(|| tree.exts[c].detail().unwrap_or_default()),
+    };
     match e.parser {
         Some("zip") => {
-            let Some(prefix) = zip_prefix(tree, ext) else {
-                return Vec::new();
-            };
-            let big = child_named(tree, ext, &format!("{prefix}byteorder")).is_some_and(|b| {
+            let prefix = zip_prefix(tree, ext)?;
+            if let Some(&b) = by_name.get(&format!("{prefix}byteorder")) {
                 let mut buf = [0u8; 3];
-                matches!(read_exact_at(&*tree.exts[b].data, 0, &mut buf), Ok(true))
-                    && &buf == b"big"
-            });
-            let mut out = Vec::new();
-            for (pkl, dir, label) in [
-                ("data.pkl", "data", ""),
-                ("constants.pkl", "constants", "constants."),
-            ] {
-                let Some(p) = child_named(tree, ext, &format!("{prefix}{pkl}")) else {
-                    continue;
-                };
-                let data = tree.exts[p].data.clone();
-                let (vm, _, _) = pickle::run(&*data, 0, data.available(), VM_LIMIT);
-                let storage = |key: &str| child_named(tree, ext, &format!("{prefix}{dir}/{key}"));
-                out.extend(resolve(tree, &vm, label, &storage, big));
+                p.big_endian = matches!(read_exact_at(&*tree.exts[b].data, 0, &mut buf), Ok(true))
+                    && &buf == b"big";
             }
-            out
+            // TorchScript archives keep constants and traced inputs in pickles
+            // of their own, each with its folder of storages.
+            const PICKLES: [(&str, &str); 3] = [
+                ("data", ""),
+                ("constants", "constants."),
+                ("traced_inputs", "traced_inputs."),
+            ];
+            for (dir, label) in PICKLES {
+                if let Some(&c) = by_name.get(&format!("{prefix}{dir}.pkl")) {
+                    let d = tree.exts[c].data.clone();
+                    let r = Range::new(0, d.available());
+                    p.pickles.push((d, r, label, format!("{prefix}{dir}/")));
+                }
+            }
+            for (name, &c) in &by_name {
+                let rest = name.strip_prefix(prefix.as_str()).unwrap_or_default();
+                if PICKLES
+                    .iter()
+                    .any(|(dir, _)| rest.strip_prefix(dir).is_some_and(|r| r.starts_with('/')))
+                {
+                    p.storages.insert(name.clone(), info(c));
+                }
+            }
         }
         Some("torch") => {
-            // The object pickle is the fourth node.
-            let Some(obj) = e
+            let obj = e
                 .nodes
                 .iter()
-                .find(|n| n.kind == "pickle" && n.name.contains("(object)"))
-            else {
-                return Vec::new();
-            };
-            let (vm, _, _) = pickle::run(&*e.data, obj.range.start, obj.range.end, VM_LIMIT);
-            let storage = |key: &str| child_named(tree, ext, &format!("storage/{key}"));
-            resolve(tree, &vm, "", &storage, false)
+                .find(|n| n.kind == "pickle" && n.name.contains("(object)"))?;
+            p.pickles
+                .push((e.data.clone(), obj.range, "", "storage/".into()));
+            for (name, &c) in &by_name {
+                p.storages.insert(name.clone(), info(c));
+            }
         }
-        _ => Vec::new(),
+        _ => return None,
     }
+    Some(p)
 }
 
-fn resolve(
-    tree: &Tree,
-    vm: &Vm,
-    label: &str,
-    storage: &dyn Fn(&str) -> Option<ExtId>,
-    big_endian: bool,
-) -> Vec<Tensor> {
-    let Some(root) = vm.result else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    walk(vm, root, "", &mut found, 0, &mut Vec::new());
-    found
-        .into_iter()
-        .map(|(path, f)| {
-            let dtype = f.dtype.unwrap_or(Dtype::U8);
-            let itemsize = (dtype.bits() / 8).max(1);
-            let numel: u64 = f.shape.iter().product();
-            let span = if numel == 0 {
-                0
-            } else {
-                1 + f
-                    .shape
-                    .iter()
-                    .zip(&f.stride)
-                    .map(|(s, st)| s.saturating_sub(1).saturating_mul(*st))
-                    .sum::<u64>()
-            };
-            let mut t = Tensor {
-                name: format!("{label}{path}"),
-                dtype,
-                shape: f.shape.clone(),
-                stride: Some(f.stride.clone()),
-                storage_offset: Some(f.offset),
-                source: 0,
-                offset: 0,
-                length: span.saturating_mul(itemsize),
-                status: Status::Complete,
-                detail: f.note.map(str::to_string),
-                big_endian,
-            };
-            if f.dtype.is_none() {
-                t.status = Status::Corrupt;
-                t.detail = Some("unknown dtype".into());
-            }
-            let Some(p) = f.pid else {
-                if t.detail.is_none() {
-                    t.detail = Some("no storage".into());
+/// The tensors of a torch checkpoint (zip or legacy), or none.
+pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+    prepare(tree, ext).map(|p| p.compute()).unwrap_or_default()
+}
+
+impl Prepared {
+    /// Runs the pickles and resolves every tensor to its storage bytes.
+    pub fn compute(&self) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        for (data, range, label, dir) in &self.pickles {
+            let (vm, _, _) = pickle::run(&**data, range.start, range.end, VM_LIMIT);
+            out.extend(self.resolve(&vm, label, dir));
+        }
+        out
+    }
+
+    fn resolve(&self, vm: &Vm, label: &str, dir: &str) -> Vec<Tensor> {
+        let Some(root) = vm.result else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        walk(vm, root, "", &mut found, 0, &mut Vec::new());
+        found
+            .into_iter()
+            .map(|(path, f)| {
+                let dtype = f.dtype.unwrap_or(Dtype::U8);
+                let itemsize = (dtype.bits() / 8).max(1);
+                let numel: u64 = f.shape.iter().product();
+                let span = if numel == 0 {
+                    0
+                } else {
+                    1 + f
+                        .shape
+                        .iter()
+                        .zip(&f.stride)
+                        .map(|(s, st)| s.saturating_sub(1).saturating_mul(*st))
+                        .sum::<u64>()
+                };
+                let mut t = Tensor {
+                    name: format!("{label}{path}"),
+                    dtype,
+                    shape: f.shape.clone(),
+                    stride: Some(f.stride.clone()),
+                    storage_offset: Some(f.offset),
+                    source: 0,
+                    offset: 0,
+                    length: span.saturating_mul(itemsize),
+                    status: Status::Complete,
+                    detail: f.note.map(str::to_string),
+                    big_endian: self.big_endian,
+                };
+                if f.dtype.is_none() {
+                    t.status = Status::Corrupt;
+                    t.detail = Some("unknown dtype".into());
                 }
-                t.length = 0;
-                return t;
-            };
-            // A legacy view reads from its root storage.
-            let (key, base) = match &p.view {
-                Some((root, off, _)) => (root.clone(), off.saturating_mul(p.elsize)),
-                None => (p.key.clone(), 0),
-            };
-            t.offset = base + f.offset.saturating_mul(itemsize);
-            match storage(&key) {
-                None => {
-                    t.status = Status::Truncated;
-                    t.detail = Some(format!("storage {key} is missing"));
-                }
-                Some(s) => {
-                    t.source = s;
-                    let have = tree.exts[s].data.available();
-                    let declared = p.numel.saturating_mul(p.elsize);
-                    if t.offset + t.length > have {
+                let Some(p) = f.pid else {
+                    if t.detail.is_none() {
+                        t.detail = Some("no storage".into());
+                    }
+                    t.length = 0;
+                    return t;
+                };
+                // A legacy view reads from its root storage.
+                let (key, base) = match &p.view {
+                    Some((root, off, _)) => (root.clone(), off.saturating_mul(p.elsize)),
+                    None => (p.key.clone(), 0),
+                };
+                t.offset = base + f.offset.saturating_mul(itemsize);
+                match self.storages.get(&format!("{dir}{key}")) {
+                    None => {
                         t.status = Status::Truncated;
-                        t.detail = Some(if have <= t.offset {
-                            format!(
-                                "storage {key} holds {have} bytes: this tensor's data is missing"
-                            )
-                        } else {
-                            format!("partial: {} of {} bytes present", have - t.offset, t.length)
-                        });
-                    } else if declared > have && tree.exts[s].data.is_final() {
-                        t.detail = Some(format!(
-                            "storage {key} is cut off but this tensor's bytes are there"
-                        ));
-                    } else if tree.status_of(s) == Status::Corrupt {
-                        t.status = Status::Corrupt;
-                        t.detail = tree.exts[s].detail();
+                        t.detail = Some(format!("storage {key} is missing"));
                     }
-                    if !p.location.is_empty() && p.location != "cpu" && t.detail.is_none() {
-                        t.detail = Some(format!("saved on {}", p.location));
+                    Some(s) => {
+                        t.source = s.ext;
+                        let declared = p.numel.saturating_mul(p.elsize);
+                        if t.offset + t.length > s.available {
+                            t.status = Status::Truncated;
+                            t.detail = Some(if s.available <= t.offset {
+                                format!(
+                                    "storage {key} holds {} bytes: this tensor's data is missing",
+                                    s.available
+                                )
+                            } else {
+                                format!(
+                                    "partial: {} of {} bytes present",
+                                    s.available - t.offset,
+                                    t.length
+                                )
+                            });
+                        } else if let Some(why) = &s.corrupt {
+                            t.status = Status::Corrupt;
+                            t.detail = Some(why.clone());
+                        } else if declared > s.available && s.is_final {
+                            t.detail = Some(format!(
+                                "storage {key} is cut off but this tensor's bytes are there"
+                            ));
+                        }
+                        if !p.location.is_empty() && p.location != "cpu" && t.detail.is_none() {
+                            t.detail = Some(format!("saved on {}", p.location));
+                        }
                     }
                 }
-            }
-            t
-        })
-        .collect()
+                t
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -45,6 +45,18 @@ pub enum Overlay {
 pub enum PromptKind {
     Goto,
     Search,
+    /// Where to write the selected tensor as .npy.
+    Export,
+}
+
+/// What the Nodes pane shows instead of the node tree.
+#[derive(Debug, Clone)]
+pub enum Panel {
+    None,
+    /// The pickle stepper (`p`).
+    Stepper(Box<super::stepper::Stepper>),
+    /// The tensor table (`T`).
+    Tensors(Box<super::tensorview::TensorPanel>),
 }
 
 /// Per-extraction view state, kept when another extraction is selected.
@@ -138,6 +150,7 @@ pub struct App {
     pub views: HashMap<ExtId, ExtView>,
     pub pages: Pages,
     pub overlay: Overlay,
+    pub panel: Panel,
     pub search: Search,
     pub message: Option<String>,
     pub layout: Layout,
@@ -177,6 +190,7 @@ impl App {
             views: HashMap::new(),
             pages: Pages::default(),
             overlay: Overlay::None,
+            panel: Panel::None,
             search: Search::default(),
             message: None,
             layout: Layout {
@@ -219,7 +233,7 @@ impl App {
         self.session.tree().get(ext).map(|e| e.data.clone())
     }
 
-    fn height(&self, pane: Pane) -> usize {
+    pub(super) fn height(&self, pane: Pane) -> usize {
         let r = match pane {
             Pane::Extractions => self.layout.exts,
             Pane::Nodes => self.layout.nodes,
@@ -228,7 +242,7 @@ impl App {
         (r.height.saturating_sub(2) as usize).max(1)
     }
 
-    fn say(&mut self, msg: impl Into<String>) {
+    pub(super) fn say(&mut self, msg: impl Into<String>) {
         self.message = Some(msg.into());
     }
 
@@ -248,6 +262,7 @@ impl App {
                     match kind {
                         PromptKind::Goto => self.goto(&text),
                         PromptKind::Search => self.start_search(text),
+                        PromptKind::Export => self.export(&text),
                     }
                 }
                 KeyCode::Backspace => {
@@ -280,10 +295,17 @@ impl App {
             Action::Quit => self.quit = true,
             Action::Help => self.overlay = Overlay::Help,
             Action::Cancel => {
-                self.worker.stop_search();
-                self.search.running = false;
-                self.search.progress = None;
+                if self.search.running {
+                    self.worker.stop_search();
+                    self.search.running = false;
+                    self.search.progress = None;
+                } else {
+                    self.close_panel();
+                }
             }
+            Action::Stepper => self.toggle_stepper(),
+            Action::Tensors => self.toggle_tensors(),
+            Action::Export => self.ask_export(),
             Action::NextPane => self.cycle(1),
             Action::PrevPane => self.cycle(2),
             Action::Goto => {
@@ -303,7 +325,11 @@ impl App {
             Action::ToggleText => self.toggle_text(),
             _ => match self.focus {
                 Pane::Extractions => self.ext_key(a),
-                Pane::Nodes => self.node_key(a),
+                Pane::Nodes => match self.panel {
+                    Panel::None => self.node_key(a),
+                    Panel::Stepper(_) => self.stepper_key(a),
+                    Panel::Tensors(_) => self.tensor_key(a),
+                },
                 Pane::Hex => {
                     if self.text_mode {
                         self.text_key(a)
@@ -313,6 +339,15 @@ impl App {
                 }
             },
         }
+    }
+
+    /// Closes the stepper or tensor panel, stopping its work.
+    pub fn close_panel(&mut self) {
+        if matches!(self.panel, Panel::Tensors(_)) {
+            self.worker.stop(super::worker::Slot::Table);
+            self.worker.stop(super::worker::Slot::Stats);
+        }
+        self.panel = Panel::None;
     }
 
     fn cycle(&mut self, by: usize) {
@@ -364,7 +399,7 @@ impl App {
         }
     }
 
-    fn on_ext_changed(&mut self) {
+    pub(super) fn on_ext_changed(&mut self) {
         self.highlight = None;
         self.highlight_gen += 1;
     }
@@ -484,7 +519,15 @@ impl App {
             v.top = (offset / bpr + 1).saturating_sub(rows) * bpr;
         }
         if follow {
-            self.select_node_at(offset);
+            // In the stepper, moving through the bytes moves through the opcodes.
+            if let Panel::Stepper(s) = &self.panel
+                && s.ext == self.ext()
+                && s.range.contains(offset)
+            {
+                self.step_to(super::stepper::Target::Offset(offset));
+            } else {
+                self.select_node_at(offset);
+            }
         }
     }
 
@@ -887,6 +930,8 @@ impl App {
                 }
             }
             Done::Search(e) => self.on_search(e),
+            Done::Stepped(r) => self.on_stepped(*r),
+            Done::Tensors(r) => self.on_tensors(r),
         }
     }
 
@@ -980,6 +1025,7 @@ impl App {
         // Searches and re-reads free as much as they allocate; give it back.
         crate::engine::release_free_memory();
         self.rss = resident_bytes();
+        self.refresh_tensors();
     }
 
     // ----- mouse ---------------------------------------------------------------
@@ -1038,6 +1084,26 @@ impl App {
 
     fn click(&mut self, pane: Pane, x: u16, y: u16) {
         let l = self.layout;
+        if pane == Pane::Nodes && y > l.nodes.y && y + 1 < l.nodes.y + l.nodes.height {
+            let row = (y - l.nodes.y - 1) as usize;
+            match &self.panel {
+                Panel::Stepper(s) => {
+                    let to = s.first_row + row;
+                    if s.result.as_ref().is_some_and(|r| to < r.total) {
+                        self.step_to(super::stepper::Target::Step(to));
+                    }
+                    return;
+                }
+                Panel::Tensors(p) => {
+                    let to = p.offset + row;
+                    if p.tensors.as_ref().is_some_and(|t| to < t.len()) {
+                        self.select_tensor(to);
+                    }
+                    return;
+                }
+                Panel::None => {}
+            }
+        }
         match pane {
             Pane::Extractions | Pane::Nodes => {
                 let r = if pane == Pane::Extractions {

@@ -9,7 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::app::{App, Layout, Overlay, Pane, PromptKind};
+use super::app::{App, Layout, Overlay, Pane, Panel, PromptKind};
 use super::keys::HELP;
 use super::models::{Exts, Nodes};
 use super::readings::readings;
@@ -37,7 +37,11 @@ pub fn draw(app: &mut App, f: &mut Frame) {
         .direction(Direction::Vertical)
         .constraints([Constraint::Percentage(40), Constraint::Percentage(60)])
         .split(cols[0]);
-    let insp_h = (cols[1].height * 2 / 5).clamp(6.min(cols[1].height), 16);
+    // The stepper's stack and a tensor's statistics need room.
+    let insp_h = match app.panel {
+        Panel::None => (cols[1].height * 2 / 5).clamp(6.min(cols[1].height), 16),
+        _ => cols[1].height / 2,
+    };
     let right = Split::default()
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(3), Constraint::Length(insp_h)])
@@ -182,6 +186,39 @@ fn ext_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
 }
 
 fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
+    let mut panel = std::mem::replace(&mut app.panel, Panel::None);
+    match &mut panel {
+        Panel::Stepper(s) => {
+            let title = match &s.result {
+                Some(r) => format!(
+                    " Pickle: {}  {}/{} ",
+                    escape_str(&s.name),
+                    r.step + 1,
+                    r.total
+                ),
+                None => format!(" Pickle: {} ", escape_str(&s.name)),
+            };
+            let b = block(app, Some(Pane::Nodes), title);
+            ratatui::widgets::Widget::render(b, area, buf);
+            super::stepper::draw_listing(app, s, buf, area);
+        }
+        Panel::Tensors(p) => {
+            let n = p
+                .tensors
+                .as_ref()
+                .map_or(String::new(), |t| format!(" ({})", t.len()));
+            let title = format!(" Tensors: {}{n} ", escape_str(&p.name));
+            let b = block(app, Some(Pane::Nodes), title);
+            let inner = b.inner(area);
+            ratatui::widgets::Widget::render(b, area, buf);
+            super::tensorview::draw_table(app, p, buf, inner);
+        }
+        Panel::None => node_tree(app, buf, area),
+    }
+    app.panel = panel;
+}
+
+fn node_tree(app: &mut App, buf: &mut Buffer, area: Rect) {
     let ext = app.ext();
     let session = app.session.clone();
     let t = session.tree();
@@ -342,6 +379,20 @@ fn marks(app: &mut App, start: u64, end: u64) -> Marks {
                 }
             }
         }
+    }
+    // The stepper's opcode or the selected tensor, else the selected node.
+    let panel = app
+        .stepper_op()
+        .or_else(|| app.tensor_bytes())
+        .filter(|(x, _)| *x == ext);
+    if let Some((_, r)) = panel {
+        return Marks {
+            selected: Some(r),
+            children: Vec::new(),
+            damage,
+            covered,
+            parsed: e.parser.is_some() && !e.nodes.is_empty(),
+        };
     }
     Marks {
         selected: sel.map(|n| n.range),
@@ -577,6 +628,22 @@ fn text_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
 }
 
 fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
+    let (title, lines) = match &app.panel {
+        Panel::Stepper(s) => (
+            " Pickle VM (never executes) ",
+            super::stepper::state_lines(app, s, area.width),
+        ),
+        Panel::Tensors(p) => (
+            " Tensor ",
+            super::tensorview::detail_lines(app, p, area.width),
+        ),
+        Panel::None => return byte_inspector(app, f, area),
+    };
+    let b = block(app, None, title.into());
+    f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+fn byte_inspector(app: &mut App, f: &mut Frame, area: Rect) {
     let ext = app.ext();
     let session = app.session.clone();
     let t = session.tree();
@@ -682,6 +749,7 @@ fn status_bar(app: &mut App, f: &mut Frame, area: Rect) {
     if let Overlay::Prompt { kind, input } = &app.overlay {
         let what = match kind {
             PromptKind::Goto => "go to offset (0x1f, 4096, +16, -0x10): ",
+            PromptKind::Export => "write the tensor as .npy to: ",
             PromptKind::Search => match app.focus {
                 Pane::Hex => "search bytes (1f 8b) or text: ",
                 _ => "search names and values: ",

@@ -23,6 +23,9 @@ pub enum Action {
     NextMatch,
     PrevMatch,
     ToggleText,
+    Stepper,
+    Tensors,
+    Export,
     Help,
     Cancel,
 }
@@ -51,6 +54,21 @@ pub const HELP: &[(&str, Action, &str)] = &[
         "t",
         Action::ToggleText,
         "show the bytes as highlighted text / as hex",
+    ),
+    (
+        "p",
+        Action::Stepper,
+        "pickle stepper: the VM's stack and memo after each opcode",
+    ),
+    (
+        "T",
+        Action::Tensors,
+        "tensor table: bytes, values, statistics, histogram",
+    ),
+    (
+        "e",
+        Action::Export,
+        "tensor table: write the tensor as .npy",
     ),
     ("?", Action::Help, "this help"),
     (
@@ -94,6 +112,9 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('n') => Action::NextMatch,
         KeyCode::Char('N') => Action::PrevMatch,
         KeyCode::Char('t') => Action::ToggleText,
+        KeyCode::Char('p') => Action::Stepper,
+        KeyCode::Char('T') => Action::Tensors,
+        KeyCode::Char('e') => Action::Export,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -182,6 +203,9 @@ mod tests {
                 KeyCode::Char('/'),
                 KeyCode::Char('n'),
                 KeyCode::Char('t'),
+                KeyCode::Char('p'),
+                KeyCode::Char('T'),
+                KeyCode::Char('e'),
                 KeyCode::Char('?'),
                 KeyCode::Esc,
             ]

@@ -11,6 +11,8 @@ pub mod draw;
 pub mod keys;
 pub mod models;
 pub mod readings;
+pub mod stepper;
+pub mod tensorview;
 pub mod text;
 pub mod theme;
 pub mod treeview;

@@ -2,10 +2,12 @@
 //! I/O, decoding, loading or searching.
 //!
 //! Quick jobs (reading a page of bytes, loading a node's children,
-//! highlighting the visible lines) go to one thread that takes the newest
-//! request first: when the user pages through a file, the page on screen is
-//! read before the ones scrolled past. Searches run on a thread of their own,
-//! report progress, and stop when a newer search replaces them.
+//! highlighting the visible lines, one step of the pickle stepper) go to one
+//! thread that takes the newest request first: when the user pages through a
+//! file, the page on screen is read before the ones scrolled past. Long work
+//! (searches, tensor tables, statistics, exports) runs on threads of its own,
+//! one per [`Slot`]: it reports progress and stops when a newer task of the
+//! same slot replaces it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -29,6 +31,8 @@ pub enum Job {
     Load { ext: ExtId, path: Vec<usize> },
     /// Highlight text lines (see `text.rs`).
     Highlight(Box<super::text::HighlightJob>),
+    /// Run the pickle stepper to an opcode (see `stepper.rs`).
+    Step(Box<super::stepper::StepRequest>),
 }
 
 /// A result.
@@ -44,6 +48,18 @@ pub enum Done {
     },
     Highlighted(Box<super::text::Highlighted>),
     Search(SearchEvent),
+    Stepped(Box<super::stepper::StepResult>),
+    /// A tensor panel's report (see `tensorview.rs`).
+    Tensors(super::tensorview::Report),
+}
+
+/// Kinds of long work; a new task stops the running one of its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Search,
+    Table,
+    Stats,
+    Export,
 }
 
 /// Progress and results of a background search.
@@ -86,8 +102,8 @@ pub struct Worker {
     busy: Arc<AtomicU64>,
     session: Arc<Session>,
     done: Sender<Done>,
-    search_gen: Arc<AtomicU64>,
-    search_stop: Mutex<Arc<AtomicBool>>,
+    task_gen: Arc<AtomicU64>,
+    stops: Mutex<[Arc<AtomicBool>; 4]>,
 }
 
 impl Worker {
@@ -110,8 +126,8 @@ impl Worker {
             busy,
             session,
             done,
-            search_gen: Arc::new(AtomicU64::new(0)),
-            search_stop: Mutex::new(Arc::new(AtomicBool::new(false))),
+            task_gen: Arc::new(AtomicU64::new(0)),
+            stops: Mutex::new(Default::default()),
         }
     }
 
@@ -128,7 +144,12 @@ impl Worker {
 
     /// Stops the running search, if any.
     pub fn stop_search(&self) {
-        self.search_stop.lock().store(true, Ordering::Release);
+        self.stop(Slot::Search);
+    }
+
+    /// Stops the running task of `slot`, if any.
+    pub fn stop(&self, slot: Slot) {
+        self.stops.lock()[slot as usize].store(true, Ordering::Release);
     }
 
     /// Runs a search on its own thread, replacing any running one; returns
@@ -137,33 +158,55 @@ impl Worker {
         &self,
         f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
     ) -> u64 {
-        self.stop_search();
+        self.spawn(Slot::Search, move |s, stop, report, id| {
+            f(s, stop, &|e| report(Done::Search(e)), id)
+        })
+    }
+
+    /// Runs `f` on its own thread, stopping the running task of `slot`;
+    /// returns the task's id (ids grow, so stale reports can be told apart).
+    pub fn spawn(
+        &self,
+        slot: Slot,
+        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(Done), u64) + Send + 'static,
+    ) -> u64 {
         let stop = Arc::new(AtomicBool::new(false));
-        *self.search_stop.lock() = stop.clone();
-        let id = self.search_gen.fetch_add(1, Ordering::AcqRel) + 1;
+        {
+            let mut stops = self.stops.lock();
+            stops[slot as usize].store(true, Ordering::Release);
+            stops[slot as usize] = stop.clone();
+        }
+        let id = self.task_gen.fetch_add(1, Ordering::AcqRel) + 1;
         let (session, done, busy) = (self.session.clone(), self.done.clone(), self.busy.clone());
         busy.fetch_add(1, Ordering::AcqRel);
         std::thread::Builder::new()
-            .name("pparse-search".into())
+            .name(format!("pparse-{slot:?}").to_lowercase())
             .spawn(move || {
-                let report = |e: SearchEvent| {
-                    let _ = done.send(Done::Search(e));
+                let report = |d: Done| {
+                    let _ = done.send(d);
                 };
                 f(&session, &stop, &report, id);
                 busy.fetch_sub(1, Ordering::AcqRel);
             })
-            .expect("spawn search");
+            .expect("spawn task");
         id
     }
 }
 
 fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Done>) {
+    let mut steps = super::stepper::StepCache::default();
     loop {
         let job = {
             let mut q = queue.jobs.lock();
             loop {
                 // Newest first: the request for what is on screen now.
                 if let Some(j) = q.pop_back() {
+                    if matches!(j, Job::Step(_)) {
+                        // Older steps are stale: only the newest is drawn.
+                        let before = q.len();
+                        q.retain(|o| !matches!(o, Job::Step(_)));
+                        busy.fetch_sub((before - q.len()) as u64, Ordering::AcqRel);
+                    }
                     break j;
                 }
                 queue.ready.wait(&mut q);
@@ -185,6 +228,7 @@ fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Don
                 Some(Done::Loaded { ext, path })
             }
             Job::Highlight(h) => Some(Done::Highlighted(Box::new(h.run()))),
+            Job::Step(r) => Some(Done::Stepped(Box::new(r.run(&mut steps)))),
         };
         let gone = out.is_some_and(|o| done.send(o).is_err());
         busy.fetch_sub(1, Ordering::AcqRel);

@@ -181,6 +181,25 @@ impl Tensor {
     }
 }
 
+/// Work that makes a tensor table without holding the tree's lock.
+pub type Pending = Box<dyn FnOnce() -> Vec<Tensor> + Send>;
+
+/// Takes what the table of `ext` needs from the tree (quickly, under its
+/// lock) and returns the work that makes it; `None` if it has no tensors.
+pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Pending> {
+    let e = tree.get(ext)?;
+    match e.parser {
+        Some("zip" | "torch") => {
+            let p = crate::parsers::torch::prepare(tree, ext)?;
+            Some(Box::new(move || p.compute()))
+        }
+        _ => {
+            let t = tensors(tree, ext);
+            (!t.is_empty()).then(|| Box::new(move || t) as Pending)
+        }
+    }
+}
+
 /// The tensors of extraction `ext`, if its format has any.
 pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {

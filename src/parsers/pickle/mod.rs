@@ -9,6 +9,7 @@
 //! every opcode before the damage, says where and why, and the scan looks for
 //! a following pickle (`PROTO` 2–5) to go on with.
 
+pub mod dis;
 pub mod ops;
 pub mod safety;
 pub mod vm;

