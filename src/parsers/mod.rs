@@ -10,6 +10,7 @@
 //! Adding a format is one module here plus one line in [`REGISTRY`].
 
 pub mod gzip;
+pub mod json;
 pub mod tar;
 pub mod zip;
 
@@ -20,7 +21,7 @@ use crate::node::Node;
 use crate::status::Damage;
 
 /// Every known format, in sniffing order.
-pub static REGISTRY: &[&Format] = &[&gzip::FORMAT, &zip::FORMAT, &tar::FORMAT];
+pub static REGISTRY: &[&Format] = &[&gzip::FORMAT, &zip::FORMAT, &tar::FORMAT, &json::FORMAT];
 
 /// Bytes from the start of an extraction that sniffers get to see.
 pub const SNIFF_LEN: usize = 1024;

@@ -1,0 +1,1732 @@
+//! JSON and JSON Lines: a lazy scanner with exact byte ranges.
+//!
+//! Why hand-written: a JSON file can be a gigabyte, still growing, cut off or
+//! damaged, and nested absurdly deep. serde_json wants the whole document and
+//! builds it (or recurses); this scanner walks the bytes once with an
+//! explicit stack, in resumable chunks, and only reports the *top-level*
+//! entries (object members, array elements, or one value per line of JSON
+//! Lines) with the byte range of each. A node's children are found again by
+//! scanning just its range one level deeper ([`load`]), so memory is bounded
+//! by the entries someone looks at, never by the document.
+//!
+//! What it reports:
+//! * a syntax error as corrupt damage with its offset, `line:column` (1-based,
+//!   columns in characters as Python's `json` counts them) and what was
+//!   expected; everything before it is kept (JSON Lines skip to the next line);
+//! * data that ends inside the document as truncated damage naming what was
+//!   open;
+//! * nesting deeper than [`MAX_DEPTH`] as corrupt damage; the deep value is
+//!   then skipped with a bracket counter, so 100,000 `[` cost nothing;
+//! * invalid UTF-8 in strings (without stopping) and trailing data after the
+//!   top-level value.
+//!
+//! Python's extensions `NaN`, `Infinity` and `-Infinity` are accepted as
+//! numbers, since `json.dumps` writes them.
+
+use super::{Format, Parser, Sniff, Step, StepCx};
+use crate::data::{Data, Range, Source, view};
+use crate::name::escape_str;
+use crate::node::{Children, Node, Value};
+use crate::status::{Damage, Status};
+
+pub static FORMAT: Format = Format {
+    name: "json",
+    sniff,
+    parse: |data| Box::new(JsonParser::new(data.clone())),
+    load,
+};
+
+/// Containers open at once before the rest of a value is skipped.
+pub const MAX_DEPTH: usize = 512;
+/// Top-level nodes (and children of one loaded node) kept; the rest are
+/// counted in one note node.
+pub const MAX_NODES: u64 = 1_000_000;
+/// Problems reported per scan before they are only counted.
+const MAX_PROBLEMS: u64 = 1000;
+/// Entries reported per step, so one commit to the tree stays short.
+const ENTRIES_PER_STEP: u64 = 4096;
+/// Bytes read per chunk.
+const CHUNK: usize = 1 << 20;
+/// Characters of a string value or key shown.
+const SHOWN_CHARS: usize = 200;
+
+fn is_lines_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with(".jsonl") || n.ends_with(".ndjson")
+}
+
+/// A `.json`/`.jsonl`/`.ndjson` name, or an object start (`{` then a key or
+/// `}`) as the first non-blank bytes. A bare `[` is too common in text to
+/// claim without the name.
+fn sniff(s: &Sniff) -> bool {
+    if !s.kind.has_content() {
+        return false;
+    }
+    let n = s.name.to_ascii_lowercase();
+    if n.ends_with(".json") || is_lines_name(&n) {
+        return true;
+    }
+    let mut it = s
+        .head
+        .iter()
+        .copied()
+        .skip_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    if it.next() != Some(b'{') {
+        return false;
+    }
+    matches!(
+        it.find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')),
+        Some(b'"' | b'}')
+    )
+}
+
+// ---------------------------------------------------------------------------
+// the scanner
+// ---------------------------------------------------------------------------
+
+/// The type of a JSON value (a node's kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    True,
+    False,
+    Null,
+    /// A member whose value never came (cut off or broken after its key).
+    Missing,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Object => "object",
+            Kind::Array => "array",
+            Kind::String => "string",
+            Kind::Number => "number",
+            Kind::True => "true",
+            Kind::False => "false",
+            Kind::Null => "null",
+            Kind::Missing => "missing",
+        }
+    }
+    fn is_container(self) -> bool {
+        matches!(self, Kind::Object | Kind::Array)
+    }
+}
+
+/// What a scan is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// JSON Lines: every value at the root is an entry, errors skip a line.
+    pub lines: bool,
+    /// Where the JSON text starts in the source (line 1, column 1).
+    pub origin: u64,
+    /// Raw bytes of an entry's key kept (longer keys are cut).
+    pub key_cap: usize,
+    /// Raw bytes of an entry's scalar value kept.
+    pub value_cap: usize,
+}
+
+impl Config {
+    pub fn json(origin: u64) -> Config {
+        Config {
+            lines: false,
+            origin,
+            key_cap: 1024,
+            value_cap: 1024,
+        }
+    }
+}
+
+/// One top-level entry: an object member, an array element, a root scalar or
+/// a line of JSON Lines.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// `"key": value` for a member, the value otherwise.
+    pub range: Range,
+    /// Where the value starts (after the key and colon for a member).
+    pub value_start: u64,
+    /// The raw bytes between the key's quotes (escapes not decoded), if a member.
+    pub key: Option<Vec<u8>>,
+    /// The key was longer than [`Config::key_cap`].
+    pub key_cut: bool,
+    /// Position among the entries (member or element index, or line index).
+    pub index: u64,
+    pub kind: Kind,
+    /// Raw text of a scalar (a string without its quotes), up to the cap.
+    pub scalar: Vec<u8>,
+    pub scalar_cut: bool,
+    /// Members or elements of a container value seen.
+    pub count: u64,
+    /// The document's own value (a scalar at the root of a JSON text).
+    pub root: bool,
+    /// Set when the entry is cut off or broken.
+    pub damage: Option<Damage>,
+}
+
+/// What a scan reports.
+pub enum Event {
+    Entry(Entry),
+    /// Damage in the scanned bytes; the scan goes on unless it stopped.
+    Problem(Damage),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// The document's value (or a line's, in JSON Lines).
+    Root,
+    /// After `"key":`.
+    Member,
+    /// After `[`: a value or `]`.
+    First,
+    /// After `,` in an array.
+    Next,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Num {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lex {
+    Value(Ctx),
+    /// A key: `first` right after `{` (where `}` may close).
+    Key {
+        first: bool,
+    },
+    Colon,
+    /// After a value in a container: `,` or the closing bracket.
+    Comma,
+    /// In a string; `esc` 0 plain, 1 after `\`, 2..=5 in `\uXXXX`.
+    Str {
+        key: bool,
+        esc: u8,
+    },
+    Num(Num),
+    Lit {
+        word: &'static [u8],
+        i: u8,
+    },
+    /// Skipping a value nested too deep.
+    Skip {
+        depth: u64,
+        in_str: bool,
+        esc: bool,
+    },
+    /// JSON: the document's value is complete; only whitespace may follow.
+    AfterRoot,
+    /// JSON Lines: a line's value is complete; only blanks until `\n`.
+    LineEnd,
+    /// JSON Lines: after an error, up to the next `\n`.
+    SkipLine,
+    /// A fatal syntax error (JSON): nothing more is scanned.
+    Stopped,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Capture {
+    None,
+    Key,
+    Value,
+}
+
+/// Line and column of offsets, counted incrementally from the text's start
+/// (offsets asked for in increasing order cost one pass in total).
+struct LineIndex {
+    origin: u64,
+    at: u64,
+    line: u64,
+    col: u64,
+}
+
+impl LineIndex {
+    fn new(origin: u64) -> LineIndex {
+        LineIndex {
+            origin,
+            at: origin,
+            line: 1,
+            col: 1,
+        }
+    }
+
+    fn locate(&mut self, src: &dyn Source, off: u64) -> (u64, u64) {
+        if off < self.at {
+            *self = LineIndex::new(self.origin);
+        }
+        let mut buf = Vec::new();
+        while self.at < off {
+            let want = ((off - self.at) as usize).min(64 * 1024);
+            let chunk = match view(src, self.at, want, &mut buf) {
+                Ok(c) if !c.is_empty() => c,
+                _ => break,
+            };
+            for &b in chunk {
+                if b == b'\n' {
+                    self.line += 1;
+                    self.col = 1;
+                } else if b & 0xc0 != 0x80 {
+                    self.col += 1;
+                }
+            }
+            self.at += chunk.len() as u64;
+        }
+        (self.line, self.col)
+    }
+}
+
+/// An entry being scanned.
+struct Partial {
+    start: u64,
+    value_start: u64,
+    key: Option<Vec<u8>>,
+    key_cut: bool,
+    index: u64,
+    kind: Kind,
+    scalar: Vec<u8>,
+    scalar_cut: bool,
+    count: u64,
+    root: bool,
+}
+
+/// The resumable scanner. Feed it the bytes in order with [`Scanner::feed`]
+/// and call [`Scanner::finish`] when they end.
+pub struct Scanner {
+    cfg: Config,
+    /// Offset of the next byte to scan.
+    pos: u64,
+    /// Open containers: true for an object.
+    stack: Vec<bool>,
+    lex: Lex,
+    /// UTF-8 check inside strings: continuation bytes still needed, and the
+    /// allowed range of the next one.
+    utf8_need: u8,
+    utf8_lo: u8,
+    utf8_hi: u8,
+    capture: Capture,
+    cur: Option<Partial>,
+    /// Stack depth at which the current entry's value began.
+    entry_value_depth: Option<usize>,
+    next_index: u64,
+    /// Entries at depth 1 are top-level (0 for JSON Lines).
+    entry_depth: usize,
+    root_seen: bool,
+    lines: LineIndex,
+    problems: u64,
+    /// An entry that ended, waiting to be handed to the sink.
+    pending: Option<Entry>,
+    /// Entries reported by this scanner.
+    pub emitted: u64,
+}
+
+/// Why a value is expected, for error messages.
+fn value_expected(ctx: Ctx) -> &'static str {
+    match ctx {
+        Ctx::Root => "expected a JSON value",
+        Ctx::Member => "expected a value after ':'",
+        Ctx::First => "expected a value or ']'",
+        Ctx::Next => "expected a value after ','",
+    }
+}
+
+/// A byte as it reads in a message: `'x'`, or a hex escape.
+fn show_byte(b: u8) -> String {
+    if b.is_ascii_graphic() || b == b' ' {
+        format!("'{}'", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
+impl Scanner {
+    /// A scanner whose text starts at `start` (the first byte fed).
+    pub fn new(cfg: Config, start: u64) -> Scanner {
+        Scanner {
+            cfg,
+            pos: start,
+            stack: Vec::new(),
+            lex: Lex::Value(Ctx::Root),
+            utf8_need: 0,
+            utf8_lo: 0x80,
+            utf8_hi: 0xbf,
+            capture: Capture::None,
+            cur: None,
+            entry_value_depth: None,
+            next_index: 0,
+            entry_depth: if cfg.lines { 0 } else { 1 },
+            root_seen: false,
+            lines: LineIndex::new(cfg.origin),
+            problems: 0,
+            pending: None,
+            emitted: 0,
+        }
+    }
+
+    /// Offset of the next byte to feed.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether a fatal error ended the scan.
+    pub fn stopped(&self) -> bool {
+        self.lex == Lex::Stopped
+    }
+
+    /// Whether the document's top-level value is complete (JSON).
+    pub fn root_done(&self) -> bool {
+        self.lex == Lex::AfterRoot
+    }
+
+    /// Scans `buf`, which holds the bytes at [`Scanner::pos`]. Stops early after
+    /// `max_entries` entries or a fatal error; returns the bytes consumed.
+    pub fn feed(
+        &mut self,
+        src: &dyn Source,
+        buf: &[u8],
+        max_entries: u64,
+        sink: &mut dyn FnMut(Event),
+    ) -> usize {
+        let base = self.pos;
+        let stop_at = self.emitted.saturating_add(max_entries);
+        let mut i = 0;
+        while i < buf.len() && self.emitted < stop_at && self.lex != Lex::Stopped {
+            // Fast path: a run of plain ASCII inside a string.
+            if let Lex::Str { esc: 0, .. } = self.lex
+                && self.utf8_need == 0
+            {
+                let run = buf[i..]
+                    .iter()
+                    .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+                    .unwrap_or(buf.len() - i);
+                if run > 0 {
+                    self.keep(&buf[i..i + run]);
+                    i += run;
+                    continue;
+                }
+            }
+            let off = base + i as u64;
+            self.pos = off;
+            let b = buf[i];
+            if self.byte(b, off, src, sink) {
+                i += 1;
+                // A JSON Lines error at a line break: the next line starts here.
+                if b == b'\n' && self.lex == Lex::SkipLine {
+                    self.lex = Lex::Value(Ctx::Root);
+                }
+            }
+            self.flush(sink);
+        }
+        self.pos = base + i as u64;
+        i
+    }
+
+    /// Appends captured raw bytes to the current key or scalar, up to the cap.
+    fn keep(&mut self, bytes: &[u8]) {
+        let (cap, cur) = match (self.capture, self.cur.as_mut()) {
+            (Capture::Key, Some(c)) => (self.cfg.key_cap, c),
+            (Capture::Value, Some(c)) => (self.cfg.value_cap, c),
+            _ => return,
+        };
+        let (buf, cut) = match self.capture {
+            Capture::Key => (cur.key.get_or_insert_with(Vec::new), &mut cur.key_cut),
+            _ => (&mut cur.scalar, &mut cur.scalar_cut),
+        };
+        let room = cap.saturating_sub(buf.len());
+        if bytes.len() > room {
+            *cut = true;
+        }
+        buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Handles one byte; false when it must be looked at again in the new state.
+    fn byte(&mut self, b: u8, off: u64, src: &dyn Source, sink: &mut dyn FnMut(Event)) -> bool {
+        let ws = matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        match self.lex {
+            Lex::Value(ctx) => {
+                if ws {
+                    return true;
+                }
+                match b {
+                    b'{' => {
+                        self.begin_value(Kind::Object, off);
+                        self.open(true, off, src, sink);
+                    }
+                    b'[' => {
+                        self.begin_value(Kind::Array, off);
+                        self.open(false, off, src, sink);
+                    }
+                    b'"' => {
+                        self.begin_value(Kind::String, off);
+                        self.lex = Lex::Str { key: false, esc: 0 };
+                    }
+                    b'-' => {
+                        self.begin_value(Kind::Number, off);
+                        self.keep(&[b]);
+                        self.lex = Lex::Num(Num::Minus);
+                    }
+                    b'0' => {
+                        self.begin_value(Kind::Number, off);
+                        self.keep(&[b]);
+                        self.lex = Lex::Num(Num::Zero);
+                    }
+                    b'1'..=b'9' => {
+                        self.begin_value(Kind::Number, off);
+                        self.keep(&[b]);
+                        self.lex = Lex::Num(Num::Int);
+                    }
+                    b't' | b'f' | b'n' | b'N' | b'I' => {
+                        let (kind, word): (Kind, &'static [u8]) = match b {
+                            b't' => (Kind::True, b"true"),
+                            b'f' => (Kind::False, b"false"),
+                            b'n' => (Kind::Null, b"null"),
+                            b'N' => (Kind::Number, b"NaN"),
+                            _ => (Kind::Number, b"Infinity"),
+                        };
+                        self.begin_value(kind, off);
+                        self.keep(&[b]);
+                        self.lex = Lex::Lit { word, i: 1 };
+                    }
+                    b']' if ctx == Ctx::First => self.close(off),
+                    b']' if ctx == Ctx::Next => {
+                        self.syntax(off, "trailing comma: expected a value after ','", src, sink)
+                    }
+                    _ => self.syntax(
+                        off,
+                        &format!("{} (found {})", value_expected(ctx), show_byte(b)),
+                        src,
+                        sink,
+                    ),
+                }
+                true
+            }
+            Lex::Key { first } => {
+                if ws {
+                    return true;
+                }
+                match b {
+                    b'"' => self.begin_key(off),
+                    b'}' if first => self.close(off),
+                    b'}' => self.syntax(off, "trailing comma: expected a key after ','", src, sink),
+                    _ if first => self.syntax(
+                        off,
+                        &format!("expected a string key or '}}' (found {})", show_byte(b)),
+                        src,
+                        sink,
+                    ),
+                    _ => self.syntax(
+                        off,
+                        &format!("expected a string key after ',' (found {})", show_byte(b)),
+                        src,
+                        sink,
+                    ),
+                }
+                true
+            }
+            Lex::Colon => {
+                if ws {
+                    return true;
+                }
+                if b == b':' {
+                    self.lex = Lex::Value(Ctx::Member);
+                } else {
+                    self.syntax(
+                        off,
+                        &format!("expected ':' after object key (found {})", show_byte(b)),
+                        src,
+                        sink,
+                    );
+                }
+                true
+            }
+            Lex::Comma => {
+                if ws {
+                    return true;
+                }
+                let obj = self.stack.last().copied().unwrap_or(false);
+                match (b, obj) {
+                    (b',', true) => self.lex = Lex::Key { first: false },
+                    (b',', false) => self.lex = Lex::Value(Ctx::Next),
+                    (b'}', true) | (b']', false) => self.close(off),
+                    (_, true) => self.syntax(
+                        off,
+                        &format!(
+                            "expected ',' or '}}' after object member (found {})",
+                            show_byte(b)
+                        ),
+                        src,
+                        sink,
+                    ),
+                    (_, false) => self.syntax(
+                        off,
+                        &format!(
+                            "expected ',' or ']' after array element (found {})",
+                            show_byte(b)
+                        ),
+                        src,
+                        sink,
+                    ),
+                }
+                true
+            }
+            Lex::Str { key, esc } => {
+                self.string_byte(b, off, key, esc, src, sink);
+                true
+            }
+            Lex::Num(state) => self.number_byte(b, off, state, src, sink),
+            Lex::Lit { word, i } => {
+                if word.get(i as usize) == Some(&b) {
+                    self.keep(&[b]);
+                    if i as usize + 1 == word.len() {
+                        self.end_value(off + 1);
+                    } else {
+                        self.lex = Lex::Lit { word, i: i + 1 };
+                    }
+                } else {
+                    let w = String::from_utf8_lossy(word);
+                    self.syntax(
+                        off,
+                        &format!("invalid literal: expected '{w}' (found {})", show_byte(b)),
+                        src,
+                        sink,
+                    );
+                }
+                true
+            }
+            Lex::Skip {
+                mut depth,
+                mut in_str,
+                mut esc,
+            } => {
+                if in_str {
+                    if esc {
+                        esc = false;
+                    } else if b == b'\\' {
+                        esc = true;
+                    } else if b == b'"' {
+                        in_str = false;
+                    }
+                } else {
+                    match b {
+                        b'"' => in_str = true,
+                        b'[' | b'{' => depth += 1,
+                        b']' | b'}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                if depth == 0 {
+                    self.end_value(off + 1);
+                } else {
+                    self.lex = Lex::Skip { depth, in_str, esc };
+                }
+                true
+            }
+            Lex::AfterRoot => {
+                if !ws {
+                    let (l, c) = self.lines.locate(src, off);
+                    self.problem(
+                        Damage::corrupt(
+                            Range::new(off, off + 1),
+                            format!("trailing data after the top-level JSON value at {l}:{c}"),
+                        ),
+                        sink,
+                    );
+                    self.lex = Lex::Stopped;
+                }
+                true
+            }
+            Lex::LineEnd => {
+                match b {
+                    b' ' | b'\t' | b'\r' => {}
+                    b'\n' => self.lex = Lex::Value(Ctx::Root),
+                    _ => self.syntax(
+                        off,
+                        &format!(
+                            "expected a line break after the value (found {})",
+                            show_byte(b)
+                        ),
+                        src,
+                        sink,
+                    ),
+                }
+                true
+            }
+            Lex::SkipLine => {
+                if b == b'\n' {
+                    self.lex = Lex::Value(Ctx::Root);
+                }
+                true
+            }
+            Lex::Stopped => true,
+        }
+    }
+
+    fn string_byte(
+        &mut self,
+        b: u8,
+        off: u64,
+        key: bool,
+        esc: u8,
+        src: &dyn Source,
+        sink: &mut dyn FnMut(Event),
+    ) {
+        match esc {
+            0 => {
+                if self.utf8_need > 0 {
+                    if (self.utf8_lo..=self.utf8_hi).contains(&b) {
+                        self.utf8_need -= 1;
+                        self.utf8_lo = 0x80;
+                        self.utf8_hi = 0xbf;
+                        self.keep(&[b]);
+                        return;
+                    }
+                    self.utf8_need = 0;
+                    self.bad_utf8(off, src, sink);
+                }
+                match b {
+                    b'"' => {
+                        self.capture = Capture::None;
+                        if key {
+                            self.lex = Lex::Colon;
+                        } else {
+                            self.end_value(off + 1);
+                        }
+                    }
+                    b'\\' => {
+                        self.keep(&[b]);
+                        self.lex = Lex::Str { key, esc: 1 };
+                    }
+                    0..=0x1f => {
+                        let what = match b {
+                            b'\n' => "a line break".to_string(),
+                            b'\t' => "a tab".to_string(),
+                            _ => format!("control character 0x{b:02x}"),
+                        };
+                        self.syntax(off, &format!("unescaped {what} in a string"), src, sink);
+                    }
+                    0x20..=0x7f => self.keep(&[b]),
+                    _ => {
+                        let (need, lo, hi) = match b {
+                            0xc2..=0xdf => (1, 0x80, 0xbf),
+                            0xe0 => (2, 0xa0, 0xbf),
+                            0xe1..=0xec | 0xee..=0xef => (2, 0x80, 0xbf),
+                            0xed => (2, 0x80, 0x9f),
+                            0xf0 => (3, 0x90, 0xbf),
+                            0xf1..=0xf3 => (3, 0x80, 0xbf),
+                            0xf4 => (3, 0x80, 0x8f),
+                            _ => (0, 0, 0),
+                        };
+                        if need == 0 {
+                            self.bad_utf8(off, src, sink);
+                        } else {
+                            self.utf8_need = need;
+                            self.utf8_lo = lo;
+                            self.utf8_hi = hi;
+                        }
+                        self.keep(&[b]);
+                    }
+                }
+            }
+            1 => match b {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                    self.keep(&[b]);
+                    self.lex = Lex::Str { key, esc: 0 };
+                }
+                b'u' => {
+                    self.keep(&[b]);
+                    self.lex = Lex::Str { key, esc: 2 };
+                }
+                _ => self.syntax(
+                    off,
+                    &format!(
+                        "invalid escape '\\{}' in a string",
+                        show_byte(b).trim_matches('\'')
+                    ),
+                    src,
+                    sink,
+                ),
+            },
+            _ => {
+                if b.is_ascii_hexdigit() {
+                    self.keep(&[b]);
+                    let esc = if esc == 5 { 0 } else { esc + 1 };
+                    self.lex = Lex::Str { key, esc };
+                } else {
+                    self.syntax(
+                        off,
+                        &format!(
+                            "invalid \\u escape: expected 4 hex digits (found {})",
+                            show_byte(b)
+                        ),
+                        src,
+                        sink,
+                    );
+                }
+            }
+        }
+    }
+
+    fn number_byte(
+        &mut self,
+        b: u8,
+        off: u64,
+        state: Num,
+        src: &dyn Source,
+        sink: &mut dyn FnMut(Event),
+    ) -> bool {
+        let digit = b.is_ascii_digit();
+        let next = match (state, b) {
+            (Num::Minus, b'0') => Some(Num::Zero),
+            (Num::Minus, b'1'..=b'9') => Some(Num::Int),
+            (Num::Minus, b'I') => {
+                self.keep(&[b]);
+                self.lex = Lex::Lit {
+                    word: b"-Infinity",
+                    i: 2,
+                };
+                return true;
+            }
+            (Num::Int, _) if digit => Some(Num::Int),
+            (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::Exp),
+            (Num::Dot | Num::Frac, _) if digit => Some(Num::Frac),
+            (Num::Exp, b'+' | b'-') => Some(Num::ExpSign),
+            (Num::Exp | Num::ExpSign | Num::ExpDigits, _) if digit => Some(Num::ExpDigits),
+            _ => None,
+        };
+        if let Some(n) = next {
+            self.keep(&[b]);
+            self.lex = Lex::Num(n);
+            return true;
+        }
+        match state {
+            Num::Zero | Num::Int | Num::Frac | Num::ExpDigits => {
+                // The number ended before this byte, which is read again.
+                self.end_value(off);
+                false
+            }
+            Num::Minus => {
+                self.syntax(
+                    off,
+                    &format!("expected a digit after '-' (found {})", show_byte(b)),
+                    src,
+                    sink,
+                );
+                true
+            }
+            Num::Dot => {
+                self.syntax(
+                    off,
+                    &format!("expected a digit after '.' (found {})", show_byte(b)),
+                    src,
+                    sink,
+                );
+                true
+            }
+            Num::Exp | Num::ExpSign => {
+                self.syntax(
+                    off,
+                    &format!("expected a digit in the exponent (found {})", show_byte(b)),
+                    src,
+                    sink,
+                );
+                true
+            }
+        }
+    }
+
+    fn bad_utf8(&mut self, off: u64, src: &dyn Source, sink: &mut dyn FnMut(Event)) {
+        let (l, c) = self.lines.locate(src, off);
+        self.problem(
+            Damage::corrupt(
+                Range::new(off, off + 1),
+                format!("invalid UTF-8 in a string at {l}:{c}"),
+            ),
+            sink,
+        );
+    }
+
+    fn problem(&mut self, d: Damage, sink: &mut dyn FnMut(Event)) {
+        self.flush(sink);
+        self.problems += 1;
+        if self.problems <= MAX_PROBLEMS {
+            sink(Event::Problem(d));
+        }
+    }
+
+    /// Problems found but not reported (beyond the cap).
+    pub fn unreported(&self) -> u64 {
+        self.problems.saturating_sub(MAX_PROBLEMS)
+    }
+
+    fn begin_key(&mut self, off: u64) {
+        let depth = self.stack.len();
+        if depth == self.entry_depth {
+            self.cur = Some(Partial {
+                start: off,
+                value_start: off,
+                key: Some(Vec::new()),
+                key_cut: false,
+                index: self.next_index,
+                kind: Kind::Missing,
+                scalar: Vec::new(),
+                scalar_cut: false,
+                count: 0,
+                root: false,
+            });
+            self.next_index += 1;
+            self.capture = Capture::Key;
+        } else {
+            if depth == self.entry_depth + 1
+                && let Some(c) = self.cur.as_mut()
+            {
+                c.count += 1;
+            }
+            self.capture = Capture::None;
+        }
+        self.lex = Lex::Str { key: true, esc: 0 };
+    }
+
+    fn begin_value(&mut self, kind: Kind, off: u64) {
+        let depth = self.stack.len();
+        self.root_seen = true;
+        if depth == self.entry_depth || (depth < self.entry_depth && !kind.is_container()) {
+            let index = self.next_index;
+            let cur = self.cur.get_or_insert_with(|| Partial {
+                start: off,
+                value_start: off,
+                key: None,
+                key_cut: false,
+                index,
+                kind,
+                scalar: Vec::new(),
+                scalar_cut: false,
+                count: 0,
+                root: depth < self.entry_depth,
+            });
+            if cur.key.is_none() {
+                self.next_index += 1;
+            }
+            cur.kind = kind;
+            cur.value_start = off;
+            self.entry_value_depth = Some(depth);
+            self.capture = if kind.is_container() {
+                Capture::None
+            } else {
+                Capture::Value
+            };
+        } else {
+            if depth == self.entry_depth + 1
+                && self.stack.last() == Some(&false)
+                && let Some(c) = self.cur.as_mut()
+            {
+                c.count += 1;
+            }
+            self.capture = Capture::None;
+        }
+    }
+
+    fn open(&mut self, obj: bool, off: u64, src: &dyn Source, sink: &mut dyn FnMut(Event)) {
+        if self.stack.len() >= MAX_DEPTH {
+            let (l, c) = self.lines.locate(src, off);
+            self.problem(
+                Damage::corrupt(
+                    Range::new(off, off + 1),
+                    format!(
+                        "nesting deeper than {MAX_DEPTH} levels at {l}:{c}; the deeper value is skipped"
+                    ),
+                ),
+                sink,
+            );
+            self.lex = Lex::Skip {
+                depth: 1,
+                in_str: false,
+                esc: false,
+            };
+            return;
+        }
+        self.stack.push(obj);
+        self.lex = if obj {
+            Lex::Key { first: true }
+        } else {
+            Lex::Value(Ctx::First)
+        };
+    }
+
+    fn close(&mut self, off: u64) {
+        self.stack.pop();
+        self.end_value(off + 1);
+    }
+
+    /// A value ended just before `end`.
+    fn end_value(&mut self, end: u64) {
+        let depth = self.stack.len();
+        self.capture = Capture::None;
+        if self.entry_value_depth == Some(depth) {
+            self.entry_value_depth = None;
+            if let Some(p) = self.cur.take() {
+                self.emit(p, end, None);
+            }
+        }
+        self.lex = if !self.stack.is_empty() {
+            Lex::Comma
+        } else if self.cfg.lines {
+            Lex::LineEnd
+        } else {
+            Lex::AfterRoot
+        };
+    }
+
+    fn emit(&mut self, p: Partial, end: u64, damage: Option<Damage>) {
+        self.emitted += 1;
+        self.pending = Some(Entry {
+            range: Range::new(p.start, end),
+            value_start: p.value_start,
+            key: p.key,
+            key_cut: p.key_cut,
+            index: p.index,
+            kind: p.kind,
+            scalar: p.scalar,
+            scalar_cut: p.scalar_cut,
+            count: p.count,
+            root: p.root,
+            damage,
+        });
+    }
+
+    fn flush(&mut self, sink: &mut dyn FnMut(Event)) {
+        if let Some(e) = self.pending.take() {
+            sink(Event::Entry(e));
+        }
+    }
+
+    /// A syntax error at `off`: the entry being scanned ends there, damaged.
+    /// JSON stops; JSON Lines go on at the next line.
+    fn syntax(&mut self, off: u64, reason: &str, src: &dyn Source, sink: &mut dyn FnMut(Event)) {
+        let (l, c) = self.lines.locate(src, off);
+        let range = if self.cfg.lines {
+            Range::new(off, off + 1)
+        } else {
+            Range::new(off, src.available().max(off + 1))
+        };
+        let rest = if self.cfg.lines {
+            "the rest of the line is skipped"
+        } else {
+            "nothing after it is parsed"
+        };
+        let d = Damage::corrupt(range, format!("syntax error at {l}:{c}: {reason}; {rest}"));
+        if let Some(p) = self.cur.take() {
+            let nd = Damage::corrupt(Range::new(off, off + 1), d.reason.clone());
+            self.emit(p, off, Some(nd));
+        }
+        self.entry_value_depth = None;
+        self.capture = Capture::None;
+        self.utf8_need = 0;
+        self.problem(d, sink);
+        if self.cfg.lines {
+            self.stack.clear();
+            self.lex = Lex::SkipLine;
+        } else {
+            self.lex = Lex::Stopped;
+        }
+    }
+
+    /// The bytes have ended (the source is final, or a range was scanned to
+    /// its end): reports what is cut off.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(Event)) {
+        let end = self.pos;
+        if let Lex::Num(Num::Zero | Num::Int | Num::Frac | Num::ExpDigits) = self.lex {
+            self.end_value(end);
+            self.flush(sink);
+        }
+        match self.lex {
+            Lex::Stopped | Lex::AfterRoot | Lex::LineEnd | Lex::SkipLine => {}
+            Lex::Value(Ctx::Root) if self.stack.is_empty() => {
+                if !self.root_seen && !self.cfg.lines {
+                    self.problem(
+                        Damage::truncated(
+                            Range::new(end, end),
+                            "no JSON value: the data is empty or only whitespace",
+                        ),
+                        sink,
+                    );
+                }
+            }
+            _ => {
+                let d = Damage::truncated(
+                    Range::new(end, end),
+                    format!("JSON ends inside {}", self.open_text()),
+                );
+                if let Some(p) = self.cur.take() {
+                    self.emit(p, end, Some(d.clone()));
+                }
+                self.problem(d, sink);
+            }
+        }
+        self.flush(sink);
+        self.lex = Lex::Stopped;
+    }
+
+    /// What is open, for a truncation message.
+    fn open_text(&self) -> String {
+        let obj = self.stack.last().copied().unwrap_or(false);
+        let inner = match self.lex {
+            Lex::Str { key: true, .. } => "an object key".to_string(),
+            Lex::Str { .. } => "a string".to_string(),
+            Lex::Num(_) => "a number".to_string(),
+            Lex::Lit { .. } => "a literal".to_string(),
+            Lex::Key { .. } => "an object, where a key was expected".to_string(),
+            Lex::Colon => "an object member, before its ':'".to_string(),
+            Lex::Value(Ctx::Member) => "an object member, before its value".to_string(),
+            Lex::Value(_) => "an array, where a value was expected".to_string(),
+            Lex::Comma if obj => "an object".to_string(),
+            Lex::Comma => "an array".to_string(),
+            Lex::Skip { depth, .. } => {
+                format!("a value nested deeper than {MAX_DEPTH} levels ({depth} more levels open)")
+            }
+            _ => "the document".to_string(),
+        };
+        let names: Vec<&str> = self
+            .stack
+            .iter()
+            .map(|&o| if o { "object" } else { "array" })
+            .collect();
+        let path = if names.len() > 8 {
+            format!(
+                "{} > ... > {}",
+                names[..3].join(" > "),
+                names[names.len() - 3..].join(" > ")
+            )
+        } else {
+            names.join(" > ")
+        };
+        match names.len() {
+            0 => inner,
+            1 => format!("{inner} (open: {path})"),
+            n => format!("{inner} (open: {path}; {n} levels)"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// display
+// ---------------------------------------------------------------------------
+
+fn hex4(raw: &[u8], at: usize) -> Option<u32> {
+    let s = std::str::from_utf8(raw.get(at..at + 4)?).ok()?;
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// Decodes the escapes of a JSON string's raw bytes (lossy: invalid UTF-8
+/// and lone surrogates become U+FFFD; an escape cut off at the end is dropped).
+pub fn unescape(raw: &[u8]) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = raw.get(i + 1) else { break };
+        i += 2;
+        let c = match e {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let Some(hi) = hex4(raw, i) else { break };
+                i += 4;
+                if (0xd800..0xdc00).contains(&hi) {
+                    let lo = (raw.get(i) == Some(&b'\\') && raw.get(i + 1) == Some(&b'u'))
+                        .then(|| hex4(raw, i + 2))
+                        .flatten()
+                        .filter(|lo| (0xdc00..0xe000).contains(lo));
+                    match lo {
+                        Some(lo) => {
+                            i += 6;
+                            char::from_u32(0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00))
+                                .unwrap_or('\u{fffd}')
+                        }
+                        None => '\u{fffd}',
+                    }
+                } else {
+                    char::from_u32(hi).unwrap_or('\u{fffd}')
+                }
+            }
+            _ => '\u{fffd}',
+        };
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// At most `max` characters of `s`, with `…` when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// An entry's display name: its key (escaped, shortened), or `[index]`.
+pub fn entry_name(e: &Entry) -> String {
+    match &e.key {
+        Some(k) => {
+            let mut s = shorten(&escape_str(&unescape(k)), 256);
+            if e.key_cut && !s.ends_with('…') {
+                s.push('…');
+            }
+            s
+        }
+        None if e.root => "value".to_string(),
+        None => format!("[{}]", e.index),
+    }
+}
+
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// The node for an entry.
+pub fn entry_node(e: &Entry, name: String) -> Node {
+    let mut n = Node::new(e.kind.as_str(), name, e.range);
+    let cut = if e.damage.is_some() { ", cut off" } else { "" };
+    n.value = match e.kind {
+        Kind::String => {
+            let mut s = shorten(&escape_str(&unescape(&e.scalar)), SHOWN_CHARS);
+            if e.scalar_cut && !s.ends_with('…') {
+                s.push('…');
+            }
+            Some(Value::Str(s.into()))
+        }
+        Kind::Number => {
+            let raw = String::from_utf8_lossy(&e.scalar);
+            Some(if let Ok(v) = raw.parse::<u64>() {
+                Value::UInt(v)
+            } else if let Ok(v) = raw.parse::<i64>() {
+                Value::Int(v)
+            } else {
+                Value::Str(shorten(&raw, SHOWN_CHARS).into())
+            })
+        }
+        Kind::True => Some(Value::Bool(true)),
+        Kind::False => Some(Value::Bool(false)),
+        Kind::Null => Some(Value::Str("null".into())),
+        Kind::Object => Some(Value::Str(
+            format!("{{{}{cut}}}", plural(e.count, "member")).into(),
+        )),
+        Kind::Array => Some(Value::Str(
+            format!("[{}{cut}]", plural(e.count, "element")).into(),
+        )),
+        Kind::Missing => Some(Value::Str("no value".into())),
+    };
+    if e.kind.is_container() && e.count > 0 {
+        n.children = Children::Unloaded;
+    }
+    if let Some(d) = &e.damage {
+        n = n.damaged(d.clone());
+    }
+    n
+}
+
+/// The note that stands for entries beyond [`MAX_NODES`].
+fn more_node(first: u64, last: u64, count: u64) -> Node {
+    Node::new("more", "…", Range::new(first, last)).text(format!(
+        "{count} more entries not listed (the first {MAX_NODES} are)"
+    ))
+}
+
+/// Collects nodes up to [`MAX_NODES`], counting the rest.
+#[derive(Default)]
+struct Capped {
+    shown: u64,
+    hidden: Option<(u64, u64, u64)>,
+}
+
+impl Capped {
+    /// Whether the entry gets a node; otherwise it is counted.
+    fn admit(&mut self, r: Range) -> bool {
+        if self.shown < MAX_NODES {
+            self.shown += 1;
+            return true;
+        }
+        let h = self.hidden.get_or_insert((r.start, r.end, 0));
+        h.1 = r.end;
+        h.2 += 1;
+        false
+    }
+    fn note(&self) -> Option<Node> {
+        self.hidden.map(|(a, b, n)| more_node(a, b, n))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// parsing and loading
+// ---------------------------------------------------------------------------
+
+struct JsonParser {
+    data: Data,
+    scan: Option<Scanner>,
+    lines_mode: bool,
+    /// Line numbers of JSON Lines entries.
+    line_names: LineIndex,
+    capped: Capped,
+    scratch: Vec<u8>,
+    released: u64,
+}
+
+impl JsonParser {
+    fn new(data: Data) -> JsonParser {
+        JsonParser {
+            data,
+            scan: None,
+            lines_mode: false,
+            line_names: LineIndex::new(0),
+            capped: Capped::default(),
+            scratch: Vec::new(),
+            released: 0,
+        }
+    }
+}
+
+impl Parser for JsonParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        let JsonParser {
+            data,
+            scan,
+            lines_mode,
+            line_names,
+            capped,
+            scratch,
+            released,
+        } = self;
+        let scan = scan.get_or_insert_with(|| {
+            *lines_mode = is_lines_name(cx.name);
+            let cfg = Config {
+                lines: *lines_mode,
+                ..Config::json(0)
+            };
+            Scanner::new(cfg, 0)
+        });
+        let lines = *lines_mode;
+        let src: &dyn Source = &**data;
+        let start = scan.pos();
+        let first_entry = scan.emitted;
+        let budget = cx.budget;
+        let mut handle = |ev: Event, cx: &mut StepCx| match ev {
+            Event::Entry(e) => {
+                if capped.admit(e.range) {
+                    let name = if lines {
+                        let (l, _) = line_names.locate(src, e.range.start);
+                        format!("line {l}")
+                    } else {
+                        entry_name(&e)
+                    };
+                    cx.push_node(entry_node(&e, name));
+                }
+            }
+            Event::Problem(d) => cx.damage(d),
+        };
+        loop {
+            let pos = scan.pos();
+            let avail = src.available();
+            if pos >= avail {
+                if !src.is_final() {
+                    cx.progress(pos, None);
+                    return Step::Blocked;
+                }
+                scan.finish(&mut |ev| handle(ev, cx));
+                break;
+            }
+            let chunk = match view(src, pos, CHUNK.min((avail - pos) as usize), scratch) {
+                Ok(c) if !c.is_empty() => c,
+                _ => {
+                    cx.damage(Damage::corrupt(
+                        Range::new(pos, avail),
+                        "the bytes could not be read",
+                    ));
+                    break;
+                }
+            };
+            let left = ENTRIES_PER_STEP.saturating_sub(scan.emitted - first_entry);
+            scan.feed(src, chunk, left, &mut |ev| handle(ev, cx));
+            let now = scan.pos();
+            if now - *released > 64 << 20 {
+                src.release(*released, now);
+                *released = now;
+            }
+            if scan.stopped() {
+                break;
+            }
+            if scan.emitted - first_entry >= ENTRIES_PER_STEP || now - start >= budget {
+                cx.progress(now, src.is_final().then(|| src.available()));
+                return Step::Yield;
+            }
+        }
+        if let Some(n) = capped.note() {
+            cx.push_node(n);
+        }
+        let more = scan.unreported();
+        let end = src.available();
+        if more > 0 {
+            cx.damage(Damage::corrupt(
+                Range::new(end, end),
+                format!("{more} more problems not listed"),
+            ));
+        }
+        cx.progress(end, Some(end));
+        Step::Done
+    }
+}
+
+/// Re-loads the members or elements of an object or array node.
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if !matches!(node.kind, "object" | "array") {
+        return Vec::new();
+    }
+    children(data, node.range, 0, node.damage.as_deref())
+}
+
+/// Where the value of a node's range starts: after the key and colon of a
+/// member (`"key": value`), or at the first non-blank byte.
+fn value_start(data: &dyn Source, range: Range) -> Option<u64> {
+    let mut buf = Vec::new();
+    let mut pos = range.start;
+    // 0 before anything, 1 in the key, 2 after a backslash in it, 3 after the
+    // key, 4 after the colon.
+    let mut st = 0;
+    while pos < range.end {
+        let chunk = view(
+            data,
+            pos,
+            ((range.end - pos) as usize).min(64 * 1024),
+            &mut buf,
+        )
+        .ok()?;
+        if chunk.is_empty() {
+            return None;
+        }
+        for (i, &b) in chunk.iter().enumerate() {
+            let ws = matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+            let at = pos + i as u64;
+            st = match (st, b) {
+                (0 | 3 | 4, _) if ws => st,
+                (0, b'"') => 1,
+                (0 | 4, _) => return Some(at),
+                (1, b'\\') => 2,
+                (1, b'"') => 3,
+                (1, _) => 1,
+                (2, _) => 1,
+                (3, b':') => 4,
+                _ => return None,
+            };
+        }
+        pos += chunk.len() as u64;
+    }
+    None
+}
+
+/// Scans the JSON value in `range` (bytes of `data`) with `cfg`, handing
+/// every event to `sink`, and ends the scan at the range's end.
+pub fn scan_range(data: &dyn Source, range: Range, cfg: Config, sink: &mut dyn FnMut(Event)) {
+    let mut sc = Scanner::new(cfg, range.start);
+    let mut buf = Vec::new();
+    while sc.pos() < range.end && !sc.stopped() {
+        let want = ((range.end - sc.pos()) as usize).min(CHUNK);
+        let chunk = match view(data, sc.pos(), want, &mut buf) {
+            Ok(c) if !c.is_empty() => c,
+            _ => break,
+        };
+        sc.feed(data, chunk, u64::MAX, sink);
+    }
+    sc.finish(sink);
+}
+
+/// The nodes one level below the JSON value in `range` (a value, or a
+/// `"key": value` member), lazily loadable in turn. `origin` is where the JSON
+/// text starts (for line numbers); a damaged parent passes its damage on to
+/// the child it cuts off.
+pub fn children(
+    data: &dyn Source,
+    range: Range,
+    origin: u64,
+    damage: Option<&Damage>,
+) -> Vec<Node> {
+    let Some(vs) = value_start(data, range) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut capped = Capped::default();
+    scan_range(
+        data,
+        Range::new(vs, range.end),
+        Config::json(origin),
+        &mut |ev| {
+            if let Event::Entry(mut e) = ev
+                && capped.admit(e.range)
+            {
+                if let (Some(parent), Some(d)) = (damage, e.damage.as_mut())
+                    && parent.status != Status::Complete
+                {
+                    d.status = parent.status;
+                    d.reason = parent.reason.clone();
+                }
+                let name = entry_name(&e);
+                out.push(entry_node(&e, name));
+            }
+        },
+    );
+    out.extend(capped.note());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+
+    fn scan(text: &str, lines: bool) -> (Vec<Entry>, Vec<Damage>) {
+        let src = MemSource::new(text.as_bytes().to_vec());
+        let mut entries = Vec::new();
+        let mut damage = Vec::new();
+        let cfg = Config {
+            lines,
+            ..Config::json(0)
+        };
+        scan_range(
+            &src,
+            Range::new(0, text.len() as u64),
+            cfg,
+            &mut |ev| match ev {
+                Event::Entry(e) => entries.push(e),
+                Event::Problem(d) => damage.push(d),
+            },
+        );
+        (entries, damage)
+    }
+
+    /// The same scan fed one byte at a time.
+    fn scan_bytewise(text: &str) -> (Vec<(Range, String)>, Vec<String>) {
+        let src = MemSource::new(text.as_bytes().to_vec());
+        let mut sc = Scanner::new(Config::json(0), 0);
+        let mut entries = Vec::new();
+        let mut damage = Vec::new();
+        let mut sink = |ev: Event| match ev {
+            Event::Entry(e) => entries.push((e.range, entry_name(&e))),
+            Event::Problem(d) => damage.push(d.reason),
+        };
+        for b in text.as_bytes() {
+            let n = sc.feed(&src, std::slice::from_ref(b), u64::MAX, &mut sink);
+            if n == 0 {
+                break;
+            }
+        }
+        sc.finish(&mut sink);
+        (entries, damage)
+    }
+
+    fn spans<'a>(text: &'a str, entries: &[Entry]) -> Vec<&'a str> {
+        entries
+            .iter()
+            .map(|e| &text[e.range.start as usize..e.range.end as usize])
+            .collect()
+    }
+
+    #[test]
+    fn member_and_element_ranges() {
+        let t = r#" {"a": 1, "b" : [1, {"x": "y"}], "c\"d": "s\u00e9", "e": {}, "f": -1.5e3} "#;
+        let (e, d) = scan(t, false);
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(
+            spans(t, &e),
+            [
+                r#""a": 1"#,
+                r#""b" : [1, {"x": "y"}]"#,
+                r#""c\"d": "s\u00e9""#,
+                r#""e": {}"#,
+                r#""f": -1.5e3"#
+            ]
+        );
+        assert_eq!(e[1].kind, Kind::Array);
+        assert_eq!(e[1].count, 2);
+        assert_eq!(entry_name(&e[2]), "c\"d");
+        assert_eq!(unescape(&e[2].scalar), "sé");
+        let (arr, d) = scan("[1, \"two\", [3], null, true]", false);
+        assert!(d.is_empty());
+        assert_eq!(
+            arr.iter().map(entry_name).collect::<Vec<_>>(),
+            ["[0]", "[1]", "[2]", "[3]", "[4]"]
+        );
+        assert_eq!(arr[3].kind, Kind::Null);
+        let (root, d) = scan("  42 ", false);
+        assert!(d.is_empty());
+        assert_eq!(root.len(), 1);
+        assert_eq!(root[0].range, Range::new(2, 4));
+    }
+
+    #[test]
+    fn bytewise_feeding_gives_the_same_result() {
+        for t in [
+            r#"{"a": [1, 2, {"b": "c\\\"\u00e9"}], "n": -0.5E+10, "t": true, "é": null}"#,
+            r#"{"a": [1, 2 "#,
+            r#"{"a": 1 "b": 2}"#,
+            "[1, 2, 3]   x",
+        ] {
+            let (whole, dw) = scan(t, false);
+            let whole: Vec<_> = whole.iter().map(|e| (e.range, entry_name(e))).collect();
+            let dw: Vec<_> = dw.into_iter().map(|d| d.reason).collect();
+            assert_eq!((whole, dw), scan_bytewise(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let t = "{\n  \"a\": 1,\n  \"b\": 2\n  \"c\": 3\n}";
+        let (e, d) = scan(t, false);
+        assert_eq!(e.len(), 2, "the entries before the error are kept");
+        assert_eq!(d.len(), 1);
+        assert!(
+            d[0].reason
+                .contains("at 4:3: expected ',' or '}' after object member"),
+            "{}",
+            d[0].reason
+        );
+        assert_eq!(d[0].status, Status::Corrupt);
+        assert_eq!(d[0].range.start, t.find("\"c\"").unwrap() as u64);
+        // Columns count characters, as Python's json does.
+        let (_, d) = scan("{\"é\": x}", false);
+        assert!(d[0].reason.contains("at 1:7:"), "{}", d[0].reason);
+        let (_, d) = scan("[1, 2,]", false);
+        assert!(d[0].reason.contains("trailing comma"), "{}", d[0].reason);
+    }
+
+    #[test]
+    fn truncation_says_what_is_open() {
+        let t = r#"{"a": 1, "b": [1, {"c": "xy"#;
+        let (e, d) = scan(t, false);
+        assert_eq!(e.len(), 2);
+        assert!(e[1].damage.is_some());
+        assert_eq!(e[1].range, Range::new(9, t.len() as u64));
+        assert_eq!(d[0].status, Status::Truncated);
+        assert!(
+            d[0].reason
+                .contains("a string (open: object > array > object; 3 levels)"),
+            "{}",
+            d[0].reason
+        );
+        let (_, d) = scan("   ", false);
+        assert!(d[0].reason.contains("no JSON value"));
+        // A number at the very end of the data is complete.
+        let (e, d) = scan("12", false);
+        assert!(d.is_empty());
+        assert_eq!(e[0].range, Range::new(0, 2));
+    }
+
+    #[test]
+    fn deep_nesting_is_skipped_not_recursed() {
+        let n = 100_000;
+        let t = format!(
+            "{{\"deep\": {}{}, \"after\": 1}}",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        let (e, d) = scan(&t, false);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].reason.contains("nesting deeper than 512 levels at 1:"));
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].range.end as usize, t.len() - ", \"after\": 1}".len());
+        assert_eq!(entry_name(&e[1]), "after");
+        // Unclosed: truncation names the skipped depth.
+        let t = format!("[{}", "[".repeat(n));
+        let (_, d) = scan(&t, false);
+        assert_eq!(d.len(), 2);
+        assert!(d[1].reason.contains("deeper than 512"), "{}", d[1].reason);
+    }
+
+    #[test]
+    fn json_lines_resync_after_a_bad_line() {
+        let t = "{\"a\": 1}\n{\"b\": oops}\n\n[1, 2]\n\"s\" 3\n7";
+        let (e, d) = scan(t, true);
+        assert_eq!(
+            spans(t, &e),
+            ["{\"a\": 1}", "{\"b\": ", "[1, 2]", "\"s\"", "7"]
+        );
+        assert!(e[1].damage.is_some());
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].reason.contains("at 2:7"));
+        assert!(d[1].reason.contains("expected a line break"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_and_scanning_goes_on() {
+        let mut b = b"{\"a\": \"x".to_vec();
+        b.push(0xff);
+        b.extend_from_slice(b"y\", \"b\": 2}");
+        let src = MemSource::new(b.clone());
+        let mut entries = 0;
+        let mut damage = Vec::new();
+        scan_range(
+            &src,
+            Range::new(0, b.len() as u64),
+            Config::json(0),
+            &mut |ev| match ev {
+                Event::Entry(_) => entries += 1,
+                Event::Problem(d) => damage.push(d),
+            },
+        );
+        assert_eq!(entries, 2);
+        assert_eq!(damage.len(), 1);
+        assert!(damage[0].reason.contains("invalid UTF-8"));
+    }
+
+    #[test]
+    fn load_goes_one_level_down() {
+        let t = r#"{"a": {"b": [1, 2], "c": "d"}, "e": [[1], {}]}"#;
+        let src = MemSource::new(t.as_bytes().to_vec());
+        let top = children(&src, Range::new(0, t.len() as u64), 0, None);
+        assert_eq!(top.len(), 2);
+        assert!(matches!(top[0].children, Children::Unloaded));
+        let a = load(&src, &top[0]);
+        assert_eq!(a.len(), 2);
+        assert_eq!(&*a[0].name, "b");
+        assert_eq!(
+            &t[a[0].range.start as usize..a[0].range.end as usize],
+            r#""b": [1, 2]"#
+        );
+        let b = load(&src, &a[0]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[1].value, Some(Value::UInt(2)));
+        let e = load(&src, &top[1]);
+        assert_eq!(e.len(), 2);
+        assert!(matches!(e[1].children, Children::Leaf), "empty object");
+    }
+
+    #[test]
+    fn display_helpers() {
+        assert_eq!(unescape(br#"a\nb\u00e9\ud83d\ude00\"x"#), "a\nbé😀\"x");
+        assert_eq!(unescape(br#"\ud800x"#), "\u{fffd}x");
+        assert_eq!(unescape(br#"cut\u00"#), "cut");
+        assert_eq!(shorten("abcdef", 3), "abc…");
+        assert_eq!(shorten("abc", 3), "abc");
+    }
+}
