@@ -322,6 +322,8 @@ pub struct Scanner {
     root_seen: bool,
     lines: LineIndex,
     problems: u64,
+    /// Where the document's value ended (JSON).
+    root_end: Option<u64>,
     /// An entry that ended, waiting to be handed to the sink.
     pending: Option<Entry>,
     /// Entries reported by this scanner.
@@ -366,6 +368,7 @@ impl Scanner {
             root_seen: false,
             lines: LineIndex::new(cfg.origin),
             problems: 0,
+            root_end: None,
             pending: None,
             emitted: 0,
         }
@@ -381,9 +384,9 @@ impl Scanner {
         self.lex == Lex::Stopped
     }
 
-    /// Whether the document's top-level value is complete (JSON).
-    pub fn root_done(&self) -> bool {
-        self.lex == Lex::AfterRoot
+    /// Where the document's top-level value ended, once it has (JSON).
+    pub fn root_end(&self) -> Option<u64> {
+        self.root_end
     }
 
     /// Scans `buf`, which holds the bytes at [`Scanner::pos`]. Stops early after
@@ -981,6 +984,7 @@ impl Scanner {
         } else if self.cfg.lines {
             Lex::LineEnd
         } else {
+            self.root_end.get_or_insert(end);
             Lex::AfterRoot
         };
     }
@@ -1043,7 +1047,11 @@ impl Scanner {
     /// its end): reports what is cut off.
     pub fn finish(&mut self, sink: &mut dyn FnMut(Event)) {
         let end = self.pos;
-        if let Lex::Num(Num::Zero | Num::Int | Num::Frac | Num::ExpDigits) = self.lex {
+        // A number at the very end is whole only outside any container (a root
+        // value, a JSON Lines line); inside one, more digits may be missing.
+        if let Lex::Num(Num::Zero | Num::Int | Num::Frac | Num::ExpDigits) = self.lex
+            && self.stack.is_empty()
+        {
             self.end_value(end);
             self.flush(sink);
         }

@@ -11,6 +11,7 @@
 
 pub mod gzip;
 pub mod json;
+pub mod safetensors;
 pub mod tar;
 pub mod zip;
 
@@ -21,7 +22,13 @@ use crate::node::Node;
 use crate::status::Damage;
 
 /// Every known format, in sniffing order.
-pub static REGISTRY: &[&Format] = &[&gzip::FORMAT, &zip::FORMAT, &tar::FORMAT, &json::FORMAT];
+pub static REGISTRY: &[&Format] = &[
+    &gzip::FORMAT,
+    &zip::FORMAT,
+    &tar::FORMAT,
+    &safetensors::FORMAT,
+    &json::FORMAT,
+];
 
 /// Bytes from the start of an extraction that sniffers get to see.
 pub const SNIFF_LEN: usize = 1024;

@@ -187,8 +187,10 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         return Vec::new();
     };
     // Formats with tensors add their line here.
-    let _ = e;
-    Vec::new()
+    match e.parser {
+        Some("safetensors") => crate::parsers::safetensors::tensors(tree, ext),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
