@@ -9,9 +9,11 @@
 //!
 //! Adding a format is one module here plus one line in [`REGISTRY`].
 
+pub mod folder;
 pub mod gzip;
 pub mod json;
 pub mod safetensors;
+pub mod safetensors_index;
 pub mod tar;
 pub mod zip;
 
@@ -22,11 +24,17 @@ use crate::node::Node;
 use crate::status::Damage;
 
 /// Every known format, in sniffing order.
+///
+/// Folders first (they are recognised by kind alone); then formats with
+/// magic bytes; safetensors and the sharded index before JSON, which would
+/// claim an index by its name; JSON last, as it accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
+    &folder::FORMAT,
     &gzip::FORMAT,
     &zip::FORMAT,
     &tar::FORMAT,
     &safetensors::FORMAT,
+    &safetensors_index::FORMAT,
     &json::FORMAT,
 ];
 
