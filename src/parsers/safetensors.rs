@@ -1022,7 +1022,7 @@ mod tests {
             ));
         }
         h.push('}');
-        while h.len() % 8 != 0 {
+        while !h.len().is_multiple_of(8) {
             h.push(' ');
         }
         let mut out = (h.len() as u64).to_le_bytes().to_vec();

@@ -9,6 +9,8 @@ mod util;
 mod cli;
 mod damage;
 mod hostile;
+mod json;
+mod safetensors;
 mod sweep;
 mod terminal;
 mod truncation;
