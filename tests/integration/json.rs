@@ -419,3 +419,49 @@ fn sweep_json_fixtures() {
         sweep_with(&format!("json/{name}"), &no_more_than_the_bytes);
     }
 }
+
+fn gzip(name: &str, data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::GzBuilder::new()
+        .filename(name)
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::fast());
+    gz.write_all(data).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Inside a gzip file the bytes arrive while they are decoded (4 MiB per
+/// step): the parser must wait for them and end with the same nodes.
+#[test]
+fn a_document_decoded_while_it_is_parsed() {
+    let mut doc = String::from("[");
+    for i in 0..150_000 {
+        if i > 0 {
+            doc.push_str(",\n ");
+        }
+        doc.push_str(&format!(
+            "{{\"i\": {i}, \"s\": \"{}\", \"l\": [1, 2.5, null]}}",
+            "x".repeat(i % 50)
+        ));
+    }
+    doc.push(']');
+    let mut lines = String::new();
+    for i in 0..150_000 {
+        lines.push_str(&format!(
+            "{{\"n\": {i}, \"t\": \"{}\"}}\n",
+            "y".repeat(i % 40)
+        ));
+    }
+    for (name, text) in [("big.json", doc), ("big.jsonl", lines)] {
+        assert!(text.len() > 5 << 20, "more than one decoding step");
+        let plain = parse(name, text.as_bytes().to_vec());
+        let want = shape(&plain.tree().root().nodes);
+        assert_eq!(want.len(), 150_000);
+        let gz = parse(&format!("{name}.gz"), gzip(name, text.as_bytes()));
+        let t = gz.tree();
+        let child = t.resolve(name).expect("the decoded stream");
+        assert_eq!(t.exts[child].parser, Some("json"));
+        assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
+        assert_eq!(shape(&t.exts[child].nodes), want, "{name}");
+    }
+}

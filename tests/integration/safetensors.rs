@@ -645,3 +645,47 @@ fn sources_stay_readable() {
     assert!(t.exts[0].data.available() == 5000);
     assert_eq!(table[0].status, Status::Truncated);
 }
+
+/// A safetensors file inside a gzip stream: its bytes arrive while they are
+/// decoded, the tensors are listed as their bytes come, and the table points
+/// into the decoded stream.
+#[test]
+fn a_file_decoded_while_it_is_parsed() {
+    use std::io::Write;
+    // Three 4 MiB tensors (more than one decoding step each).
+    let mut h = String::from("{\"__metadata__\":{\"format\":\"pt\"}");
+    let mb4 = 4u64 << 20;
+    for i in 0..3u64 {
+        h.push_str(&format!(
+            ",\"t{i}\":{{\"dtype\":\"U8\",\"shape\":[{mb4}],\"data_offsets\":[{},{}]}}",
+            i * mb4,
+            (i + 1) * mb4
+        ));
+    }
+    h.push('}');
+    while !h.len().is_multiple_of(8) {
+        h.push(' ');
+    }
+    let mut file = (h.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(h.as_bytes());
+    let data_at = file.len() as u64;
+    file.extend((0..3 * mb4).map(|i| (i / 4099) as u8));
+    let mut gz = flate2::GzBuilder::new()
+        .filename("m.safetensors")
+        .write(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&file).unwrap();
+    let session = parse("m.safetensors.gz", gz.finish().unwrap());
+    let t = session.tree();
+    let id = t.resolve("m.safetensors").unwrap();
+    assert_eq!(t.exts[id].parser, Some("safetensors"));
+    assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
+    let table = tensors(&t, id);
+    assert_eq!(table.len(), 3);
+    for (i, x) in table.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!((x.source, x.offset, x.length), (id, data_at + i * mb4, mb4));
+        assert_eq!(x.status, Status::Complete);
+        let s = (data_at + i * mb4) as usize;
+        assert_eq!(tensor_bytes(&t, x), file[s..s + mb4 as usize]);
+    }
+}
