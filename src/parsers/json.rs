@@ -328,6 +328,9 @@ pub struct Scanner {
     pending: Option<Entry>,
     /// Entries reported by this scanner.
     pub emitted: u64,
+    /// Whether entries carry their key and scalar text (a caller that only
+    /// counts them turns this off and saves the copies).
+    pub details: bool,
 }
 
 /// Why a value is expected, for error messages.
@@ -371,6 +374,7 @@ impl Scanner {
             root_end: None,
             pending: None,
             emitted: 0,
+            details: true,
         }
     }
 
@@ -416,9 +420,31 @@ impl Scanner {
                     continue;
                 }
             }
+            // Fast path: a run of digits inside a number.
+            if let Lex::Num(Num::Int | Num::Frac | Num::ExpDigits) = self.lex {
+                let run = buf[i..]
+                    .iter()
+                    .position(|b| !b.is_ascii_digit())
+                    .unwrap_or(buf.len() - i);
+                if run > 0 {
+                    self.keep(&buf[i..i + run]);
+                    i += run;
+                    continue;
+                }
+            }
+            let b = buf[i];
+            // Fast path: blanks between tokens.
+            if matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+                && matches!(
+                    self.lex,
+                    Lex::Value(_) | Lex::Key { .. } | Lex::Colon | Lex::Comma | Lex::AfterRoot
+                )
+            {
+                i += 1;
+                continue;
+            }
             let off = base + i as u64;
             self.pos = off;
-            let b = buf[i];
             if self.byte(b, off, src, sink) {
                 i += 1;
                 // A JSON Lines error at a line break: the next line starts here.
@@ -426,7 +452,9 @@ impl Scanner {
                     self.lex = Lex::Value(Ctx::Root);
                 }
             }
-            self.flush(sink);
+            if self.pending.is_some() {
+                self.flush(sink);
+            }
         }
         self.pos = base + i as u64;
         i
@@ -451,6 +479,7 @@ impl Scanner {
     }
 
     /// Handles one byte; false when it must be looked at again in the new state.
+    #[inline]
     fn byte(&mut self, b: u8, off: u64, src: &dyn Source, sink: &mut dyn FnMut(Event)) -> bool {
         let ws = matches!(b, b' ' | b'\t' | b'\r' | b'\n');
         match self.lex {
@@ -886,7 +915,11 @@ impl Scanner {
                 root: false,
             });
             self.next_index += 1;
-            self.capture = Capture::Key;
+            self.capture = if self.details {
+                Capture::Key
+            } else {
+                Capture::None
+            };
         } else {
             if depth == self.entry_depth + 1
                 && let Some(c) = self.cur.as_mut()
@@ -921,9 +954,10 @@ impl Scanner {
             cur.kind = kind;
             cur.value_start = off;
             self.entry_value_depth = Some(depth);
-            self.capture = if kind.is_container() {
+            self.capture = if kind.is_container() || !self.details {
                 Capture::None
             } else {
+                cur.scalar.reserve(24);
                 Capture::Value
             };
         } else {
@@ -1376,7 +1410,13 @@ impl Parser for JsonParser {
                     break;
                 }
             };
-            let left = ENTRIES_PER_STEP.saturating_sub(scan.emitted - first_entry);
+            // Past the cap entries are only counted.
+            scan.details = scan.emitted < MAX_NODES;
+            let left = if scan.details {
+                ENTRIES_PER_STEP.saturating_sub(scan.emitted - first_entry)
+            } else {
+                u64::MAX
+            };
             scan.feed(src, chunk, left, &mut |ev| handle(ev, cx));
             let now = scan.pos();
             if now - *released > 64 << 20 {
@@ -1386,7 +1426,9 @@ impl Parser for JsonParser {
             if scan.stopped() {
                 break;
             }
-            if scan.emitted - first_entry >= ENTRIES_PER_STEP || now - start >= budget {
+            if (scan.details && scan.emitted - first_entry >= ENTRIES_PER_STEP)
+                || now - start >= budget
+            {
                 cx.progress(now, src.is_final().then(|| src.available()));
                 return Step::Yield;
             }
