@@ -733,7 +733,7 @@ pub fn data_damage(lay: &Layout, avail: u64, fin: bool) -> Vec<Damage> {
                 let d = if st == Status::Corrupt {
                     Damage::corrupt(
                         Range::new(at, at),
-                        format!("{what} ({})", detail.unwrap_or_default()),
+                        format!("tensor '{name}': {}", detail.unwrap_or_default()),
                     )
                 } else {
                     Damage::truncated(Range::new(at, at), what)
