@@ -9,8 +9,12 @@
 //!
 //! Adding a format is one module here plus one line in [`REGISTRY`].
 
+pub mod folder;
 pub mod gzip;
+pub mod json;
 pub mod pickle;
+pub mod safetensors;
+pub mod safetensors_index;
 pub mod tar;
 pub mod torch;
 pub mod zip;
@@ -22,12 +26,20 @@ use crate::node::Node;
 use crate::status::Damage;
 
 /// Every known format, in sniffing order.
+///
+/// Folders first (they are recognised by kind alone); then formats with
+/// magic bytes; safetensors and the sharded index before JSON, which would
+/// claim an index by its name; JSON last, as it accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
+    &folder::FORMAT,
     &gzip::FORMAT,
     &zip::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,
+    &safetensors::FORMAT,
+    &safetensors_index::FORMAT,
+    &json::FORMAT,
 ];
 
 /// Bytes from the start of an extraction that sniffers get to see.

@@ -205,7 +205,12 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
+    // Formats with tensors add their line here.
     match e.parser {
+        Some("safetensors") => crate::parsers::safetensors::tensors(tree, ext),
+        Some("safetensors-index") => crate::parsers::safetensors_index::tensors(tree, ext),
+        // A folder's tensors are its entries' (the depth of folders is bounded).
+        Some("folder") => e.children.iter().flat_map(|&c| tensors(tree, c)).collect(),
         Some("zip" | "torch") => crate::parsers::torch::tensors(tree, ext),
         _ => Vec::new(),
     }

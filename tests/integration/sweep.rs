@@ -106,6 +106,12 @@ fn check_invariants(t: &Tree, what: &str, f: &mut Failures) {
 }
 
 fn sweep(name: &str) {
+    sweep_with(name, &|_, _, _| {});
+}
+
+/// Sweeps the fixture at `name` (relative to fixtures/, also the name it is
+/// parsed under) and runs `extra` on every damaged tree as well.
+pub fn sweep_with(name: &str, extra: &dyn Fn(&Tree, &str, &mut Failures)) {
     let data = fixture(name);
     let mut rng = Rng::new(seed_of(name));
     let mut f = Failures::default();
@@ -114,6 +120,7 @@ fn sweep(name: &str) {
         let what = format!("{name} case {i}: {how}");
         let session = parse_named(name, bytes, &what);
         check_invariants(&session.tree(), &what, &mut f);
+        extra(&session.tree(), &what, &mut f);
     }
     f.check(&format!("{name} damage sweep"));
 }

@@ -147,7 +147,10 @@ fn explorer_stays_live_and_quits_mid_parse() {
     let path = dir.path().join("zeros.gz");
     std::fs::write(&path, member.repeat(4000)).unwrap();
     let mut t = Term::spawn(&[path.to_str().unwrap()], 120, 30);
-    t.wait_for("the parse to show progress", |s| s.contains("parsing"));
+    // Enter expands only a node that has children: wait for the stream.
+    t.wait_for("the parse to show progress", |s| {
+        s.contains("parsing") && s.contains("Extractions (2)")
+    });
     t.send("\r");
     t.wait_for("the decoded stream", |s| {
         s.contains("zeros  ") || s.contains("▾ zeros.gz")

@@ -1,0 +1,467 @@
+//! JSON: node ranges against the spans Python's json decoder finds
+//! (fixtures/json/expect.json), lazy loading, the depth limit on 100,000
+//! nested arrays, syntax errors at Python's line:column, truncation at every
+//! offset, JSON Lines, and a no-panic damage sweep.
+
+use std::sync::OnceLock;
+
+use pparse::name::escape_str;
+use pparse::node::{Children, Node};
+use pparse::{Session, Status};
+use serde_json::Value;
+
+use crate::sweep::sweep_with;
+use crate::util::*;
+
+fn expect() -> &'static Value {
+    static E: OnceLock<Value> = OnceLock::new();
+    E.get_or_init(|| {
+        let text = std::fs::read_to_string(fixture_path("json/expect.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    })
+}
+
+/// The node name an expected entry gets: its key (escaped) or `[index]`.
+fn name_of(e: &Value) -> String {
+    match e.get("key") {
+        Some(k) => escape_str(s(k)),
+        None => format!("[{}]", u(&e["index"])),
+    }
+}
+
+/// (name, kind, start, end) of nodes.
+fn shape(nodes: &[Node]) -> Vec<(String, String, u64, u64)> {
+    nodes
+        .iter()
+        .map(|n| {
+            (
+                n.name.to_string(),
+                n.kind.to_string(),
+                n.range.start,
+                n.range.end,
+            )
+        })
+        .collect()
+}
+
+fn expected(entries: &Value) -> Vec<(String, String, u64, u64)> {
+    entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                name_of(e),
+                s(&e["kind"]).to_string(),
+                u(&e["start"]),
+                u(&e["end"]),
+            )
+        })
+        .collect()
+}
+
+fn json_files() -> Vec<(&'static str, &'static Value)> {
+    expect()["files"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect()
+}
+
+#[test]
+fn node_ranges_are_the_spans_python_finds() {
+    for (name, want) in json_files() {
+        let session = parse(name, fixture(&format!("json/{name}")));
+        let t = session.tree();
+        assert_eq!(t.root().parser, Some("json"), "{name}");
+        assert_eq!(
+            t.worst_status(),
+            Status::Complete,
+            "{name}: {}",
+            damage_text(&t, 0)
+        );
+        if let Some(lines) = want.get("lines") {
+            let got: Vec<(String, String, u64, u64)> = shape(&t.root().nodes);
+            let exp: Vec<(String, String, u64, u64)> = lines
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    (
+                        format!("line {}", u(&l["line"])),
+                        s(&l["kind"]).to_string(),
+                        u(&l["start"]),
+                        u(&l["end"]),
+                    )
+                })
+                .collect();
+            assert_eq!(got, exp, "{name}");
+            continue;
+        }
+        let entries = &want["entries"];
+        assert_eq!(shape(&t.root().nodes), expected(entries), "{name}");
+        drop(t);
+        // One level down, loaded lazily from each container's range.
+        for (i, e) in entries.as_array().unwrap().iter().enumerate() {
+            let Some(children) = e.get("children") else {
+                continue;
+            };
+            let loaded = session.load(0, &[i]);
+            let t = session.tree();
+            let node = &t.root().nodes[i];
+            if children.as_array().unwrap().is_empty() {
+                assert!(matches!(node.children, Children::Leaf), "{name} {i}");
+                continue;
+            }
+            assert!(loaded, "{name}: node {i} does not load");
+            assert_eq!(
+                shape(node.loaded_children()),
+                expected(children),
+                "{name} {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn children_load_lazily_and_again() {
+    let session = parse("nested.json", fixture("json/nested.json"));
+    let idx = {
+        let t = session.tree();
+        let nodes = &t.root().nodes;
+        assert!(
+            nodes
+                .iter()
+                .all(|n| !matches!(n.children, Children::Loaded(_)))
+        );
+        nodes.iter().position(|n| &*n.name == "deep").unwrap()
+    };
+    // Walk down "deep" level by level: every level is loaded on demand.
+    let mut path = vec![idx];
+    let mut names = Vec::new();
+    loop {
+        if !session.load(0, &path) {
+            break;
+        }
+        let t = session.tree();
+        let n = t.root().nodes[path[0]].descend(&path[1..]).unwrap();
+        let kids = n.loaded_children();
+        if kids.is_empty() {
+            break;
+        }
+        names.push(kids[0].name.to_string());
+        drop(t);
+        path.push(0);
+    }
+    assert_eq!(
+        names,
+        ["a", "b", "c", "d", "e", "[0]", "[0]", "[0]", "[0]", "[0]"]
+    );
+    let first = {
+        let t = session.tree();
+        shape(t.root().nodes[idx].loaded_children())
+    };
+    session.unload(0, &[idx]);
+    assert!(matches!(
+        session.tree().root().nodes[idx].children,
+        Children::Unloaded
+    ));
+    assert!(session.load(0, &[idx]));
+    assert_eq!(
+        shape(session.tree().root().nodes[idx].loaded_children()),
+        first
+    );
+}
+
+#[test]
+fn nesting_100000_deep_is_reported_not_recursed() {
+    let n = 100_000;
+    let doc = format!(
+        "{{\"deep\": {}{}, \"after\": 1}}",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    let session = parse("deep.json", doc.into_bytes());
+    let t = session.tree();
+    let d = &t.root().damage;
+    assert_eq!(d.len(), 1, "{}", damage_text(&t, 0));
+    assert_eq!(d[0].status, Status::Corrupt);
+    // The root object and 511 arrays are open at the 512th '[' (column 9 + 512).
+    assert!(
+        d[0].reason
+            .contains("nesting deeper than 512 levels at 1:521"),
+        "{}",
+        d[0].reason
+    );
+    let names: Vec<&str> = t.root().nodes.iter().map(|n| &*n.name).collect();
+    assert_eq!(names, ["deep", "after"]);
+    drop(t);
+    // Loading goes down one level at a time, also far below the limit.
+    let mut path = vec![0];
+    for _ in 0..600 {
+        assert!(session.load(0, &path));
+        path.push(0);
+    }
+    // Unclosed, the document is truncated and says how deep it was.
+    let doc = format!("[{}", "[".repeat(n));
+    let session = parse("open.json", doc.into_bytes());
+    let t = session.tree();
+    assert_eq!(t.worst_status(), Status::Corrupt);
+    assert!(
+        t.root()
+            .damage
+            .iter()
+            .any(|d| d.status == Status::Truncated && d.reason.contains("nested deeper than 512")),
+        "{}",
+        damage_text(&t, 0)
+    );
+}
+
+#[test]
+fn syntax_errors_are_at_pythons_line_and_column() {
+    for case in expect()["errors"].as_array().unwrap() {
+        let text = s(&case["text"]);
+        let session = parse("case.json", text.as_bytes().to_vec());
+        let t = session.tree();
+        let at = format!("at {}:{}", u(&case["lineno"]), u(&case["colno"]));
+        let pos = u(&case["pos"]);
+        let d = t
+            .root()
+            .damage
+            .iter()
+            .find(|d| d.status == Status::Corrupt)
+            .unwrap_or_else(|| panic!("{text:?}: no corrupt damage: {}", damage_text(&t, 0)));
+        assert!(
+            d.reason.contains(&at),
+            "{text:?}: {} (Python: {} {at})",
+            d.reason,
+            s(&case["msg"])
+        );
+        assert_eq!(d.range.start, pos, "{text:?}: {}", d.reason);
+        if text.starts_with('{') {
+            let kept: Vec<String> = t
+                .root()
+                .nodes
+                .iter()
+                .filter(|n| n.damage.is_none())
+                .map(|n| n.name.to_string())
+                .collect();
+            let want: Vec<String> = case["kept"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| escape_str(s(k)))
+                .collect();
+            assert_eq!(kept, want, "{text:?}");
+        }
+    }
+}
+
+/// Cuts a document at every offset: every entry that ended before the cut
+/// is there with its exact range and no damage, and nothing else is whole.
+#[test]
+fn truncation_keeps_every_entry_before_the_cut() {
+    let mut f = Failures::default();
+    for (name, want) in json_files() {
+        let data = fixture(&format!("json/{name}"));
+        let lines = want.get("lines").is_some();
+        let entries: Vec<(String, String, u64, u64)> = if lines {
+            want["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    (
+                        format!("line {}", u(&l["line"])),
+                        s(&l["kind"]).to_string(),
+                        u(&l["start"]),
+                        u(&l["end"]),
+                    )
+                })
+                .collect()
+        } else {
+            expected(&want["entries"])
+        };
+        for cut in 0..=data.len() {
+            let what = format!("{name} cut at {cut}");
+            let session = parse_named(name, data[..cut].to_vec(), &what);
+            let t = session.tree();
+            let c = cut as u64;
+            // An entry is whole when its last byte is there, except a number
+            // inside a container, which may go on (it needs the next byte).
+            let whole: Vec<&(String, String, u64, u64)> = entries
+                .iter()
+                .filter(|e| e.3 < c || (e.3 == c && (e.1 != "number" || lines)))
+                .collect();
+            let got: Vec<(String, String, u64, u64)> = shape(
+                &t.root()
+                    .nodes
+                    .iter()
+                    .filter(|n| n.damage.is_none())
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            // JSON Lines: a number line cut inside reads as a shorter number.
+            let got: Vec<_> = got
+                .into_iter()
+                .filter(|g| {
+                    !(lines && g.1 == "number" && g.3 == c && !whole.iter().any(|w| w.2 == g.2))
+                })
+                .collect();
+            let whole: Vec<(String, String, u64, u64)> = whole.into_iter().cloned().collect();
+            if got != whole {
+                f.push(format!("{what}: whole entries {got:?}, expected {whole:?}"));
+            }
+            let damaged = t.root().nodes.iter().filter(|n| n.damage.is_some()).count();
+            if damaged > 1 {
+                f.push(format!("{what}: {damaged} damaged nodes"));
+            }
+            let rest_blank = data[cut..].iter().all(|b| b" \t\r\n".contains(b));
+            let ended =
+                lines && (cut == 0 || data[cut - 1] == b'\n' || entries.iter().any(|e| e.3 == c));
+            let want_status = if rest_blank || ended {
+                Status::Complete
+            } else {
+                Status::Truncated
+            };
+            if t.worst_status() != want_status && !(lines && t.worst_status() == Status::Complete) {
+                f.push(format!(
+                    "{what}: status {:?}, expected {want_status:?}: {}",
+                    t.worst_status(),
+                    damage_text(&t, 0)
+                ));
+            }
+        }
+    }
+    f.check("json truncation");
+}
+
+#[test]
+fn json_lines_go_on_after_a_bad_line() {
+    let mut data = fixture("json/records.jsonl");
+    let lines: Vec<usize> = std::iter::once(0)
+        .chain(
+            data.iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    // Break line 5: `{"step": @, ...`.
+    data[lines[4] + 9] = b'@';
+    let session = parse("records.jsonl", data);
+    let t = session.tree();
+    let n = &t.root().nodes;
+    assert_eq!(n.len(), 40, "every line is listed");
+    assert!(n[4].damage.is_some());
+    assert!(
+        n.iter()
+            .enumerate()
+            .all(|(i, x)| i == 4 || x.damage.is_none())
+    );
+    assert_eq!(&*n[39].name, "line 40");
+    assert!(
+        damage_text(&t, 0).contains("at 5:10"),
+        "{}",
+        damage_text(&t, 0)
+    );
+}
+
+#[test]
+fn a_root_scalar_and_trailing_data() {
+    let session = parse("x.json", b" \"just a string\" ".to_vec());
+    let t = session.tree();
+    assert_eq!(
+        shape(&t.root().nodes),
+        [("value".to_string(), "string".to_string(), 1, 16)]
+    );
+    let session = parse("x.json", b"{\"a\": 1}\n{\"b\": 2}\n".to_vec());
+    let t = session.tree();
+    assert!(damage_text(&t, 0).contains("trailing data after the top-level JSON value at 2:1"));
+    assert_eq!(t.root().nodes.len(), 1);
+}
+
+#[test]
+fn sniffing_claims_json_not_text() {
+    let sniffed = |name: &str, bytes: &[u8]| -> Option<&'static str> {
+        let session: Session = parse(name, bytes.to_vec());
+        session.tree().root().parser
+    };
+    assert_eq!(sniffed("data.bin", b"  {\n \"k\": 1}"), Some("json"));
+    assert_eq!(sniffed("data.bin", b"{}"), Some("json"));
+    assert_eq!(sniffed("notes.txt", b"[1, 2] is a list"), None);
+    assert_eq!(sniffed("notes.txt", b"{curly text}"), None);
+    assert_eq!(sniffed("list.json", b"[1, 2]"), Some("json"));
+}
+
+fn no_more_than_the_bytes(t: &pparse::Tree, what: &str, f: &mut Failures) {
+    let size = t.root().size();
+    for n in &t.root().nodes {
+        if n.range.end > size {
+            f.push(format!(
+                "{what}: node {} ends at {} past {size}",
+                n.name, n.range.end
+            ));
+        }
+    }
+}
+
+#[test]
+fn sweep_json_fixtures() {
+    for name in [
+        "nested.json",
+        "ascii.json",
+        "numbers.json",
+        "array.json",
+        "records.jsonl",
+    ] {
+        sweep_with(&format!("json/{name}"), &no_more_than_the_bytes);
+    }
+}
+
+fn gzip(name: &str, data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::GzBuilder::new()
+        .filename(name)
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::fast());
+    gz.write_all(data).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Inside a gzip file the bytes arrive while they are decoded (4 MiB per
+/// step): the parser must wait for them and end with the same nodes.
+#[test]
+fn a_document_decoded_while_it_is_parsed() {
+    let mut doc = String::from("[");
+    for i in 0..150_000 {
+        if i > 0 {
+            doc.push_str(",\n ");
+        }
+        doc.push_str(&format!(
+            "{{\"i\": {i}, \"s\": \"{}\", \"l\": [1, 2.5, null]}}",
+            "x".repeat(i % 50)
+        ));
+    }
+    doc.push(']');
+    let mut lines = String::new();
+    for i in 0..150_000 {
+        lines.push_str(&format!(
+            "{{\"n\": {i}, \"t\": \"{}\"}}\n",
+            "y".repeat(i % 40)
+        ));
+    }
+    for (name, text) in [("big.json", doc), ("big.jsonl", lines)] {
+        assert!(text.len() > 5 << 20, "more than one decoding step");
+        let plain = parse(name, text.as_bytes().to_vec());
+        let want = shape(&plain.tree().root().nodes);
+        assert_eq!(want.len(), 150_000);
+        let gz = parse(&format!("{name}.gz"), gzip(name, text.as_bytes()));
+        let t = gz.tree();
+        let child = t.resolve(name).expect("the decoded stream");
+        assert_eq!(t.exts[child].parser, Some("json"));
+        assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
+        assert_eq!(shape(&t.exts[child].nodes), want, "{name}");
+    }
+}
