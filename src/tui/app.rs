@@ -233,7 +233,7 @@ impl App {
         self.session.tree().get(ext).map(|e| e.data.clone())
     }
 
-    pub(super) fn height(&self, pane: Pane) -> usize {
+    pub fn height(&self, pane: Pane) -> usize {
         let r = match pane {
             Pane::Extractions => self.layout.exts,
             Pane::Nodes => self.layout.nodes,

@@ -435,3 +435,203 @@ fn screen_snapshot() {
     h.keys("<Enter><Down><Down><Enter><Tab><Down><Enter>");
     insta::assert_snapshot!("nested_stored_deep_zip", h.screen());
 }
+
+/// The opcode positions `pickletools.genops` gives for a pickle fixture.
+fn genops_positions(name: &str) -> Vec<u64> {
+    let text =
+        std::fs::read_to_string(fixture_path(&format!("pickle/{name}.genops.json"))).unwrap();
+    let ops: serde_json::Value = serde_json::from_str(&text).unwrap();
+    ops.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| u(&o["pos"]))
+        .collect()
+}
+
+/// The line the stepper shows for opcode `i` (0-based), from genops.
+fn opcode_line(pos: &[u64], i: usize, size: u64) -> String {
+    let end = pos.get(i + 1).copied().unwrap_or(size);
+    format!(
+        "opcode {} of {}  at {:#x}..{:#x}",
+        i + 1,
+        pos.len(),
+        pos[i],
+        end
+    )
+}
+
+#[test]
+fn pickle_stepper_walks_forward_and_back_through_genops() {
+    let bytes = fixture("pickle/p2_containers.pkl");
+    let size = bytes.len() as u64;
+    let pos = genops_positions("p2_containers");
+    let mut h = Harness::open("p2_containers.pkl", bytes);
+    h.keys("p");
+    assert_on_screen(&h, "Pickle VM (never executes)");
+    assert_on_screen(&h, &opcode_line(&pos, 0, size));
+    // Forward one opcode at a time: each step is the next genops position,
+    // and the hex cursor sits on the opcode's first byte.
+    for i in 1..40 {
+        h.keys("j");
+        assert_on_screen(&h, &opcode_line(&pos, i, size));
+        assert_eq!(h.app.stepper_op().unwrap().1.start, pos[i]);
+        assert_eq!(h.app.view().cursor, pos[i]);
+    }
+    // And back.
+    for i in (25..39).rev() {
+        h.keys("k");
+        assert_on_screen(&h, &opcode_line(&pos, i, size));
+        assert_eq!(h.app.view().cursor, pos[i]);
+    }
+    // After opcode 6 (BINPUT 1 at 0x10): MARK moved the dict to the
+    // metastack, 'empty' is on the stack, both are memoised.
+    h.keys("<Home>jjjjj");
+    assert_on_screen(&h, &opcode_line(&pos, 5, size));
+    let screen = h.screen();
+    for want in [
+        "stack (1, top first)",
+        "0 'empty'",
+        "metastack (1)",
+        "[1] {}",
+        "memo (2)",
+        "1: 'empty'",
+        "0: {}",
+    ] {
+        assert!(screen.contains(want), "{want} missing:\n{screen}");
+    }
+    // The last opcode is STOP with the whole dict on the stack.
+    h.keys("<End>");
+    assert_on_screen(&h, &opcode_line(&pos, pos.len() - 1, size));
+    assert_on_screen(&h, "STOP");
+    // STOP pops the result, as pickletools' stack emulation says.
+    assert_on_screen(&h, "stack (0, top first)");
+    assert_on_screen(&h, "memo (55)");
+    h.keys("k");
+    assert_on_screen(&h, &opcode_line(&pos, pos.len() - 2, size));
+    assert_on_screen(&h, "stack (1, top first)");
+    // Esc closes the stepper and gives the node tree back.
+    h.keys("<Esc>");
+    assert!(!h.screen().contains("Pickle VM"));
+}
+
+#[test]
+fn pickle_stepper_jumps_across_frames_of_a_large_pickle() {
+    let bytes = fixture("pickle/p4_frames.pkl");
+    let size = bytes.len() as u64;
+    let pos = genops_positions("p4_frames");
+    let mut h = Harness::open("p4_frames.pkl", bytes);
+    h.keys("p<End>");
+    let last = pos.len() - 1;
+    assert_on_screen(&h, &opcode_line(&pos, last, size));
+    // The hex view scrolled to the STOP byte.
+    assert_on_screen(&h, &format!("{:08x}", pos[last] - pos[last] % 16));
+    h.keys("k<PgUp>");
+    let page = h.app.height(Pane::Nodes);
+    let i = last - 1 - page;
+    assert_on_screen(&h, &opcode_line(&pos, i, size));
+    h.keys("<Home>");
+    assert_on_screen(&h, &opcode_line(&pos, 0, size));
+}
+
+#[test]
+fn pickle_stepper_stops_at_the_damage() {
+    let bytes = fixture("pickle/damaged/trunc_p2_in_binunicode.pkl");
+    let mut h = Harness::open("trunc_p2_in_binunicode.pkl", bytes);
+    h.keys("p<End>");
+    let screen = h.screen();
+    assert!(screen.contains("cut off at"), "{screen}");
+}
+
+/// The tensor panel on a real torch file: values in logical (strided)
+/// order, statistics and histogram, and `.npy` export byte-identical to
+/// what numpy saves for the tensor torch loads.
+#[test]
+fn tensor_panel_shows_values_stats_and_exports_npy() {
+    let mut h = Harness::open("views.pt", fixture("torch/views.pt"));
+    h.keys("T");
+    for name in [
+        "base  F32 [4, 6]",
+        "transposed  F32 [6, 4]",
+        "shared_b  I64 [4]",
+        "step  I16 [4]",
+    ] {
+        assert_on_screen(&h, name);
+    }
+    assert_on_screen(&h, "Tensors: views.pt (8)");
+    h.keys("j");
+    let screen = h.screen();
+    for want in [
+        "tensor   transposed  2 of 8",
+        "stride [1, 6]",
+        "0x0..0x60 (96 B) in views/data/0",
+        "values   0.0 6.0 12.0 18.0 1.0 7.0 13.0 19.0",
+        // numpy: arange(24).mean(), .std()
+        "mean 11.500000  std 6.922187",
+        "min 0.000000  max 23.000000",
+        "24 finite",
+        "histo",
+    ] {
+        assert!(screen.contains(want), "{want} missing:\n{screen}");
+    }
+    // The hex view shows the tensor's storage.
+    assert!(
+        h.app
+            .session
+            .tree()
+            .get(h.app.ext())
+            .unwrap()
+            .display_name()
+            .contains("views/data/0")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    for (key, name) in [
+        ("j", "transposed"),
+        ("jj", "slice"),
+        ("jjjjj", "shared_b"),
+        ("jjjjjjj", "step"),
+    ] {
+        let out = dir.path().join(format!("{name}.npy"));
+        h.keys("<Home>");
+        h.keys(key);
+        h.keys("e");
+        assert_on_screen(&h, &format!("write the tensor as .npy to: {name}.npy"));
+        h.keys(&"<BS>".repeat(name.len() + 4));
+        h.keys(&out.display().to_string());
+        h.keys("<Enter>");
+        let want = fixture(&format!("torch/npy/views.pt.{name}.npy"));
+        assert_eq!(std::fs::read(&out).unwrap(), want, "{name}");
+    }
+    // An existing file is never overwritten.
+    let out = dir.path().join("step.npy");
+    std::fs::write(&out, b"keep").unwrap();
+    h.keys("e");
+    h.keys(&"<BS>".repeat(8));
+    h.keys(&out.display().to_string());
+    h.keys("<Enter>");
+    assert_on_screen(&h, "exists: choose another name");
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep");
+}
+
+/// The tensor panel on a real safetensors file (silero-vad's).
+#[test]
+fn tensor_panel_on_safetensors() {
+    let mut h = Harness::open(
+        "silero_vad_16k.safetensors",
+        fixture("safetensors/silero_vad_16k.safetensors"),
+    );
+    h.keys("T");
+    for want in [
+        "tensor   stft_conv.weight  1 of 15",
+        "layout   F32 [258, 1, 256]  66,048 elements",
+        "bytes    0x4c0..0x40cc0 (258.0 KiB) in silero_vad_16k.safetensors",
+        "66,048 finite",
+        "final_conv.bias  F32 [1]",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    // The last tensor: its one value, and the hex view on its 4 bytes.
+    h.keys("<End>");
+    assert_on_screen(&h, "tensor   final_conv.bias  15 of 15");
+    assert_eq!(h.app.view().cursor, 0x4c0 + 1238528);
+}
