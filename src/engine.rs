@@ -440,6 +440,8 @@ impl Engine {
                 self.parse_step(i);
             }
             self.shared.notify();
+            // Wake `wait_until` callers now rather than at their next poll.
+            self.shared.over_cv.notify_all();
         }
         if self.shared.cancel.load(Ordering::Acquire) {
             return;

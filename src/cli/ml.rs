@@ -6,8 +6,10 @@ use std::path::Path;
 use super::{Fatal, finish_output, open, report, resolve_final, wait};
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
+use crate::node::Value;
 use crate::parsers::pickle::dis::Dis;
 use crate::parsers::pickle::ops::Op;
+use crate::parsers::pickle::safety::Verdict;
 use crate::parsers::pickle::vm::Vm;
 use crate::parsers::pickle::{self, End, VM_LIMIT};
 use crate::status::Status;
@@ -73,6 +75,28 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         list_text(&*data, &ranges, trace, &mut out)
     };
     finish_output(r.and_then(|_| out.flush()))?;
+    // What loading would import: said on stderr, so stdout stays pickletools'.
+    let suspicious: Vec<(usize, Range)> = e
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .enumerate()
+        .filter(|(_, n)| matches!(&n.value, Some(Value::Str(s)) if s.contains("imports")))
+        .map(|(i, n)| (i, n.range))
+        .collect();
+    for (i, r) in suspicious {
+        let (vm, _, _) = pickle::run(&*data, r.start, r.end.max(r.start + 1), VM_LIMIT);
+        for (name, verdict) in pickle::globals(&vm) {
+            if verdict != Verdict::Allowed {
+                eprintln!(
+                    "pparse: pickle #{i} imports {}: {}: {}",
+                    crate::name::escape_str(&name),
+                    verdict.as_str(),
+                    verdict.explain()
+                );
+            }
+        }
+    }
     Ok(report(&t, &[target]))
 }
 
@@ -114,11 +138,14 @@ fn list_json(
 const TEXT_ARG_LIMIT: usize = 16 << 20;
 
 /// The opcode byte as pickletools shows it: `repr(code)` without quotes.
-fn code_repr(c: u8) -> String {
+/// The opcode byte as pickletools shows it, padded to 4 columns.
+fn code_repr(c: u8, out: &mut String) {
+    use std::fmt::Write;
     if (0x20..0x7f).contains(&c) && c != b'\\' && c != b'\'' {
-        (c as char).to_string()
+        out.push(c as char);
+        out.push_str("   ");
     } else {
-        format!("\\x{c:02x}")
+        let _ = write!(out, "\\x{c:02x}");
     }
 }
 
@@ -143,27 +170,35 @@ fn list_text(
         let mut err: Option<io::Error> = None;
         let mut problems_seen = 0;
         let mut complained = false;
+        let mut line = String::with_capacity(256);
+        let mut scratch = Vec::new();
         let end = pickle::scan(data, r.start, r.end.max(r.start + 1), |op: &Op| {
-            let indent = "    ".repeat(dis.depth());
-            let mut line = format!(
-                "{:5}: {:<4} {}{}",
-                op.pos,
-                code_repr(op.info.code),
-                indent,
-                op.name()
-            );
+            use std::fmt::Write;
+            line.clear();
+            let _ = write!(line, "{:5}: ", op.pos);
+            code_repr(op.info.code, &mut line);
+            line.push(' ');
+            for _ in 0..dis.depth() {
+                line.push_str("    ");
+            }
+            line.push_str(op.name());
             let notes = dis.step(op);
-            let arg = pickle::arg_repr(op, data, TEXT_ARG_LIMIT);
-            if arg.is_some() || notes.mark.is_some() {
-                line.push_str(&" ".repeat(10usize.saturating_sub(op.name().len())));
-                if let Some(a) = arg {
-                    line.push(' ');
-                    line.push_str(&a);
-                }
-                if let Some(m) = &notes.mark {
-                    line.push(' ');
-                    line.push_str(m);
-                }
+            let name_end = line.len();
+            let pad = 10usize.saturating_sub(op.name().len());
+            for _ in 0..pad {
+                line.push(' ');
+            }
+            line.push(' ');
+            let had_arg = pickle::arg_repr_into(op, data, TEXT_ARG_LIMIT, &mut line, &mut scratch);
+            if !had_arg {
+                line.pop();
+            }
+            if let Some(m) = &notes.mark {
+                line.push(' ');
+                let _ = write!(line, "{m}");
+            }
+            if !had_arg && notes.mark.is_none() {
+                line.truncate(name_end);
             }
             // pickletools stops at its first complaint; we say it and go on.
             if let Some(e) = notes.error
@@ -259,7 +294,9 @@ fn tensors_ready(t: &Tree, id: ExtId) -> bool {
                         }))
             }
             // Payload bytes need not be parsed for the table.
-            Some("pickle") | None => true,
+            Some("pickle") => true,
+            // Not sniffed yet: it may be a shard or a model.
+            None => e.phase != Phase::Waiting,
             _ => !busy,
         }
     })

@@ -240,13 +240,17 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
 fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fatal> {
     // Resolving walks the members and holds the tree's read lock, which
     // the engine then waits for: try a few times a second, not constantly.
-    let mut last: Option<Instant> = None;
+    // A throttled check repeats the last answer: `wait` asks twice in a row.
+    let mut last: Option<(Instant, bool)> = None;
     let found = wait(session, |t| {
-        if last.is_some_and(|l| l.elapsed() < Duration::from_millis(150)) {
-            return false;
+        if let Some((at, found)) = last
+            && (found || at.elapsed() < Duration::from_millis(150))
+        {
+            return found;
         }
-        last = Some(Instant::now());
-        t.resolve(path).is_some_and(|id| t.exts[id].data.is_final())
+        let found = t.resolve(path).is_some_and(|id| t.exts[id].data.is_final());
+        last = Some((Instant::now(), found));
+        found
     });
     let t = session.tree();
     match t.resolve(path) {

@@ -219,6 +219,11 @@ impl StepRequest {
             .iter()
             .map(|p| format!("{:#x}: {}", p.pos, p.message))
             .collect();
+        if let Some(at) = vm.exhausted {
+            out.problems.push(format!(
+                "{at:#x}: more than {VM_LIMIT} objects: the state is not rebuilt past here"
+            ));
+        }
         cache.vm = Some((step, pos, vm));
         out
     }

@@ -364,8 +364,60 @@ fn globals_get_safety_verdicts() {
     let f = dir.join("evil.pkl");
     std::fs::write(&f, evil).unwrap();
     let run = pparse(["nodes".as_ref(), f.as_os_str()]);
+    let listing = pparse(["pickle".as_ref(), f.as_os_str()]);
     let _ = std::fs::remove_dir_all(&dir);
     let out = run.stdout_text();
     assert!(out.to_lowercase().contains("dangerous"), "{out}\n{text}");
     assert!(out.contains("os.system"), "{out}");
+    // `pparse pickle` says it on stderr; stdout stays pickletools' listing.
+    let err = listing.stderr_text();
+    assert!(
+        err.contains("pickle #0 imports os.system: DANGEROUS"),
+        "{err}"
+    );
+    assert!(listing.stdout_text().contains("GLOBAL     'os system'"));
+    let user = pparse([
+        "pickle".as_ref(),
+        fixture_path("pickle/p2_objects.pkl").as_os_str(),
+    ]);
+    assert!(
+        user.stderr_text().contains("imports pklmod.Point: unknown"),
+        "{}",
+        user.stderr_text()
+    );
+    // Real torch checkpoints import only what weights_only allows.
+    for f in [
+        "torch/views.pt",
+        "torch/nested.pt",
+        "torch/lpips_v0.1_alex.pth",
+        "torch/dtypes.pt",
+    ] {
+        let run = pparse(["pickle".as_ref(), fixture_path(f).as_os_str()]);
+        assert_eq!(run.code, 0, "{f}");
+        assert!(
+            !run.stderr_text().contains("imports"),
+            "{f}: {}",
+            run.stderr_text()
+        );
+    }
+}
+
+/// Every global torch's own weights-only unpickler accepts (dumped from
+/// torch by fixtures/torch/make_allowlist.py) is "allowed" here too.
+#[test]
+fn allowed_verdicts_cover_torchs_weights_only_allowlist() {
+    use pparse::parsers::pickle::safety::{Verdict, classify};
+    let text = std::fs::read_to_string(fixture_path("torch/weights_only_allowlist.json")).unwrap();
+    let list: Value = serde_json::from_str(&text).unwrap();
+    let names = list["allowed"].as_array().unwrap();
+    assert!(names.len() > 100);
+    let wrong: Vec<&str> = names
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .filter(|full| {
+            let (module, name) = full.rsplit_once('.').unwrap();
+            classify(module, name) != Verdict::Allowed
+        })
+        .collect();
+    assert!(wrong.is_empty(), "torch allows, pparse does not: {wrong:?}");
 }

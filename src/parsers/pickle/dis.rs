@@ -92,11 +92,33 @@ impl Keys {
     }
 }
 
+/// The note pickletools prints after an opcode's argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// `(MARK at 12)`: the MARK this opcode pops to.
+    At(u64),
+    /// `(as 3)`: the memo key MEMOIZE stores under.
+    As(i64),
+    /// `no MARK exists on stack`.
+    Missing,
+}
+
+impl std::fmt::Display for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mark::At(at) => write!(f, "(MARK at {at})"),
+            Mark::As(k) => write!(f, "(as {k})"),
+            Mark::Missing => f.write_str(NO_MARK),
+        }
+    }
+}
+
+const NO_MARK: &str = "no MARK exists on stack";
+
 /// What the listing adds to an opcode's line.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Notes {
-    /// `(MARK at 12)`, `(as 3)` or `no MARK exists on stack`.
-    pub mark: Option<String>,
+    pub mark: Option<Mark>,
     /// What pickletools would stop with after printing the line.
     pub error: Option<String>,
 }
@@ -165,14 +187,13 @@ impl Dis {
         if fx.mark.is_some() || (name == "POP" && self.top_is_mark()) {
             match self.marks.pop() {
                 Some(at) => {
-                    notes.mark = Some(format!("(MARK at {at})"));
+                    notes.mark = Some(Mark::At(at));
                     self.segments.pop();
                     take = fx.mark.unwrap_or(0);
                 }
                 None => {
-                    let msg = "no MARK exists on stack".to_string();
-                    notes.mark = Some(msg.clone());
-                    notes.error = Some(msg);
+                    notes.mark = Some(Mark::Missing);
+                    notes.error = Some(NO_MARK.to_string());
                 }
             }
         }
@@ -180,7 +201,7 @@ impl Dis {
             "PUT" | "BINPUT" | "LONG_BINPUT" | "MEMOIZE" => {
                 let key = if name == "MEMOIZE" {
                     let k = self.memo.len as i64;
-                    notes.mark = Some(format!("(as {k})"));
+                    notes.mark = Some(Mark::As(k));
                     Some(k)
                 } else if let Arg::Int(k) = op.arg {
                     Some(k)

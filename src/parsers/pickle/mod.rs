@@ -168,6 +168,11 @@ impl PickleParser {
         if let Some(r) = cur.vm.result {
             text.push_str(&format!(" → {}", cur.vm.repr(r, 100)));
         }
+        if let Some(at) = cur.vm.exhausted {
+            text.push_str(&format!(
+                "; objects rebuilt up to {at:#x} (more than {VM_LIMIT} objects)"
+            ));
+        }
         match worst {
             Some(Verdict::Dangerous) => {
                 let bad: Vec<&str> = g
@@ -424,40 +429,59 @@ pub fn op_node(op: &Op, data: &dyn Source) -> Node {
 
 /// The argument as pickletools prints it (`repr(arg)`), cut at `max` bytes.
 pub fn arg_repr(op: &Op, data: &dyn Source, max: usize) -> Option<String> {
-    let s = match &op.arg {
-        Arg::None => return None,
-        Arg::Bool(b) => if *b { "True" } else { "False" }.to_string(),
-        Arg::Int(v) => v.to_string(),
-        Arg::Big(s) => s.to_string(),
-        Arg::Float(f) => vm::py_float(*f),
-        Arg::Text(t) => vm::py_str(t),
+    let mut out = String::new();
+    arg_repr_into(op, data, max, &mut out, &mut Vec::new()).then_some(out)
+}
+
+/// [`arg_repr`] appended to `out` (false when the opcode has no argument),
+/// with `scratch` for payload bytes: the listing's hot path, which must not
+/// allocate per opcode.
+pub fn arg_repr_into(
+    op: &Op,
+    data: &dyn Source,
+    max: usize,
+    out: &mut String,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    use std::fmt::Write;
+    let start = out.len();
+    match &op.arg {
+        Arg::None => return false,
+        Arg::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        Arg::Int(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Arg::Big(s) => out.push_str(s),
+        Arg::Float(f) => out.push_str(&vm::py_float(*f)),
+        Arg::Text(t) => vm::py_str_into(t, out),
         Arg::Payload(kind, r) => {
             let n = (r.len() as usize).min(max + 4);
-            let mut b = vec![0u8; n];
-            let k = data.read_at(r.start, &mut b).unwrap_or(0);
-            b.truncate(k);
+            scratch.clear();
+            scratch.resize(n, 0);
+            let k = data.read_at(r.start, scratch).unwrap_or(0);
+            scratch.truncate(k);
             match kind {
-                Payload::Bytes | Payload::ByteArray => {
-                    let inner = vm::py_bytes(&b);
-                    if *kind == Payload::ByteArray {
-                        format!("bytearray({inner})")
-                    } else {
-                        inner
-                    }
+                Payload::Bytes => out.push_str(&vm::py_bytes(scratch)),
+                Payload::ByteArray => {
+                    let _ = write!(out, "bytearray({})", vm::py_bytes(scratch));
                 }
-                Payload::Latin1 => vm::py_str(&b.iter().map(|&c| c as char).collect::<String>()),
-                Payload::Utf8 => vm::py_str(&String::from_utf8_lossy(&b)),
+                Payload::Latin1 => {
+                    let text: String = scratch.iter().map(|&c| c as char).collect();
+                    vm::py_str_into(&text, out);
+                }
+                Payload::Utf8 => vm::py_str_into(&String::from_utf8_lossy(scratch), out),
             }
         }
-    };
-    if s.len() > max {
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
+    }
+    if out.len() - start > max {
+        let mut cut = start + max;
+        while !out.is_char_boundary(cut) {
             cut -= 1;
         }
-        return Some(format!("{}…", &s[..cut]));
+        out.truncate(cut);
+        out.push('…');
     }
-    Some(s)
+    true
 }
 
 /// The argument as JSON (DESIGN.md): bytes as `{"hex": ...}`, integers

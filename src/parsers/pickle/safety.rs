@@ -2,7 +2,9 @@
 //!
 //! `pickle.load` imports every GLOBAL and calls what REDUCE asks, so the
 //! globals of a pickle are what it can do. The allowlist is the set torch's
-//! `weights_only` loader accepts (tensors, storages, dtypes, containers);
+//! `weights_only` loader accepts (tensors, storages, dtypes, containers; a
+//! test checks it against torch's own list), plus a few plain builtins and
+//! containers that call nothing themselves;
 //! the denylist names modules and builtins that reach the shell, files,
 //! code evaluation or arbitrary attribute access. Everything else is
 //! "unknown": loading the pickle would import and run it.
@@ -186,7 +188,10 @@ pub fn classify(module: &str, name: &str) -> Verdict {
         "torch._tensor" => name == "_rebuild_from_type_v2",
         "torch.nn.parameter" => name == "Parameter",
         "torch.serialization" => name == "_get_layout",
-        "torch" => TORCH_NAMES.contains(&name) || name.ends_with("Storage") || is_dtype(name),
+        "torch" => TORCH_NAMES.contains(&name) || legacy_type(name) || is_dtype(name),
+        // Legacy tensor and storage types (`torch.cuda.FloatTensor`, ...).
+        "torch.cuda" | "torch.sparse" | "torch.cuda.sparse" => legacy_type(name),
+        "torch.storage" => matches!(name, "TypedStorage" | "UntypedStorage"),
         _ => false,
     };
     if allowed {
@@ -196,11 +201,23 @@ pub fn classify(module: &str, name: &str) -> Verdict {
     }
 }
 
+/// `FloatStorage`, `BFloat16Tensor`, `QUInt4x2Storage`: a capitalised
+/// type name before `Storage` or `Tensor`.
+fn legacy_type(name: &str) -> bool {
+    let stem = name
+        .strip_suffix("Storage")
+        .or_else(|| name.strip_suffix("Tensor"));
+    stem.is_some_and(|s| {
+        s.starts_with(|c: char| c.is_ascii_uppercase())
+            && s.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
 /// torch dtype attribute names (`torch.float32`, `torch.float8_e4m3fn`, ...).
 fn is_dtype(name: &str) -> bool {
     let base = [
         "float", "double", "half", "bfloat16", "int", "long", "short", "uint", "bool", "complex",
-        "cfloat", "cdouble", "chalf", "qint", "quint", "bits",
+        "cfloat", "cdouble", "chalf", "qint", "quint", "bits", "bcomplex",
     ];
     base.iter().any(|b| name.starts_with(b)) && name.len() < 24
 }

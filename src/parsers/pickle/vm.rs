@@ -123,8 +123,9 @@ pub struct Vm {
     frame_end: Option<u64>,
     /// Most objects built before the machine gives up (memory bound).
     limit: usize,
-    /// The limit was reached: the rest is not reconstructed.
-    pub exhausted: bool,
+    /// Where the limit was reached: later opcodes are listed, not rebuilt.
+    /// Not a problem of the pickle, so not in `problems`.
+    pub exhausted: Option<u64>,
 }
 
 impl Vm {
@@ -141,7 +142,7 @@ impl Vm {
             next_buffer: 0,
             frame_end: None,
             limit,
-            exhausted: false,
+            exhausted: None,
         }
     }
 
@@ -237,10 +238,7 @@ impl Vm {
     /// Runs one opcode. Returns false after STOP.
     pub fn step(&mut self, op: &Op, data: &dyn Source) -> bool {
         if self.objs.len() >= self.limit {
-            if !self.exhausted {
-                self.exhausted = true;
-                self.problem(op.pos, "object graph too large to rebuild; listing only");
-            }
+            self.exhausted.get_or_insert(op.pos);
             return op.info.name != "STOP";
         }
         if let Some(end) = self.frame_end {
@@ -745,12 +743,30 @@ pub fn py_float(f: f64) -> String {
 
 /// Python's `repr(str)`, with terminal control characters escaped.
 pub fn py_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    py_str_into(s, &mut out);
+    out
+}
+
+/// [`py_str`] appended to `out`.
+pub fn py_str_into(s: &str, out: &mut String) {
     let q = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
         '\''
     };
-    let mut out = String::with_capacity(s.len() + 2);
+    // Most strings are plain ASCII: nothing to escape, nothing to look up.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'\\' && b != q as u8)
+    {
+        out.push(q);
+        out.push_str(s);
+        out.push(q);
+        return;
+    }
+    let mut repr = String::with_capacity(s.len() + 2);
+    let out_final = out;
+    let out = &mut repr;
     out.push(q);
     for c in s.chars() {
         match c {
@@ -779,7 +795,7 @@ pub fn py_str(s: &str) -> String {
         }
     }
     out.push(q);
-    escape_str(&out)
+    out_final.push_str(&escape_str(&repr));
 }
 
 /// Python's `str.isprintable` for one character: not a control, format,
