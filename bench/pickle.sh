@@ -21,7 +21,7 @@
 #        N=3500000 (records: ~225 MB at protocol 4, ~280 MB at 2)   TENSOR_MB=1024
 #        PYTHON=python3 (runs pickletools and the generators)
 #        TORCH_PYTHON=python3 (a python with torch, optional)   BENCH_DIR   OUT
-#        SKIP_TORCH=1 (skip the tensors part)   CHECK=1 (also compare line counts)
+#        SKIP_TORCH=1 (skip the tensors part)   SKIP_PICKLE=1 (skip the pickletools part)   CHECK=1 (also compare line counts)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -199,11 +199,16 @@ bench() {
   local name=$1; shift
   local rc=0
   echo "  $name ..." >&2
+  # Wall time from the clock in ns (GNU time's %e has 10 ms steps); peak RSS from GNU time.
+  local t0 t1
+  t0=$(date +%s%N)
   /usr/bin/time -o "$BENCH_DIR/t" -f '%e %M' "$@" > /dev/null 2> "$BENCH_DIR/err" || rc=$?
+  t1=$(date +%s%N)
   if (( rc > 1 )); then   # pparse: 1 = partial results, still a timing
     printf '%s\t-\t-\t%s\n' "$name" "exit $rc: $(head -c 200 "$BENCH_DIR/err" | tr '\n\t' '  ')" >> "$BENCH_DIR/times"
   else
-    read -r wall rss < <(tail -1 "$BENCH_DIR/t")
+    read -r _ rss < <(tail -1 "$BENCH_DIR/t")
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
     printf '%s\t%s\t%s\t%s\n' "$name" "$wall" "$rss" "exit $rc" >> "$BENCH_DIR/times"
   fi
 }
@@ -213,6 +218,7 @@ PPARSE_TENSORS=1
 "$PPARSE" tensors --help > /dev/null 2>&1 || PPARSE_TENSORS=0
 
 for p in p4 p2; do
+  [[ -z ${SKIP_PICKLE:-} ]] || continue
   f=$BENCH_DIR/$p.pkl
   bench "$p pickletools" "$PYTHON" -m pickletools "$f"
   if (( PPARSE_PICKLE )); then bench "$p pparse" "$PPARSE" pickle "$f"; fi
@@ -225,7 +231,12 @@ sd = torch.load(sys.argv[1], map_location="cpu", mmap=True, weights_only=True)
 for k, v in sd.items():
     print(k, v.dtype, tuple(v.shape), v.stride(), v.storage_offset())' "$PT"
   fi
-  if (( PPARSE_TENSORS )); then bench "pt pparse" "$PPARSE" tensors "$PT"; fi
+  if (( PPARSE_TENSORS )); then
+    # Milliseconds: five runs, the median is kept.
+    for i in 1 2 3 4 5; do bench "pt pparse run$i" "$PPARSE" tensors "$PT"; done
+    sort -t$'\t' -k2,2n <(grep '^pt pparse run' "$BENCH_DIR/times") | sed -n 3p \
+      | sed 's/^pt pparse run[0-9]*/pt pparse/' >> "$BENCH_DIR/times"
+  fi
 fi
 
 MISMATCH=()
@@ -266,7 +277,9 @@ def cell(name):
     wall, rss, status = rows[name]
     if wall == "-":
         return f"failed ({status})", "-", None
-    return f"{float(wall):.2f} s", f"{int(rss) / 1024:.0f} MiB", float(wall)
+    w = float(wall)
+    shown = f"{w:.2f} s" if w >= 1 else f"{w * 1000:.1f} ms"
+    return shown, f"{int(rss) / 1024:.0f} MiB", w
 print("| input | peer | peer wall | peer peak RSS | pparse wall | pparse peak RSS | pparse/peer |")
 print("|---|---|---|---|---|---|---|")
 for key, peer, label in (("p4", "pickletools", "`python -m pickletools`"),
@@ -282,7 +295,7 @@ for key, peer, label in (("p4", "pickletools", "`python -m pickletools`"),
     print(f"| `{name}` (`pparse {cmd}`) | {label} | {pw} | {pr} | {qw} | {qr} | {ratio} |")
 EOF
   echo
-  echo "One run each; outputs to /dev/null. Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM."
+  echo "One run each (\`pparse tensors\`: median of 5); outputs to /dev/null. Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM."
   echo "Tools: $("$PPARSE" --version 2>/dev/null || echo "pparse (no --version)"), $("$PYTHON" --version)."
   echo
   echo "Reproduce: \`$CMD\`"

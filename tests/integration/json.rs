@@ -69,6 +69,23 @@ fn json_files() -> Vec<(&'static str, &'static Value)> {
         .collect()
 }
 
+/// What Python found for each line of a JSON Lines file.
+fn expected_lines(lines: &Value) -> Vec<(String, String, u64, u64)> {
+    lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                format!("line {}", u(&l["line"])),
+                s(&l["kind"]).to_string(),
+                u(&l["start"]),
+                u(&l["end"]),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn node_ranges_are_the_spans_python_finds() {
     for (name, want) in json_files() {
@@ -83,19 +100,7 @@ fn node_ranges_are_the_spans_python_finds() {
         );
         if let Some(lines) = want.get("lines") {
             let got: Vec<(String, String, u64, u64)> = shape(&t.root().nodes);
-            let exp: Vec<(String, String, u64, u64)> = lines
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| {
-                    (
-                        format!("line {}", u(&l["line"])),
-                        s(&l["kind"]).to_string(),
-                        u(&l["start"]),
-                        u(&l["end"]),
-                    )
-                })
-                .collect();
+            let exp = expected_lines(lines);
             assert_eq!(got, exp, "{name}");
             continue;
         }
@@ -267,19 +272,7 @@ fn truncation_keeps_every_entry_before_the_cut() {
         let data = fixture(&format!("json/{name}"));
         let lines = want.get("lines").is_some();
         let entries: Vec<(String, String, u64, u64)> = if lines {
-            want["lines"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| {
-                    (
-                        format!("line {}", u(&l["line"])),
-                        s(&l["kind"]).to_string(),
-                        u(&l["start"]),
-                        u(&l["end"]),
-                    )
-                })
-                .collect()
+            expected_lines(&want["lines"])
         } else {
             expected(&want["entries"])
         };

@@ -421,3 +421,24 @@ fn allowed_verdicts_cover_torchs_weights_only_allowlist() {
         .collect();
     assert!(wrong.is_empty(), "torch allows, pparse does not: {wrong:?}");
 }
+
+macro_rules! pickle_sweeps {
+    ($($test:ident => $name:expr,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                crate::sweep::sweep_with($name, &|_, _, _| {});
+            }
+        )*
+    };
+}
+
+// No panic, no hang and the tree's invariants on damaged pickles of every
+// protocol (the opcode-level checks are the tests above).
+pickle_sweeps! {
+    sweep_p0_objects => "pickle/p0_objects.pkl",
+    sweep_p2_containers => "pickle/p2_containers.pkl",
+    sweep_p4_memo_long => "pickle/p4_memo_long.pkl",
+    sweep_p5_buffers => "pickle/p5_buffers.pkl",
+    sweep_stacked => "pickle/stacked.pkl",
+}

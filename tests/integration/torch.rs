@@ -214,3 +214,42 @@ fn truncated_checkpoints_keep_every_whole_tensor() {
         }
     }
 }
+
+/// On damaged checkpoints the table never panics, and a tensor called
+/// complete has all its bytes in its source.
+fn table_invariants(t: &Tree, what: &str, f: &mut Failures) {
+    for x in tensors::tensors(t, 0) {
+        let Some(src) = t.get(x.source) else {
+            f.push(format!("{what}: {}: no source", x.name));
+            continue;
+        };
+        if x.status == Status::Complete && x.offset + x.length > src.data.available() {
+            f.push(format!(
+                "{what}: {}: complete but {}+{} is past the {} bytes of its source",
+                x.name,
+                x.offset,
+                x.length,
+                src.data.available()
+            ));
+        }
+    }
+}
+
+macro_rules! torch_sweeps {
+    ($($test:ident => $name:expr,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                crate::sweep::sweep_with($name, &table_invariants);
+            }
+        )*
+    };
+}
+
+torch_sweeps! {
+    sweep_views => "torch/views.pt",
+    sweep_legacy_views => "torch/legacy_views.pt",
+    sweep_lpips_legacy => "torch/lpips_v0.1_alex.pth",
+    sweep_protocol4 => "torch/protocol4.pt",
+    sweep_traced => "torch/traced.pt",
+}

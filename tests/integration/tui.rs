@@ -635,3 +635,31 @@ fn tensor_panel_on_safetensors() {
     assert_on_screen(&h, "tensor   final_conv.bias  15 of 15");
     assert_eq!(h.app.view().cursor, 0x4c0 + 1238528);
 }
+
+/// TorchScript's `code/` entries are Python: the text view highlights them.
+#[test]
+fn torchscript_code_shows_as_highlighted_python() {
+    let mut h = Harness::open("silero_vad.jit", fixture("torch/silero_vad.jit"));
+    h.keys("/vad_annotator.py<Enter>t");
+    assert!(h.app.text_mode);
+    assert!(
+        h.app
+            .session
+            .tree()
+            .get(h.app.ext())
+            .unwrap()
+            .display_name()
+            .ends_with("code/__torch__/vad/model/vad_annotator.py")
+    );
+    assert_on_screen(&h, "class VADRNNJITMerge(Module):");
+    assert!(h.app.highlight.is_some(), "visible lines were highlighted");
+    let buf = h.term.backend().buffer();
+    let hex = h.app.layout.hex;
+    let mut colours = std::collections::HashSet::new();
+    for y in hex.y + 1..hex.y + hex.height - 1 {
+        for x in hex.x + 1..hex.x + hex.width - 1 {
+            colours.insert(format!("{:?}", buf[(x, y)].fg));
+        }
+    }
+    assert!(colours.len() > 2, "{colours:?}");
+}
