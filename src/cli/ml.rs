@@ -112,13 +112,15 @@ fn list_json(
         pickle::scan(data, r.start, r.end.max(r.start + 1), |op| {
             let sep = if first { "" } else { "," };
             first = false;
-            let line = format!(
-                "{sep}\n{{\"pos\":{},\"op\":\"{}\",\"arg\":{}}}",
+            let res = write!(
+                out,
+                "{sep}\n{{\"pos\":{},\"op\":\"{}\",\"arg\":",
                 op.pos,
-                op.name(),
-                pickle::arg_json(op, data)
-            );
-            match out.write_all(line.as_bytes()) {
+                op.name()
+            )
+            .and_then(|_| pickle::write_arg_json(op, data, &mut *out))
+            .and_then(|_| out.write_all(b"}"));
+            match res {
                 Ok(()) => true,
                 Err(e) => {
                     err = Some(e);

@@ -499,20 +499,74 @@ pub fn arg_json(op: &Op, data: &dyn Source) -> String {
         // Python's repr of a finite float is valid JSON.
         Arg::Float(f) => vm::py_float(*f),
         Arg::Text(t) => js(t),
-        Arg::Payload(kind, r) => {
-            let mut b = vec![0u8; r.len().min(1 << 30) as usize];
-            let k = data.read_at(r.start, &mut b).unwrap_or(0);
-            b.truncate(k);
-            match kind {
-                Payload::Bytes | Payload::ByteArray => {
-                    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-                    format!("{{\"hex\":\"{hex}\"}}")
-                }
-                Payload::Latin1 => js(&b.iter().map(|&c| c as char).collect::<String>()),
-                Payload::Utf8 => js(&String::from_utf8_lossy(&b)),
-            }
+        Arg::Payload(..) => {
+            let mut out = Vec::new();
+            write_arg_json(op, data, &mut out).expect("writing to memory");
+            String::from_utf8(out).expect("JSON is UTF-8")
         }
     }
+}
+
+/// [`arg_json`] written to `out`, payloads streamed in 1 MiB pieces: a
+/// 4 GiB BINBYTES8 costs 1 MiB of memory, not 12 GiB of hex.
+pub fn write_arg_json(
+    op: &Op,
+    data: &dyn Source,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let Arg::Payload(kind, r) = &op.arg else {
+        return out.write_all(arg_json(op, data).as_bytes());
+    };
+    const PIECE: u64 = 1 << 20;
+    let bytes = matches!(kind, Payload::Bytes | Payload::ByteArray);
+    out.write_all(if bytes { b"{\"hex\":\"" } else { b"\"" })?;
+    let mut buf = vec![0u8; PIECE.min(r.len()) as usize + 4];
+    let mut text = String::new();
+    // UTF-8 cut between pieces: the start of a character, kept for the next.
+    let mut carry = 0usize;
+    let mut at = r.start;
+    while at < r.end {
+        let want = PIECE.min(r.end - at) as usize;
+        let got = data.read_at(at, &mut buf[carry..carry + want]).unwrap_or(0);
+        if got == 0 {
+            break;
+        }
+        at += got as u64;
+        let piece = &buf[..carry + got];
+        text.clear();
+        let used = match kind {
+            Payload::Bytes | Payload::ByteArray => {
+                for b in piece {
+                    text.push(char::from_digit((b >> 4) as u32, 16).expect("a nibble"));
+                    text.push(char::from_digit((b & 15) as u32, 16).expect("a nibble"));
+                }
+                piece.len()
+            }
+            Payload::Latin1 => {
+                text.extend(piece.iter().map(|&c| c as char));
+                piece.len()
+            }
+            Payload::Utf8 => {
+                let valid = match std::str::from_utf8(piece) {
+                    Ok(_) => piece.len(),
+                    // An incomplete character at the end waits for the next piece.
+                    Err(e) if e.error_len().is_none() && at < r.end => e.valid_up_to(),
+                    Err(_) => piece.len(),
+                };
+                text.push_str(&String::from_utf8_lossy(&piece[..valid]));
+                valid
+            }
+        };
+        if bytes {
+            out.write_all(text.as_bytes())?;
+        } else {
+            let quoted = serde_json::to_string(&text).expect("strings serialise");
+            out.write_all(&quoted.as_bytes()[1..quoted.len() - 1])?;
+        }
+        buf.copy_within(used..carry + got, 0);
+        carry = carry + got - used;
+    }
+    out.write_all(if bytes { b"\"}" } else { b"\"" })
 }
 
 /// The object tree of a VM as nodes (depth- and count-limited).
@@ -597,6 +651,35 @@ mod tests {
         let m = MemSource::new(bytes.to_vec());
         let (vm, e, _) = run(&m, 0, bytes.len() as u64, 1000);
         (vm, e)
+    }
+
+    /// Payloads larger than a piece stream out exactly as if whole, with
+    /// multi-byte characters cut at piece boundaries.
+    #[test]
+    fn big_payload_json_streams_exactly() {
+        let text: String = "añ€😀x".repeat(300_000); // 3.3 MB, every width of UTF-8
+        let bin: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
+        for (code, payload, want) in [
+            (
+                0x8d,
+                text.as_bytes().to_vec(),
+                serde_json::to_string(&text).unwrap(),
+            ),
+            (0x8e, bin.clone(), {
+                let hex: String = bin.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{{\"hex\":\"{hex}\"}}")
+            }),
+        ] {
+            let mut bytes = vec![code];
+            bytes.extend((payload.len() as u64).to_le_bytes());
+            bytes.extend(&payload);
+            bytes.push(b'.');
+            let m = MemSource::new(bytes.clone());
+            let op = ops::decode(&m, 0, bytes.len() as u64, &mut Vec::new()).unwrap();
+            let mut out = Vec::new();
+            write_arg_json(&op, &m, &mut out).unwrap();
+            assert!(out == want.as_bytes(), "opcode {code:#x}");
+        }
     }
 
     #[test]
