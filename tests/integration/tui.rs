@@ -314,6 +314,19 @@ fn mouse_clicks_wheel_and_split_drag() {
     assert_eq!(h.app.split, 50);
 }
 
+/// Several colours in the text pane: the visible lines were highlighted.
+fn assert_highlighted(h: &Harness) {
+    let buf = h.term.backend().buffer();
+    let hex = h.app.layout.hex;
+    let mut colours = std::collections::HashSet::new();
+    for y in hex.y + 1..hex.y + hex.height - 1 {
+        for x in hex.x + 1..hex.x + hex.width - 1 {
+            colours.insert(format!("{:?}", buf[(x, y)].fg));
+        }
+    }
+    assert!(colours.len() > 2, "{colours:?}");
+}
+
 #[test]
 fn text_view_highlights_source_code() {
     let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
@@ -325,15 +338,7 @@ fn text_view_highlights_source_code() {
     assert_on_screen(&h, first_line.trim_end());
     assert!(h.app.highlight.is_some(), "visible lines were highlighted");
     // Several colours on screen in the text pane.
-    let buf = h.term.backend().buffer();
-    let hex = h.app.layout.hex;
-    let mut colours = std::collections::HashSet::new();
-    for y in hex.y + 1..hex.y + hex.height - 1 {
-        for x in hex.x + 1..hex.x + hex.width - 1 {
-            colours.insert(format!("{:?}", buf[(x, y)].fg));
-        }
-    }
-    assert!(colours.len() > 2, "{colours:?}");
+    assert_highlighted(&h);
     // Scrolling by lines, then back to hex at the same place.
     h.keys("<Down><Down>");
     let second = src.iter().position(|&b| b == b'\n').unwrap() + 1;
@@ -653,13 +658,5 @@ fn torchscript_code_shows_as_highlighted_python() {
     );
     assert_on_screen(&h, "class VADRNNJITMerge(Module):");
     assert!(h.app.highlight.is_some(), "visible lines were highlighted");
-    let buf = h.term.backend().buffer();
-    let hex = h.app.layout.hex;
-    let mut colours = std::collections::HashSet::new();
-    for y in hex.y + 1..hex.y + hex.height - 1 {
-        for x in hex.x + 1..hex.x + hex.width - 1 {
-            colours.insert(format!("{:?}", buf[(x, y)].fg));
-        }
-    }
-    assert!(colours.len() > 2, "{colours:?}");
+    assert_highlighted(&h);
 }
