@@ -100,37 +100,40 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
     Ok(report(&t, &[target]))
 }
 
-fn list_json(
+/// [`pickle::scan`] over `r` with a writer: stops at the first write error
+/// and returns it.
+fn scan_writing(
     data: &dyn Source,
-    ranges: &[crate::data::Range],
-    out: &mut impl Write,
-) -> io::Result<()> {
+    r: Range,
+    mut each: impl FnMut(&Op) -> io::Result<()>,
+) -> io::Result<End> {
+    let mut err = None;
+    let end = pickle::scan(data, r.start, r.end.max(r.start + 1), |op| match each(op) {
+        Ok(()) => true,
+        Err(e) => {
+            err = Some(e);
+            false
+        }
+    });
+    err.map_or(Ok(end), Err)
+}
+
+fn list_json(data: &dyn Source, ranges: &[Range], out: &mut impl Write) -> io::Result<()> {
     write!(out, "[")?;
     let mut first = true;
     for r in ranges {
-        let mut err = None;
-        pickle::scan(data, r.start, r.end.max(r.start + 1), |op| {
+        scan_writing(data, *r, |op| {
             let sep = if first { "" } else { "," };
             first = false;
-            let res = write!(
+            write!(
                 out,
                 "{sep}\n{{\"pos\":{},\"op\":\"{}\",\"arg\":",
                 op.pos,
                 op.name()
-            )
-            .and_then(|_| pickle::write_arg_json(op, data, &mut *out))
-            .and_then(|_| out.write_all(b"}"));
-            match res {
-                Ok(()) => true,
-                Err(e) => {
-                    err = Some(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
+            )?;
+            pickle::write_arg_json(op, data, &mut *out)?;
+            out.write_all(b"}")
+        })?;
     }
     writeln!(out, "\n]")
 }
@@ -169,12 +172,11 @@ fn list_text(
         }
         let mut vm = Vm::new(if trace { VM_LIMIT } else { 0 });
         let mut dis = Dis::default();
-        let mut err: Option<io::Error> = None;
         let mut problems_seen = 0;
         let mut complained = false;
         let mut line = String::with_capacity(256);
         let mut scratch = Vec::new();
-        let end = pickle::scan(data, r.start, r.end.max(r.start + 1), |op: &Op| {
+        let end = scan_writing(data, *r, |op: &Op| {
             use std::fmt::Write;
             line.clear();
             let _ = write!(line, "{:5}: ", op.pos);
@@ -210,7 +212,7 @@ fn list_text(
                 line.push_str(&format!("\n!!! {e}"));
             }
             line.push('\n');
-            let mut res = out.write_all(line.as_bytes());
+            out.write_all(line.as_bytes())?;
             if trace {
                 vm.step(op, data);
                 let show = |ids: &[u32], vm: &Vm| {
@@ -243,21 +245,10 @@ fn list_text(
                     block.push_str(&format!("       !!! {}\n", p.message));
                 }
                 problems_seen = vm.problems.len();
-                if res.is_ok() {
-                    res = out.write_all(block.as_bytes());
-                }
+                out.write_all(block.as_bytes())?;
             }
-            match res {
-                Ok(()) => true,
-                Err(e) => {
-                    err = Some(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
+            Ok(())
+        })?;
         match end {
             End::Stop(_) => {
                 writeln!(out, "highest protocol among opcodes = {}", dis.max_proto)?;
