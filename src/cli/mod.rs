@@ -5,6 +5,7 @@
 //! that cannot be read at all.
 
 mod ml;
+mod records;
 mod render;
 
 use std::io::{self, IsTerminal, Write};
@@ -34,6 +35,14 @@ struct Cli {
     /// (default: $PPARSE_THEME, else dark; NO_COLOR turns colours off).
     #[arg(long, value_name = "NAME")]
     theme: Option<String>,
+    /// A .proto file whose message types are added to the builtin ones
+    /// (ONNX, W&B); may be given several times.
+    #[arg(long, value_name = "FILE", global = true)]
+    proto: Vec<PathBuf>,
+    /// Read the opened file as this protobuf message type (full name, e.g.
+    /// `onnx.TensorProto` or a type from --proto).
+    #[arg(long, value_name = "NAME", global = true)]
+    message: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -75,6 +84,21 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Records of a W&B log (.wandb): number, type and a summary, or the
+    /// full contents; damage is listed where it is found.
+    Records {
+        file: PathBuf,
+        path: Option<String>,
+        /// Only records of these types (`history`, `summary`, ...; comma-separated or repeated).
+        #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
+        types: Vec<String>,
+        /// Every field of each record, as indented JSON.
+        #[arg(long, short)]
+        verbose: bool,
+        /// JSON Lines: {"number", "type", "offset", "data"} per record.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every leaf extraction below PATH as a file under DIR.
     Extract {
         file: PathBuf,
@@ -97,6 +121,18 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    for p in &cli.proto {
+        if let Err(e) = crate::parsers::protobuf::schema::add_proto_file(p) {
+            eprintln!("pparse: cannot use --proto {e}");
+            return 2;
+        }
+    }
+    if let Some(m) = &cli.message
+        && let Err(e) = crate::parsers::protobuf::schema::set_root_message(m)
+    {
+        eprintln!("pparse: --message: {e}");
+        return 2;
+    }
     let result = match cli.cmd {
         Some(Cmd::Tree { file, json }) => tree(&file, json),
         Some(Cmd::Nodes {
@@ -115,6 +151,21 @@ pub fn main() -> i32 {
         Some(Cmd::Tensors { file, path, json }) => {
             ml::tensors(&file, path.as_deref().unwrap_or(""), json)
         }
+        Some(Cmd::Records {
+            file,
+            path,
+            types,
+            verbose,
+            json,
+        }) => records::records(
+            &file,
+            path.as_deref().unwrap_or(""),
+            &records::Show {
+                types: &types,
+                verbose,
+                json,
+            },
+        ),
         Some(Cmd::Extract { file, path, out }) => {
             extract(&file, path.as_deref().unwrap_or(""), &out)
         }

@@ -12,11 +12,14 @@
 pub mod folder;
 pub mod gzip;
 pub mod json;
+pub mod onnx;
 pub mod pickle;
+pub mod protobuf;
 pub mod safetensors;
 pub mod safetensors_index;
 pub mod tar;
 pub mod torch;
+pub mod wandb;
 pub mod zip;
 
 use crate::data::{Data, Range, Source};
@@ -27,18 +30,22 @@ use crate::status::Damage;
 
 /// Every known format, in sniffing order.
 ///
-/// Folders first (they are recognised by kind alone); then formats with
-/// magic bytes; safetensors and the sharded index before JSON, which would
+/// Folders first (they are recognised by kind alone); protobuf next, as it
+/// takes the opened file whatever its bytes when `--message` names a type
+/// (and otherwise only `.pb` names); then formats with magic bytes; safetensors and the sharded index before JSON, which would
 /// claim an index by its name; JSON last, as it accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
     &folder::FORMAT,
+    &protobuf::FORMAT,
     &gzip::FORMAT,
     &zip::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,
+    &wandb::FORMAT,
     &safetensors::FORMAT,
     &safetensors_index::FORMAT,
+    &onnx::FORMAT,
     &json::FORMAT,
 ];
 

@@ -212,6 +212,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         // A folder's tensors are its entries' (the depth of folders is bounded).
         Some("folder") => e.children.iter().flat_map(|&c| tensors(tree, c)).collect(),
         Some("zip" | "torch") => crate::parsers::torch::tensors(tree, ext),
+        Some("onnx") => crate::parsers::onnx::tensors(tree, ext),
         _ => Vec::new(),
     }
 }

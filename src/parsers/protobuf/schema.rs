@@ -1,0 +1,163 @@
+//! Schemas: the message types pparse knows, and the ones users bring.
+//!
+//! The ONNX and W&B schemas are `.proto` files written for this project from
+//! the published field names and numbers (`proto/`); they are compiled into
+//! a descriptor pool the first time one is needed, with protox, so no
+//! generated code is checked in and a user's `--proto FILE` goes through the
+//! very same path at run time.
+//!
+//! Nodes name their message type in their `kind`, so a lazily loaded node
+//! knows how to read its children; [`intern`] turns a type's full name into
+//! the `&'static str` a kind needs (the set of names is bounded by the
+//! schemas loaded).
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use parking_lot::{Mutex, RwLock};
+use prost_reflect::{DescriptorPool, MessageDescriptor};
+use protox::Compiler;
+use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+
+/// The schemas compiled into the binary: (file name, source).
+const BUILTIN: &[(&str, &str)] = &[
+    ("onnx.proto", include_str!("../../../proto/onnx/onnx.proto")),
+    (
+        "wandb.proto",
+        include_str!("../../../proto/wandb/wandb.proto"),
+    ),
+];
+
+struct Builtin;
+
+impl FileResolver for Builtin {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        match BUILTIN.iter().find(|(n, _)| *n == name) {
+            Some((n, src)) => File::from_source(n, src),
+            None => Err(protox::Error::file_not_found(name)),
+        }
+    }
+}
+
+fn compile_builtin() -> DescriptorPool {
+    let mut chain = ChainFileResolver::new();
+    chain.add(Builtin);
+    chain.add(GoogleFileResolver::new());
+    let mut c = Compiler::with_file_resolver(chain);
+    c.include_imports(true);
+    for (name, _) in BUILTIN {
+        // The builtin files are tested to compile; a failure is a build bug.
+        c.open_file(name)
+            .unwrap_or_else(|e| panic!("builtin schema {name}: {e}"));
+    }
+    c.descriptor_pool()
+}
+
+fn cell() -> &'static RwLock<DescriptorPool> {
+    static POOL: OnceLock<RwLock<DescriptorPool>> = OnceLock::new();
+    POOL.get_or_init(|| RwLock::new(compile_builtin()))
+}
+
+/// Every message type known now: the builtin ones and those added.
+pub fn pool() -> DescriptorPool {
+    cell().read().clone()
+}
+
+/// A message type by its full name (`onnx.ModelProto`).
+pub fn message(name: &str) -> Option<MessageDescriptor> {
+    pool().get_message_by_name(name)
+}
+
+/// Compiles a user's `.proto` file (imports are looked up beside it, and the
+/// well-known `google/protobuf/*` files are built in) and adds its types.
+/// Returns the full names of the messages it declares.
+pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut c = Compiler::new([dir]).map_err(|e| format!("{}: {e}", path.display()))?;
+    c.include_imports(true);
+    c.open_file(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let set = c.file_descriptor_set();
+    let mut names = Vec::new();
+    let own = c
+        .files()
+        .filter(|f| !f.is_import())
+        .map(|f| f.name().to_string())
+        .collect::<Vec<_>>();
+    let mut pool = cell().write();
+    pool.add_file_descriptor_set(set)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    for f in pool.files() {
+        if own.iter().any(|n| n == f.name()) {
+            names.extend(f.messages().map(|m| m.full_name().to_string()));
+        }
+    }
+    Ok(names)
+}
+
+/// The message that a plain protobuf file is read as (`--message NAME`).
+static ROOT_MESSAGE: RwLock<Option<String>> = RwLock::new(None);
+
+/// Sets the message type the opened file is read as; `Err` if unknown.
+pub fn set_root_message(name: &str) -> Result<(), String> {
+    let name = name.trim_start_matches('.');
+    if message(name).is_none() {
+        let known: Vec<String> = pool()
+            .all_messages()
+            .map(|m| m.full_name().to_string())
+            .filter(|n| n.ends_with(&format!(".{name}")) || n == name)
+            .collect();
+        return Err(if known.is_empty() {
+            format!("no message type named '{name}' in the schemas loaded")
+        } else {
+            format!(
+                "no message type named '{name}'; did you mean {}?",
+                known.join(", ")
+            )
+        });
+    }
+    *ROOT_MESSAGE.write() = Some(name.to_string());
+    Ok(())
+}
+
+/// The message set with [`set_root_message`], if any.
+pub fn root_message() -> Option<String> {
+    ROOT_MESSAGE.read().clone()
+}
+
+/// A `&'static str` for a type name, so it can be a node's kind.
+pub fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut g = NAMES.lock();
+    let set = g.get_or_insert_with(HashSet::new);
+    if let Some(&s) = set.get(name) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.to_string().into_boxed_str());
+    set.insert(s);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_schemas_compile() {
+        for m in [
+            "onnx.ModelProto",
+            "onnx.TensorProto",
+            "wandb_internal.Record",
+            "wandb_internal.HistoryRecord",
+        ] {
+            assert!(message(m).is_some(), "{m}");
+        }
+        let t = message("onnx.TensorProto").unwrap();
+        assert_eq!(t.get_field(9).unwrap().name(), "raw_data");
+        assert!(std::ptr::eq(intern("a.B"), intern("a.B")));
+    }
+}

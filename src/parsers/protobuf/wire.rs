@@ -1,0 +1,483 @@
+//! The protobuf wire format, read field by field with exact offsets.
+//!
+//! A message is a sequence of fields, each a tag varint (`number << 3 |
+//! wire type`) followed by a value whose size the wire type tells. That is
+//! all the scanner needs: it never decodes a payload, it records where each
+//! field's tag, length and value are, so a `bytes` field of 2 GB costs the
+//! same as one of 2 bytes. It reads through [`Bytes`], so the message can be
+//! in a mapping, in memory or in a decoded stream.
+//!
+//! The scanner stops at the first field it cannot delimit and says why:
+//! *truncated* when the bytes end inside the field, *corrupt* when the field
+//! breaks the format (an invalid wire type, field number 0, a length running
+//! past its enclosing message).
+
+use crate::data::{Range, Source};
+use crate::status::{Damage, Status};
+
+/// Deepest group nesting followed before a group is called corrupt.
+pub const MAX_GROUP_DEPTH: usize = 64;
+
+/// Random access to the bytes a message lives in.
+pub trait Bytes {
+    /// Bytes readable now.
+    fn size(&self) -> u64;
+    /// Copies bytes at `off` into `buf`; returns how many (fewer only at the end).
+    fn read(&self, off: u64, buf: &mut [u8]) -> usize;
+}
+
+impl Bytes for [u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) -> usize {
+        let Ok(off) = usize::try_from(off) else {
+            return 0;
+        };
+        let Some(rest) = self.get(off..) else {
+            return 0;
+        };
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        n
+    }
+}
+
+impl Bytes for dyn Source {
+    fn size(&self) -> u64 {
+        self.available()
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) -> usize {
+        if let Some(all) = self.as_slice() {
+            return all.read(off, buf);
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            match self.read_at(off + done as u64, &mut buf[done..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => done += n,
+            }
+        }
+        done
+    }
+}
+
+/// Reads `range` into memory, at most `limit` bytes of it.
+pub fn read_range<B: Bytes + ?Sized>(b: &B, range: Range, limit: usize) -> Vec<u8> {
+    let n = (range.len().min(limit as u64)) as usize;
+    let mut v = vec![0u8; n];
+    let got = b.read(range.start, &mut v);
+    v.truncate(got);
+    v
+}
+
+/// The wire types of protobuf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Varint,
+    I64,
+    Len,
+    Group,
+    I32,
+}
+
+impl Wire {
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Varint => "varint",
+            Wire::I64 => "i64",
+            Wire::Len => "len",
+            Wire::Group => "group",
+            Wire::I32 => "i32",
+        }
+    }
+}
+
+/// One field of a message: where it is and its undecoded value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub number: u32,
+    pub wire: Wire,
+    /// The whole field: tag, length prefix and value.
+    pub range: Range,
+    /// The value: the payload of a `Len` field, the contents of a group
+    /// (without its end tag), the bytes of a number.
+    pub value: Range,
+    /// The number itself for varint and fixed-width fields; the declared
+    /// length for `Len` fields.
+    pub int: u64,
+    /// A `Len` field whose payload the bytes end inside of: `value` is cut
+    /// to what exists, and it is the last field.
+    pub cut: bool,
+}
+
+/// Why a message could not be read further.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireError {
+    /// Where the field that failed starts.
+    pub offset: u64,
+    pub status: Status,
+    pub reason: String,
+}
+
+impl WireError {
+    pub fn to_damage(&self, end: u64) -> Damage {
+        Damage {
+            status: self.status,
+            range: Range::new(self.offset, end),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// Decodes a varint from the start of `buf`: (value, length). `None` when
+/// `buf` ends first; `Some((_, 0))` when it runs past 10 bytes.
+pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    if buf.len() >= 10 { Some((0, 0)) } else { None }
+}
+
+/// Iterates over the fields of the message in `[start, end)`.
+pub struct Scanner<'a, B: ?Sized> {
+    bytes: &'a B,
+    pos: u64,
+    end: u64,
+    /// True when `end` is where the bytes ran out, not where the message was
+    /// declared to end: a field cut there is truncated, not corrupt.
+    at_eof: bool,
+    failed: bool,
+}
+
+impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
+    /// Scans `range`. A range reaching past the readable bytes is cut there
+    /// and its last field is reported as truncated.
+    pub fn new(bytes: &'a B, range: Range) -> Self {
+        let size = bytes.size();
+        let end = range.end.min(size);
+        Scanner {
+            bytes,
+            pos: range.start,
+            end,
+            at_eof: range.end >= size,
+            failed: false,
+        }
+    }
+
+    /// Where the next field starts.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    fn fail(&mut self, offset: u64, cut: bool, reason: String) -> Option<Result<Field, WireError>> {
+        self.failed = true;
+        let status = if cut && self.at_eof {
+            Status::Truncated
+        } else {
+            Status::Corrupt
+        };
+        Some(Err(WireError {
+            offset,
+            status,
+            reason,
+        }))
+    }
+
+    /// Reads a varint at `at` within the message; Err(cut) on failure.
+    fn varint_at(&self, at: u64) -> Result<(u64, u64), bool> {
+        let mut buf = [0u8; 10];
+        let want = ((self.end - at.min(self.end)) as usize).min(10);
+        let n = self.bytes.read(at, &mut buf[..want]);
+        match varint(&buf[..n]) {
+            Some((_, 0)) => Err(false),
+            Some((v, len)) => Ok((v, len as u64)),
+            None => Err(true),
+        }
+    }
+
+    /// Finds the end of the group that starts after a start tag at `from`:
+    /// (end of contents, end after the end tag).
+    fn group_end(&self, from: u64, number: u32) -> Result<(u64, u64), (u64, bool, String)> {
+        let mut stack = vec![number];
+        let mut pos = from;
+        loop {
+            let tag_at = pos;
+            let (tag, tl) = self
+                .varint_at(pos)
+                .map_err(|cut| (tag_at, cut, format!("group {number} ends inside a tag")))?;
+            pos += tl;
+            let n = (tag >> 3) as u32;
+            match tag & 7 {
+                0 => {
+                    let (_, l) = self
+                        .varint_at(pos)
+                        .map_err(|cut| (tag_at, cut, "varint cut short in a group".to_string()))?;
+                    pos += l;
+                }
+                1 => pos += 8,
+                5 => pos += 4,
+                2 => {
+                    let (len, l) = self
+                        .varint_at(pos)
+                        .map_err(|cut| (tag_at, cut, "length cut short in a group".to_string()))?;
+                    pos = (pos + l).saturating_add(len);
+                }
+                3 => {
+                    if stack.len() >= MAX_GROUP_DEPTH {
+                        return Err((
+                            tag_at,
+                            false,
+                            format!("groups nested deeper than {MAX_GROUP_DEPTH}"),
+                        ));
+                    }
+                    stack.push(n);
+                }
+                4 => {
+                    if stack.pop() != Some(n) {
+                        return Err((tag_at, false, format!("end of group {n} without its start")));
+                    }
+                    if stack.is_empty() {
+                        return Ok((tag_at, pos));
+                    }
+                }
+                w => return Err((tag_at, false, format!("invalid wire type {w} in a group"))),
+            }
+            if pos > self.end {
+                return Err((tag_at, true, format!("group {number} runs past the end")));
+            }
+        }
+    }
+}
+
+impl<B: Bytes + ?Sized> Iterator for Scanner<'_, B> {
+    type Item = Result<Field, WireError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.end {
+            return None;
+        }
+        let start = self.pos;
+        let (tag, tl) = match self.varint_at(start) {
+            Ok(v) => v,
+            Err(cut) => {
+                let why = if cut {
+                    "the bytes end inside a field tag"
+                } else {
+                    "a field tag longer than 10 bytes"
+                };
+                return self.fail(start, cut, why.to_string());
+            }
+        };
+        let number = tag >> 3;
+        if number == 0 || number > (1 << 29) - 1 {
+            return self.fail(
+                start,
+                false,
+                format!("invalid field number {number} (tag {tag:#x})"),
+            );
+        }
+        let number = number as u32;
+        let at = start + tl;
+        let left = self.end - at.min(self.end);
+        let (wire, value, end, int) = match tag & 7 {
+            0 => match self.varint_at(at) {
+                Ok((v, l)) => (Wire::Varint, Range::new(at, at + l), at + l, v),
+                Err(cut) => {
+                    let why = if cut {
+                        "cut short"
+                    } else {
+                        "longer than 10 bytes"
+                    };
+                    return self.fail(start, cut, format!("field {number}: varint {why}"));
+                }
+            },
+            1 | 5 => {
+                let (w, size) = if tag & 7 == 1 {
+                    (Wire::I64, 8)
+                } else {
+                    (Wire::I32, 4)
+                };
+                if left < size {
+                    return self.fail(
+                        start,
+                        true,
+                        format!("field {number}: {size}-byte value, only {left} bytes left"),
+                    );
+                }
+                let mut b = [0u8; 8];
+                self.bytes.read(at, &mut b[..size as usize]);
+                (
+                    w,
+                    Range::new(at, at + size),
+                    at + size,
+                    u64::from_le_bytes(b),
+                )
+            }
+            2 => {
+                let (len, l) = match self.varint_at(at) {
+                    Ok(v) => v,
+                    Err(cut) => {
+                        return self.fail(start, cut, format!("field {number}: length cut short"));
+                    }
+                };
+                let p = at + l;
+                let room = self.end - p.min(self.end);
+                if len > room && self.at_eof {
+                    // Keep what there is of the payload: a cut-off message
+                    // still has its first fields.
+                    self.failed = true;
+                    return Some(Ok(Field {
+                        number,
+                        wire: Wire::Len,
+                        range: Range::new(start, self.end),
+                        value: Range::new(p.min(self.end), self.end),
+                        int: len,
+                        cut: true,
+                    }));
+                }
+                if len > room {
+                    let why = if self.at_eof {
+                        format!("field {number}: {len} bytes declared, only {room} left")
+                    } else {
+                        format!(
+                            "field {number}: length {len} runs {} bytes past the end of its message",
+                            len - room
+                        )
+                    };
+                    self.failed = true;
+                    let status = if self.at_eof {
+                        Status::Truncated
+                    } else {
+                        Status::Corrupt
+                    };
+                    return Some(Err(WireError {
+                        offset: start,
+                        status,
+                        reason: why,
+                    }));
+                }
+                (Wire::Len, Range::new(p, p + len), p + len, len)
+            }
+            3 => match self.group_end(at, number) {
+                Ok((contents_end, end)) => (Wire::Group, Range::new(at, contents_end), end, 0),
+                Err((_, cut, why)) => return self.fail(start, cut, why),
+            },
+            4 => {
+                return self.fail(
+                    start,
+                    false,
+                    format!("end of group {number} without its start"),
+                );
+            }
+            w => {
+                return self.fail(
+                    start,
+                    false,
+                    format!("field {number}: invalid wire type {w}"),
+                );
+            }
+        };
+        self.pos = end;
+        Some(Ok(Field {
+            number,
+            wire,
+            range: Range::new(start, end),
+            value,
+            int,
+            cut: false,
+        }))
+    }
+}
+
+/// The fields of a `Len` payload when it is a plausible message: every byte
+/// accounted for by at most `max_fields` well-formed fields.
+pub fn looks_like_message<B: Bytes + ?Sized>(b: &B, range: Range, max_fields: usize) -> bool {
+    if range.is_empty() {
+        return false;
+    }
+    let mut s = Scanner::new(b, range);
+    let mut n = 0;
+    for f in s.by_ref() {
+        if f.is_err() {
+            return false;
+        }
+        n += 1;
+        if n >= max_fields {
+            return true;
+        }
+    }
+    s.pos() == range.end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(b: &[u8]) -> Vec<Result<Field, WireError>> {
+        Scanner::new(b, Range::new(0, b.len() as u64)).collect()
+    }
+
+    #[test]
+    fn every_wire_type() {
+        // 1: varint 150; 2: "hi"; 3: fixed64; 4: group with a varint; 5: fixed32
+        let b = [
+            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x19, 1, 0, 0, 0, 0, 0, 0, 0, 0x23, 0x08,
+            0x01, 0x24, 0x2d, 2, 0, 0, 0,
+        ];
+        let f: Vec<Field> = fields(&b).into_iter().map(Result::unwrap).collect();
+        assert_eq!(f.len(), 5);
+        assert_eq!(
+            (f[0].number, f[0].int, f[0].range),
+            (1, 150, Range::new(0, 3))
+        );
+        assert_eq!((f[1].wire, f[1].value), (Wire::Len, Range::new(5, 7)));
+        assert_eq!((f[2].wire, f[2].int), (Wire::I64, 1));
+        assert_eq!(
+            (f[3].wire, f[3].value, f[3].range),
+            (Wire::Group, Range::new(17, 19), Range::new(16, 20))
+        );
+        assert_eq!((f[4].wire, f[4].int), (Wire::I32, 2));
+    }
+
+    #[test]
+    fn damage_is_named() {
+        // A length past the end of the bytes: the field is kept, cut.
+        let f = fields(&[0x08, 1, 0x12, 5, b'a']).pop().unwrap().unwrap();
+        assert_eq!((f.cut, f.value, f.int), (true, Range::new(4, 5), 5));
+        // The same inside a declared message: corrupt.
+        let b = [0x12, 5, b'a', 0, 0, 0, 0];
+        let e: Vec<_> = Scanner::new(&b[..], Range::new(0, 4)).collect();
+        assert_eq!(
+            e.last().unwrap().as_ref().unwrap_err().status,
+            Status::Corrupt
+        );
+        // Wire type 7, field 0, stray end group.
+        for bad in [&[0x0f, 0][..], &[0x00, 1], &[0x0c]] {
+            let e = fields(bad).pop().unwrap().unwrap_err();
+            assert_eq!(e.status, Status::Corrupt, "{bad:?}: {}", e.reason);
+        }
+        // An unterminated varint at the end of the bytes.
+        let e = fields(&[0x08, 0x80]).pop().unwrap().unwrap_err();
+        assert_eq!(e.status, Status::Truncated);
+        let e = fields(&[
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1,
+        ])
+        .pop()
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e.status, Status::Corrupt);
+    }
+
+    #[test]
+    fn deep_groups_are_bounded() {
+        let mut b = vec![0x0b; 1000];
+        b.extend(vec![0x0c; 1000]);
+        let e = fields(&b).pop().unwrap().unwrap_err();
+        assert!(e.reason.contains("deeper"), "{}", e.reason);
+    }
+}

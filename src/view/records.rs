@@ -1,0 +1,183 @@
+//! Log records as plain JSON, and the metrics of a run's history.
+//!
+//! A record's protobuf fields become JSON by name (int64 as strings, enums
+//! by name, defaults left out: the proto3 JSON mapping that wandb's own
+//! tools print). W&B stores logged values as JSON text in `value_json`
+//! items; those lists become objects of decoded values, so `history.item`
+//! reads `{"loss": 0.25, "acc": 0.9}` rather than a list of key/JSON pairs.
+
+use prost_reflect::{DynamicMessage, SerializeOptions};
+use serde_json::{Map, Value};
+
+use crate::parsers::wandb::Record;
+
+/// The proto3 JSON of a message, fields by their proto names.
+pub fn message_json(msg: &DynamicMessage) -> Value {
+    let opts = SerializeOptions::new().use_proto_field_name(true);
+    msg.serialize_with_options(serde_json::value::Serializer, &opts)
+        .unwrap_or_else(|e| Value::String(format!("<cannot convert: {e}>")))
+}
+
+/// The `data` of a record in `pparse records --json`: the message of its
+/// type, with its key/value items made into objects.
+pub fn data(rec: &Record) -> Value {
+    let Some(body) = rec.body() else {
+        return Value::Object(Map::new());
+    };
+    let mut v = message_json(&body);
+    streamline(&rec.kind, &mut v);
+    v
+}
+
+/// The whole record (number, control, info and body), for `--verbose`.
+pub fn full(rec: &Record) -> Value {
+    match &rec.msg {
+        Ok(m) => {
+            let mut v = message_json(m);
+            if let Some(body) = v.get_mut(&rec.kind) {
+                streamline(&rec.kind, body);
+            }
+            v
+        }
+        Err(e) => Value::String(format!("does not decode: {e}")),
+    }
+}
+
+/// Turns the item lists of a record of type `kind` into objects.
+fn streamline(kind: &str, v: &mut Value) {
+    let paths: &[&[&str]] = match kind {
+        "history" | "stats" => &[&["item"]],
+        "summary" | "config" => &[&["update"], &["remove"]],
+        "run" => &[
+            &["config", "update"],
+            &["config", "remove"],
+            &["summary", "update"],
+            &["summary", "remove"],
+        ],
+        _ => &[],
+    };
+    for path in paths {
+        let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+        if let Some(at) = v.pointer_mut(&pointer)
+            && let Value::Array(list) = at
+        {
+            let obj = items_object(list);
+            *at = Value::Object(obj);
+        }
+    }
+}
+
+/// `[{key, nested_key, value_json}]` → `{name: value}`.
+fn items_object(list: &[Value]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for it in list {
+        let name = match it.get("nested_key").and_then(Value::as_array) {
+            Some(parts) if !parts.is_empty() => parts
+                .iter()
+                .map(|p| p.as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("/"),
+            _ => it
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        };
+        let value = match it.get("value_json").and_then(Value::as_str) {
+            Some(text) => parse_value_json(text),
+            None => Value::Null,
+        };
+        out.insert(name, value);
+    }
+    out
+}
+
+/// Parses the JSON text W&B stores, which Python wrote: besides JSON it may
+/// hold `NaN`, `Infinity` and `-Infinity` (a diverged loss), kept here as
+/// strings. Text that is not JSON at all is kept as a string.
+pub fn parse_value_json(text: &str) -> Value {
+    if let Ok(v) = serde_json::from_str(text) {
+        return v;
+    }
+    let fixed = quote_non_finite(text);
+    serde_json::from_str(&fixed).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// Quotes the bare tokens `NaN`, `Infinity`, `-Infinity` outside strings.
+fn quote_non_finite(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut in_str = false;
+    let mut escaped = false;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else {
+            let rest = &text[i..];
+            if let Some(tok) = ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|t| rest.starts_with(t))
+            {
+                out.push('"');
+                out.push_str(tok);
+                out.push('"');
+                i += tok.len();
+                continue;
+            }
+        }
+        // Copy one whole character.
+        let ch = text[i..].chars().next().expect("in bounds");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// A number a metric can be plotted with: JSON numbers, and the non-finite
+/// values W&B writes as `NaN`/`Infinity`.
+pub fn metric_value(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Some(f64::NAN),
+            "Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_json_is_read() {
+        assert_eq!(parse_value_json("NaN"), Value::String("NaN".into()));
+        assert_eq!(
+            parse_value_json("[1, -Infinity, \"NaN\"]"),
+            serde_json::json!([1, "-Infinity", "NaN"])
+        );
+        assert_eq!(
+            parse_value_json("{\"a\": 1.5}"),
+            serde_json::json!({"a": 1.5})
+        );
+        assert_eq!(
+            parse_value_json("not json"),
+            Value::String("not json".into())
+        );
+        assert!(metric_value(&Value::String("NaN".into())).unwrap().is_nan());
+    }
+}
