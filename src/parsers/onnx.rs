@@ -249,6 +249,13 @@ fn tensor(src: &dyn Source, field: &Field) -> Found {
         range: field.range,
         problem: None,
     };
+    if field.cut {
+        t.problem = Some(format!(
+            "the tensor is cut off: {} of its {} bytes are here",
+            field.value.len(),
+            field.int
+        ));
+    }
     let mut external = false;
     let mut ext: BTreeMap<String, String> = BTreeMap::new();
     let mut scan = Scanner::new(src, field.value);

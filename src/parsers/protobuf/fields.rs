@@ -203,8 +203,13 @@ fn typed<B: Bytes + ?Sized>(
         };
     }
     if f.wire == Wire::Len && want != Wire::Len {
-        // A packed repeated number.
+        // A packed repeated number: one field holding the list.
         let kind = packed_kind(&fd.kind());
+        let name = if index == 0 {
+            fd.name().to_string()
+        } else {
+            name
+        };
         let mut n = Node::new(kind, name, f.range).text(packed_preview(b, f.value, &fd.kind()));
         if !f.value.is_empty() {
             n = n.lazy();

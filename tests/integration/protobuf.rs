@@ -1,0 +1,223 @@
+//! Protobuf without a format on top: a user's schema (`--proto`,
+//! `--message`), the builtin ones, and no schema at all (guesses).
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = varint(u64::from(n) << 3 | 2);
+    out.extend(varint(payload.len() as u64));
+    out.extend(payload);
+    out
+}
+
+const PROTO: &str = r#"
+syntax = "proto3";
+package demo;
+import "google/protobuf/timestamp.proto";
+enum Color { RED = 0; GREEN = 1; }
+message Point {
+  sint32 x = 1;
+  int64 y = 2;
+  string label = 3;
+  repeated Point children = 4;
+  Color color = 5;
+  repeated int32 packed = 6;
+  google.protobuf.Timestamp at = 7;
+  double weight = 8;
+}
+"#;
+
+/// Point{x=-3, y=300, label="héllo", children=[{x=1}], color=GREEN, packed=[1,2,300], weight=0.5}
+fn point() -> Vec<u8> {
+    let mut b = vec![0x08, 5, 0x10, 0xac, 0x02];
+    b.extend(len_field(3, "héllo".as_bytes()));
+    b.extend(len_field(4, &[0x08, 2]));
+    b.extend([0x28, 1]);
+    b.extend(len_field(6, &[1, 2, 0xac, 0x02]));
+    b.push(0x41);
+    b.extend(0.5f64.to_le_bytes());
+    b
+}
+
+fn nodes(args: &[&std::ffi::OsStr]) -> (Vec<Value>, Run) {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["nodes".as_ref()];
+    all.extend(args);
+    all.extend([
+        "--json".as_ref() as &std::ffi::OsStr,
+        "--depth".as_ref(),
+        "3".as_ref(),
+    ]);
+    let run = pparse(all);
+    let v = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout_text(), run.stderr_text()));
+    (v, run)
+}
+
+#[test]
+fn a_users_schema_names_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("demo.proto"), PROTO).unwrap();
+    let data = point();
+    let file = dir.path().join("point.bin");
+    std::fs::write(&file, &data).unwrap();
+    let proto = dir.path().join("demo.proto");
+    let (top, run) = nodes(&[
+        file.as_os_str(),
+        "--proto".as_ref(),
+        proto.as_os_str(),
+        "--message".as_ref(),
+        "demo.Point".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let by = |n: &str| {
+        top.iter()
+            .find(|x| x["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {top:?}"))
+    };
+    assert_eq!(
+        (&by("x")["kind"], &by("x")["value"]),
+        (&Value::from("sint32"), &Value::from(-3))
+    );
+    assert_eq!(by("y")["value"], 300);
+    assert_eq!(by("label")["value"], "\"héllo\"");
+    assert_eq!(by("color")["value"], "GREEN (1)");
+    assert_eq!(by("weight")["value"], "0.5");
+    let child = by("children[0]");
+    assert_eq!(child["kind"], "demo.Point");
+    assert_eq!(child["children"][0]["value"], 1);
+    let packed = by("packed");
+    assert_eq!(packed["kind"], "packed int32");
+    let els: Vec<&Value> = packed["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["value"])
+        .collect();
+    assert_eq!(els, [&Value::from(1), &Value::from(2), &Value::from(300)]);
+    // Ranges are exact: the label field is its tag, length and 6 bytes.
+    assert_eq!(
+        (by("label")["start"].as_u64(), by("label")["end"].as_u64()),
+        (Some(5), Some(13))
+    );
+    // An unknown type name is a usage error that names the near misses.
+    let run = pparse([
+        "nodes".as_ref(),
+        file.as_os_str(),
+        "--proto".as_ref(),
+        proto.as_os_str(),
+        "--message".as_ref(),
+        "Point".as_ref(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr_text().contains("demo.Point"),
+        "{}",
+        run.stderr_text()
+    );
+    let run = pparse([
+        "nodes".as_ref(),
+        file.as_os_str(),
+        "--proto".as_ref(),
+        dir.path().join("nope.proto").as_os_str(),
+    ]);
+    assert_eq!(run.code, 2);
+}
+
+#[test]
+fn builtin_schemas_read_plain_messages() {
+    // An ONNX TensorProto on its own, as in test_data_set_*/input_0.pb.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = vec![0x08, 2, 0x10, 1];
+    t.extend(len_field(8, b"x"));
+    t.extend(len_field(9, &[0u8; 8]));
+    let file = dir.path().join("input_0.pb");
+    std::fs::write(&file, &t).unwrap();
+    let (top, run) = nodes(&[
+        file.as_os_str(),
+        "--message".as_ref(),
+        "onnx.TensorProto".as_ref(),
+    ]);
+    assert_eq!(run.code, 0);
+    let names: Vec<&str> = top.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["dims[0]", "data_type", "name", "raw_data"]);
+    assert_eq!(top[1]["value"], "FLOAT (1)");
+}
+
+#[test]
+fn without_a_schema_fields_are_guessed_and_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("unknown.pb");
+    std::fs::write(&file, point()).unwrap();
+    let (top, run) = nodes(&[file.as_os_str()]);
+    assert_eq!(run.code, 0);
+    let kinds: Vec<&str> = top.iter().map(|n| n["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "varint",
+            "varint",
+            "string?",
+            "message?",
+            "varint",
+            "packed varint?",
+            "fixed64"
+        ]
+    );
+    assert_eq!(top[0]["name"], "#1");
+}
+
+#[test]
+fn cut_messages_keep_their_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = point();
+    let mut f = Failures::default();
+    for cut in 1..data.len() {
+        let file = dir.path().join(format!("cut{cut}.pb"));
+        std::fs::write(&file, &data[..cut]).unwrap();
+        let proto = dir.path().join("demo.proto");
+        std::fs::write(&proto, PROTO).unwrap();
+        let (top, run) = nodes(&[
+            file.as_os_str(),
+            "--proto".as_ref(),
+            proto.as_os_str(),
+            "--message".as_ref(),
+            "demo.Point".as_ref(),
+        ]);
+        // Fields wholly before the cut are there, with their values.
+        let whole = [
+            (2u64, "x"),
+            (5, "y"),
+            (13, "label"),
+            (17, "children[0]"),
+            (19, "color"),
+            (25, "packed"),
+            (34, "weight"),
+        ];
+        for (end, name) in whole {
+            if end <= cut as u64 && !top.iter().any(|n| n["name"] == name && n["end"] == end) {
+                f.push(format!("cut {cut}: {name} lost"));
+            }
+        }
+        let truncated = top.iter().any(|n| n["status"] == "truncated");
+        let at_boundary = whole.iter().any(|&(e, _)| e == cut as u64);
+        if !at_boundary && (!truncated || run.code != 1) {
+            f.push(format!("cut {cut}: not reported as truncated: {top:?}"));
+        }
+    }
+    f.check("cut protobuf");
+}
