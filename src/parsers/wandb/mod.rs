@@ -165,6 +165,9 @@ impl Record {
                     .join(", "),
                 _ => String::new(),
             },
+            "header" if body.fields().next().is_none() => {
+                "(empty: written by the legacy Python writer)".to_string()
+            }
             _ => scalars_text(&body, 2),
         };
         let s = escape_str(&s);
@@ -242,6 +245,13 @@ fn scalars_text(m: &DynamicMessage, depth: u32) -> String {
             PValue::U64(x) => format!("{}={x}", fd.name()),
             PValue::F64(x) => format!("{}={x}", fd.name()),
             PValue::F32(x) => format!("{}={x}", fd.name()),
+            PValue::Message(sub) if sub.descriptor().full_name() == "google.protobuf.Timestamp" => {
+                let secs = match sub.get_field_by_name("seconds").as_deref() {
+                    Some(PValue::I64(s)) => *s,
+                    _ => 0,
+                };
+                format!("{}={}", fd.name(), crate::util::utc(secs))
+            }
             PValue::Message(sub) if depth > 0 => {
                 let s = scalars_text(sub, depth - 1);
                 if s.is_empty() {
