@@ -104,6 +104,19 @@ fn is_unsafe_char(c: char) -> bool {
         || matches!(c as u32, 0x200b..=0x200f | 0x202a..=0x202e | 0x2066..=0x2069 | 0xfeff)
 }
 
+/// Whether a name read from a file is a plain relative path that stays in
+/// the folder it is resolved in: no `..`, no root, no NUL, at most `max`
+/// bytes (sibling files a model names: shards, external data).
+pub fn plain_relative(name: &str, max: usize) -> bool {
+    use std::path::{Component, Path};
+    !name.is_empty()
+        && name.len() <= max
+        && !name.contains('\0')
+        && Path::new(name)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 //! missing, or shorter than a tensor needs, is reported per tensor.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::protobuf::wire::{Field, Scanner, Wire, read_range, varint};
@@ -336,12 +336,7 @@ fn tensor(src: &dyn Source, field: &Field) -> Found {
 
 /// A location that stays in the model's folder: relative, no `..`.
 fn plain_relative(loc: &str) -> bool {
-    !loc.is_empty()
-        && loc.len() <= MAX_NAME
-        && !loc.contains('\0')
-        && Path::new(loc)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    crate::name::plain_relative(loc, MAX_NAME)
 }
 
 /// Opens the external data files the model names, as child extractions,

@@ -11,7 +11,7 @@
 //! places elsewhere), and tensors found in several shards.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::Arc;
 
 use memchr::memmem;
@@ -131,12 +131,7 @@ pub fn read_index(src: &dyn Source) -> Index {
 
 /// A shard name that stays inside the index's folder.
 fn plain_relative(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_SHARD_NAME
-        && !name.contains('\0')
-        && Path::new(name)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+    crate::name::plain_relative(name, MAX_SHARD_NAME)
 }
 
 fn shown(s: &str) -> String {

@@ -210,6 +210,18 @@ fn constants_and_subgraph_tensors_are_listed() {
     }
 }
 
+/// The children of a node whose names start with `prefix` (`node[`).
+fn named<'a>(n: &'a Value, prefix: &str) -> Vec<&'a Value> {
+    n["children"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter(|c| c["name"].as_str().unwrap_or_default().starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A node's loaded children by name, from `pparse nodes --json`.
 fn child<'a>(n: &'a Value, name: &str) -> Option<&'a Value> {
     n["children"].as_array()?.iter().find(|c| c["name"] == name)
@@ -242,10 +254,7 @@ fn model_graph_and_nodes_match_the_onnx_package() {
             .map(|v| unquote(&v["value"]))
             .unwrap_or_default();
         assert_eq!(prod, r["producer_name"].as_str().unwrap(), "{model}");
-        let opsets: Vec<&Value> = top
-            .iter()
-            .filter(|n| n["name"].as_str().unwrap().starts_with("opset_import["))
-            .collect();
+        let opsets = named(&root, "opset_import[");
         assert_eq!(
             opsets.len(),
             r["opset_import"].as_array().unwrap().len(),
@@ -260,12 +269,7 @@ fn model_graph_and_nodes_match_the_onnx_package() {
         }
         let graph = child(&root, "graph").expect("graph");
         assert_eq!(graph["kind"], "onnx.GraphProto");
-        let nodes: Vec<&Value> = graph["children"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|n| n["name"].as_str().unwrap().starts_with("node["))
-            .collect();
+        let nodes = named(graph, "node[");
         let want = r["graph"]["nodes"].as_array().unwrap();
         assert_eq!(nodes.len(), want.len(), "{model}");
         for (n, w) in nodes.iter().zip(want) {
@@ -277,11 +281,8 @@ fn model_graph_and_nodes_match_the_onnx_package() {
                 w["op_type"].as_str().unwrap(),
                 "{model}"
             );
-            let outs: Vec<String> = n["children"]
-                .as_array()
-                .unwrap()
+            let outs: Vec<String> = named(n, "output[")
                 .iter()
-                .filter(|c| c["name"].as_str().unwrap().starts_with("output["))
                 .map(|c| unquote(&c["value"]))
                 .collect();
             let wouts: Vec<String> = w["outputs"]
@@ -291,12 +292,7 @@ fn model_graph_and_nodes_match_the_onnx_package() {
                 .map(|o| o.as_str().unwrap().to_string())
                 .collect();
             assert_eq!(outs, wouts, "{model}");
-            let attrs: Vec<&Value> = n["children"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|c| c["name"].as_str().unwrap().starts_with("attribute["))
-                .collect();
+            let attrs = named(n, "attribute[");
             assert_eq!(
                 attrs.len(),
                 w["attributes"].as_array().unwrap().len(),
@@ -321,11 +317,8 @@ fn model_graph_and_nodes_match_the_onnx_package() {
                 assert_eq!(ty.as_deref(), wa["type"].as_str(), "{model}");
             }
         }
-        let inputs: Vec<String> = graph["children"]
-            .as_array()
-            .unwrap()
+        let inputs: Vec<String> = named(graph, "input[")
             .iter()
-            .filter(|n| n["name"].as_str().unwrap().starts_with("input["))
             .map(|n| unquote(&child(n, "name").unwrap()["value"]))
             .collect();
         let winputs: Vec<String> = r["graph"]["inputs"]
@@ -441,30 +434,9 @@ fn truncated_models_keep_what_is_there() {
     f.check("truncated ONNX models");
 }
 
-/// Encodes a protobuf field (tests build models byte by byte).
-fn field(n: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = varint(u64::from(n) << 3 | 2);
-    out.extend(varint(payload.len() as u64));
-    out.extend(payload);
-    out
-}
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(b);
-            return out;
-        }
-        out.push(b | 0x80);
-    }
-}
-
 fn entry(k: &str, v: &str) -> Vec<u8> {
-    let mut e = field(1, k.as_bytes());
-    e.extend(field(2, v.as_bytes()));
+    let mut e = len_field(1, k.as_bytes());
+    e.extend(len_field(2, v.as_bytes()));
     e
 }
 
@@ -474,15 +446,15 @@ fn external_data_beyond_4_gib_opens_without_reading_it() {
     let dir = tempfile::tempdir().unwrap();
     let off: u64 = 5_000_000_000;
     let mut t = vec![0x08, 32, 0x08, 32, 0x10, 1];
-    t.extend(field(8, b"big.weight"));
-    t.extend(field(13, &entry("location", "weights.bin")));
-    t.extend(field(13, &entry("offset", &off.to_string())));
-    t.extend(field(13, &entry("length", "4096")));
+    t.extend(len_field(8, b"big.weight"));
+    t.extend(len_field(13, &entry("location", "weights.bin")));
+    t.extend(len_field(13, &entry("offset", &off.to_string())));
+    t.extend(len_field(13, &entry("length", "4096")));
     t.extend([0x70, 1]);
-    let mut g = field(5, &t);
-    g.extend(field(2, b"g"));
+    let mut g = len_field(5, &t);
+    g.extend(len_field(2, b"g"));
     let mut m = vec![0x08, 8];
-    m.extend(field(7, &g));
+    m.extend(len_field(7, &g));
     std::fs::write(dir.path().join("big.onnx"), &m).unwrap();
     let w = std::fs::File::create(dir.path().join("weights.bin")).unwrap();
     w.set_len(off + 4096).unwrap();
@@ -498,11 +470,11 @@ fn external_data_beyond_4_gib_opens_without_reading_it() {
     assert_eq!(t["status"], "complete");
     // A location leaving the folder is refused.
     let mut t2 = vec![0x08, 1, 0x10, 1];
-    t2.extend(field(8, b"evil"));
-    t2.extend(field(13, &entry("location", "../weights.bin")));
+    t2.extend(len_field(8, b"evil"));
+    t2.extend(len_field(13, &entry("location", "../weights.bin")));
     t2.extend([0x70, 1]);
     let mut m2 = vec![0x08, 8];
-    m2.extend(field(7, &field(5, &t2)));
+    m2.extend(len_field(7, &len_field(5, &t2)));
     std::fs::write(dir.path().join("evil.onnx"), &m2).unwrap();
     let run = pparse(["tensors".as_ref(), dir.path().join("evil.onnx").as_os_str()]);
     assert_eq!(run.code, 1);

@@ -5,26 +5,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(b);
-            return out;
-        }
-        out.push(b | 0x80);
-    }
-}
-
-fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = varint(u64::from(n) << 3 | 2);
-    out.extend(varint(payload.len() as u64));
-    out.extend(payload);
-    out
-}
-
 const PROTO: &str = r#"
 syntax = "proto3";
 package demo;
@@ -54,6 +34,19 @@ fn point() -> Vec<u8> {
     b
 }
 
+/// `nodes FILE` read as demo.Point with the schema in `dir`.
+fn demo_nodes(dir: &std::path::Path, file: &std::path::Path) -> (Vec<Value>, Run) {
+    let proto = dir.join("demo.proto");
+    std::fs::write(&proto, PROTO).unwrap();
+    nodes(&[
+        file.as_os_str(),
+        "--proto".as_ref(),
+        proto.as_os_str(),
+        "--message".as_ref(),
+        "demo.Point".as_ref(),
+    ])
+}
+
 fn nodes(args: &[&std::ffi::OsStr]) -> (Vec<Value>, Run) {
     let mut all: Vec<&std::ffi::OsStr> = vec!["nodes".as_ref()];
     all.extend(args);
@@ -71,18 +64,11 @@ fn nodes(args: &[&std::ffi::OsStr]) -> (Vec<Value>, Run) {
 #[test]
 fn a_users_schema_names_fields() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("demo.proto"), PROTO).unwrap();
     let data = point();
     let file = dir.path().join("point.bin");
     std::fs::write(&file, &data).unwrap();
     let proto = dir.path().join("demo.proto");
-    let (top, run) = nodes(&[
-        file.as_os_str(),
-        "--proto".as_ref(),
-        proto.as_os_str(),
-        "--message".as_ref(),
-        "demo.Point".as_ref(),
-    ]);
+    let (top, run) = demo_nodes(dir.path(), &file);
     assert_eq!(run.code, 0, "{}", run.stderr_text());
     let by = |n: &str| {
         top.iter()
@@ -189,15 +175,7 @@ fn cut_messages_keep_their_fields() {
     for cut in 1..data.len() {
         let file = dir.path().join(format!("cut{cut}.pb"));
         std::fs::write(&file, &data[..cut]).unwrap();
-        let proto = dir.path().join("demo.proto");
-        std::fs::write(&proto, PROTO).unwrap();
-        let (top, run) = nodes(&[
-            file.as_os_str(),
-            "--proto".as_ref(),
-            proto.as_os_str(),
-            "--message".as_ref(),
-            "demo.Point".as_ref(),
-        ]);
+        let (top, run) = demo_nodes(dir.path(), &file);
         // Fields wholly before the cut are there, with their values.
         let whole = [
             (2u64, "x"),

@@ -619,3 +619,29 @@ where
         stderr,
     }
 }
+
+// ---------------------------------------------------------------------------
+// protobuf bytes, written by hand
+// ---------------------------------------------------------------------------
+
+/// A protobuf varint.
+pub fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// A length-delimited protobuf field: tag, length, payload.
+pub fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = varint(u64::from(n) << 3 | 2);
+    out.extend(varint(payload.len() as u64));
+    out.extend(payload);
+    out
+}
