@@ -57,6 +57,9 @@ pub enum Panel {
     Stepper(Box<super::stepper::Stepper>),
     /// The tensor table (`T`).
     Tensors(Box<super::tensorview::TensorPanel>),
+    /// A W&B log's metrics (`M`): their list here, a plot in place of the
+    /// hex view.
+    Metrics(Box<super::metrics::MetricsPanel>),
 }
 
 /// Per-extraction view state, kept when another extraction is selected.
@@ -166,6 +169,9 @@ pub struct App {
     loaded: Loaded,
     /// Most node children kept loaded before cold ones are dropped.
     pub node_budget: usize,
+    /// Most points the metrics panel keeps for all series at once; past
+    /// it, series are read one metric at a time.
+    pub metric_budget: usize,
     sorted: HashMap<ExtId, (usize, bool)>,
     pub rate: f64,
     pub rss: u64,
@@ -210,6 +216,7 @@ impl App {
                 total: 0,
             },
             node_budget: 200_000,
+            metric_budget: super::metrics::SERIES_BUDGET,
             sorted: HashMap::new(),
             rate: 0.0,
             rss: 0,
@@ -305,6 +312,7 @@ impl App {
             }
             Action::Stepper => self.toggle_stepper(),
             Action::Tensors => self.toggle_tensors(),
+            Action::Metrics => self.toggle_metrics(),
             Action::Export => self.ask_export(),
             Action::NextPane => self.cycle(1),
             Action::PrevPane => self.cycle(2),
@@ -329,7 +337,10 @@ impl App {
                     Panel::None => self.node_key(a),
                     Panel::Stepper(_) => self.stepper_key(a),
                     Panel::Tensors(_) => self.tensor_key(a),
+                    Panel::Metrics(_) => self.metrics_key(a),
                 },
+                // The plot covers the hex view: keys still choose the metric.
+                Pane::Hex if matches!(self.panel, Panel::Metrics(_)) => self.metrics_key(a),
                 Pane::Hex => {
                     if self.text_mode {
                         self.text_key(a)
@@ -341,11 +352,15 @@ impl App {
         }
     }
 
-    /// Closes the stepper or tensor panel, stopping its work.
+    /// Closes the stepper, tensor or metrics panel, stopping its work.
     pub fn close_panel(&mut self) {
-        if matches!(self.panel, Panel::Tensors(_)) {
-            self.worker.stop(super::worker::Slot::Table);
-            self.worker.stop(super::worker::Slot::Stats);
+        match self.panel {
+            Panel::Tensors(_) => {
+                self.worker.stop(super::worker::Slot::Table);
+                self.worker.stop(super::worker::Slot::Stats);
+            }
+            Panel::Metrics(_) => self.worker.stop(super::worker::Slot::Metrics),
+            _ => {}
         }
         self.panel = Panel::None;
     }
@@ -932,6 +947,7 @@ impl App {
             Done::Search(e) => self.on_search(e),
             Done::Stepped(r) => self.on_stepped(*r),
             Done::Tensors(r) => self.on_tensors(r),
+            Done::Metrics(r) => self.on_metrics(r),
         }
     }
 
@@ -1026,6 +1042,7 @@ impl App {
         crate::engine::release_free_memory();
         self.rss = resident_bytes();
         self.refresh_tensors();
+        self.refresh_metrics();
     }
 
     // ----- mouse ---------------------------------------------------------------
@@ -1101,8 +1118,19 @@ impl App {
                     }
                     return;
                 }
+                Panel::Metrics(p) => {
+                    let to = p.offset + row;
+                    if p.scan.as_ref().is_some_and(|s| to < s.names.len()) {
+                        self.select_metric(to);
+                    }
+                    return;
+                }
                 Panel::None => {}
             }
+        }
+        if pane == Pane::Hex && matches!(self.panel, Panel::Metrics(_)) {
+            // The plot, not bytes.
+            return;
         }
         match pane {
             Pane::Extractions | Pane::Nodes => {

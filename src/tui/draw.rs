@@ -40,6 +40,8 @@ pub fn draw(app: &mut App, f: &mut Frame) {
     // The stepper's stack and a tensor's statistics need room.
     let insp_h = match app.panel {
         Panel::None => (cols[1].height * 2 / 5).clamp(6.min(cols[1].height), 16),
+        // The plot takes the room; its figures need a few lines.
+        Panel::Metrics(_) => 6.min(cols[1].height / 2),
         _ => cols[1].height / 2,
     };
     let right = Split::default()
@@ -74,7 +76,9 @@ pub fn draw(app: &mut App, f: &mut Frame) {
     };
     ext_pane(app, f.buffer_mut(), left[0]);
     node_pane(app, f.buffer_mut(), left[1]);
-    if app.text_mode {
+    if let Panel::Metrics(p) = &app.panel {
+        super::metrics::draw_chart(app, p, f.buffer_mut(), right[0]);
+    } else if app.text_mode {
         text_pane(app, f.buffer_mut(), right[0]);
     } else {
         hex_pane(app, f.buffer_mut(), right[0]);
@@ -212,6 +216,17 @@ fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
             let inner = b.inner(area);
             ratatui::widgets::Widget::render(b, area, buf);
             super::tensorview::draw_table(app, p, buf, inner);
+        }
+        Panel::Metrics(p) => {
+            let n = p
+                .scan
+                .as_ref()
+                .map_or(String::new(), |s| format!(" ({})", s.names.len()));
+            let title = format!(" Metrics: {}{n} ", escape_str(&p.name));
+            let b = block(app, Some(Pane::Nodes), title);
+            let inner = b.inner(area);
+            ratatui::widgets::Widget::render(b, area, buf);
+            super::metrics::draw_list(app, p, buf, inner);
         }
         Panel::None => node_tree(app, buf, area),
     }
@@ -637,6 +652,7 @@ fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
             " Tensor ",
             super::tensorview::detail_lines(app, p, area.width),
         ),
+        Panel::Metrics(p) => (" Metric ", super::metrics::detail_lines(app, p)),
         Panel::None => return byte_inspector(app, f, area),
     };
     let b = block(app, None, title.into());

@@ -26,6 +26,7 @@ pub enum Action {
     Stepper,
     Tensors,
     Export,
+    Metrics,
     Help,
     Cancel,
 }
@@ -69,6 +70,11 @@ pub const HELP: &[(&str, Action, &str)] = &[
         "e",
         Action::Export,
         "tensor table: write the tensor as .npy",
+    ),
+    (
+        "M",
+        Action::Metrics,
+        "W&B run log: plot the history metrics by step",
     ),
     ("?", Action::Help, "this help"),
     (
@@ -115,6 +121,7 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('p') => Action::Stepper,
         KeyCode::Char('T') => Action::Tensors,
         KeyCode::Char('e') => Action::Export,
+        KeyCode::Char('M') => Action::Metrics,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -206,6 +213,7 @@ mod tests {
                 KeyCode::Char('p'),
                 KeyCode::Char('T'),
                 KeyCode::Char('e'),
+                KeyCode::Char('M'),
                 KeyCode::Char('?'),
                 KeyCode::Esc,
             ]

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod draw;
 pub mod keys;
+pub mod metrics;
 pub mod models;
 pub mod readings;
 pub mod stepper;

@@ -287,6 +287,9 @@ impl App {
             self.say("no pickle here: select a .pkl or pickle extraction, then press p");
             return;
         };
+        if matches!(self.panel, Panel::Metrics(_)) {
+            self.close_panel();
+        }
         self.panel = Panel::Stepper(Box::new(Stepper {
             ext,
             range,

@@ -125,6 +125,9 @@ impl App {
             (p, t.exts[ext].display_name())
         };
         let partial = !self.session.is_finished();
+        if matches!(self.panel, Panel::Metrics(_)) {
+            self.close_panel();
+        }
         let id = self.worker.spawn(Slot::Table, move |_, _, report, id| {
             let tensors = pending();
             report(Done::Tensors(Report::Table { id, tensors }));

@@ -5,7 +5,7 @@
 //! highlighting the visible lines, one step of the pickle stepper) go to one
 //! thread that takes the newest request first: when the user pages through a
 //! file, the page on screen is read before the ones scrolled past. Long work
-//! (searches, tensor tables, statistics, exports) runs on threads of its own,
+//! (searches, tensor tables, statistics, exports, run metrics) runs on threads of its own,
 //! one per [`Slot`]: it reports progress and stops when a newer task of the
 //! same slot replaces it.
 
@@ -51,6 +51,8 @@ pub enum Done {
     Stepped(Box<super::stepper::StepResult>),
     /// A tensor panel's report (see `tensorview.rs`).
     Tensors(super::tensorview::Report),
+    /// A metrics panel's report (see `metrics.rs`).
+    Metrics(super::metrics::Report),
 }
 
 /// Kinds of long work; a new task stops the running one of its kind.
@@ -60,6 +62,8 @@ pub enum Slot {
     Table,
     Stats,
     Export,
+    /// Reading a W&B log's history (see `metrics.rs`).
+    Metrics,
 }
 
 /// Progress and results of a background search.
@@ -103,7 +107,7 @@ pub struct Worker {
     session: Arc<Session>,
     done: Sender<Done>,
     task_gen: Arc<AtomicU64>,
-    stops: Mutex<[Arc<AtomicBool>; 4]>,
+    stops: Mutex<[Arc<AtomicBool>; 5]>,
 }
 
 impl Worker {

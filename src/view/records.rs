@@ -159,6 +159,35 @@ pub fn metric_value(v: &Value) -> Option<f64> {
     }
 }
 
+/// The step of a history record's `data` (see [`data`]): `step.num` (an
+/// int64, a string in JSON; a `step` without `num` is step 0). Records of
+/// the legacy Python writer have no `step`: then the `_step` item, and
+/// failing that `index`, the record's place among the history records.
+pub fn history_step(data: &Value, index: u64) -> f64 {
+    if let Some(step) = data.get("step") {
+        return match step.get("num") {
+            Some(Value::String(s)) => s.trim().parse::<i64>().map_or(0.0, |n| n as f64),
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+            _ => 0.0,
+        };
+    }
+    data.get("item")
+        .and_then(|items| items.get("_step"))
+        .and_then(metric_value)
+        .filter(|s| s.is_finite())
+        .unwrap_or(index as f64)
+}
+
+/// The plottable items of a history record's `data`: (name, value) for
+/// each item [`metric_value`] reads.
+pub fn history_metrics(data: &Value) -> impl Iterator<Item = (&str, f64)> {
+    data.get("item")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.as_str(), metric_value(v)?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +208,22 @@ mod tests {
             Value::String("not json".into())
         );
         assert!(metric_value(&Value::String("NaN".into())).unwrap().is_nan());
+    }
+
+    #[test]
+    fn history_steps() {
+        let go = serde_json::json!({"item": {"_step": 7, "loss": 0.5}, "step": {"num": "7"}});
+        assert_eq!(history_step(&go, 3), 7.0);
+        // Step 0: proto3 JSON leaves the default out.
+        let zero = serde_json::json!({"item": {"_step": 0}, "step": {}});
+        assert_eq!(history_step(&zero, 3), 0.0);
+        let legacy = serde_json::json!({"item": {"_step": 5, "loss": "NaN", "text": "x"}});
+        assert_eq!(history_step(&legacy, 3), 5.0);
+        let bare = serde_json::json!({"item": {"loss": 1}});
+        assert_eq!(history_step(&bare, 3), 3.0);
+        let m: Vec<(&str, f64)> = history_metrics(&legacy).collect();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0], ("_step", 5.0));
+        assert!(m[1].1.is_nan());
     }
 }

@@ -660,3 +660,286 @@ fn torchscript_code_shows_as_highlighted_python() {
     assert!(h.app.highlight.is_some(), "visible lines were highlighted");
     assert_highlighted(&h);
 }
+
+/// The bytes `[start, end)` shown in the hex pane (the first one must be)
+/// are marked as the selection (or as alternate children of it, or the
+/// cursor on the first), and the few bytes around them are not.
+fn assert_bytes_selected(h: &Harness, start: u64, end: u64) {
+    let buf = h.term.backend().buffer();
+    let hex = h.app.layout.hex;
+    let bpr = h.app.layout.bpr;
+    let ext = h.app.ext();
+    let top = h.app.views[&ext].top;
+    let th = &h.app.theme;
+    let rows = (hex.height - 2) as u64;
+    let marked = [th.selection, th.child, th.cursor];
+    let visible = |off: u64| off >= top && off < top + rows * bpr;
+    assert!(
+        visible(start),
+        "byte {start:#x} is not shown:\n{}",
+        h.screen()
+    );
+    for off in start.saturating_sub(4)..end + 4 {
+        if !visible(off) {
+            continue;
+        }
+        let inside = (start..end).contains(&off);
+        let (row, i) = ((off - top) / bpr, (off - top) % bpr);
+        let x = hex.x + 1 + 8 + 2 + (i * 3 + i / 8) as u16;
+        let y = hex.y + 1 + row as u16;
+        let bg = buf[(x, y)].bg;
+        if inside {
+            assert!(
+                marked.contains(&bg),
+                "byte {off:#x} not marked ({bg:?}):\n{}",
+                h.screen()
+            );
+        } else {
+            assert!(
+                bg != th.selection && bg != th.child,
+                "byte {off:#x} outside {start:#x}..{end:#x} is marked:\n{}",
+                h.screen()
+            );
+        }
+    }
+}
+
+/// The selected node of the selected extraction: name, kind, value.
+fn selected_node(h: &Harness) -> (String, String, Option<String>) {
+    let ext = h.app.ext();
+    let sel = h.app.views[&ext].nodes.selected.clone().unwrap();
+    let t = h.app.session.tree();
+    let n = t.exts[ext].nodes[sel[0]].descend(&sel[1..]).unwrap();
+    (
+        n.name.to_string(),
+        n.kind.to_string(),
+        n.value.as_ref().map(|v| v.to_string()),
+    )
+}
+
+/// An ONNX model is browsed field by field: names, types and values of the
+/// protobuf fields, each one's bytes marked in the hex view.
+#[test]
+fn protobuf_fields_of_an_onnx_model() {
+    let mut h = Harness::open("attrs.onnx", fixture("onnx/attrs.onnx"));
+    assert_on_screen(&h, "[onnx]");
+    // The first key in the node pane selects the first field.
+    h.keys("<Tab><Down>");
+    assert_eq!(selected_node(&h).0, "ir_version");
+    assert_on_screen(&h, "ir_version  int64  10");
+    h.keys("<Down><Down><Down><Down><Down><Down>");
+    assert_eq!(selected_node(&h).0, "graph");
+    h.keys("<Enter><Down>");
+    assert_eq!(selected_node(&h).0, "node[0]");
+    assert_bytes_selected(&h, 0x78, 0xb1);
+    h.keys("<Enter><Down><Down><Down>");
+    assert_eq!(
+        selected_node(&h),
+        (
+            "op_type".to_string(),
+            "string".to_string(),
+            Some("\"Constant\"".to_string())
+        )
+    );
+    for want in [
+        "op_type  string  \"Constant\"",
+        "node     op_type  string",
+        "range    0x90..0x9a (10 bytes)",
+        "value    \"Constant\"",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    assert_eq!(h.app.view().cursor, 0x90);
+    assert_bytes_selected(&h, 0x90, 0x9a);
+}
+
+/// A `.wandb` record: its chunk header and its protobuf fields, down to a
+/// history item's name, each with its bytes in the file.
+#[test]
+fn wandb_record_chunks_and_fields() {
+    let mut h = Harness::sized(
+        "current-core.wandb",
+        fixture("wandb/current-core.wandb"),
+        160,
+        40,
+    );
+    assert_on_screen(&h, "[wandb]");
+    h.keys("<Tab>/history #13<Enter>");
+    assert_eq!(selected_node(&h).0, "history #13");
+    assert_on_screen(&h, "history #13  record  step 0: acc=0, lr=0.01");
+    assert_bytes_selected(&h, 0x5f3, 0x691);
+    h.keys("<Enter><Down>");
+    assert_eq!(selected_node(&h).0, "chunk FULL");
+    assert_on_screen(&h, "chunk FULL  chunk  151 bytes, crc32 dc107425");
+    assert_on_screen(&h, "range    0x5f3..0x5fa (7 bytes)");
+    assert_bytes_selected(&h, 0x5f3, 0x5fa);
+    // num, then the history message, its first item and the item's name.
+    h.keys("<Down>");
+    assert_eq!(
+        selected_node(&h),
+        (
+            "num".to_string(),
+            "int64".to_string(),
+            Some("13".to_string())
+        )
+    );
+    h.keys("<Down>");
+    assert_eq!(selected_node(&h).0, "history");
+    h.keys("<Enter><Down>");
+    assert_eq!(selected_node(&h).0, "item[0]");
+    assert_bytes_selected(&h, 0x5ff, 0x60a);
+    h.keys("<Enter><Down>");
+    assert_eq!(
+        selected_node(&h),
+        (
+            "nested_key[0]".to_string(),
+            "string".to_string(),
+            Some("\"acc\"".to_string())
+        )
+    );
+    assert_on_screen(&h, "nested_key[0]  string  \"acc\"");
+    assert_on_screen(&h, "range    0x601..0x606 (5 bytes)");
+    assert_bytes_selected(&h, 0x601, 0x606);
+}
+
+/// Moves the metric list until `name` is the selected metric.
+fn select_metric(h: &mut Harness, name: &str) {
+    h.keys("<Home>");
+    let want = format!("metric   {name}  ");
+    for _ in 0..40 {
+        if h.screen().contains(&want) {
+            return;
+        }
+        h.keys("j");
+    }
+    panic!("metric {name} not found:\n{}", h.screen());
+}
+
+/// The selected metric's series.
+fn metric_series(h: &Harness) -> pparse::tui::metrics::Series {
+    match &h.app.panel {
+        pparse::tui::app::Panel::Metrics(p) => p.current_series().expect("series read").clone(),
+        _ => panic!("no metrics panel"),
+    }
+}
+
+/// The metrics of a W&B run (wandb 0.17.5's core writer, shifted blocks):
+/// the list of metrics, the plot and figures of the one selected.
+#[test]
+fn metrics_panel_plots_a_wandb_history() {
+    let mut h = Harness::open(
+        "v0175-core-buggy.wandb",
+        fixture("wandb/v0175-core-buggy.wandb"),
+    );
+    // The panel shows at once; the log is read in the background.
+    h.app
+        .on_key(KeyEvent::new(KeyCode::Char('M'), KeyModifiers::NONE));
+    h.term.draw(|f| draw::draw(&mut h.app, f)).unwrap();
+    assert_on_screen(&h, "Metrics: v0175-core-buggy.wandb");
+    assert_on_screen(&h, "reading the log…");
+    h.settle();
+    // User metrics first, by name, with their counts; then W&B's own.
+    let screen = h.screen();
+    let rows: Vec<usize> = [
+        "acc  120",
+        "epoch  120",
+        "grad/norm  120",
+        "loss  120",
+        "_step  121",
+    ]
+    .iter()
+    .map(|m| {
+        screen
+            .lines()
+            .position(|l| l.contains(m))
+            .unwrap_or_else(|| panic!("{m} missing:\n{screen}"))
+    })
+    .collect();
+    assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
+    assert_on_screen(&h, "266 records, 121 history");
+
+    select_metric(&mut h, "loss");
+    for want in [
+        "loss by step",
+        "count 120  min 0.00833333  max 1  last 0.00833333  NaN 0  inf 0",
+        "steps    0..119",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    let s = metric_series(&h);
+    assert_eq!((s.count, s.steps), (120, Some((0.0, 119.0))));
+    assert_eq!(s.points.len(), 120);
+    assert_eq!(s.points[0], (0.0, 1.0));
+    assert_eq!(s.points[119], (119.0, 1.0 / 120.0));
+    // Braille dots drawn in the plot.
+    let plot = h.app.layout.hex;
+    let buf = h.term.backend().buffer();
+    let dots = (plot.y..plot.y + plot.height)
+        .flat_map(|y| (plot.x..plot.x + plot.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let c = buf[(x, y)].symbol().chars().next().unwrap_or(' ');
+            ('\u{2801}'..='\u{28ff}').contains(&c)
+        })
+        .count();
+    assert!(dots > 20, "{dots} braille cells:\n{}", h.screen());
+
+    select_metric(&mut h, "acc");
+    assert_on_screen(
+        &h,
+        "count 120  min 0  max 0.991667  last 0.991667  NaN 0  inf 0",
+    );
+    // (serde_json reads Python's 0.9916666666666667 one ulp high.)
+    assert!((metric_series(&h).max - 119.0 / 120.0).abs() < 1e-12);
+    insta::assert_snapshot!("wandb_metrics_acc", h.screen());
+
+    // Esc closes the panel, and so does M.
+    h.keys("<Esc>");
+    assert!(!h.screen().contains("Metrics:"));
+    h.keys("M");
+    assert_on_screen(&h, "Metrics:");
+    h.keys("M");
+    assert!(!h.screen().contains("Metrics:"));
+}
+
+/// The legacy Python writer sets no `step`: `_step` gives the steps. With
+/// no room for every series, each metric is read when selected.
+#[test]
+fn metrics_panel_steps_of_a_legacy_log_one_metric_at_a_time() {
+    let mut h = Harness::open("v0175-legacy.wandb", fixture("wandb/v0175-legacy.wandb"));
+    h.app.metric_budget = 0;
+    h.keys("M");
+    select_metric(&mut h, "loss");
+    assert_on_screen(&h, "count 120  min 0.00833333  max 1  last 0.00833333");
+    assert_on_screen(&h, "steps    0..119");
+    let s = metric_series(&h);
+    assert_eq!(s.steps, Some((0.0, 119.0)));
+    let steps: Vec<f64> = s.points.iter().map(|p| p.0).collect();
+    assert_eq!(steps, (0..120).map(f64::from).collect::<Vec<_>>());
+    // The x axis runs from step 0 to 119.
+    let plot = h.app.layout.hex;
+    let axis = h
+        .screen()
+        .lines()
+        .nth((plot.y + plot.height - 2) as usize)
+        .unwrap()
+        .to_string();
+    let axis: String = axis
+        .chars()
+        .skip(plot.x as usize + 1)
+        .take(plot.width as usize - 2)
+        .collect();
+    let labels: Vec<&str> = axis.split_whitespace().collect();
+    assert_eq!(labels, ["0", "59.5", "119"], "{axis:?}\n{}", h.screen());
+    select_metric(&mut h, "_step");
+    assert_on_screen(&h, "count 121  min 0  max 120");
+    assert_on_screen(&h, "steps    0..120");
+}
+
+/// M on something that is not a W&B log says so.
+#[test]
+fn metrics_panel_needs_a_wandb_log() {
+    let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
+    h.keys("M");
+    assert_on_screen(&h, "no W&B run log here");
+    assert!(matches!(h.app.panel, pparse::tui::app::Panel::None));
+}

@@ -1,0 +1,903 @@
+//! The metrics panel (`M`): the numeric metrics of a W&B run log's
+//! history, one at a time plotted against its steps.
+//!
+//! A first pass over the log, on a background task that reports its
+//! progress, lists the metric names with their counts and, while they fit
+//! in [`App::metric_budget`] points, keeps every series, so moving through
+//! the list is instant. The series of a log too large for that are read
+//! again for each metric selected (selecting another stops the read) and the
+//! last few are kept. A series longer than [`MAX_BUCKETS`] values is kept
+//! as min/max buckets, so memory stays bounded and the plot keeps every spike.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
+
+use super::app::{App, Pane, Panel};
+use super::keys::Action;
+use super::worker::{Done, Slot};
+use crate::data::{Range, Source};
+use crate::extraction::{ExtId, Tree};
+use crate::name::escape_str;
+use crate::parsers::protobuf::wire::Scanner;
+use crate::parsers::wandb::{self, log};
+use crate::util::thousands;
+use crate::view::records;
+
+/// Metric names listed at most; values of further names are only counted.
+pub const MAX_NAMES: usize = 10_000;
+/// Buckets kept per series: up to twice as many points are plotted.
+pub const MAX_BUCKETS: usize = 50_000;
+/// Default of [`App::metric_budget`]: buckets kept over all series by the
+/// first pass before it gives them up for reads of one metric at a time.
+pub const SERIES_BUDGET: usize = 500_000;
+/// Series read one at a time that are kept.
+const KEEP_READ: usize = 8;
+/// Shortest time between two progress reports.
+const REPORT_EVERY: Duration = Duration::from_millis(100);
+
+/// Min and max of `n` consecutive values, each with its step.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    n: u64,
+    lo: (f64, f64),
+    hi: (f64, f64),
+}
+
+fn merge(a: Bucket, b: Bucket) -> Bucket {
+    Bucket {
+        n: a.n + b.n,
+        lo: if b.lo.1 < a.lo.1 { b.lo } else { a.lo },
+        hi: if b.hi.1 > a.hi.1 { b.hi } else { a.hi },
+    }
+}
+
+/// One metric's values against their steps.
+#[derive(Clone, Debug)]
+pub struct Series {
+    buckets: Vec<Bucket>,
+    /// Values per bucket (a power of two).
+    pub width: u64,
+    /// The points to plot, ordered by step (set by [`Series::finish`]).
+    pub points: Vec<(f64, f64)>,
+    /// Every value, NaN and infinities included.
+    pub count: u64,
+    pub nan: u64,
+    pub inf: u64,
+    /// Of the finite values.
+    pub min: f64,
+    pub max: f64,
+    /// The value of the last record holding the metric.
+    pub last: f64,
+    /// Lowest and highest step of any value.
+    pub steps: Option<(f64, f64)>,
+}
+
+impl Default for Series {
+    fn default() -> Series {
+        Series {
+            buckets: Vec::new(),
+            width: 1,
+            points: Vec::new(),
+            count: 0,
+            nan: 0,
+            inf: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            last: f64::NAN,
+            steps: None,
+        }
+    }
+}
+
+impl Series {
+    pub fn push(&mut self, step: f64, v: f64) {
+        self.count += 1;
+        self.last = v;
+        self.steps = Some(match self.steps {
+            Some((a, b)) => (a.min(step), b.max(step)),
+            None => (step, step),
+        });
+        if v.is_nan() {
+            self.nan += 1;
+            return;
+        }
+        if v.is_infinite() {
+            self.inf += 1;
+            return;
+        }
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        let p = (step, v);
+        match self.buckets.last_mut() {
+            Some(b) if b.n < self.width => *b = merge(*b, Bucket { n: 1, lo: p, hi: p }),
+            _ => self.buckets.push(Bucket { n: 1, lo: p, hi: p }),
+        }
+        if self.buckets.len() > MAX_BUCKETS {
+            // Pairs of neighbours become one: only the last can be partial.
+            self.buckets = self
+                .buckets
+                .chunks(2)
+                .map(|c| {
+                    c.iter()
+                        .copied()
+                        .reduce(merge)
+                        .expect("chunks are not empty")
+                })
+                .collect();
+            self.width *= 2;
+        }
+    }
+
+    /// Buckets held (what the memory budget counts).
+    fn held(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Finite values.
+    pub fn finite(&self) -> u64 {
+        self.count - self.nan - self.inf
+    }
+
+    /// Whether values were merged into min/max buckets.
+    pub fn downsampled(&self) -> bool {
+        self.width > 1
+    }
+
+    /// Makes the points to plot and drops the buckets.
+    pub fn finish(&mut self) {
+        let mut pts = Vec::with_capacity(self.buckets.len() * 2);
+        for b in &self.buckets {
+            let (a, c) = if b.lo.0 <= b.hi.0 {
+                (b.lo, b.hi)
+            } else {
+                (b.hi, b.lo)
+            };
+            pts.push(a);
+            if b.n > 1 && c != a {
+                pts.push(c);
+            }
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        self.points = pts;
+        self.buckets = Vec::new();
+    }
+}
+
+/// What a pass over a log found.
+#[derive(Clone, Debug, Default)]
+pub struct Scan {
+    /// Metric names with their number of values: user metrics by name, then
+    /// the `_` ones (`_step`, `_runtime`, ...).
+    pub names: Vec<(String, u64)>,
+    /// Values of names past [`MAX_NAMES`], not listed.
+    pub unlisted: u64,
+    pub records: u64,
+    pub history: u64,
+    /// Damage in the log, and records that do not decode.
+    pub damaged: u64,
+    /// The series read (finished), by name.
+    pub series: HashMap<String, Series>,
+    /// `series` holds every listed name.
+    pub every_series: bool,
+}
+
+/// Whether a record's payload has the `history` field (without decoding it).
+fn has_field(payload: &[u8], number: u32) -> bool {
+    let all = Range::new(0, payload.len() as u64);
+    Scanner::new(payload, all)
+        .map_while(Result::ok)
+        .any(|f| f.number == number)
+}
+
+/// Reads the history of the log in `src`: the names, and the series of
+/// `only`, or of every name while they hold at most `budget` buckets.
+/// `None` when stopped.
+pub fn scan(
+    src: &dyn Source,
+    only: Option<&str>,
+    budget: usize,
+    stop: &AtomicBool,
+    progress: &dyn Fn(u64, u64),
+) -> Option<Scan> {
+    let layout = log::detect(src);
+    let desc = wandb::record_type();
+    let history_no = desc.get_field_by_name("history").map_or(2, |f| f.number());
+    let total = src.available();
+    let mut out = Scan::default();
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    let mut every = only.is_none();
+    let mut held = 0usize;
+    let mut one = Series::default();
+    let mut reported = Instant::now();
+    for item in log::Records::new(src, layout) {
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let chunks = match item {
+            log::Item::Record(c) => c,
+            log::Item::Bad(_) => {
+                out.damaged += 1;
+                continue;
+            }
+        };
+        out.records += 1;
+        if reported.elapsed() >= REPORT_EVERY {
+            reported = Instant::now();
+            progress(chunks[chunks.len() - 1].range.end, total);
+        }
+        let payload = log::payload(src, &chunks);
+        if !has_field(&payload, history_no) {
+            continue;
+        }
+        let rec = wandb::decode(&desc, &payload);
+        if rec.msg.is_err() {
+            out.damaged += 1;
+            continue;
+        }
+        if rec.kind != "history" {
+            continue;
+        }
+        let index = out.history;
+        out.history += 1;
+        let data = records::data(&rec);
+        let step = records::history_step(&data, index);
+        for (name, v) in records::history_metrics(&data) {
+            if let Some(c) = counts.get_mut(name) {
+                *c += 1;
+            } else if counts.len() < MAX_NAMES {
+                counts.insert(name.to_string(), 1);
+            } else {
+                out.unlisted += 1;
+                continue;
+            }
+            if only == Some(name) {
+                one.push(step, v);
+            } else if every {
+                let s = out.series.entry(name.to_string()).or_default();
+                let before = s.held();
+                s.push(step, v);
+                held = held - before + s.held();
+                if held > budget {
+                    every = false;
+                    out.series = HashMap::new();
+                }
+            }
+        }
+    }
+    progress(total, total);
+    if let Some(name) = only {
+        out.series.insert(name.to_string(), one);
+    }
+    for s in out.series.values_mut() {
+        s.finish();
+    }
+    out.every_series = every;
+    out.names = counts.into_iter().collect();
+    out.names
+        .sort_by(|a, b| (a.0.starts_with('_'), &a.0).cmp(&(b.0.starts_with('_'), &b.0)));
+    Some(out)
+}
+
+/// A background task's report.
+pub enum Report {
+    Progress {
+        id: u64,
+        done: u64,
+        total: u64,
+    },
+    Scanned {
+        id: u64,
+        scan: Box<Scan>,
+    },
+    Series {
+        id: u64,
+        name: String,
+        series: Box<Series>,
+    },
+}
+
+/// The panel's state.
+#[derive(Clone, Debug)]
+pub struct MetricsPanel {
+    /// The log's extraction and its name.
+    pub ext: ExtId,
+    pub name: String,
+    /// The running task (reports of others are stale).
+    pub id: u64,
+    /// The log's bytes were still arriving when the scan started.
+    pub partial: bool,
+    pub progress: Option<(u64, u64)>,
+    /// The first pass, once done (its series moved to `series`).
+    pub scan: Option<Arc<Scan>>,
+    pub selected: usize,
+    pub offset: usize,
+    pub series: HashMap<String, Arc<Series>>,
+    /// Series read one at a time, oldest first.
+    read: VecDeque<String>,
+    /// The metric whose series is being read.
+    pub reading: Option<String>,
+}
+
+impl MetricsPanel {
+    /// The selected metric's name.
+    pub fn current(&self) -> Option<&str> {
+        let scan = self.scan.as_ref()?;
+        scan.names.get(self.selected).map(|(n, _)| n.as_str())
+    }
+
+    /// The selected metric's series, once read.
+    pub fn current_series(&self) -> Option<&Series> {
+        self.series.get(self.current()?).map(|s| &**s)
+    }
+}
+
+/// The W&B log at or near `id`: itself, an ancestor, or the first below it.
+fn find_log(t: &Tree, id: ExtId) -> Option<ExtId> {
+    let is_log = |x: ExtId| t.get(x).is_some_and(|e| e.parser == Some("wandb"));
+    let mut at = Some(id);
+    while let Some(x) = at {
+        if is_log(x) {
+            return Some(x);
+        }
+        at = t.get(x).and_then(|e| e.parent);
+    }
+    t.subtree(id).into_iter().find(|&x| is_log(x))
+}
+
+impl App {
+    /// Opens the metrics of the selected W&B log, or closes them.
+    pub fn toggle_metrics(&mut self) {
+        if matches!(self.panel, Panel::Metrics(_)) {
+            self.close_panel();
+            return;
+        }
+        let found = find_log(&self.session.tree(), self.ext());
+        match found {
+            Some(ext) => {
+                self.close_panel();
+                self.open_metrics(ext, 0);
+            }
+            None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
+        }
+    }
+
+    /// Starts the first pass over the log `ext`, selecting metric `selected`.
+    fn open_metrics(&mut self, ext: ExtId, selected: usize) {
+        let Some((data, name)) = self
+            .session
+            .tree()
+            .get(ext)
+            .map(|e| (e.data.clone(), e.display_name()))
+        else {
+            return;
+        };
+        let partial = !data.is_final();
+        let budget = self.metric_budget;
+        let id = self
+            .worker
+            .spawn(Slot::Metrics, move |_, stop, report, id| {
+                let progress =
+                    |done, total| report(Done::Metrics(Report::Progress { id, done, total }));
+                if let Some(scan) = scan(&*data, None, budget, stop, &progress) {
+                    report(Done::Metrics(Report::Scanned {
+                        id,
+                        scan: Box::new(scan),
+                    }));
+                }
+            });
+        self.panel = Panel::Metrics(Box::new(MetricsPanel {
+            ext,
+            name,
+            id,
+            partial,
+            progress: None,
+            scan: None,
+            selected,
+            offset: 0,
+            series: HashMap::new(),
+            read: VecDeque::new(),
+            reading: None,
+        }));
+        self.focus = Pane::Nodes;
+    }
+
+    /// Reads the log again once the bytes it was read from are complete.
+    pub fn refresh_metrics(&mut self) {
+        let Panel::Metrics(p) = &self.panel else {
+            return;
+        };
+        if !p.partial || p.scan.is_none() {
+            return;
+        }
+        let (ext, selected) = (p.ext, p.selected);
+        let fin = self
+            .session
+            .tree()
+            .get(ext)
+            .is_some_and(|e| e.data.is_final());
+        if fin {
+            self.open_metrics(ext, selected);
+        }
+    }
+
+    pub fn metrics_key(&mut self, a: Action) {
+        let h = self.height(Pane::Nodes);
+        let Panel::Metrics(p) = &self.panel else {
+            return;
+        };
+        let n = p.scan.as_ref().map_or(0, |s| s.names.len());
+        if n == 0 {
+            return;
+        }
+        let cur = p.selected;
+        let to = match a {
+            Action::Down | Action::Right => cur + 1,
+            Action::Up | Action::Left => cur.saturating_sub(1),
+            Action::PageDown => cur + h,
+            Action::PageUp => cur.saturating_sub(h),
+            Action::Home => 0,
+            Action::End => n - 1,
+            Action::Expand => cur,
+            _ => return,
+        }
+        .min(n - 1);
+        if to != cur || a == Action::Expand {
+            self.select_metric(to);
+        }
+    }
+
+    /// Selects metric `i`; reads its series unless it is at hand.
+    pub fn select_metric(&mut self, i: usize) {
+        let h = self.height(Pane::Nodes);
+        let Panel::Metrics(p) = &mut self.panel else {
+            return;
+        };
+        let Some(name) = p
+            .scan
+            .as_ref()
+            .and_then(|s| s.names.get(i))
+            .map(|(n, _)| n.clone())
+        else {
+            return;
+        };
+        p.selected = i;
+        if i < p.offset {
+            p.offset = i;
+        } else if i >= p.offset + h {
+            p.offset = i + 1 - h;
+        }
+        if p.series.contains_key(&name) {
+            if let Some(k) = p.read.iter().position(|r| *r == name) {
+                let r = p.read.remove(k).expect("found");
+                p.read.push_back(r);
+            }
+            if p.reading.take().is_some() {
+                self.worker.stop(Slot::Metrics);
+                p.progress = None;
+            }
+            return;
+        }
+        let Some(data) = self.session.tree().get(p.ext).map(|e| e.data.clone()) else {
+            return;
+        };
+        let want = name.clone();
+        p.id = self
+            .worker
+            .spawn(Slot::Metrics, move |_, stop, report, id| {
+                let progress =
+                    |done, total| report(Done::Metrics(Report::Progress { id, done, total }));
+                if let Some(mut scan) = scan(&*data, Some(&want), 0, stop, &progress) {
+                    let series = scan.series.remove(&want).unwrap_or_default();
+                    report(Done::Metrics(Report::Series {
+                        id,
+                        name: want,
+                        series: Box::new(series),
+                    }));
+                }
+            });
+        p.reading = Some(name);
+        p.progress = None;
+    }
+
+    pub fn on_metrics(&mut self, r: Report) {
+        let Panel::Metrics(p) = &mut self.panel else {
+            return;
+        };
+        match r {
+            Report::Progress { id, done, total } if id == p.id => p.progress = Some((done, total)),
+            Report::Scanned { id, scan } if id == p.id => {
+                let mut scan = *scan;
+                p.progress = None;
+                p.series = std::mem::take(&mut scan.series)
+                    .into_iter()
+                    .map(|(k, v)| (k, Arc::new(v)))
+                    .collect();
+                let n = scan.names.len();
+                p.scan = Some(Arc::new(scan));
+                if n > 0 {
+                    let i = p.selected.min(n - 1);
+                    self.select_metric(i);
+                }
+            }
+            Report::Series { id, name, series } if id == p.id => {
+                p.progress = None;
+                p.reading = None;
+                p.series.insert(name.clone(), Arc::new(*series));
+                p.read.push_back(name);
+                while p.read.len() > KEEP_READ {
+                    if let Some(old) = p.read.pop_front() {
+                        p.series.remove(&old);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A number, short: integers as such, else six significant digits.
+pub fn num(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == x.trunc() && x.abs() < 1e15 {
+        return format!("{}", x as i64);
+    }
+    let a = x.abs();
+    if (1e-4..1e6).contains(&a) {
+        let digits = (5 - a.log10().floor() as i32).max(0) as usize;
+        let s = format!("{x:.digits$}");
+        return s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    let s = format!("{x:.5e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let m = m.trim_end_matches('0').trim_end_matches('.');
+            format!("{m}e{e}")
+        }
+        None => s,
+    }
+}
+
+fn pct(done: u64, total: u64) -> u64 {
+    (done.min(total) * 100).checked_div(total).unwrap_or(0)
+}
+
+/// The metric list, drawn in place of the node tree.
+pub fn draw_list(app: &App, p: &mut MetricsPanel, buf: &mut Buffer, inner: Rect) {
+    let th = &app.theme;
+    let w = inner.width.saturating_sub(1) as usize;
+    let Some(scan) = &p.scan else {
+        let msg = match p.progress {
+            Some((d, t)) => format!("reading the log… {}%", pct(d, t)),
+            None => "reading the log…".into(),
+        };
+        buf.set_stringn(inner.x + 1, inner.y, msg, w, th.dim);
+        return;
+    };
+    if scan.names.is_empty() {
+        let msg = format!(
+            "no numeric metrics in {} history records",
+            thousands(scan.history)
+        );
+        buf.set_stringn(inner.x + 1, inner.y, msg, w, th.dim);
+        return;
+    }
+    let h = inner.height as usize;
+    let n = scan.names.len();
+    p.offset = p.offset.min(n.saturating_sub(h));
+    if p.selected < p.offset || p.selected >= p.offset + h {
+        p.offset = p.selected.saturating_sub(h / 2);
+    }
+    for (row, (name, count)) in scan.names.iter().enumerate().skip(p.offset).take(h) {
+        let y = inner.y + (row - p.offset) as u16;
+        let base = if row == p.selected {
+            th.row_selected
+        } else {
+            Style::new()
+        };
+        buf.set_style(Rect::new(inner.x, y, inner.width, 1), base);
+        let (x, _) = buf.set_stringn(inner.x + 1, y, escape_str(name), w, th.text.patch(base));
+        let rest = format!("  {}", thousands(*count));
+        let left = (inner.x + inner.width).saturating_sub(x) as usize;
+        buf.set_stringn(x, y, rest, left, th.dim.patch(base));
+    }
+}
+
+/// Keeps the lowest and highest point of each of `cols` columns of the
+/// x range, so a frame never draws more segments than the chart has dots.
+fn thin(points: &[(f64, f64)], cols: usize, x0: f64, x1: f64) -> Vec<(f64, f64)> {
+    if points.len() <= cols * 4 || x1 <= x0 {
+        return points.to_vec();
+    }
+    let col = |x: f64| (((x - x0) / (x1 - x0)) * cols as f64) as usize;
+    let mut out = Vec::with_capacity(cols * 2 + 2);
+    let mut i = 0;
+    while i < points.len() {
+        let c = col(points[i].0);
+        let (mut lo, mut hi) = (points[i], points[i]);
+        let mut j = i + 1;
+        while j < points.len() && col(points[j].0) == c {
+            if points[j].1 < lo.1 {
+                lo = points[j];
+            }
+            if points[j].1 > hi.1 {
+                hi = points[j];
+            }
+            j += 1;
+        }
+        let (a, b) = if lo.0 <= hi.0 { (lo, hi) } else { (hi, lo) };
+        out.push(a);
+        if b != a {
+            out.push(b);
+        }
+        i = j;
+    }
+    out
+}
+
+/// The selected metric plotted against its steps, drawn in place of the
+/// hex view.
+pub fn draw_chart(app: &App, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
+    let th = &app.theme;
+    let name = p.current().map(escape_str).unwrap_or_default();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if app.focus == Pane::Hex {
+            th.border_focused
+        } else {
+            th.border
+        })
+        .title(Span::styled(
+            if name.is_empty() {
+                " Plot ".to_string()
+            } else {
+                format!(" {name} by step ")
+            },
+            th.title,
+        ));
+    let inner = block.inner(area);
+    let say = |buf: &mut Buffer, msg: String| {
+        block.clone().render(area, buf);
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y,
+            msg,
+            inner.width.saturating_sub(1) as usize,
+            th.dim,
+        );
+    };
+    let Some(s) = p.current_series() else {
+        let msg = match (&p.scan, p.progress) {
+            (None, _) => String::new(),
+            (Some(_), Some((d, t))) => format!("reading {name}… {}%", pct(d, t)),
+            (Some(_), None) if p.reading.is_some() => format!("reading {name}…"),
+            (Some(_), None) => String::new(),
+        };
+        return say(buf, msg);
+    };
+    if s.points.is_empty() {
+        let msg = format!(
+            "no finite values to plot ({} NaN, {} infinite)",
+            thousands(s.nan),
+            thousands(s.inf)
+        );
+        return say(buf, msg);
+    }
+    let (mut x0, mut x1) = (s.points[0].0, s.points[s.points.len() - 1].0);
+    if x1 <= x0 {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    }
+    let (mut y0, mut y1) = (s.min, s.max);
+    if y1 <= y0 {
+        let pad = (y0.abs() * 0.05).max(0.5);
+        (y0, y1) = (y0 - pad, y1 + pad);
+    }
+    let pts = thin(&s.points, inner.width as usize * 2, x0, x1);
+    let data = Dataset::default()
+        .marker(Marker::Braille)
+        .graph_type(GraphType::Line)
+        .style(th.title)
+        .data(&pts);
+    let labels = |a: f64, b: f64| [num(a), num((a + b) / 2.0), num(b)];
+    Chart::new(vec![data])
+        .block(block)
+        .x_axis(
+            Axis::default()
+                .title(Span::styled("step", th.dim))
+                .style(th.dim)
+                .bounds([x0, x1])
+                .labels(labels(x0, x1)),
+        )
+        .y_axis(
+            Axis::default()
+                .style(th.dim)
+                .bounds([y0, y1])
+                .labels(labels(y0, y1)),
+        )
+        .render(area, buf);
+}
+
+/// The selected metric's figures, drawn in the inspector.
+pub fn detail_lines<'a>(app: &App, p: &MetricsPanel) -> Vec<Line<'a>> {
+    let th = &app.theme;
+    let label = |s: &str| Span::styled(format!("{s:<9}"), th.dim);
+    let mut lines = Vec::new();
+    let Some(scan) = &p.scan else {
+        if let Some((d, t)) = p.progress {
+            lines.push(Line::from(vec![
+                label("log"),
+                Span::styled(format!("reading… {}%", pct(d, t)), th.dim),
+            ]));
+        }
+        return lines;
+    };
+    if let Some(name) = p.current() {
+        lines.push(Line::from(vec![
+            label("metric"),
+            Span::styled(escape_str(name), th.title),
+            Span::styled(
+                format!("  {} of {}", p.selected + 1, scan.names.len()),
+                th.dim,
+            ),
+        ]));
+    }
+    if let Some(s) = p.current_series() {
+        let bad = s.nan + s.inf > 0;
+        let (min, max) = if s.finite() > 0 {
+            (num(s.min), num(s.max))
+        } else {
+            ("-".into(), "-".into())
+        };
+        lines.push(Line::from(vec![
+            label("values"),
+            Span::raw(format!(
+                "count {}  min {min}  max {max}  last {}  ",
+                thousands(s.count),
+                num(s.last)
+            )),
+            Span::styled(
+                format!("NaN {}  inf {}", thousands(s.nan), thousands(s.inf)),
+                if bad { th.corrupt } else { th.text },
+            ),
+        ]));
+        let mut steps = match s.steps {
+            Some((a, b)) => format!("{}..{}", num(a), num(b)),
+            None => "none".into(),
+        };
+        if s.downsampled() {
+            steps.push_str(&format!(
+                "  ({} points: min and max of every {} values)",
+                thousands(s.points.len() as u64),
+                thousands(s.width)
+            ));
+        }
+        lines.push(Line::from(vec![label("steps"), Span::raw(steps)]));
+    } else if let Some((d, t)) = p.progress {
+        lines.push(Line::from(vec![
+            label("values"),
+            Span::styled(format!("reading… {}%", pct(d, t)), th.dim),
+        ]));
+    }
+    let mut log = format!(
+        "{} records, {} history",
+        thousands(scan.records),
+        thousands(scan.history)
+    );
+    if scan.damaged > 0 {
+        log.push_str(&format!(", {} damaged", thousands(scan.damaged)));
+    }
+    if scan.unlisted > 0 {
+        log.push_str(&format!(
+            "; names past {} not listed ({} values)",
+            thousands(MAX_NAMES as u64),
+            thousands(scan.unlisted)
+        ));
+    }
+    lines.push(Line::from(vec![
+        label("log"),
+        Span::styled(log, if scan.damaged > 0 { th.corrupt } else { th.dim }),
+    ]));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(num(1.0), "1");
+        assert_eq!(num(1.0 / 120.0), "0.00833333");
+        assert_eq!(num(119.0 / 120.0), "0.991667");
+        assert_eq!(num(0.5), "0.5");
+        assert_eq!(num(-2.5e-7), "-2.5e-7");
+        assert_eq!(num(f64::NAN), "NaN");
+        assert_eq!(num(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn long_series_keep_their_extremes_in_bounded_memory() {
+        let mut s = Series::default();
+        let n = 1_000_003u64;
+        for i in 0..n {
+            let v = if i == 777_777 {
+                1e6
+            } else if i == 5 {
+                -1e6
+            } else if i == 42 {
+                f64::NAN
+            } else {
+                (i % 100) as f64
+            };
+            s.push(i as f64, v);
+            assert!(s.held() <= MAX_BUCKETS);
+        }
+        assert!(s.downsampled());
+        s.finish();
+        assert!(s.points.len() <= 2 * MAX_BUCKETS);
+        assert!(s.points.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(s.points.contains(&(777_777.0, 1e6)));
+        assert!(s.points.contains(&(5.0, -1e6)));
+        assert_eq!((s.count, s.nan, s.inf), (n, 1, 0));
+        assert_eq!((s.min, s.max), (-1e6, 1e6));
+        assert_eq!(s.steps, Some((0.0, (n - 1) as f64)));
+        // A short series is kept whole.
+        let mut t = Series::default();
+        for i in 0..10 {
+            t.push(9.0 - i as f64, i as f64);
+        }
+        t.finish();
+        assert_eq!(t.points.len(), 10);
+        assert_eq!(t.points[0], (0.0, 9.0));
+        assert_eq!(t.last, 9.0);
+    }
+
+    #[test]
+    fn thinning_keeps_each_columns_extremes() {
+        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, (i % 10) as f64)).collect();
+        let t = thin(&pts, 100, 0.0, 9_999.0);
+        assert!(t.len() <= 202, "{}", t.len());
+        assert!(t.iter().any(|p| p.1 == 9.0) && t.iter().any(|p| p.1 == 0.0));
+    }
+
+    #[test]
+    fn one_metric_or_all_of_them() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/wandb/v0175-legacy.wandb"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let data: crate::data::Data = Arc::new(crate::data::MemSource::new(bytes));
+        let stop = AtomicBool::new(false);
+        let all = scan(&*data, None, SERIES_BUDGET, &stop, &|_, _| {}).unwrap();
+        assert!(all.every_series);
+        let names: Vec<&str> = all.names.iter().map(|n| n.0.as_str()).collect();
+        assert_eq!(&names[..5], ["acc", "epoch", "grad/norm", "loss", "lr"]);
+        assert_eq!(all.history, 121);
+        let loss = &all.series["loss"];
+        assert_eq!((loss.count, loss.steps), (120, Some((0.0, 119.0))));
+        // Over the budget: names only; then one series at a time.
+        let none = scan(&*data, None, 10, &stop, &|_, _| {}).unwrap();
+        assert!(!none.every_series && none.series.is_empty());
+        assert_eq!(none.names, all.names);
+        let one = scan(&*data, Some("acc"), 0, &stop, &|_, _| {}).unwrap();
+        assert_eq!(one.series.len(), 1);
+        assert!((one.series["acc"].max - 119.0 / 120.0).abs() < 1e-12);
+        // Stopped: nothing.
+        stop.store(true, Ordering::Release);
+        assert!(scan(&*data, None, SERIES_BUDGET, &stop, &|_, _| {}).is_none());
+    }
+}
