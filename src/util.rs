@@ -13,6 +13,29 @@ pub fn utc(secs: i64) -> String {
     )
 }
 
+/// A Unix time with nanoseconds as RFC 3339 in UTC, with 0, 3, 6 or 9
+/// fractional digits as protobuf's JSON mapping writes a Timestamp.
+pub fn rfc3339(secs: i64, nanos: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let frac = if nanos == 0 {
+        String::new()
+    } else if nanos % 1_000_000 == 0 {
+        format!(".{:03}", nanos / 1_000_000)
+    } else if nanos % 1000 == 0 {
+        format!(".{:06}", nanos / 1000)
+    } else {
+        format!(".{nanos:09}")
+    };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{frac}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;

@@ -8,11 +8,14 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::{Fatal, finish_output, open, report, resolve_final, wait};
-use crate::data::Source;
+use crate::data::{MmapSource, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::parsers::wandb::{self, log};
 use crate::status::Status;
 use crate::view::records;
+
+/// Bytes read between two releases of the pages read.
+const RELEASE_EVERY: u64 = 16 << 20;
 
 /// What to print.
 pub struct Show<'a> {
@@ -30,6 +33,22 @@ fn log_target(t: &Tree, id: ExtId) -> Option<ExtId> {
 }
 
 pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
+    // A log file itself is read straight from its mapping: no parse of the
+    // tree runs beside the listing.
+    if path.is_empty()
+        && let Ok(src) = MmapSource::open(file)
+    {
+        let mut head = [0u8; 4];
+        let n = crate::parsers::protobuf::wire::Bytes::read(&src as &dyn Source, 0, &mut head);
+        let named = file
+            .to_string_lossy()
+            .to_ascii_lowercase()
+            .ends_with(".wandb");
+        if head[..n] == log::MAGIC[..4] || named {
+            let label = file.display().to_string();
+            return write_listing(&src, show, &label);
+        }
+    }
     let session = open(file)?;
     let id = resolve_final(&session, path)?;
     // Wait until the extraction (or one below it) is known to be a log.
@@ -60,11 +79,24 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
     };
     // The records are read here; the tree's own parse is not needed.
     session.cancel();
+    let worst = write_listing(&*data, show, &label)?;
+    let t = session.tree();
+    // The container's own damage (a truncated tar holding the log) counts too.
+    let above = if id == target {
+        Status::Complete
+    } else {
+        report(&t, &[id])
+    };
+    Ok(worst.max(above))
+}
+
+/// Lists the log in `src` on stdout, its damage on stderr.
+fn write_listing(src: &dyn Source, show: &Show, label: &str) -> Result<Status, Fatal> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut damage = 0usize;
     let mut worst = Status::Complete;
-    let r = list(&*data, show, &mut out, &mut |status, what| {
+    let r = list(src, show, &mut out, &mut |status, what| {
         damage += 1;
         worst = worst.max(status);
         if damage <= 50 {
@@ -75,15 +107,7 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
     if damage > 50 {
         eprintln!("pparse: ... and {} more problems", damage - 50);
     }
-    let _ = target;
-    let t = session.tree();
-    // The container's own damage (a truncated tar holding the log) counts too.
-    let above = if id == target {
-        Status::Complete
-    } else {
-        report(&t, &[id])
-    };
-    Ok(worst.max(above))
+    Ok(worst)
 }
 
 /// Writes the listing of the log in `src`; `bad` hears of each damage.
@@ -104,12 +128,21 @@ pub fn list(
     }
     let desc = wandb::record_type();
     let mut buf = String::new();
-    for item in log::Records::new(src, layout) {
+    let mut records = log::Records::new(src, layout);
+    let mut released = 0u64;
+    while let Some(item) = records.next() {
+        // Pages read are given back as the reading goes on: the resident
+        // set stays small however long the log.
+        let pos = records.reader.chunks.pos;
+        if pos - released >= RELEASE_EVERY {
+            src.release(released, pos);
+            released = pos;
+        }
         match item {
             log::Item::Record(chunks) => {
                 let range = log::Item::Record(chunks.clone()).range();
                 let payload = log::payload(src, &chunks);
-                let rec = wandb::decode(&desc, &payload);
+                let rec = wandb::decode_with(&desc, payload, show.json);
                 if let Err(e) = &rec.msg {
                     bad(
                         Status::Corrupt,
@@ -130,7 +163,7 @@ pub fn list(
                         serde_json::Value::String(rec.kind.clone()),
                         range.start
                     ));
-                    buf.push_str(&records::data(&rec).to_string());
+                    buf.push_str(if rec.msg.is_ok() { &rec.data } else { "null" });
                     buf.push('}');
                     writeln!(out, "{buf}")?;
                 } else {

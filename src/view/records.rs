@@ -6,90 +6,26 @@
 //! items; those lists become objects of decoded values, so `history.item`
 //! reads `{"loss": 0.25, "acc": 0.9}` rather than a list of key/JSON pairs.
 
-use prost_reflect::{DynamicMessage, SerializeOptions};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::parsers::wandb::Record;
-
-/// The proto3 JSON of a message, fields by their proto names.
-pub fn message_json(msg: &DynamicMessage) -> Value {
-    let opts = SerializeOptions::new().use_proto_field_name(true);
-    msg.serialize_with_options(serde_json::value::Serializer, &opts)
-        .unwrap_or_else(|e| Value::String(format!("<cannot convert: {e}>")))
-}
 
 /// The `data` of a record in `pparse records --json`: the message of its
 /// type, with its key/value items made into objects.
 pub fn data(rec: &Record) -> Value {
-    let Some(body) = rec.body() else {
-        return Value::Object(Map::new());
-    };
-    let mut v = message_json(&body);
-    streamline(&rec.kind, &mut v);
-    v
-}
-
-/// The whole record (number, control, info and body), for `--verbose`.
-pub fn full(rec: &Record) -> Value {
     match &rec.msg {
-        Ok(m) => {
-            let mut v = message_json(m);
-            if let Some(body) = v.get_mut(&rec.kind) {
-                streamline(&rec.kind, body);
-            }
-            v
-        }
+        Ok(()) => serde_json::from_str(&rec.data).unwrap_or(Value::Null),
         Err(e) => Value::String(format!("does not decode: {e}")),
     }
 }
 
-/// Turns the item lists of a record of type `kind` into objects.
-fn streamline(kind: &str, v: &mut Value) {
-    let paths: &[&[&str]] = match kind {
-        "history" | "stats" => &[&["item"]],
-        "summary" | "config" => &[&["update"], &["remove"]],
-        "run" => &[
-            &["config", "update"],
-            &["config", "remove"],
-            &["summary", "update"],
-            &["summary", "remove"],
-        ],
-        _ => &[],
-    };
-    for path in paths {
-        let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
-        if let Some(at) = v.pointer_mut(&pointer)
-            && let Value::Array(list) = at
-        {
-            let obj = items_object(list);
-            *at = Value::Object(obj);
-        }
+/// The whole record (number, control, info and body), for `--verbose`.
+pub fn full(rec: &Record) -> Value {
+    let mut out = String::new();
+    match rec.full_json(&mut out) {
+        Ok(()) => serde_json::from_str(&out).unwrap_or(Value::Null),
+        Err(e) => Value::String(format!("does not decode: {e}")),
     }
-}
-
-/// `[{key, nested_key, value_json}]` → `{name: value}`.
-fn items_object(list: &[Value]) -> Map<String, Value> {
-    let mut out = Map::new();
-    for it in list {
-        let name = match it.get("nested_key").and_then(Value::as_array) {
-            Some(parts) if !parts.is_empty() => parts
-                .iter()
-                .map(|p| p.as_str().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join("/"),
-            _ => it
-                .get("key")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        };
-        let value = match it.get("value_json").and_then(Value::as_str) {
-            Some(text) => parse_value_json(text),
-            None => Value::Null,
-        };
-        out.insert(name, value);
-    }
-    out
 }
 
 /// Parses the JSON text W&B stores, which Python wrote: besides JSON it may

@@ -558,16 +558,34 @@ fn packed_nodes<B: Bytes + ?Sized>(b: &B, r: Range, k: &Kind, depth: &mut Depth)
 /// A one-line summary of a message: its `name` first, then the first
 /// short scalar and string fields.
 pub fn summary<B: Bytes + ?Sized>(b: &B, value: Range, m: Option<&MessageDescriptor>) -> String {
+    summary_within(b, value, m, 2)
+}
+
+/// [`summary`], looking at most `depth` sub-messages down.
+fn summary_within<B: Bytes + ?Sized>(
+    b: &B,
+    value: Range,
+    m: Option<&MessageDescriptor>,
+    depth: u32,
+) -> String {
     let Some(m) = m else {
         return format!("{} bytes", crate::util::thousands(value.len()));
     };
     let mut parts: Vec<(bool, String, String)> = Vec::new();
+    // The first sub-message, summarised when the message has no scalars.
+    let mut inner: Option<(String, Range, MessageDescriptor)> = None;
     for f in Scanner::new(b, value).take(SUMMARY_FIELDS).flatten() {
         let Some(fd) = m.get_field(f.number) else {
             continue;
         };
         let text = match fd.kind() {
-            Kind::Message(_) | Kind::Bytes => continue,
+            Kind::Message(sub) => {
+                if inner.is_none() && f.wire == Wire::Len && sub.full_name() != m.full_name() {
+                    inner = Some((fd.name().to_string(), f.value, sub));
+                }
+                continue;
+            }
+            Kind::Bytes => continue,
             Kind::String => {
                 if f.value.len() > 64 {
                     continue;
@@ -624,6 +642,15 @@ pub fn summary<B: Bytes + ?Sized>(b: &B, value: Range, m: Option<&MessageDescrip
             s.push(' ');
         }
         s.push_str(&format!("{k}={v}"));
+    }
+    if s.is_empty()
+        && depth > 0
+        && let Some((name, r, sub)) = inner
+    {
+        let t = summary_within(b, r, Some(&sub), depth - 1);
+        if !t.ends_with(" bytes") {
+            s = format!("{name}: {t}");
+        }
     }
     if s.is_empty() {
         s = format!("{} bytes", crate::util::thousands(value.len()));

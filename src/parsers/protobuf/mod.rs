@@ -11,6 +11,7 @@
 //! then guessed.
 
 pub mod fields;
+pub mod json;
 pub mod schema;
 pub mod wire;
 

@@ -10,11 +10,11 @@
 
 pub mod log;
 
-use prost_reflect::{DynamicMessage, MessageDescriptor, ReflectMessage, Value as PValue};
+use prost_reflect::{Kind, MessageDescriptor};
 
 use super::protobuf::fields::{self, Depth};
-use super::protobuf::schema;
-use super::protobuf::wire::Bytes;
+use super::protobuf::wire::{Bytes, Scanner, Wire};
+use super::protobuf::{json, schema};
 use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source};
 use crate::name::escape_str;
@@ -45,134 +45,196 @@ pub fn record_type() -> MessageDescriptor {
 /// Nodes made below one record at most.
 const RECORD_NODES: usize = 20_000;
 
-/// One record, decoded.
+/// One record: its number and type, read from its bytes and checked.
 pub struct Record {
     /// Its `num` field (0 when absent, as proto3 has it).
     pub number: i64,
     /// The name of its `record_type` field (`history`, `run`, ...), or
     /// `#N` for a field number the schema does not know, or `none`.
     pub kind: String,
-    /// The decoded message, or why it does not decode.
-    pub msg: Result<DynamicMessage, String>,
+    /// The record's bytes.
+    pub payload: Vec<u8>,
+    /// The message of its type within `payload`, with that type.
+    pub body: Option<(Range, MessageDescriptor)>,
+    /// Ok, or why the record does not decode as a `wandb_internal.Record`.
+    pub msg: Result<(), String>,
+    /// The JSON of the body (`data` of `records --json`) when it decodes.
+    pub data: String,
 }
 
-/// Decodes a record's payload.
-pub fn decode(desc: &MessageDescriptor, payload: &[u8]) -> Record {
-    match DynamicMessage::decode(desc.clone(), payload) {
-        Ok(msg) => {
-            let number = match msg.get_field_by_number(1).as_deref() {
-                Some(PValue::I64(n)) => *n,
-                _ => 0,
-            };
-            let kind = match desc.oneofs().find(|o| o.name() == "record_type") {
-                Some(o) => o
-                    .fields()
-                    .find(|f| msg.has_field(f))
-                    .map(|f| f.name().to_string()),
-                None => None,
-            };
-            let kind = kind.unwrap_or_else(|| {
-                // A type newer than the schema stays an unknown field.
-                msg.unknown_fields()
-                    .map(|f| f.number())
-                    .find(|&n| n != 1)
-                    .map_or_else(|| "none".to_string(), |n| format!("#{n}"))
-            });
-            Record {
-                number,
-                kind,
-                msg: Ok(msg),
-            }
+/// How records are written as JSON: W&B's key/value item lists as objects.
+pub const JSON: json::Options = json::Options {
+    items: &[
+        ("wandb_internal.HistoryRecord", "item"),
+        ("wandb_internal.SummaryRecord", "update"),
+        ("wandb_internal.SummaryRecord", "remove"),
+        ("wandb_internal.ConfigRecord", "update"),
+        ("wandb_internal.ConfigRecord", "remove"),
+        ("wandb_internal.StatsRecord", "item"),
+    ],
+};
+
+/// Reads a record's payload: number, type, whether it decodes (what a
+/// protobuf decoder checks) and, with `with_json`, the JSON of its body.
+pub fn decode_with(desc: &MessageDescriptor, payload: Vec<u8>, with_json: bool) -> Record {
+    let mut number = 0;
+    let mut kind: Option<String> = None;
+    let mut unknown: Option<u32> = None;
+    let mut body = None;
+    let all = Range::new(0, payload.len() as u64);
+    for f in Scanner::new(&payload[..], all).flatten() {
+        if f.number == 1 && f.wire == Wire::Varint {
+            number = f.int as i64;
+            continue;
         }
-        Err(e) => {
-            // Still name what can be read of it.
-            let mut number = 0;
-            let mut kind = "undecodable".to_string();
-            let all = Range::new(0, payload.len() as u64);
-            for f in super::protobuf::wire::Scanner::new(payload, all).flatten() {
-                if f.number == 1 && f.wire == super::protobuf::wire::Wire::Varint {
-                    number = f.int as i64;
-                } else if let Some(fd) = desc.get_field(f.number)
-                    && fd.containing_oneof().is_some()
+        match desc.get_field(f.number) {
+            Some(fd) if fd.containing_oneof().is_some() => {
+                if let Kind::Message(m) = fd.kind()
+                    && f.wire == Wire::Len
                 {
-                    kind = fd.name().to_string();
+                    body = Some((f.value, m));
                 }
+                kind = Some(fd.name().to_string());
             }
-            Record {
-                number,
-                kind,
-                msg: Err(e.to_string()),
+            Some(_) => {}
+            None => {
+                unknown.get_or_insert(f.number);
             }
         }
     }
+    let mut data = String::new();
+    let mut skip = 0;
+    let mut msg = Ok(());
+    if let Some((r, m)) = &body {
+        let b = &payload[r.start as usize..r.end as usize];
+        msg = if with_json {
+            json::write(&mut data, b, m, &JSON)
+        } else {
+            json::check_except(b, m, &JSON, 0)
+        };
+        skip = desc
+            .get_field_by_name(kind.as_deref().unwrap_or_default())
+            .map_or(0, |f| f.number());
+    } else {
+        data.push_str("{}");
+    }
+    if msg.is_ok() {
+        // The rest of the record (number, control, info) must decode too.
+        msg = json::check_except(&payload, desc, &JSON, skip);
+    }
+    if msg.is_err() {
+        data.clear();
+    }
+    let kind = kind.unwrap_or_else(|| match (&msg, unknown) {
+        // A type newer than the schema stays an unknown field.
+        (_, Some(n)) => format!("#{n}"),
+        (Err(_), None) => "undecodable".to_string(),
+        (Ok(()), None) => "none".to_string(),
+    });
+    Record {
+        number,
+        kind,
+        payload,
+        body,
+        msg,
+        data,
+    }
+}
+
+/// [`decode_with`] with the JSON.
+pub fn decode(desc: &MessageDescriptor, payload: &[u8]) -> Record {
+    decode_with(desc, payload.to_vec(), true)
 }
 
 impl Record {
-    /// The message of the record's type (`history` → its HistoryRecord).
-    pub fn body(&self) -> Option<DynamicMessage> {
-        let msg = self.msg.as_ref().ok()?;
-        let fd = msg.descriptor().get_field_by_name(&self.kind)?;
-        match msg.get_field(&fd).as_ref() {
-            PValue::Message(m) => Some(m.clone()),
-            _ => None,
-        }
+    /// The bytes of the record's body.
+    fn body_bytes(&self) -> Option<(&[u8], &MessageDescriptor)> {
+        let (r, m) = self.body.as_ref()?;
+        Some((&self.payload[r.start as usize..r.end as usize], m))
     }
 
-    /// A one-line summary for listings and the tree.
+    /// Writes the JSON of the whole record (number, control, info, body).
+    pub fn full_json(&self, out: &mut String) -> Result<(), String> {
+        json::write(out, &self.payload, &record_type(), &JSON)
+    }
+
+    /// A one-line summary for listings and the tree, read from the wire.
     pub fn summary(&self) -> String {
-        let Some(body) = self.body() else {
-            return match &self.msg {
-                Err(e) => format!("does not decode: {e}"),
-                Ok(_) => String::new(),
-            };
+        if let Err(e) = &self.msg {
+            return format!("does not decode: {e}");
+        }
+        let Some((b, m)) = self.body_bytes() else {
+            return String::new();
         };
+        let all = Range::new(0, b.len() as u64);
+        let field = |name: &str| m.get_field_by_name(name).map_or(0, |f| f.number());
         let s = match self.kind.as_str() {
             "history" => {
-                let step = body.get_field_by_name("step").and_then(|s| {
-                    s.as_message()
-                        .and_then(|m| m.get_field_by_name("num"))
-                        .map(|v| v.into_owned())
-                });
-                let items = items_text(&body, "item");
-                match step {
-                    Some(PValue::I64(n)) => format!("step {n}: {items}"),
-                    _ => items,
+                let (item, step) = (field("item"), field("step"));
+                let mut num = None;
+                for f in Scanner::new(b, all).flatten() {
+                    if f.number == step {
+                        num = Some(0);
+                        let sb = &b[f.value.start as usize..f.value.end as usize];
+                        for g in Scanner::new(sb, Range::new(0, sb.len() as u64)).flatten() {
+                            if g.number == 1 && g.wire == Wire::Varint {
+                                num = Some(g.int as i64);
+                            }
+                        }
+                    }
+                }
+                let items = items_text(b, &[item]);
+                match num {
+                    Some(n) => format!("step {n}: {items}"),
+                    None => items,
                 }
             }
             "summary" | "config" => {
-                let up = items_text(&body, "update");
-                let rm = items_text(&body, "remove");
+                let up = items_text(b, &[field("update")]);
+                let rm = items_text(b, &[field("remove")]);
                 if rm.is_empty() {
                     up
                 } else {
                     format!("{up}; remove {rm}")
                 }
             }
-            "stats" => items_text(&body, "item"),
+            "stats" => items_text(b, &[field("item")]),
             "output" | "output_raw" => {
-                let stream = match body.get_field_by_name("output_type").as_deref() {
-                    Some(PValue::EnumNumber(1)) => "stdout",
-                    _ => "stderr",
-                };
-                let line = str_field(&body, "line");
-                format!("{stream}: {}", line.trim_end())
+                let mut stream = "stderr";
+                let mut line = "";
+                for f in Scanner::new(b, all).flatten() {
+                    match (f.number, f.wire) {
+                        (1, Wire::Varint) if f.int == 1 => stream = "stdout",
+                        (3, Wire::Len) => line = str_at(b, f.value),
+                        _ => {}
+                    }
+                }
+                format!("{stream}: {}", shorten(line.trim_end(), 160))
             }
-            "files" => match body.get_field_by_name("files").as_deref() {
-                Some(PValue::List(l)) => l
-                    .iter()
-                    .filter_map(|f| f.as_message().map(|m| str_field(m, "path")))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                _ => String::new(),
-            },
-            "header" if body.fields().next().is_none() => {
-                "(empty: written by the legacy Python writer)".to_string()
+            "files" => {
+                let mut paths = Vec::new();
+                for f in Scanner::new(b, all).flatten() {
+                    let fb = &b[f.value.start as usize..f.value.end as usize];
+                    for g in Scanner::new(fb, Range::new(0, fb.len() as u64)).flatten() {
+                        if g.number == 1 && g.wire == Wire::Len {
+                            paths.push(str_at(fb, g.value).to_string());
+                        }
+                    }
+                    if paths.len() >= 8 {
+                        break;
+                    }
+                }
+                paths.join(", ")
             }
-            _ => scalars_text(&body, 2),
+            "header" if b.is_empty() => "(empty: written by the legacy Python writer)".to_string(),
+            _ => fields::summary(b, all, Some(m)),
         };
-        let s = escape_str(&s);
-        shorten(&s, 160)
+        escape_str(&shorten(&s, 160))
     }
+}
+
+fn str_at(b: &[u8], r: Range) -> &str {
+    std::str::from_utf8(&b[r.start as usize..r.end as usize]).unwrap_or("")
 }
 
 fn shorten(s: &str, max: usize) -> String {
@@ -184,89 +246,51 @@ fn shorten(s: &str, max: usize) -> String {
     t
 }
 
-fn str_field(m: &DynamicMessage, name: &str) -> String {
-    match m.get_field_by_name(name).as_deref() {
-        Some(PValue::String(s)) => s.clone(),
-        _ => String::new(),
-    }
-}
-
-/// The name of a `{key, nested_key, value_json}` item: nested keys joined by `/`.
-pub fn item_key(item: &DynamicMessage) -> String {
-    match item.get_field_by_name("nested_key").as_deref() {
-        Some(PValue::List(l)) if !l.is_empty() => l
-            .iter()
-            .map(|v| v.as_str().unwrap_or_default().to_string())
-            .collect::<Vec<_>>()
-            .join("/"),
-        _ => str_field(item, "key"),
-    }
-}
-
-/// `k=v, ...` of a list of items, internal (`_`) keys left out.
-fn items_text(body: &DynamicMessage, field: &str) -> String {
-    let Some(PValue::List(items)) = body.get_field_by_name(field).as_deref().cloned() else {
-        return String::new();
-    };
+/// `k=v, ...` of the items in the fields numbered `numbers` (internal `_`
+/// keys left out when there are others).
+fn items_text(b: &[u8], numbers: &[u32]) -> String {
+    let all = Range::new(0, b.len() as u64);
     let mut parts = Vec::new();
-    for it in &items {
-        let Some(m) = it.as_message() else { continue };
-        let k = item_key(m);
-        if k.starts_with('_') && items.len() > 1 {
+    let mut total = 0;
+    for f in Scanner::new(b, all).flatten() {
+        if !numbers.contains(&f.number) || f.wire != Wire::Len {
             continue;
         }
-        let v = str_field(m, "value_json");
-        parts.push(if v.is_empty() {
-            k
+        total += 1;
+        let e = &b[f.value.start as usize..f.value.end as usize];
+        let mut key = "";
+        let mut nested: Vec<&str> = Vec::new();
+        let mut val = "";
+        for g in Scanner::new(e, Range::new(0, e.len() as u64)).flatten() {
+            match (g.number, g.wire) {
+                (1, Wire::Len) => key = str_at(e, g.value),
+                (2, Wire::Len) => nested.push(str_at(e, g.value)),
+                (16, Wire::Len) => val = str_at(e, g.value),
+                _ => {}
+            }
+        }
+        let key = if nested.is_empty() {
+            key.to_string()
         } else {
-            format!("{k}={}", shorten(&v, 40))
+            nested.join("/")
+        };
+        if key.starts_with('_') {
+            continue;
+        }
+        parts.push(if val.is_empty() {
+            key
+        } else {
+            format!("{key}={}", shorten(val, 40))
         });
         if parts.len() >= 8 {
             parts.push("…".into());
             break;
         }
     }
-    parts.join(", ")
-}
-
-/// The first scalar fields of a message and of its sub-messages.
-fn scalars_text(m: &DynamicMessage, depth: u32) -> String {
-    let mut parts = Vec::new();
-    for (fd, v) in m.fields() {
-        if fd.name().starts_with('_') {
-            continue;
-        }
-        let t = match v {
-            PValue::String(s) if !s.is_empty() => format!("{}={}", fd.name(), shorten(s, 40)),
-            PValue::Bool(b) => format!("{}={b}", fd.name()),
-            PValue::I32(x) => format!("{}={x}", fd.name()),
-            PValue::I64(x) => format!("{}={x}", fd.name()),
-            PValue::U32(x) => format!("{}={x}", fd.name()),
-            PValue::U64(x) => format!("{}={x}", fd.name()),
-            PValue::F64(x) => format!("{}={x}", fd.name()),
-            PValue::F32(x) => format!("{}={x}", fd.name()),
-            PValue::Message(sub) if sub.descriptor().full_name() == "google.protobuf.Timestamp" => {
-                let secs = match sub.get_field_by_name("seconds").as_deref() {
-                    Some(PValue::I64(s)) => *s,
-                    _ => 0,
-                };
-                format!("{}={}", fd.name(), crate::util::utc(secs))
-            }
-            PValue::Message(sub) if depth > 0 => {
-                let s = scalars_text(sub, depth - 1);
-                if s.is_empty() {
-                    continue;
-                }
-                format!("{}: {s}", fd.name())
-            }
-            _ => continue,
-        };
-        parts.push(t);
-        if parts.len() >= 6 {
-            break;
-        }
+    if parts.is_empty() && total > 0 {
+        return format!("{total} internal items");
     }
-    parts.join(" ")
+    parts.join(", ")
 }
 
 /// The node of a record (its children are loaded on demand).
@@ -356,7 +380,7 @@ impl Parser for LogParser {
             match item {
                 Item::Record(chunks) => {
                     let payload = log::payload(src, &chunks);
-                    let rec = decode(&desc, &payload);
+                    let rec = decode_with(&desc, payload, false);
                     let range = Item::Record(chunks).range();
                     let node = record_node(&rec, range);
                     if let Some(d) = &node.damage {

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Benchmark: `pparse records` on a large W&B log (.wandb) beside the wandb SDK's own
+# Python reader.
+#
+# Input, generated once into $BENCH_DIR (default /tmp/pparse-bench-wandb) and reused
+# while WANDB_MB and the wandb version stay the same:
+#   run-bench0001.wandb  ~$WANDB_MB MiB (300 by default) written by wandb's own writer,
+#                        `wandb.sdk.internal.datastore.DataStore` (0.17.5 by default),
+#                        records built with `wandb.proto.wandb_internal_pb2`: header, run,
+#                        telemetry, config, metric, files, then ~87% history (20 items,
+#                        a step), output_raw lines, stats, summary, about one record in
+#                        1,500 of 50-100 kB (FIRST/MIDDLE/LAST chunks), exit.
+#                        Fixed seed: bench/wandb_gen.py (~1 min for 300 MiB).
+#
+# Timed, one run each on a warm page cache, outputs to /dev/null (bench/wandb_read.py):
+#   (a) `wandb_read.py count`: DataStore().open_for_scan, scan_data() until None,
+#       Record().ParseFromString, counts per WhichOneof("record_type")
+#   (b) `wandb_read.py json`: the same + MessageToDict(preserving_proto_field_name=True)
+#       and json.dumps, one line per record
+#   (c) `pparse records FILE`          beside (a)
+#   (d) `pparse records --json FILE`   beside (b) (pparse turns the key/value_json item
+#       lists into objects of decoded values; (b) prints MessageToDict as it is)
+# Wall seconds from `date +%s%N`, peak RSS from GNU time (%M). Ratios are peer/pparse
+# (above 1: pparse is faster / smaller). The record count of (a) is checked against
+# `pparse records FILE | wc -l`; a difference is printed as a warning.
+# The Markdown table goes to stdout (and to $OUT if set).
+#
+# Usage: bench/wandb.sh
+#   env: PPARSE=/path/to/pparse (default: cargo build --release, target/release/pparse)
+#        WANDB_PYTHON=/tmp/wandb-0175/bin/python (a python with wandb, 0.17.x: it has
+#          wandb.sdk.internal.datastore; it writes the input and is the peer)
+#        WANDB_MB=300   BENCH_DIR=/tmp/pparse-bench-wandb   OUT
+#        SKIP_PPARSE=1 (generate and time the Python side only; no cargo)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-wandb}
+WANDB_MB=${WANDB_MB:-300}
+WANDB_PYTHON=${WANDB_PYTHON:-/tmp/wandb-0175/bin/python}
+SEED=0
+mkdir -p "$BENCH_DIR"
+
+if ! WANDB_VERSION=$("$WANDB_PYTHON" -c '
+import wandb, wandb.proto.wandb_internal_pb2, wandb.sdk.internal.datastore
+print(wandb.__version__)' 2>/dev/null); then
+  echo "bench/wandb.sh: skipped: $WANDB_PYTHON cannot import wandb.sdk.internal.datastore" \
+       "(set WANDB_PYTHON to a python with wandb 0.17.x, e.g. a venv with pip install wandb==0.17.5)" >&2
+  exit 0
+fi
+
+PPARSE_GIVEN=${PPARSE:-}
+if [[ -n ${SKIP_PPARSE:-} ]]; then
+  PPARSE=
+elif [[ -z $PPARSE_GIVEN ]]; then
+  cargo build --release --quiet
+  PPARSE=$PWD/target/release/pparse
+fi
+
+# ---- input -------------------------------------------------------------------
+F=$BENCH_DIR/run-bench0001.wandb
+META=$BENCH_DIR/wandb.meta   # "WANDB_MB SEED wandb-version records N bytes B", written last
+if [[ -s $F && -s $META ]] && read -r m_mb m_seed m_ver _ NREC _ m_bytes < "$META" \
+   && [[ $m_mb == "$WANDB_MB" && $m_seed == "$SEED" && $m_ver == "$WANDB_VERSION" \
+         && $m_bytes == $(stat -c %s "$F") ]]; then
+  echo "reusing $F ($NREC records)"
+else
+  echo "writing $F (~$WANDB_MB MiB, wandb $WANDB_VERSION DataStore) ..."
+  rm -f "$F" "$META"
+  t0=$(date +%s%N)
+  gen_out=$("$WANDB_PYTHON" bench/wandb_gen.py "$F" "$WANDB_MB" "$SEED")
+  t1=$(date +%s%N)
+  grep '^counts ' <<< "$gen_out" > "$BENCH_DIR/gen.counts" || true
+  gen=$(tail -1 <<< "$gen_out")
+  echo "$WANDB_MB $SEED $WANDB_VERSION $gen" > "$META"
+  read -r _ _ _ _ NREC _ _ < "$META"
+  echo "  $gen, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) / 1e9 }') s"
+fi
+
+# ---- timing ------------------------------------------------------------------
+: > "$BENCH_DIR/times"
+# bench NAME CMD...: one run under GNU time; appends "NAME<TAB>wall<TAB>rss_kib<TAB>status",
+# keeps the run's stderr in $BENCH_DIR/err.NAME.
+bench() {
+  local name=$1; shift
+  local rc=0 err=$BENCH_DIR/err.${name// /_}
+  echo "  $name ..." >&2
+  cat "$F" > /dev/null   # warm page cache
+  local t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -o "$BENCH_DIR/t" -f '%e %M' "$@" > /dev/null 2> "$err" || rc=$?
+  t1=$(date +%s%N)
+  if (( rc > 1 )); then   # pparse: 1 = partial results, still a timing
+    printf '%s\t-\t-\t%s\n' "$name" "exit $rc: $(head -c 200 "$err" | tr '\n\t' '  ')" >> "$BENCH_DIR/times"
+  else
+    read -r _ rss < <(tail -1 "$BENCH_DIR/t")
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
+    printf '%s\t%s\t%s\t%s\n' "$name" "$wall" "$rss" "exit $rc" >> "$BENCH_DIR/times"
+  fi
+}
+
+HAVE_RECORDS=0
+if [[ -n $PPARSE ]] && "$PPARSE" records --help > /dev/null 2>&1; then HAVE_RECORDS=1; fi
+
+bench "py count" "$WANDB_PYTHON" bench/wandb_read.py count "$F"
+if (( HAVE_RECORDS )); then bench "pp records" "$PPARSE" records "$F"; fi
+bench "py json" "$WANDB_PYTHON" bench/wandb_read.py json "$F"
+if (( HAVE_RECORDS )); then bench "pp json" "$PPARSE" records --json "$F"; fi
+
+WARN=()
+PY_COUNT=$(awk '$1 == "records" { n = $2 } END { print n }' "$BENCH_DIR/err.py_count")
+[[ $PY_COUNT == "$NREC" ]] || WARN+=("the Python reader counts ${PY_COUNT:-no} records, the writer wrote $NREC")
+if (( HAVE_RECORDS )); then
+  PP_COUNT=$({ "$PPARSE" records "$F" 2>/dev/null || true; } | wc -l)
+  [[ $PP_COUNT == "$PY_COUNT" ]] \
+    || WARN+=("\`pparse records\` prints $PP_COUNT lines, the wandb reader counts $PY_COUNT records")
+fi
+
+# ---- report ------------------------------------------------------------------
+CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE_GIVEN }WANDB_MB=$WANDB_MB"
+[[ $WANDB_PYTHON != /tmp/wandb-0175/bin/python ]] && CMD+=" WANDB_PYTHON=$WANDB_PYTHON"
+[[ -n ${SKIP_PPARSE:-} ]] && CMD+=" SKIP_PPARSE=1"
+CMD+=" bench/wandb.sh"
+{
+  echo "## pparse records: a ${WANDB_MB} MiB W&B log ($(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+  echo
+  echo "- \`$(basename "$F")\`: $(stat -c %s "$F") bytes, $NREC records ($(sed 's/^counts //; s/ /, /g' "$BENCH_DIR/gen.counts" 2>/dev/null || echo "history, output_raw, stats, summary, ..."))," \
+       "written by wandb $WANDB_VERSION's \`DataStore\` (bench/wandb_gen.py, seed $SEED)"
+  if [[ -n ${SKIP_PPARSE:-} ]]; then
+    echo "- SKIP_PPARSE=1: the Python side only"
+  elif (( ! HAVE_RECORDS )); then
+    echo "- \`pparse records\` is not available in this binary: no pparse timing"
+  fi
+  echo
+  for w in "${WARN[@]}"; do echo "**WARNING: $w**"; echo; done
+  "$WANDB_PYTHON" - "$BENCH_DIR/times" <<'EOF'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, wall, rss, status = line.rstrip("\n").split("\t")
+    rows[name] = (wall, rss, status)
+def x(r):
+    return f"{r:.0f}x" if r >= 10 else f"{r:.2f}x"
+def cell(name):
+    if name not in rows:
+        return "n/a", "n/a", None, None
+    wall, rss, status = rows[name]
+    if wall == "-":
+        return f"failed ({status})", "-", None, None
+    w = float(wall)
+    shown = f"{w:.2f} s" if w >= 1 else f"{w * 1000:.1f} ms"
+    return shown, f"{int(rss) / 1024:.0f} MiB", w, int(rss)
+print("| task | wandb SDK (Python) | wall | peak RSS | pparse | wall | peak RSS | time peer/pparse | RSS peer/pparse |")
+print("|---|---|---|---|---|---|---|---|---|")
+for task, py, pp, py_label, pp_label in (
+        ("read + count", "py count", "pp records",
+         "`DataStore.scan_data` + `Record.ParseFromString`", "`pparse records FILE`"),
+        ("read + JSON", "py json", "pp json",
+         "the same + `MessageToDict` + `json.dumps`", "`pparse records --json FILE`")):
+    pw, pr, pv, pm = cell(py)
+    qw, qr, qv, qm = cell(pp)
+    tr = f"**{x(pv / qv)}**" if pv and qv else "n/a"
+    mr = f"{x(pm / qm)}" if pm and qm else "n/a"
+    print(f"| {task} | {py_label} | {pw} | {pr} | {pp_label} | {qw} | {qr} | {tr} | {mr} |")
+EOF
+  echo
+  echo "One run each, warm page cache, outputs to /dev/null; ratios above 1 mean pparse is faster / smaller." \
+       "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM."
+  echo "Tools: $( [[ -n $PPARSE ]] && { "$PPARSE" --version 2>/dev/null || echo "pparse (no --version)"; } || echo "pparse not run"), wandb $WANDB_VERSION, protobuf $("$WANDB_PYTHON" -c 'import google.protobuf as p; from google.protobuf.internal import api_implementation as a; print(p.__version__, "(" + a.Type() + ")")'), $("$WANDB_PYTHON" --version)."
+  echo
+  echo "Reproduce: \`$CMD\`"
+} | tee ${OUT:+"$OUT"}
