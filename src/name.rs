@@ -78,8 +78,15 @@ pub fn escape_str(s: &str) -> String {
     out
 }
 
-fn escape_str_into(s: &str, out: &mut String) {
-    for c in s.chars() {
+/// Appends `s` to `out` with control characters escaped.
+pub fn escape_str_into(s: &str, out: &mut String) {
+    // Printable ASCII, by far the most common, is copied as it is.
+    let plain = s
+        .bytes()
+        .position(|b| !(0x20..0x7f).contains(&b))
+        .unwrap_or(s.len());
+    out.push_str(&s[..plain]);
+    for c in s[plain..].chars() {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),

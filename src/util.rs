@@ -91,6 +91,17 @@ pub fn human(n: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
+/// `bytes` as text if they are UTF-8. Short ASCII strings, the bulk of
+/// what logs hold, are checked a word at a time first.
+#[inline]
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,9 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::{Fatal, finish_output, open, report, resolve_final, wait};
-use crate::data::{MmapSource, Source};
+use crate::data::{MmapSource, Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
+use crate::parsers::protobuf::json;
 use crate::parsers::wandb::{self, log};
 use crate::status::Status;
 use crate::view::records;
@@ -110,7 +111,23 @@ fn write_listing(src: &dyn Source, show: &Show, label: &str) -> Result<Status, F
     Ok(worst)
 }
 
+/// Payload bytes handed to a worker at once.
+const BATCH_BYTES: u64 = 1 << 20;
+/// Records or damages handed to a worker at once.
+const BATCH_ITEMS: usize = 4096;
+
+/// What one stretch of the log adds to the listing and to the damage report.
+#[derive(Default)]
+struct Piece {
+    text: String,
+    bad: Vec<(Status, String)>,
+}
+
 /// Writes the listing of the log in `src`; `bad` hears of each damage.
+///
+/// The chunk layer (CRCs, reassembly, resync) is read here, in order; the
+/// records are decoded and formatted in batches by one worker per core,
+/// and their text is written in file order.
 pub fn list(
     src: &dyn Source,
     show: &Show,
@@ -126,71 +143,179 @@ pub fn list(
     if layout == log::Layout::Shifted && !show.json {
         writeln!(out, "# layout: {}", layout.describe())?;
     }
-    let desc = wandb::record_type();
-    let mut buf = String::new();
     let mut records = log::Records::new(src, layout);
-    let mut released = 0u64;
-    while let Some(item) = records.next() {
-        // Pages read are given back as the reading goes on: the resident
-        // set stays small however long the log.
-        let pos = records.reader.chunks.pos;
-        if pos - released >= RELEASE_EVERY {
-            src.release(released, pos);
-            released = pos;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    // The next batch of the log and where reading stopped after it.
+    let mut next_batch = || {
+        let mut items = Vec::new();
+        let mut bytes = 0;
+        while bytes < BATCH_BYTES && items.len() < BATCH_ITEMS {
+            let Some(item) = records.next() else { break };
+            bytes += item.range().len();
+            items.push(item);
         }
-        match item {
-            log::Item::Record(chunks) => {
-                let range = log::Item::Record(chunks.clone()).range();
-                let payload = log::payload(src, &chunks);
-                let rec = wandb::decode_with(&desc, payload, show.json);
-                if let Err(e) = &rec.msg {
-                    bad(
-                        Status::Corrupt,
-                        format!(
-                            "corrupt at {range}: record does not decode as wandb_internal.Record: {e}"
-                        ),
-                    );
-                }
-                if !show.types.is_empty() && !show.types.contains(&rec.kind) {
-                    continue;
-                }
-                if show.json {
-                    // Written by hand to keep the documented key order.
-                    buf.clear();
-                    buf.push_str(&format!(
-                        "{{\"number\":{},\"type\":{},\"offset\":{},\"data\":",
-                        rec.number,
-                        serde_json::Value::String(rec.kind.clone()),
-                        range.start
-                    ));
-                    buf.push_str(if rec.msg.is_ok() { &rec.data } else { "null" });
-                    buf.push('}');
-                    writeln!(out, "{buf}")?;
-                } else {
-                    writeln!(out, "{:>7}  {:<12} {}", rec.number, rec.kind, rec.summary())?;
-                    if show.verbose {
-                        let full = records::full(&rec);
-                        let text = serde_json::to_string_pretty(&full).unwrap_or_default();
-                        for l in text.lines() {
-                            writeln!(out, "         {l}")?;
-                        }
-                        writeln!(
-                            out,
-                            "         (bytes {range}, {} chunk{})",
-                            chunks.len(),
-                            if chunks.len() == 1 { "" } else { "s" }
-                        )?;
-                    }
-                }
+        (items, records.reader.chunks.pos)
+    };
+    let mut write = |p: Piece, out: &mut dyn Write| -> io::Result<()> {
+        out.write_all(p.text.as_bytes())?;
+        for (status, what) in p.bad {
+            bad(status, what);
+        }
+        Ok(())
+    };
+    if workers == 1 {
+        let mut released = 0;
+        loop {
+            let (items, pos) = next_batch();
+            if items.is_empty() {
+                return Ok(());
             }
-            log::Item::Bad(b) => {
-                let what = format!("{} at {}: {}", b.status, b.range, b.reason);
-                if !show.json {
-                    writeln!(out, "      !  {:<12} {what}", b.status.as_str())?;
-                }
-                bad(b.status, what);
+            let mut p = Piece::default();
+            for item in items {
+                render(src, item, show, &mut p);
             }
+            write(p, out)?;
+            release(src, &mut released, pos);
         }
     }
-    Ok(())
+    std::thread::scope(|s| {
+        let (job_tx, job_rx) = crossbeam_channel::unbounded::<(u64, Vec<log::Item>)>();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<(u64, Piece)>();
+        for _ in 0..workers {
+            let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
+            s.spawn(move || {
+                for (seq, items) in job_rx {
+                    let mut p = Piece::default();
+                    for item in items {
+                        render(src, item, show, &mut p);
+                    }
+                    if done_tx.send((seq, p)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        // Batches sent and not yet written stay few: memory is bounded by
+        // a few batches whatever the size of the log.
+        let limit = 2 * workers as u64;
+        let (mut sent, mut written) = (0u64, 0u64);
+        let mut ends = std::collections::VecDeque::new();
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut released = 0;
+        let mut eof = false;
+        loop {
+            while !eof && sent - written < limit {
+                let (items, pos) = next_batch();
+                if items.is_empty() {
+                    eof = true;
+                    break;
+                }
+                ends.push_back(pos);
+                let _ = job_tx.send((sent, items));
+                sent += 1;
+            }
+            if written == sent {
+                return Ok(());
+            }
+            let Ok((seq, p)) = done_rx.recv() else {
+                return Ok(());
+            };
+            waiting.insert(seq, p);
+            while let Some(p) = waiting.remove(&written) {
+                write(p, out)?;
+                written += 1;
+                if let Some(pos) = ends.pop_front() {
+                    release(src, &mut released, pos);
+                }
+            }
+        }
+        // Leaving the scope drops `job_tx`: the workers end.
+    })
+}
+
+/// Gives back the pages read up to `pos` once enough of them pile up: the
+/// resident set stays small however long the log.
+fn release(src: &dyn Source, released: &mut u64, pos: u64) {
+    if pos - *released >= RELEASE_EVERY {
+        src.release(*released, pos);
+        *released = pos;
+    }
+}
+
+/// Formats one record or damage into `p`.
+fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
+    let chunks = match item {
+        log::Item::Record(chunks) => chunks,
+        log::Item::Bad(b) => {
+            let what = format!("{} at {}: {}", b.status, b.range, b.reason);
+            if !show.json {
+                p.text.push_str("      !  ");
+                pad(&mut p.text, b.status.as_str(), 12);
+                p.text.push(' ');
+                p.text.push_str(&what);
+                p.text.push('\n');
+            }
+            p.bad.push((b.status, what));
+            return;
+        }
+    };
+    let range = Range::new(chunks[0].range.start, chunks[chunks.len() - 1].range.end);
+    let rec = wandb::decode_with(log::payload(src, &chunks), show.json);
+    if let Err(e) = &rec.msg {
+        p.bad.push((
+            Status::Corrupt,
+            format!("corrupt at {range}: record does not decode as wandb_internal.Record: {e}"),
+        ));
+    }
+    if !show.types.is_empty() && !show.types.iter().any(|t| *t == rec.kind) {
+        return;
+    }
+    let mut num = itoa::Buffer::new();
+    let t = &mut p.text;
+    if show.json {
+        // Written by hand to keep the documented key order.
+        t.push_str("{\"number\":");
+        t.push_str(num.format(rec.number));
+        t.push_str(",\"type\":");
+        json::string_lit(t, &rec.kind);
+        t.push_str(",\"offset\":");
+        t.push_str(num.format(range.start));
+        t.push_str(",\"data\":");
+        t.push_str(if rec.msg.is_ok() { &rec.data } else { "null" });
+        t.push_str("}\n");
+        return;
+    }
+    let n = num.format(rec.number);
+    for _ in n.len()..7 {
+        t.push(' ');
+    }
+    t.push_str(n);
+    t.push_str("  ");
+    pad(t, &rec.kind, 12);
+    t.push(' ');
+    rec.summary_into(t);
+    t.push('\n');
+    if show.verbose {
+        let full = records::full(&rec);
+        let text = serde_json::to_string_pretty(&full).unwrap_or_default();
+        for l in text.lines() {
+            t.push_str("         ");
+            t.push_str(l);
+            t.push('\n');
+        }
+        let s = if chunks.len() == 1 { "" } else { "s" };
+        t.push_str(&format!(
+            "         (bytes {range}, {} chunk{s})\n",
+            chunks.len()
+        ));
+    }
+}
+
+/// `s` left-aligned in `width` columns.
+fn pad(t: &mut String, s: &str, width: usize) {
+    t.push_str(s);
+    for _ in s.chars().count()..width {
+        t.push(' ');
+    }
 }

@@ -137,6 +137,9 @@ struct Found {
     problem: Option<String>,
 }
 
+/// Bytes of the main graph read between two releases of their pages.
+const RELEASE_EVERY: u64 = 16 << 20;
+
 /// Nesting of subgraphs followed.
 const MAX_GRAPH_DEPTH: u32 = 32;
 
@@ -167,7 +170,15 @@ fn graph_tensors(
     if depth > MAX_GRAPH_DEPTH {
         return;
     }
+    let mut released = graph.start;
     for f in Scanner::new(src, graph).flatten() {
+        // The graph is read front to back: the pages behind (a tensor's
+        // first page, mapped whole with its large folio) are given back, so
+        // listing a model of many GB keeps a small resident set.
+        if depth == 0 && f.range.start - released >= RELEASE_EVERY {
+            src.release(released, f.range.start);
+            released = f.range.start;
+        }
         match (f.number, f.wire) {
             (5, Wire::Len) => {
                 let mut t = tensor(src, &f);
@@ -424,8 +435,11 @@ fn dtype(t: i32) -> Option<Dtype> {
 
 /// The ONNX name of a data type.
 fn type_name(t: i32) -> String {
-    schema::pool()
-        .get_enum_by_name("onnx.TensorProto.DataType")
+    schema::message("onnx.TensorProto")
+        .and_then(|m| {
+            m.parent_pool()
+                .get_enum_by_name("onnx.TensorProto.DataType")
+        })
         .and_then(|e| e.get_value(t).map(|v| v.name().to_string()))
         .unwrap_or_else(|| format!("data type {t}"))
 }

@@ -238,7 +238,7 @@ pub fn scan(
         if !has_field(&payload, history_no) {
             continue;
         }
-        let rec = wandb::decode(&desc, &payload);
+        let rec = wandb::decode(&payload);
         if rec.msg.is_err() {
             out.damaged += 1;
             continue;

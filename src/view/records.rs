@@ -12,7 +12,7 @@ use crate::parsers::wandb::Record;
 
 /// The `data` of a record in `pparse records --json`: the message of its
 /// type, with its key/value items made into objects.
-pub fn data(rec: &Record) -> Value {
+pub fn data(rec: &Record<'_>) -> Value {
     match &rec.msg {
         Ok(()) => serde_json::from_str(&rec.data).unwrap_or(Value::Null),
         Err(e) => Value::String(format!("does not decode: {e}")),
@@ -20,7 +20,7 @@ pub fn data(rec: &Record) -> Value {
 }
 
 /// The whole record (number, control, info and body), for `--verbose`.
-pub fn full(rec: &Record) -> Value {
+pub fn full(rec: &Record<'_>) -> Value {
     let mut out = String::new();
     match rec.full_json(&mut out) {
         Ok(()) => serde_json::from_str(&out).unwrap_or(Value::Null),

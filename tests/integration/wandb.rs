@@ -43,7 +43,6 @@ fn same(a: &Value, b: &Value) -> bool {
 /// The records pparse reads from `bytes` (as `records --json` writes them)
 /// and the damage it reports.
 fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Bad>) {
-    let desc = wandb::record_type();
     let layout = log::detect(bytes);
     let mut recs = Vec::new();
     let mut bad = Vec::new();
@@ -51,7 +50,8 @@ fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Bad>) {
         match item {
             log::Item::Record(chunks) => {
                 let start = chunks[0].range.start;
-                let rec = wandb::decode(&desc, &log::payload(bytes, &chunks));
+                let payload = log::payload(bytes, &chunks);
+                let rec = wandb::decode(&payload);
                 if rec.msg.is_err() {
                     bad.push(log::Bad {
                         range: log::Item::Record(chunks).range(),

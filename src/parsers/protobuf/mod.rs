@@ -13,6 +13,7 @@
 pub mod fields;
 pub mod json;
 pub mod schema;
+pub mod table;
 pub mod wire;
 
 use prost_reflect::MessageDescriptor;

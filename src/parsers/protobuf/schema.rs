@@ -20,11 +20,16 @@ use prost_reflect::{DescriptorPool, MessageDescriptor};
 use protox::Compiler;
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 
-/// The schemas compiled into the binary: (file name, source).
-const BUILTIN: &[(&str, &str)] = &[
-    ("onnx.proto", include_str!("../../../proto/onnx/onnx.proto")),
+/// The schemas compiled into the binary: (file name, package, source).
+const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "onnx.proto",
+        "onnx.",
+        include_str!("../../../proto/onnx/onnx.proto"),
+    ),
     (
         "wandb.proto",
+        "wandb_internal.",
         include_str!("../../../proto/wandb/wandb.proto"),
     ),
 ];
@@ -33,40 +38,53 @@ struct Builtin;
 
 impl FileResolver for Builtin {
     fn open_file(&self, name: &str) -> Result<File, protox::Error> {
-        match BUILTIN.iter().find(|(n, _)| *n == name) {
-            Some((n, src)) => File::from_source(n, src),
+        match BUILTIN.iter().find(|(n, _, _)| *n == name) {
+            Some((n, _, src)) => File::from_source(n, src),
             None => Err(protox::Error::file_not_found(name)),
         }
     }
 }
 
-fn compile_builtin() -> DescriptorPool {
+fn compile_builtin(name: &str) -> prost_reflect::prost_types::FileDescriptorSet {
     let mut chain = ChainFileResolver::new();
     chain.add(Builtin);
     chain.add(GoogleFileResolver::new());
     let mut c = Compiler::with_file_resolver(chain);
     c.include_imports(true);
-    for (name, _) in BUILTIN {
-        // The builtin files are tested to compile; a failure is a build bug.
-        c.open_file(name)
-            .unwrap_or_else(|e| panic!("builtin schema {name}: {e}"));
-    }
-    c.descriptor_pool()
+    // The builtin files are tested to compile; a failure is a build bug.
+    c.open_file(name)
+        .unwrap_or_else(|e| panic!("builtin schema {name}: {e}"));
+    c.file_descriptor_set()
 }
 
 fn cell() -> &'static RwLock<DescriptorPool> {
     static POOL: OnceLock<RwLock<DescriptorPool>> = OnceLock::new();
-    POOL.get_or_init(|| RwLock::new(compile_builtin()))
+    POOL.get_or_init(|| RwLock::new(DescriptorPool::new()))
+}
+
+/// Compiles the builtin schema `i` into the pool the first time it is
+/// needed: each costs milliseconds, and a command needs one at most.
+fn ensure(i: usize) {
+    static DONE: [OnceLock<()>; 2] = [OnceLock::new(), OnceLock::new()];
+    DONE[i].get_or_init(|| {
+        let set = compile_builtin(BUILTIN[i].0);
+        // Builtins come before any user schema, so this cannot conflict.
+        let _ = cell().write().add_file_descriptor_set(set);
+    });
 }
 
 /// Every message type known now: the builtin ones and those added.
 pub fn pool() -> DescriptorPool {
+    (0..BUILTIN.len()).for_each(ensure);
     cell().read().clone()
 }
 
 /// A message type by its full name (`onnx.ModelProto`).
 pub fn message(name: &str) -> Option<MessageDescriptor> {
-    pool().get_message_by_name(name)
+    if let Some(i) = BUILTIN.iter().position(|b| name.starts_with(b.1)) {
+        ensure(i);
+    }
+    cell().read().get_message_by_name(name)
 }
 
 /// Compiles a user's `.proto` file (imports are looked up beside it, and the
@@ -88,6 +106,7 @@ pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
         .filter(|f| !f.is_import())
         .map(|f| f.name().to_string())
         .collect::<Vec<_>>();
+    (0..BUILTIN.len()).for_each(ensure);
     let mut pool = cell().write();
     pool.add_file_descriptor_set(set)
         .map_err(|e| format!("{}: {e}", path.display()))?;

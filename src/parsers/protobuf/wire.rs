@@ -24,6 +24,11 @@ pub trait Bytes {
     fn size(&self) -> u64;
     /// Copies bytes at `off` into `buf`; returns how many (fewer only at the end).
     fn read(&self, off: u64, buf: &mut [u8]) -> usize;
+    /// All the bytes as one slice, when they are in memory or mapped: hot
+    /// loops then borrow instead of copying.
+    fn slice(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl Bytes for [u8] {
@@ -40,6 +45,9 @@ impl Bytes for [u8] {
         let n = rest.len().min(buf.len());
         buf[..n].copy_from_slice(&rest[..n]);
         n
+    }
+    fn slice(&self) -> Option<&[u8]> {
+        Some(self)
     }
 }
 
@@ -59,6 +67,9 @@ impl Bytes for dyn Source {
             }
         }
         done
+    }
+    fn slice(&self) -> Option<&[u8]> {
+        self.as_slice()
     }
 }
 
@@ -82,6 +93,17 @@ pub enum Wire {
 }
 
 impl Wire {
+    /// The wire type's number in a tag.
+    pub fn code(self) -> u64 {
+        match self {
+            Wire::Varint => 0,
+            Wire::I64 => 1,
+            Wire::Len => 2,
+            Wire::Group => 3,
+            Wire::I32 => 5,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Wire::Varint => "varint",
@@ -146,6 +168,8 @@ pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
 /// Iterates over the fields of the message in `[start, end)`.
 pub struct Scanner<'a, B: ?Sized> {
     bytes: &'a B,
+    /// The bytes up to `end` when they are one slice (the fast path).
+    fast: Option<&'a [u8]>,
     pos: u64,
     end: u64,
     /// True when `end` is where the bytes ran out, not where the message was
@@ -160,8 +184,12 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
     pub fn new(bytes: &'a B, range: Range) -> Self {
         let size = bytes.size();
         let end = range.end.min(size);
+        let fast = bytes
+            .slice()
+            .and_then(|s| usize::try_from(end).ok().and_then(|e| s.get(..e)));
         Scanner {
             bytes,
+            fast,
             pos: range.start,
             end,
             at_eof: range.end >= size,
@@ -190,6 +218,20 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
 
     /// Reads a varint at `at` within the message; Err(cut) on failure.
     fn varint_at(&self, at: u64) -> Result<(u64, u64), bool> {
+        if let Some(s) = self.fast {
+            let rest = s.get(at as usize..).unwrap_or_default();
+            // One-byte varints (most tags and small numbers) first.
+            if let Some(&b) = rest.first()
+                && b < 0x80
+            {
+                return Ok((u64::from(b), 1));
+            }
+            return match varint(rest) {
+                Some((_, 0)) => Err(false),
+                Some((v, len)) => Ok((v, len as u64)),
+                None => Err(true),
+            };
+        }
         let mut buf = [0u8; 10];
         let want = ((self.end - at.min(self.end)) as usize).min(10);
         let n = self.bytes.read(at, &mut buf[..want]);
@@ -257,10 +299,25 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
 impl<B: Bytes + ?Sized> Iterator for Scanner<'_, B> {
     type Item = Result<Field, WireError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.end {
             return None;
         }
+        if let Some(s) = self.fast
+            && let Some(f) = fast_field(s, self.pos as usize)
+        {
+            self.pos = f.range.end;
+            return Some(Ok(f));
+        }
+        self.next_general()
+    }
+}
+
+impl<B: Bytes + ?Sized> Scanner<'_, B> {
+    /// Any field, through [`Bytes::read`], with every kind of damage named.
+    #[inline(never)]
+    fn next_general(&mut self) -> Option<Result<Field, WireError>> {
         let start = self.pos;
         let (tag, tl) = match self.varint_at(start) {
             Ok(v) => v,
@@ -310,7 +367,14 @@ impl<B: Bytes + ?Sized> Iterator for Scanner<'_, B> {
                     );
                 }
                 let mut b = [0u8; 8];
-                self.bytes.read(at, &mut b[..size as usize]);
+                match self.fast {
+                    Some(s) => {
+                        b[..size as usize].copy_from_slice(&s[at as usize..(at + size) as usize])
+                    }
+                    None => {
+                        self.bytes.read(at, &mut b[..size as usize]);
+                    }
+                }
                 (
                     w,
                     Range::new(at, at + size),
@@ -392,6 +456,67 @@ impl<B: Bytes + ?Sized> Iterator for Scanner<'_, B> {
             cut: false,
         }))
     }
+}
+
+/// A varint at `p` in `s` that ends within `s` and 10 bytes: (value, end).
+#[inline(always)]
+pub fn varint_in(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    let b = *s.get(p)?;
+    if b < 0x80 {
+        return Some((u64::from(b), p + 1));
+    }
+    let mut v = u64::from(b & 0x7f);
+    for i in 1..10 {
+        let b = *s.get(p + i)?;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((v, p + i + 1));
+        }
+    }
+    None
+}
+
+/// The field at `start` of the message `s` when it is whole and of a
+/// common shape (varint, fixed, length-delimited); `None` sends the
+/// scanner down its general path, which also names every kind of damage.
+#[inline(always)]
+fn fast_field(s: &[u8], start: usize) -> Option<Field> {
+    let (tag, at) = varint_in(s, start)?;
+    let number = tag >> 3;
+    if number == 0 || number > (1 << 29) - 1 {
+        return None;
+    }
+    let (wire, value, int) = match tag & 7 {
+        0 => {
+            let (v, end) = varint_in(s, at)?;
+            (Wire::Varint, (at, end), v)
+        }
+        1 => {
+            let b: [u8; 8] = s.get(at..at + 8)?.try_into().ok()?;
+            (Wire::I64, (at, at + 8), u64::from_le_bytes(b))
+        }
+        5 => {
+            let b: [u8; 4] = s.get(at..at + 4)?.try_into().ok()?;
+            (Wire::I32, (at, at + 4), u64::from(u32::from_le_bytes(b)))
+        }
+        2 => {
+            let (len, p) = varint_in(s, at)?;
+            let end = p.checked_add(usize::try_from(len).ok()?)?;
+            if end > s.len() {
+                return None;
+            }
+            (Wire::Len, (p, end), len)
+        }
+        _ => return None,
+    };
+    Some(Field {
+        number: number as u32,
+        wire,
+        range: Range::new(start as u64, value.1 as u64),
+        value: Range::new(value.0 as u64, value.1 as u64),
+        int,
+        cut: false,
+    })
 }
 
 /// The fields of a `Len` payload when it is a plausible message: every byte

@@ -18,6 +18,8 @@
 //! reading resumes at the next byte where a chunk header checks out — its
 //! CRC makes a false match about a 2⁻³² chance — or at the next block.
 
+use std::borrow::Cow;
+
 use crate::data::Range;
 use crate::parsers::protobuf::wire::Bytes;
 use crate::status::Status;
@@ -216,9 +218,15 @@ impl ChunkReader {
                 ),
             ));
         }
-        let p = &mut self.buf[..len as usize];
-        bytes.read(pos + CHUNK_HEADER, p);
-        let got = crc_of(kind, p);
+        let from = pos + CHUNK_HEADER;
+        let got = match bytes.slice() {
+            Some(s) => crc_of(kind, &s[from as usize..end as usize]),
+            None => {
+                let p = &mut self.buf[..len as usize];
+                bytes.read(from, p);
+                crc_of(kind, p)
+            }
+        };
         if got != crc {
             return Err((
                 Status::Corrupt,
@@ -553,8 +561,20 @@ impl RecordReader {
     }
 }
 
-/// The payload of a record, reassembled from its chunks.
-pub fn payload<B: Bytes + ?Sized>(b: &B, chunks: &[Chunk]) -> Vec<u8> {
+/// The payload of a record: borrowed when it is one chunk of bytes in
+/// memory or mapped, else reassembled from its chunks.
+pub fn payload<'a, B: Bytes + ?Sized>(b: &'a B, chunks: &[Chunk]) -> Cow<'a, [u8]> {
+    if let ([c], Some(s)) = (chunks, b.slice()) {
+        let p = c.payload();
+        if let Some(v) = s.get(p.start as usize..p.end as usize) {
+            return Cow::Borrowed(v);
+        }
+    }
+    Cow::Owned(payload_owned(b, chunks))
+}
+
+/// The payload of a record, reassembled from its chunks into memory.
+pub fn payload_owned<B: Bytes + ?Sized>(b: &B, chunks: &[Chunk]) -> Vec<u8> {
     let total: u64 = chunks.iter().map(|c| c.payload().len()).sum();
     let mut out = vec![0u8; total.min(MAX_RECORD) as usize];
     let mut at = 0usize;
@@ -635,7 +655,7 @@ mod tests {
             let got: Vec<Vec<u8>> = recs(&log, l)
                 .into_iter()
                 .map(|i| match i {
-                    Item::Record(c) => payload(&log[..], &c),
+                    Item::Record(c) => payload(&log[..], &c).into_owned(),
                     Item::Bad(b) => panic!("{b:?}"),
                 })
                 .collect();

@@ -10,14 +10,18 @@
 
 pub mod log;
 
-use prost_reflect::{Kind, MessageDescriptor};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use prost_reflect::MessageDescriptor;
 
 use super::protobuf::fields::{self, Depth};
+use super::protobuf::table::{MsgId, Table, Ty};
 use super::protobuf::wire::{Bytes, Scanner, Wire};
 use super::protobuf::{json, schema};
 use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source};
-use crate::name::escape_str;
+use crate::name::escape_str_into;
 use crate::node::{Children, Node};
 use crate::status::{Damage, Status};
 use log::{BLOCK, Chunk, ChunkReader, Item, RecordReader};
@@ -45,23 +49,6 @@ pub fn record_type() -> MessageDescriptor {
 /// Nodes made below one record at most.
 const RECORD_NODES: usize = 20_000;
 
-/// One record: its number and type, read from its bytes and checked.
-pub struct Record {
-    /// Its `num` field (0 when absent, as proto3 has it).
-    pub number: i64,
-    /// The name of its `record_type` field (`history`, `run`, ...), or
-    /// `#N` for a field number the schema does not know, or `none`.
-    pub kind: String,
-    /// The record's bytes.
-    pub payload: Vec<u8>,
-    /// The message of its type within `payload`, with that type.
-    pub body: Option<(Range, MessageDescriptor)>,
-    /// Ok, or why the record does not decode as a `wandb_internal.Record`.
-    pub msg: Result<(), String>,
-    /// The JSON of the body (`data` of `records --json`) when it decodes.
-    pub data: String,
-}
-
 /// How records are written as JSON: W&B's key/value item lists as objects.
 pub const JSON: json::Options = json::Options {
     items: &[
@@ -74,27 +61,55 @@ pub const JSON: json::Options = json::Options {
     ],
 };
 
+/// The record schema flattened for reading many records; `Record` is
+/// message 0.
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| JSON.table(&record_type()))
+}
+
+/// One record: its number and type, read from its bytes and checked.
+pub struct Record<'a> {
+    /// Its `num` field (0 when absent, as proto3 has it).
+    pub number: i64,
+    /// The name of its `record_type` field (`history`, `run`, ...), or
+    /// `#N` for a field number the schema does not know, or `none`.
+    pub kind: Cow<'static, str>,
+    /// The record's bytes.
+    pub payload: Cow<'a, [u8]>,
+    /// The message of its type within `payload`, with that type.
+    pub body: Option<(Range, MsgId)>,
+    /// Ok, or why the record does not decode as a `wandb_internal.Record`.
+    pub msg: Result<(), String>,
+    /// The JSON of the body (`data` of `records --json`) when it decodes
+    /// and was asked for.
+    pub data: String,
+}
+
 /// Reads a record's payload: number, type, whether it decodes (what a
 /// protobuf decoder checks) and, with `with_json`, the JSON of its body.
-pub fn decode_with(desc: &MessageDescriptor, payload: Vec<u8>, with_json: bool) -> Record {
+pub fn decode_with(payload: Cow<'_, [u8]>, with_json: bool) -> Record<'_> {
+    let t = table();
+    let rec = t.msg(0);
     let mut number = 0;
-    let mut kind: Option<String> = None;
+    let mut kind: Option<&'static str> = None;
     let mut unknown: Option<u32> = None;
     let mut body = None;
-    let all = Range::new(0, payload.len() as u64);
-    for f in Scanner::new(&payload[..], all).flatten() {
+    let mut skip = 0;
+    for f in Scanner::new(&payload[..], Range::new(0, payload.len() as u64)).flatten() {
         if f.number == 1 && f.wire == Wire::Varint {
             number = f.int as i64;
             continue;
         }
-        match desc.get_field(f.number) {
-            Some(fd) if fd.containing_oneof().is_some() => {
-                if let Kind::Message(m) = fd.kind()
+        match rec.field(f.number) {
+            Some(fd) if fd.oneof => {
+                if let Ty::Message(m) = fd.ty
                     && f.wire == Wire::Len
                 {
                     body = Some((f.value, m));
+                    skip = f.number;
                 }
-                kind = Some(fd.name().to_string());
+                kind = Some(&fd.name);
             }
             Some(_) => {}
             None => {
@@ -103,34 +118,31 @@ pub fn decode_with(desc: &MessageDescriptor, payload: Vec<u8>, with_json: bool) 
         }
     }
     let mut data = String::new();
-    let mut skip = 0;
     let mut msg = Ok(());
-    if let Some((r, m)) = &body {
+    if let Some((r, m)) = body {
         let b = &payload[r.start as usize..r.end as usize];
         msg = if with_json {
-            json::write(&mut data, b, m, &JSON)
+            json::Writer::new(t).write(&mut data, b, m)
         } else {
-            json::check_except(b, m, &JSON, 0)
+            json::check(t, b, m, 0)
         };
-        skip = desc
-            .get_field_by_name(kind.as_deref().unwrap_or_default())
-            .map_or(0, |f| f.number());
-    } else {
+    } else if with_json {
         data.push_str("{}");
     }
     if msg.is_ok() {
         // The rest of the record (number, control, info) must decode too.
-        msg = json::check_except(&payload, desc, &JSON, skip);
+        msg = json::check(t, &payload, 0, skip);
     }
     if msg.is_err() {
         data.clear();
     }
-    let kind = kind.unwrap_or_else(|| match (&msg, unknown) {
+    let kind = match (kind, &msg, unknown) {
+        (Some(k), _, _) => Cow::Borrowed(k),
         // A type newer than the schema stays an unknown field.
-        (_, Some(n)) => format!("#{n}"),
-        (Err(_), None) => "undecodable".to_string(),
-        (Ok(()), None) => "none".to_string(),
-    });
+        (None, _, Some(n)) => Cow::Owned(format!("#{n}")),
+        (None, Err(_), None) => Cow::Borrowed("undecodable"),
+        (None, Ok(()), None) => Cow::Borrowed("none"),
+    };
     Record {
         number,
         kind,
@@ -142,38 +154,52 @@ pub fn decode_with(desc: &MessageDescriptor, payload: Vec<u8>, with_json: bool) 
 }
 
 /// [`decode_with`] with the JSON.
-pub fn decode(desc: &MessageDescriptor, payload: &[u8]) -> Record {
-    decode_with(desc, payload.to_vec(), true)
+pub fn decode(payload: &[u8]) -> Record<'_> {
+    decode_with(Cow::Borrowed(payload), true)
 }
 
-impl Record {
-    /// The bytes of the record's body.
-    fn body_bytes(&self) -> Option<(&[u8], &MessageDescriptor)> {
-        let (r, m) = self.body.as_ref()?;
+impl Record<'_> {
+    /// The bytes of the record's body and its type.
+    fn body_bytes(&self) -> Option<(&[u8], MsgId)> {
+        let (r, m) = self.body?;
         Some((&self.payload[r.start as usize..r.end as usize], m))
     }
 
     /// Writes the JSON of the whole record (number, control, info, body).
     pub fn full_json(&self, out: &mut String) -> Result<(), String> {
-        json::write(out, &self.payload, &record_type(), &JSON)
+        json::Writer::new(table()).write(out, &self.payload, 0)
     }
 
     /// A one-line summary for listings and the tree, read from the wire.
     pub fn summary(&self) -> String {
+        let mut s = String::new();
+        self.summary_into(&mut s);
+        s
+    }
+
+    /// Appends [`Record::summary`] to `out`, terminal-safe and at most
+    /// [`SUMMARY_CHARS`] characters.
+    pub fn summary_into(&self, out: &mut String) {
         if let Err(e) = &self.msg {
-            return format!("does not decode: {e}");
+            escape_str_into(
+                &shorten(&format!("does not decode: {e}"), SUMMARY_CHARS),
+                out,
+            );
+            return;
         }
         let Some((b, m)) = self.body_bytes() else {
-            return String::new();
+            return;
         };
+        let t = table();
+        let msg = t.msg(m);
         let all = Range::new(0, b.len() as u64);
-        let field = |name: &str| m.get_field_by_name(name).map_or(0, |f| f.number());
-        let s = match self.kind.as_str() {
+        let mut s = Line::new(out);
+        match &*self.kind {
             "history" => {
-                let (item, step) = (field("item"), field("step"));
+                let (item, step) = (msg.number("item"), msg.number("step"));
                 let mut num = None;
                 for f in Scanner::new(b, all).flatten() {
-                    if f.number == step {
+                    if f.number == step && f.wire == Wire::Len {
                         num = Some(0);
                         let sb = &b[f.value.start as usize..f.value.end as usize];
                         for g in Scanner::new(sb, Range::new(0, sb.len() as u64)).flatten() {
@@ -183,22 +209,22 @@ impl Record {
                         }
                     }
                 }
-                let items = items_text(b, &[item]);
-                match num {
-                    Some(n) => format!("step {n}: {items}"),
-                    None => items,
+                if let Some(n) = num {
+                    s.push("step ");
+                    s.push(itoa::Buffer::new().format(n));
+                    s.push(": ");
                 }
+                items_text(&mut s, b, &[item]);
             }
             "summary" | "config" => {
-                let up = items_text(b, &[field("update")]);
-                let rm = items_text(b, &[field("remove")]);
-                if rm.is_empty() {
-                    up
-                } else {
-                    format!("{up}; remove {rm}")
+                let (up, rm) = (msg.number("update"), msg.number("remove"));
+                items_text(&mut s, b, &[up]);
+                if Scanner::new(b, all).flatten().any(|f| f.number == rm) {
+                    s.push("; remove ");
+                    items_text(&mut s, b, &[rm]);
                 }
             }
-            "stats" => items_text(b, &[field("item")]),
+            "stats" => items_text(&mut s, b, &[msg.number("item")]),
             "output" | "output_raw" => {
                 let mut stream = "stderr";
                 let mut line = "";
@@ -209,88 +235,169 @@ impl Record {
                         _ => {}
                     }
                 }
-                format!("{stream}: {}", shorten(line.trim_end(), 160))
+                s.push(stream);
+                s.push(": ");
+                s.push(line.trim_end());
             }
             "files" => {
-                let mut paths = Vec::new();
+                let mut n = 0;
                 for f in Scanner::new(b, all).flatten() {
                     let fb = &b[f.value.start as usize..f.value.end as usize];
                     for g in Scanner::new(fb, Range::new(0, fb.len() as u64)).flatten() {
                         if g.number == 1 && g.wire == Wire::Len {
-                            paths.push(str_at(fb, g.value).to_string());
+                            if n > 0 {
+                                s.push(", ");
+                            }
+                            s.push(str_at(fb, g.value));
+                            n += 1;
                         }
                     }
-                    if paths.len() >= 8 {
+                    if n >= 8 || s.full() {
                         break;
                     }
                 }
-                paths.join(", ")
             }
-            "header" if b.is_empty() => "(empty: written by the legacy Python writer)".to_string(),
-            _ => fields::summary(b, all, Some(m)),
+            "header" if b.is_empty() => s.push("(empty: written by the legacy Python writer)"),
+            _ => s.push(&fields::summary(b, all, Some(&msg.desc))),
+        }
+    }
+}
+
+/// Characters in a record's summary at most.
+pub const SUMMARY_CHARS: usize = 160;
+
+/// A summary line being written: escaped for the terminal as it goes and
+/// cut at [`SUMMARY_CHARS`] characters with `…`.
+struct Line<'o> {
+    out: &'o mut String,
+    chars: usize,
+    cut: bool,
+}
+
+impl<'o> Line<'o> {
+    fn new(out: &'o mut String) -> Self {
+        Line {
+            out,
+            chars: 0,
+            cut: false,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.cut
+    }
+
+    fn push(&mut self, text: &str) {
+        if self.cut {
+            return;
+        }
+        let before = self.out.len();
+        escape_str_into(text, self.out);
+        let added = &self.out[before..];
+        let n = if added.is_ascii() {
+            added.len()
+        } else {
+            added.chars().count()
         };
-        escape_str(&shorten(&s, 160))
+        if self.chars + n <= SUMMARY_CHARS {
+            self.chars += n;
+            return;
+        }
+        // Keep SUMMARY_CHARS - 1 characters and the ellipsis.
+        let keep = SUMMARY_CHARS - 1 - self.chars.min(SUMMARY_CHARS - 1);
+        let cut_at = added
+            .char_indices()
+            .nth(keep)
+            .map_or(added.len(), |(i, _)| i);
+        self.out.truncate(before + cut_at);
+        self.out.push('…');
+        self.chars = SUMMARY_CHARS;
+        self.cut = true;
     }
 }
 
 fn str_at(b: &[u8], r: Range) -> &str {
-    std::str::from_utf8(&b[r.start as usize..r.end as usize]).unwrap_or("")
+    crate::util::utf8(&b[r.start as usize..r.end as usize]).unwrap_or("")
 }
 
 fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
-    let mut t: String = s.chars().take(max).collect();
+    let mut t: String = s.chars().take(max - 1).collect();
     t.push('…');
     t
 }
 
-/// `k=v, ...` of the items in the fields numbered `numbers` (internal `_`
-/// keys left out when there are others).
-fn items_text(b: &[u8], numbers: &[u32]) -> String {
+/// Writes `k=v, ...` of the items in the fields numbered `numbers`
+/// (internal `_` keys left out; when there are only those, their count).
+fn items_text(s: &mut Line, b: &[u8], numbers: &[u32]) {
     let all = Range::new(0, b.len() as u64);
-    let mut parts = Vec::new();
+    let mut shown = 0;
     let mut total = 0;
     for f in Scanner::new(b, all).flatten() {
         if !numbers.contains(&f.number) || f.wire != Wire::Len {
             continue;
         }
         total += 1;
+        if s.full() {
+            continue;
+        }
         let e = &b[f.value.start as usize..f.value.end as usize];
         let mut key = "";
-        let mut nested: Vec<&str> = Vec::new();
+        let mut nested: [&str; 4] = [""; 4];
+        let mut n_nested = 0;
         let mut val = "";
         for g in Scanner::new(e, Range::new(0, e.len() as u64)).flatten() {
             match (g.number, g.wire) {
                 (1, Wire::Len) => key = str_at(e, g.value),
-                (2, Wire::Len) => nested.push(str_at(e, g.value)),
+                (2, Wire::Len) => {
+                    if n_nested < nested.len() {
+                        nested[n_nested] = str_at(e, g.value);
+                    }
+                    n_nested += 1;
+                }
                 (16, Wire::Len) => val = str_at(e, g.value),
                 _ => {}
             }
         }
-        let key = if nested.is_empty() {
-            key.to_string()
-        } else {
-            nested.join("/")
-        };
-        if key.starts_with('_') {
+        let first = if n_nested > 0 { nested[0] } else { key };
+        if first.starts_with('_') {
             continue;
         }
-        parts.push(if val.is_empty() {
-            key
+        if shown >= 8 {
+            s.push(", …");
+            // Only the count of what follows is still wanted.
+            s.cut = true;
+            continue;
+        }
+        if shown > 0 {
+            s.push(", ");
+        }
+        shown += 1;
+        if n_nested > 0 {
+            for (i, part) in nested[..n_nested.min(nested.len())].iter().enumerate() {
+                if i > 0 {
+                    s.push("/");
+                }
+                s.push(part);
+            }
         } else {
-            format!("{key}={}", shorten(val, 40))
-        });
-        if parts.len() >= 8 {
-            parts.push("…".into());
-            break;
+            s.push(key);
+        }
+        if !val.is_empty() {
+            s.push("=");
+            if val.len() <= 40 || val.chars().count() <= 40 {
+                s.push(val);
+            } else {
+                s.push(&shorten(val, 40));
+            }
         }
     }
-    if parts.is_empty() && total > 0 {
-        return format!("{total} internal items");
+    if shown == 0 && total > 0 {
+        s.push(itoa::Buffer::new().format(total));
+        s.push(" internal items");
     }
-    parts.join(", ")
 }
 
 /// The node of a record (its children are loaded on demand).
@@ -370,7 +477,6 @@ impl Parser for LogParser {
             }
         };
         reader.at_end = fin;
-        let desc = record_type();
         let stop = reader.chunks.pos.saturating_add(STEP_BYTES.max(cx.budget));
         while reader.chunks.pos < stop {
             let Some(item) = reader.next(src) else {
@@ -380,7 +486,7 @@ impl Parser for LogParser {
             match item {
                 Item::Record(chunks) => {
                     let payload = log::payload(src, &chunks);
-                    let rec = decode_with(&desc, payload, false);
+                    let rec = decode_with(payload, false);
                     let range = Item::Record(chunks).range();
                     let node = record_node(&rec, range);
                     if let Some(d) = &node.damage {
@@ -485,10 +591,10 @@ mod tests {
     #[test]
     fn unknown_record_types_are_named_by_number() {
         // num=3, field 99 (not in the schema) holding an empty message.
-        let rec = decode(&record_type(), &[0x08, 3, 0x9a, 0x06, 0]);
-        assert_eq!((rec.number, rec.kind.as_str()), (3, "#99"));
-        let bad = decode(&record_type(), &[0x08, 5, 0x12, 9, 1]);
+        let rec = decode(&[0x08, 3, 0x9a, 0x06, 0]);
+        assert_eq!((rec.number, &*rec.kind), (3, "#99"));
+        let bad = decode(&[0x08, 5, 0x12, 9, 1]);
         assert!(bad.msg.is_err());
-        assert_eq!((bad.number, bad.kind.as_str()), (5, "history"));
+        assert_eq!((bad.number, &*bad.kind), (5, "history"));
     }
 }
