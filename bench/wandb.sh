@@ -17,9 +17,12 @@
 #       Record().ParseFromString, counts per WhichOneof("record_type")
 #   (b) `wandb_read.py json`: the same + MessageToDict(preserving_proto_field_name=True)
 #       and json.dumps, one line per record
-#   (c) `pparse records FILE`          beside (a)
-#   (d) `pparse records --json FILE`   beside (b) (pparse turns the key/value_json item
+#   (c) `pparse records --count FILE`  beside (a): the same work, every record read,
+#       checked and counted per type
+#   (d) `pparse records FILE`          beside (a): besides, a one-line summary per record
+#   (e) `pparse records --json FILE`   beside (b) (pparse turns the key/value_json item
 #       lists into objects of decoded values; (b) prints MessageToDict as it is)
+# Python: one run each; pparse: the median of PPARSE_RUNS (default 5) runs.
 # Wall seconds from `date +%s%N`, peak RSS from GNU time (%M). Ratios are peer/pparse
 # (above 1: pparse is faster / smaller). The record count of (a) is checked against
 # `pparse records FILE | wc -l`; a difference is printed as a warning.
@@ -29,7 +32,7 @@
 #   env: PPARSE=/path/to/pparse (default: cargo build --release, target/release/pparse)
 #        WANDB_PYTHON=/tmp/wandb-0175/bin/python (a python with wandb, 0.17.x: it has
 #          wandb.sdk.internal.datastore; it writes the input and is the peer)
-#        WANDB_MB=300   BENCH_DIR=/tmp/pparse-bench-wandb   OUT
+#        WANDB_MB=300   PPARSE_RUNS=5   BENCH_DIR=/tmp/pparse-bench-wandb   OUT
 #        SKIP_PPARSE=1 (generate and time the Python side only; no cargo)
 set -euo pipefail
 
@@ -37,6 +40,7 @@ cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-wandb}
 WANDB_MB=${WANDB_MB:-300}
 WANDB_PYTHON=${WANDB_PYTHON:-/tmp/wandb-0175/bin/python}
+PPARSE_RUNS=${PPARSE_RUNS:-5}
 SEED=0
 mkdir -p "$BENCH_DIR"
 
@@ -101,10 +105,21 @@ bench() {
 HAVE_RECORDS=0
 if [[ -n $PPARSE ]] && "$PPARSE" records --help > /dev/null 2>&1; then HAVE_RECORDS=1; fi
 
+# pbench NAME CMD...: PPARSE_RUNS runs of bench; the median run is kept as NAME.
+pbench() {
+  local name=$1; shift
+  for ((i = 1; i <= PPARSE_RUNS; i++)); do bench "$name run$i" "$@"; done
+  sort -t$'\t' -k2,2n <(grep "^$name run" "$BENCH_DIR/times") | sed -n "$(( (PPARSE_RUNS + 1) / 2 ))p" \
+    | sed "s/^$name run[0-9]*/$name/" >> "$BENCH_DIR/times"
+}
+
 bench "py count" "$WANDB_PYTHON" bench/wandb_read.py count "$F"
-if (( HAVE_RECORDS )); then bench "pp records" "$PPARSE" records "$F"; fi
+if (( HAVE_RECORDS )); then
+  pbench "pp count" "$PPARSE" records --count "$F"
+  pbench "pp records" "$PPARSE" records "$F"
+fi
 bench "py json" "$WANDB_PYTHON" bench/wandb_read.py json "$F"
-if (( HAVE_RECORDS )); then bench "pp json" "$PPARSE" records --json "$F"; fi
+if (( HAVE_RECORDS )); then pbench "pp json" "$PPARSE" records --json "$F"; fi
 
 WARN=()
 PY_COUNT=$(awk '$1 == "records" { n = $2 } END { print n }' "$BENCH_DIR/err.py_count")
@@ -113,11 +128,17 @@ if (( HAVE_RECORDS )); then
   PP_COUNT=$({ "$PPARSE" records "$F" 2>/dev/null || true; } | wc -l)
   [[ $PP_COUNT == "$PY_COUNT" ]] \
     || WARN+=("\`pparse records\` prints $PP_COUNT lines, the wandb reader counts $PY_COUNT records")
+  # The counts per type of (a) and of `--count` must be the same.
+  "$WANDB_PYTHON" bench/wandb_read.py count "$F" 2>/dev/null | awk '$1 != "records" { print $2, $1 }' | sort > "$BENCH_DIR/py.types"
+  { "$PPARSE" records --count "$F" 2>/dev/null || true; } | awk '$2 != "records" && $2 != "damaged" { print $1, $2 }' | sort > "$BENCH_DIR/pp.types"
+  cmp -s "$BENCH_DIR/py.types" "$BENCH_DIR/pp.types" \
+    || WARN+=("\`pparse records --count\` and the wandb reader count types differently: $(diff "$BENCH_DIR/py.types" "$BENCH_DIR/pp.types" | tr '\n' ' ')")
 fi
 
 # ---- report ------------------------------------------------------------------
 CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE_GIVEN }WANDB_MB=$WANDB_MB"
 [[ $WANDB_PYTHON != /tmp/wandb-0175/bin/python ]] && CMD+=" WANDB_PYTHON=$WANDB_PYTHON"
+[[ $PPARSE_RUNS != 5 ]] && CMD+=" PPARSE_RUNS=$PPARSE_RUNS"
 [[ -n ${SKIP_PPARSE:-} ]] && CMD+=" SKIP_PPARSE=1"
 CMD+=" bench/wandb.sh"
 {
@@ -152,8 +173,10 @@ def cell(name):
 print("| task | wandb SDK (Python) | wall | peak RSS | pparse | wall | peak RSS | time peer/pparse | RSS peer/pparse |")
 print("|---|---|---|---|---|---|---|---|---|")
 for task, py, pp, py_label, pp_label in (
-        ("read + count", "py count", "pp records",
-         "`DataStore.scan_data` + `Record.ParseFromString`", "`pparse records FILE`"),
+        ("read + count per type", "py count", "pp count",
+         "`DataStore.scan_data` + `Record.ParseFromString`", "`pparse records --count FILE`"),
+        ("read + list", "py count", "pp records",
+         "(the same)", "`pparse records FILE` (a summary line per record)"),
         ("read + JSON", "py json", "pp json",
          "the same + `MessageToDict` + `json.dumps`", "`pparse records --json FILE`")):
     pw, pr, pv, pm = cell(py)
@@ -163,7 +186,7 @@ for task, py, pp, py_label, pp_label in (
     print(f"| {task} | {py_label} | {pw} | {pr} | {pp_label} | {qw} | {qr} | {tr} | {mr} |")
 EOF
   echo
-  echo "One run each, warm page cache, outputs to /dev/null; ratios above 1 mean pparse is faster / smaller." \
+  echo "Python: one run each; pparse: median of $PPARSE_RUNS; warm page cache, outputs to /dev/null; ratios above 1 mean pparse is faster / smaller." \
        "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM."
   echo "Tools: $( [[ -n $PPARSE ]] && { "$PPARSE" --version 2>/dev/null || echo "pparse (no --version)"; } || echo "pparse not run"), wandb $WANDB_VERSION, protobuf $("$WANDB_PYTHON" -c 'import google.protobuf as p; from google.protobuf.internal import api_implementation as a; print(p.__version__, "(" + a.Type() + ")")'), $("$WANDB_PYTHON" --version)."
   echo

@@ -98,6 +98,9 @@ enum Cmd {
         /// JSON Lines: {"number", "type", "offset", "data"} per record.
         #[arg(long)]
         json: bool,
+        /// Only the number of records of each type and of damages.
+        #[arg(long, conflicts_with = "verbose")]
+        count: bool,
     },
     /// Write every leaf extraction below PATH as a file under DIR.
     Extract {
@@ -157,6 +160,7 @@ pub fn main() -> i32 {
             types,
             verbose,
             json,
+            count,
         }) => records::records(
             &file,
             path.as_deref().unwrap_or(""),
@@ -164,6 +168,7 @@ pub fn main() -> i32 {
                 types: &types,
                 verbose,
                 json,
+                count,
             },
         ),
         Some(Cmd::Extract { file, path, out }) => {

@@ -4,6 +4,7 @@
 //! as it is read: a listing of a multi-GB log starts at once and needs no
 //! more memory than its largest record.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -24,6 +25,8 @@ pub struct Show<'a> {
     pub types: &'a [String],
     pub verbose: bool,
     pub json: bool,
+    /// Counts per type instead of the records.
+    pub count: bool,
 }
 
 /// The `.wandb` extraction named by PATH, or the first below it.
@@ -121,6 +124,42 @@ const BATCH_ITEMS: usize = 4096;
 struct Piece {
     text: String,
     bad: Vec<(Status, String)>,
+    /// Records per type (with `--count`).
+    counts: Counts,
+}
+
+/// Records per type, in the order the types were first seen.
+#[derive(Default)]
+struct Counts(Vec<(Cow<'static, str>, u64)>);
+
+impl Counts {
+    fn add(&mut self, kind: Cow<'static, str>, n: u64) {
+        match self.0.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, c)) => *c += n,
+            None => self.0.push((kind, n)),
+        }
+    }
+
+    /// `--count`'s output: most frequent type first.
+    fn write(mut self, damage: usize, json: bool, out: &mut dyn Write) -> io::Result<()> {
+        self.0
+            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let total: u64 = self.0.iter().map(|(_, n)| n).sum();
+        if json {
+            let types: serde_json::Map<String, serde_json::Value> = self
+                .0
+                .iter()
+                .map(|(k, n)| (k.to_string(), (*n).into()))
+                .collect();
+            let v = serde_json::json!({"records": total, "types": types, "damage": damage});
+            return writeln!(out, "{v}");
+        }
+        for (k, n) in &self.0 {
+            writeln!(out, "{n:>10}  {k}")?;
+        }
+        writeln!(out, "{total:>10}  records")?;
+        writeln!(out, "{damage:>10}  damaged spans")
+    }
 }
 
 /// Writes the listing of the log in `src`; `bad` hears of each damage.
@@ -156,10 +195,16 @@ pub fn list(
         }
         (items, records.reader.chunks.pos)
     };
+    let mut counts = Counts::default();
+    let mut damage = 0;
     let mut write = |p: Piece, out: &mut dyn Write| -> io::Result<()> {
         out.write_all(p.text.as_bytes())?;
+        damage += p.bad.len();
         for (status, what) in p.bad {
             bad(status, what);
+        }
+        for (k, n) in p.counts.0 {
+            counts.add(k, n);
         }
         Ok(())
     };
@@ -168,7 +213,7 @@ pub fn list(
         loop {
             let (items, pos) = next_batch();
             if items.is_empty() {
-                return Ok(());
+                break;
             }
             let mut p = Piece::default();
             for item in items {
@@ -177,7 +222,25 @@ pub fn list(
             write(p, out)?;
             release(src, &mut released, pos);
         }
+    } else {
+        parallel(src, show, workers, out, &mut next_batch, &mut write)?;
     }
+    if show.count {
+        counts.write(damage, show.json, out)?;
+    }
+    Ok(())
+}
+
+/// Reads batches with `next_batch`, has `workers` threads render them and
+/// hands the pieces to `write` in file order.
+fn parallel(
+    src: &dyn Source,
+    show: &Show,
+    workers: usize,
+    out: &mut dyn Write,
+    next_batch: &mut dyn FnMut() -> (Vec<log::Item>, u64),
+    write: &mut dyn FnMut(Piece, &mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     std::thread::scope(|s| {
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<(u64, Vec<log::Item>)>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded::<(u64, Piece)>();
@@ -249,7 +312,7 @@ fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
         log::Item::Record(chunks) => chunks,
         log::Item::Bad(b) => {
             let what = format!("{} at {}: {}", b.status, b.range, b.reason);
-            if !show.json {
+            if !show.json && !show.count {
                 p.text.push_str("      !  ");
                 pad(&mut p.text, b.status.as_str(), 12);
                 p.text.push(' ');
@@ -269,6 +332,10 @@ fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
         ));
     }
     if !show.types.is_empty() && !show.types.iter().any(|t| *t == rec.kind) {
+        return;
+    }
+    if show.count {
+        p.counts.add(rec.kind.clone(), 1);
         return;
     }
     let mut num = itoa::Buffer::new();

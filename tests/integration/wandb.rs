@@ -418,3 +418,94 @@ wandb_sweeps! {
     sweep_wandb_legacy => "wandb/v0175-legacy.wandb",
     sweep_wandb_buggy => "wandb/v0175-core-buggy.wandb",
 }
+
+#[test]
+fn count_matches_wandbs_reader() {
+    for name in LOGS {
+        let path = fixture_path(&format!("wandb/{name}.wandb"));
+        let run = pparse([
+            "records".as_ref(),
+            "--count".as_ref(),
+            "--json".as_ref(),
+            path.as_os_str(),
+        ]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr_text());
+        let got: Value = serde_json::from_str(run.stdout_text().trim()).unwrap();
+        let text = std::fs::read_to_string(fixture_path(&format!("wandb/{name}.summary.json")));
+        let want: Value = serde_json::from_str(&text.unwrap()).unwrap();
+        assert_eq!(got["records"], want["total_records"], "{name}");
+        assert_eq!(got["types"], want["records_by_type"], "{name}");
+        assert_eq!(got["damage"], 0, "{name}");
+    }
+    // Damage is counted, and the types counted are those asked for.
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = log_bytes("current-core");
+    let mid = data.len() / 2;
+    data[mid] ^= 0x40;
+    let path = dir.path().join("run.wandb");
+    std::fs::write(&path, &data).unwrap();
+    let run = pparse([
+        "records".as_ref(),
+        "--count".as_ref(),
+        "--type".as_ref(),
+        "history".as_ref(),
+        path.as_os_str(),
+    ]);
+    assert_eq!(run.code, 1);
+    let out = run.stdout_text();
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0][1], "history", "{out}");
+    let history: u64 = lines[0][0].parse().unwrap();
+    assert!((119..=121).contains(&history), "{out}");
+    assert_eq!(lines[1], [history.to_string().as_str(), "records"], "{out}");
+    assert_eq!(lines[2][1..], ["damaged", "spans"], "{out}");
+    assert_ne!(lines[2][0], "0", "{out}");
+}
+
+#[test]
+fn long_logs_are_listed_in_file_order() {
+    // Records are decoded in parallel batches of a few thousand: a log of
+    // many batches, with damage in some, must come out in file order and
+    // equal what one reader in one thread makes of it.
+    let one = log_bytes("current-core");
+    let payloads: Vec<Vec<u8>> = log::Records::new(&one[..], log::Layout::Standard)
+        .map(|i| match i {
+            log::Item::Record(c) => log::payload(&one[..], &c).into_owned(),
+            log::Item::Bad(b) => panic!("{b:?}"),
+        })
+        .collect();
+    let many: Vec<Vec<u8>> = (0..40).flat_map(|_| payloads.iter().cloned()).collect();
+    let mut data = log::write_log(&many, log::Layout::Standard);
+    for k in 1..6 {
+        let at = data.len() * k / 6;
+        data[at] ^= 0x10;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.wandb");
+    std::fs::write(&path, &data).unwrap();
+    let run = pparse(["records".as_ref(), "--json".as_ref(), path.as_os_str()]);
+    assert_eq!(run.code, 1);
+    let got: Vec<Value> = run
+        .stdout_text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (want, bad) = ours(&data);
+    assert!(got.len() > 2 * 4096, "{}", got.len());
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!(same(g, w), "ours {g}\n serial {w}");
+    }
+    // The damages are reported in file order too.
+    let offsets: Vec<u64> = run
+        .stderr_text()
+        .lines()
+        .filter_map(|l| l.split(" at 0x").nth(1))
+        .filter_map(|h| u64::from_str_radix(h.split("..").next()?, 16).ok())
+        .collect();
+    assert!(offsets.len() >= bad.len().min(50), "{}", run.stderr_text());
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "{offsets:?}");
+}

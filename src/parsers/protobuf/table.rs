@@ -112,11 +112,47 @@ pub struct Msg {
     pub desc: MessageDescriptor,
     /// Fields by number, for numbers below [`DENSE`]: index + 1, 0 for none.
     dense: Vec<u16>,
+    /// What a validity check does with each field number below [`DENSE`].
+    quick: Vec<Quick>,
     /// Sorted by number.
     pub fields: Vec<FieldT>,
 }
 
+/// A field as a validity check sees it: eight bytes, no indirection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quick {
+    /// The wire type's code.
+    pub wire: u8,
+    pub what: QuickWhat,
+    /// The message type of [`QuickWhat::Message`].
+    pub id: MsgId,
+}
+
+/// What to check of a field's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QuickWhat {
+    /// Not in the schema (or no check table for this number): look it up.
+    #[default]
+    Lookup,
+    /// A scalar: only its wire type.
+    Scalar,
+    /// Its UTF-8.
+    String,
+    /// A message of type `id`.
+    Message,
+    /// A repeated scalar, packed (`Len`) or not.
+    Packable,
+    /// Anything else (maps, groups): the general check.
+    General,
+}
+
 impl Msg {
+    /// How to check field number `n` (`Lookup` beyond the dense range).
+    #[inline(always)]
+    pub fn quick(&self, n: u64) -> Quick {
+        self.quick.get(n as usize).copied().unwrap_or_default()
+    }
+
     /// The field numbered `n`.
     #[inline]
     pub fn field(&self, n: u32) -> Option<&FieldT> {
@@ -214,6 +250,34 @@ impl Table {
                     dense[f.number as usize] = i as u16 + 1;
                 }
             }
+            let mut quick = vec![
+                Quick {
+                    wire: 0,
+                    what: QuickWhat::General,
+                    id: 0,
+                };
+                dense.len()
+            ];
+            for (n, q) in quick.iter_mut().enumerate() {
+                if dense[n] == 0 {
+                    // Unknown numbers are skipped by a decoder.
+                    q.what = QuickWhat::Scalar;
+                    q.wire = u8::MAX;
+                    continue;
+                }
+                let f = &fields[dense[n] as usize - 1];
+                q.wire = f.ty.wire().code() as u8;
+                q.what = match (f.card, f.ty) {
+                    (Card::Map { .. }, _) | (_, Ty::Group(_)) => QuickWhat::General,
+                    (Card::List, ty) if ty.packable() => QuickWhat::Packable,
+                    (_, Ty::String) => QuickWhat::String,
+                    (_, Ty::Message(id)) => {
+                        q.id = id;
+                        QuickWhat::Message
+                    }
+                    _ => QuickWhat::Scalar,
+                };
+            }
             let name = d.full_name().to_string();
             let special = match name.as_str() {
                 "google.protobuf.Timestamp" => Special::Timestamp,
@@ -226,6 +290,7 @@ impl Table {
                 special,
                 desc: d,
                 dense,
+                quick,
                 fields,
             });
         }

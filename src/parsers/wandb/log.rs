@@ -599,44 +599,45 @@ pub fn file_offset(chunks: &[Chunk], mut at: u64) -> u64 {
     chunks.last().map_or(0, |c| c.range.end)
 }
 
+/// Writes `records` as a log the way wandb's writers do, blocks laid out
+/// by `layout` (tests build logs of any size and layout with it).
+pub fn write_log(records: &[Vec<u8>], layout: Layout) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    for r in records {
+        let mut rest = &r[..];
+        let mut first = true;
+        loop {
+            let left = layout.block_end(out.len() as u64) - out.len() as u64;
+            if left < CHUNK_HEADER {
+                out.extend(std::iter::repeat_n(0, left as usize));
+                continue;
+            }
+            let room = (left - CHUNK_HEADER) as usize;
+            let n = rest.len().min(room);
+            let end = n == rest.len();
+            let kind = match (first, end) {
+                (true, true) => FULL,
+                (true, false) => FIRST,
+                (false, true) => LAST,
+                (false, false) => MIDDLE,
+            };
+            out.extend(crc_of(kind, &rest[..n]).to_le_bytes());
+            out.extend((n as u16).to_le_bytes());
+            out.push(kind);
+            out.extend(&rest[..n]);
+            rest = &rest[n..];
+            first = false;
+            if end {
+                break;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Writes records the way the writers do, with blocks at `shift + k·BLOCK`.
-    pub fn write_log(records: &[Vec<u8>], layout: Layout) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        for r in records {
-            let mut rest = &r[..];
-            let mut first = true;
-            loop {
-                let left = layout.block_end(out.len() as u64) - out.len() as u64;
-                if left < CHUNK_HEADER {
-                    out.extend(std::iter::repeat_n(0, left as usize));
-                    continue;
-                }
-                let room = (left - CHUNK_HEADER) as usize;
-                let n = rest.len().min(room);
-                let end = n == rest.len();
-                let kind = match (first, end) {
-                    (true, true) => FULL,
-                    (true, false) => FIRST,
-                    (false, true) => LAST,
-                    (false, false) => MIDDLE,
-                };
-                out.extend(crc_of(kind, &rest[..n]).to_le_bytes());
-                out.extend((n as u16).to_le_bytes());
-                out.push(kind);
-                out.extend(&rest[..n]);
-                rest = &rest[n..];
-                first = false;
-                if end {
-                    break;
-                }
-            }
-        }
-        out
-    }
 
     fn recs(b: &[u8], l: Layout) -> Vec<Item> {
         Records::new(b, l).collect()
