@@ -17,7 +17,7 @@
 
 use prost_reflect::{DynamicMessage, SerializeOptions};
 
-use super::table::{Card, FieldT, MsgId, QuickWhat, Special, Table, Ty};
+use super::table::{Card, FieldT, Msg, MsgId, QuickWhat, Special, Table, Ty};
 use super::wire::{Field, Scanner, Wire, varint, varint_in};
 use crate::data::Range;
 
@@ -455,7 +455,16 @@ fn quick_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> bool {
             continue;
         }
         if q.what == QuickWhat::Message {
-            if wire != 2 || !quick_message(t, v, q.id, depth + 1, 0) {
+            if wire != 2 {
+                return false;
+            }
+            let sub = t.msg(q.id);
+            let ok = if sub.leaf {
+                quick_leaf(sub, v)
+            } else {
+                quick_message(t, v, q.id, depth + 1, 0)
+            };
+            if !ok {
                 return false;
             }
             continue;
@@ -489,6 +498,34 @@ fn quick_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> bool {
                 quick_packed(&b[from..to], fd.ty.wire())
             }
             _ => quick_value(t, &b[from..to], fd.ty, wire, depth),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// [`quick_message`] for a message of scalars and strings (W&B's items):
+/// the same checks, in line.
+#[inline(always)]
+fn quick_leaf(msg: &Msg, b: &[u8]) -> bool {
+    let mut p = 0;
+    while p < b.len() {
+        let Some((tag, at)) = varint_in(b, p) else {
+            return false;
+        };
+        let Some((wire, from, to)) = quick_value_at(b, tag, at) else {
+            return false;
+        };
+        p = to;
+        let q = msg.quick(tag >> 3);
+        let ok = match q.what {
+            QuickWhat::String => wire == 2 && crate::util::utf8(&b[from..to]).is_some(),
+            QuickWhat::Scalar => q.wire == u8::MAX || u64::from(q.wire) == wire,
+            // Past the dense range a leaf has no fields: unknown, skipped.
+            QuickWhat::Lookup => true,
+            _ => false,
         };
         if !ok {
             return false;

@@ -114,6 +114,9 @@ pub struct Msg {
     dense: Vec<u16>,
     /// What a validity check does with each field number below [`DENSE`].
     quick: Vec<Quick>,
+    /// Only scalar and string fields, all numbered below [`DENSE`]: checked
+    /// without recursion.
+    pub leaf: bool,
     /// Sorted by number.
     pub fields: Vec<FieldT>,
 }
@@ -278,6 +281,10 @@ impl Table {
                     _ => QuickWhat::Scalar,
                 };
             }
+            let leaf = fields.iter().all(|f| f.number < DENSE)
+                && quick
+                    .iter()
+                    .all(|q| matches!(q.what, QuickWhat::Scalar | QuickWhat::String));
             let name = d.full_name().to_string();
             let special = match name.as_str() {
                 "google.protobuf.Timestamp" => Special::Timestamp,
@@ -291,6 +298,7 @@ impl Table {
                 desc: d,
                 dense,
                 quick,
+                leaf: leaf && special == Special::None,
                 fields,
             });
         }

@@ -196,10 +196,14 @@ impl Record<'_> {
         let mut s = Line::new(out);
         match &*self.kind {
             "history" => {
+                // One pass: the step, and the items to show.
                 let (item, step) = (msg.number("item"), msg.number("step"));
                 let mut num = None;
+                let mut items = Items::default();
                 for f in Scanner::new(b, all).flatten() {
-                    if f.number == step && f.wire == Wire::Len {
+                    if f.number == item && f.wire == Wire::Len {
+                        items.add(f.value);
+                    } else if f.number == step && f.wire == Wire::Len {
                         num = Some(0);
                         let sb = &b[f.value.start as usize..f.value.end as usize];
                         for g in Scanner::new(sb, Range::new(0, sb.len() as u64)).flatten() {
@@ -214,7 +218,7 @@ impl Record<'_> {
                     s.push(itoa::Buffer::new().format(n));
                     s.push(": ");
                 }
-                items_text(&mut s, b, &[item]);
+                items.write(&mut s, b);
             }
             "summary" | "config" => {
                 let (up, rm) = (msg.number("update"), msg.number("remove"));
@@ -291,6 +295,24 @@ impl<'o> Line<'o> {
         if self.cut {
             return;
         }
+        if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            // Printable ASCII: nothing to escape, a character per byte.
+            let room = SUMMARY_CHARS - self.chars;
+            if text.len() <= room {
+                self.out.push_str(text);
+                self.chars += text.len();
+            } else {
+                if room == 0 {
+                    self.out.pop();
+                } else {
+                    self.out.push_str(&text[..room - 1]);
+                }
+                self.out.push('…');
+                self.chars = SUMMARY_CHARS;
+                self.cut = true;
+            }
+            return;
+        }
         let before = self.out.len();
         escape_str_into(text, self.out);
         let added = &self.out[before..];
@@ -332,71 +354,104 @@ fn shorten(s: &str, max: usize) -> String {
 /// Writes `k=v, ...` of the items in the fields numbered `numbers`
 /// (internal `_` keys left out; when there are only those, their count).
 fn items_text(s: &mut Line, b: &[u8], numbers: &[u32]) {
-    let all = Range::new(0, b.len() as u64);
-    let mut shown = 0;
-    let mut total = 0;
-    for f in Scanner::new(b, all).flatten() {
-        if !numbers.contains(&f.number) || f.wire != Wire::Len {
-            continue;
-        }
-        total += 1;
-        if s.full() {
-            continue;
-        }
-        let e = &b[f.value.start as usize..f.value.end as usize];
-        let mut key = "";
-        let mut nested: [&str; 4] = [""; 4];
-        let mut n_nested = 0;
-        let mut val = "";
-        for g in Scanner::new(e, Range::new(0, e.len() as u64)).flatten() {
-            match (g.number, g.wire) {
-                (1, Wire::Len) => key = str_at(e, g.value),
-                (2, Wire::Len) => {
-                    if n_nested < nested.len() {
-                        nested[n_nested] = str_at(e, g.value);
-                    }
-                    n_nested += 1;
-                }
-                (16, Wire::Len) => val = str_at(e, g.value),
-                _ => {}
-            }
-        }
-        let first = if n_nested > 0 { nested[0] } else { key };
-        if first.starts_with('_') {
-            continue;
-        }
-        if shown >= 8 {
-            s.push(", …");
-            // Only the count of what follows is still wanted.
-            s.cut = true;
-            continue;
-        }
-        if shown > 0 {
-            s.push(", ");
-        }
-        shown += 1;
-        if n_nested > 0 {
-            for (i, part) in nested[..n_nested.min(nested.len())].iter().enumerate() {
-                if i > 0 {
-                    s.push("/");
-                }
-                s.push(part);
-            }
-        } else {
-            s.push(key);
-        }
-        if !val.is_empty() {
-            s.push("=");
-            if val.len() <= 40 || val.chars().count() <= 40 {
-                s.push(val);
-            } else {
-                s.push(&shorten(val, 40));
-            }
+    let mut items = Items::default();
+    for f in Scanner::new(b, Range::new(0, b.len() as u64)).flatten() {
+        if numbers.contains(&f.number) && f.wire == Wire::Len {
+            items.add(f.value);
         }
     }
-    if shown == 0 && total > 0 {
-        s.push(itoa::Buffer::new().format(total));
-        s.push(" internal items");
+    items.write(s, b);
+}
+
+/// Items shown in a summary at most (the line is full long before).
+const SHOWN_ITEMS: usize = 8;
+
+/// The `{key, nested_key, value_json}` items of a message, as found.
+#[derive(Default)]
+struct Items {
+    /// The first ones (enough to show [`SHOWN_ITEMS`] past a few internal ones).
+    first: [Range; 24],
+    kept: usize,
+    total: usize,
+}
+
+impl Items {
+    fn add(&mut self, r: Range) {
+        if self.kept < self.first.len() {
+            self.first[self.kept] = r;
+            self.kept += 1;
+        }
+        self.total += 1;
+    }
+
+    /// `k=v, ...`, internal (`_`) keys left out; their count when there
+    /// are only those.
+    fn write(&self, s: &mut Line, b: &[u8]) {
+        let mut shown = 0;
+        let mut internal = 0;
+        for r in &self.first[..self.kept] {
+            if s.full() {
+                return;
+            }
+            let e = &b[r.start as usize..r.end as usize];
+            let mut key = "";
+            let mut nested: [&str; 4] = [""; 4];
+            let mut n_nested = 0;
+            let mut val = "";
+            for g in Scanner::new(e, Range::new(0, e.len() as u64)).flatten() {
+                match (g.number, g.wire) {
+                    (1, Wire::Len) => key = str_at(e, g.value),
+                    (2, Wire::Len) => {
+                        if n_nested < nested.len() {
+                            nested[n_nested] = str_at(e, g.value);
+                        }
+                        n_nested += 1;
+                    }
+                    (16, Wire::Len) => val = str_at(e, g.value),
+                    _ => {}
+                }
+            }
+            let first = if n_nested > 0 { nested[0] } else { key };
+            if first.starts_with('_') {
+                internal += 1;
+                continue;
+            }
+            if shown == SHOWN_ITEMS {
+                s.push(", …");
+                return;
+            }
+            if shown > 0 {
+                s.push(", ");
+            }
+            shown += 1;
+            if n_nested > 0 {
+                for (i, part) in nested[..n_nested.min(nested.len())].iter().enumerate() {
+                    if i > 0 {
+                        s.push("/");
+                    }
+                    s.push(part);
+                }
+            } else {
+                s.push(key);
+            }
+            if !val.is_empty() {
+                s.push("=");
+                if val.len() <= 40 || val.chars().count() <= 40 {
+                    s.push(val);
+                } else {
+                    s.push(&shorten(val, 40));
+                }
+            }
+        }
+        if shown == 0 && self.total > 0 {
+            let n = if self.kept == self.total {
+                internal
+            } else {
+                self.total
+            };
+            s.push(itoa::Buffer::new().format(n));
+            s.push(" internal items");
+        }
     }
 }
 
