@@ -30,6 +30,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-onnx}
 ONNX_MB=${ONNX_MB:-1536}
 ONNX_PYTHON=${ONNX_PYTHON:-/tmp/onnx-venv/bin/python}
@@ -47,13 +48,7 @@ if (( ONNX_MB > 1900 )); then
   exit 2
 fi
 
-PPARSE_GIVEN=${PPARSE:-}
-if [[ -n ${SKIP_PPARSE:-} ]]; then
-  PPARSE=
-elif [[ -z $PPARSE_GIVEN ]]; then
-  cargo build --release --quiet
-  PPARSE=$PWD/target/release/pparse
-fi
+find_pparse
 
 # ---- inputs ------------------------------------------------------------------
 INLINE=$BENCH_DIR/big.onnx
@@ -78,24 +73,6 @@ fi
 
 # ---- timing ------------------------------------------------------------------
 : > "$BENCH_DIR/times"
-# bench NAME CMD...: one run under GNU time; appends "NAME<TAB>wall<TAB>rss_kib<TAB>status",
-# keeps the run's stderr in $BENCH_DIR/err.NAME.
-bench() {
-  local name=$1; shift
-  local rc=0 err=$BENCH_DIR/err.${name// /_}
-  echo "  $name ..." >&2
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -o "$BENCH_DIR/t" -f '%e %M' "$@" > /dev/null 2> "$err" || rc=$?
-  t1=$(date +%s%N)
-  if (( rc > 1 )); then   # pparse: 1 = partial results, still a timing
-    printf '%s\t-\t-\t%s\n' "$name" "exit $rc: $(head -c 200 "$err" | tr '\n\t' '  ')" >> "$BENCH_DIR/times"
-  else
-    read -r _ rss < <(tail -1 "$BENCH_DIR/t")
-    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
-    printf '%s\t%s\t%s\t%s\n' "$name" "$wall" "$rss" "exit $rc" >> "$BENCH_DIR/times"
-  fi
-}
 # warm CMD...: the page cache, and one untimed run.
 warm() { "$@" > /dev/null 2>&1 || true; }
 
@@ -113,9 +90,7 @@ for v in inline ext; do
   if (( HAVE_TENSORS )); then
     cat "${files[@]}" > /dev/null
     warm "$PPARSE" tensors "$f"
-    for ((i = 1; i <= PPARSE_RUNS; i++)); do bench "$v pparse run$i" "$PPARSE" tensors "$f"; done
-    sort -t$'\t' -k2,2n <(grep "^$v pparse run" "$BENCH_DIR/times") | sed -n "$(( (PPARSE_RUNS + 1) / 2 ))p" \
-      | sed "s/^$v pparse run[0-9]*/$v pparse/" >> "$BENCH_DIR/times"
+    median "$v pparse" "$PPARSE_RUNS" "$PPARSE" tensors "$f"
     n_pp=$({ "$PPARSE" tensors --json "$f" 2>/dev/null || true; } \
            | "$ONNX_PYTHON" -c 'import json, sys
 try:
@@ -139,38 +114,20 @@ CMD+=" bench/onnx.sh"
   echo
   echo "- \`big.onnx\`: $(stat -c %s "$INLINE") bytes, $NINIT initializers inline (raw_data), written by onnx $ONNX_VERSION \`save_model\` (bench/onnx_gen.py, seed $SEED)"
   echo "- \`ext/big.onnx\`: $(stat -c %s "$EXT") bytes + \`big.onnx.data\` $(stat -c %s "$EXT_DATA") bytes, the same model with \`save_as_external_data=True, all_tensors_to_one_file=True\`"
-  if [[ -n ${SKIP_PPARSE:-} ]]; then
-    echo "- SKIP_PPARSE=1: the Python side only"
-  elif (( ! HAVE_TENSORS )); then
-    echo "- \`pparse tensors\` is not available in this binary: no pparse timing"
-  fi
-  echo
-  for w in "${WARN[@]}"; do echo "**WARNING: $w**"; echo; done
+  no_pparse_note "$HAVE_TENSORS" "pparse tensors"
+  warnings "${WARN[@]}"
   "$ONNX_PYTHON" - "$BENCH_DIR/times" <<'EOF'
 import sys
-rows = {}
-for line in open(sys.argv[1]):
-    name, wall, rss, status = line.rstrip("\n").split("\t")
-    rows[name] = (wall, rss, status)
-def x(r):
-    return f"{r:.0f}x" if r >= 10 else f"{r:.2f}x"
-def cell(name):
-    if name not in rows:
-        return "n/a", "n/a", None, None
-    wall, rss, status = rows[name]
-    if wall == "-":
-        return f"failed ({status})", "-", None, None
-    w = float(wall)
-    shown = f"{w:.2f} s" if w >= 1 else f"{w * 1000:.1f} ms"
-    return shown, f"{int(rss) / 1024:.0f} MiB", w, int(rss)
+sys.path.insert(0, "bench")
+from times import cells, ratios
+cell = cells(sys.argv[1])
 print("| input | `onnx.load(load_external_data=False)` + listing: wall | peak RSS "
       "| `pparse tensors`: wall | peak RSS | time peer/pparse | RSS peer/pparse |")
 print("|---|---|---|---|---|---|---|")
 for v, label in (("inline", "`big.onnx` (weights inline)"), ("ext", "`ext/big.onnx` (+ `big.onnx.data`)")):
-    pw, pr, pv, pm = cell(f"{v} peer")
-    qw, qr, qv, qm = cell(f"{v} pparse")
-    tr = f"**{x(pv / qv)}**" if pv and qv else "n/a"
-    mr = f"{x(pm / qm)}" if pm and qm else "n/a"
+    pw, pr, _, _ = cell(f"{v} peer")
+    qw, qr, _, _ = cell(f"{v} pparse")
+    tr, mr = ratios(cell(f"{v} peer"), cell(f"{v} pparse"))
     print(f"| {label} | {pw} | {pr} | {qw} | {qr} | {tr} | {mr} |")
 runs = [k for k in rows if " pparse run" in k]
 if runs:

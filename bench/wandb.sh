@@ -37,6 +37,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-wandb}
 WANDB_MB=${WANDB_MB:-300}
 WANDB_PYTHON=${WANDB_PYTHON:-/tmp/wandb-0175/bin/python}
@@ -52,13 +53,7 @@ print(wandb.__version__)' 2>/dev/null); then
   exit 0
 fi
 
-PPARSE_GIVEN=${PPARSE:-}
-if [[ -n ${SKIP_PPARSE:-} ]]; then
-  PPARSE=
-elif [[ -z $PPARSE_GIVEN ]]; then
-  cargo build --release --quiet
-  PPARSE=$PWD/target/release/pparse
-fi
+find_pparse
 
 # ---- input -------------------------------------------------------------------
 F=$BENCH_DIR/run-bench0001.wandb
@@ -82,44 +77,19 @@ fi
 
 # ---- timing ------------------------------------------------------------------
 : > "$BENCH_DIR/times"
-# bench NAME CMD...: one run under GNU time; appends "NAME<TAB>wall<TAB>rss_kib<TAB>status",
-# keeps the run's stderr in $BENCH_DIR/err.NAME.
-bench() {
-  local name=$1; shift
-  local rc=0 err=$BENCH_DIR/err.${name// /_}
-  echo "  $name ..." >&2
-  cat "$F" > /dev/null   # warm page cache
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -o "$BENCH_DIR/t" -f '%e %M' "$@" > /dev/null 2> "$err" || rc=$?
-  t1=$(date +%s%N)
-  if (( rc > 1 )); then   # pparse: 1 = partial results, still a timing
-    printf '%s\t-\t-\t%s\n' "$name" "exit $rc: $(head -c 200 "$err" | tr '\n\t' '  ')" >> "$BENCH_DIR/times"
-  else
-    read -r _ rss < <(tail -1 "$BENCH_DIR/t")
-    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
-    printf '%s\t%s\t%s\t%s\n' "$name" "$wall" "$rss" "exit $rc" >> "$BENCH_DIR/times"
-  fi
-}
+WARM=$F   # every run on a warm page cache
 
 HAVE_RECORDS=0
 if [[ -n $PPARSE ]] && "$PPARSE" records --help > /dev/null 2>&1; then HAVE_RECORDS=1; fi
 
-# pbench NAME CMD...: PPARSE_RUNS runs of bench; the median run is kept as NAME.
-pbench() {
-  local name=$1; shift
-  for ((i = 1; i <= PPARSE_RUNS; i++)); do bench "$name run$i" "$@"; done
-  sort -t$'\t' -k2,2n <(grep "^$name run" "$BENCH_DIR/times") | sed -n "$(( (PPARSE_RUNS + 1) / 2 ))p" \
-    | sed "s/^$name run[0-9]*/$name/" >> "$BENCH_DIR/times"
-}
 
 bench "py count" "$WANDB_PYTHON" bench/wandb_read.py count "$F"
 if (( HAVE_RECORDS )); then
-  pbench "pp count" "$PPARSE" records --count "$F"
-  pbench "pp records" "$PPARSE" records "$F"
+  median "pp count" "$PPARSE_RUNS" "$PPARSE" records --count "$F"
+  median "pp records" "$PPARSE_RUNS" "$PPARSE" records "$F"
 fi
 bench "py json" "$WANDB_PYTHON" bench/wandb_read.py json "$F"
-if (( HAVE_RECORDS )); then pbench "pp json" "$PPARSE" records --json "$F"; fi
+if (( HAVE_RECORDS )); then median "pp json" "$PPARSE_RUNS" "$PPARSE" records --json "$F"; fi
 
 WARN=()
 PY_COUNT=$(awk '$1 == "records" { n = $2 } END { print n }' "$BENCH_DIR/err.py_count")
@@ -146,30 +116,13 @@ CMD+=" bench/wandb.sh"
   echo
   echo "- \`$(basename "$F")\`: $(stat -c %s "$F") bytes, $NREC records ($(sed 's/^counts //; s/ /, /g' "$BENCH_DIR/gen.counts" 2>/dev/null || echo "history, output_raw, stats, summary, ..."))," \
        "written by wandb $WANDB_VERSION's \`DataStore\` (bench/wandb_gen.py, seed $SEED)"
-  if [[ -n ${SKIP_PPARSE:-} ]]; then
-    echo "- SKIP_PPARSE=1: the Python side only"
-  elif (( ! HAVE_RECORDS )); then
-    echo "- \`pparse records\` is not available in this binary: no pparse timing"
-  fi
-  echo
-  for w in "${WARN[@]}"; do echo "**WARNING: $w**"; echo; done
+  no_pparse_note "$HAVE_RECORDS" "pparse records"
+  warnings "${WARN[@]}"
   "$WANDB_PYTHON" - "$BENCH_DIR/times" <<'EOF'
 import sys
-rows = {}
-for line in open(sys.argv[1]):
-    name, wall, rss, status = line.rstrip("\n").split("\t")
-    rows[name] = (wall, rss, status)
-def x(r):
-    return f"{r:.0f}x" if r >= 10 else f"{r:.2f}x"
-def cell(name):
-    if name not in rows:
-        return "n/a", "n/a", None, None
-    wall, rss, status = rows[name]
-    if wall == "-":
-        return f"failed ({status})", "-", None, None
-    w = float(wall)
-    shown = f"{w:.2f} s" if w >= 1 else f"{w * 1000:.1f} ms"
-    return shown, f"{int(rss) / 1024:.0f} MiB", w, int(rss)
+sys.path.insert(0, "bench")
+from times import cells, ratios
+cell = cells(sys.argv[1])
 print("| task | wandb SDK (Python) | wall | peak RSS | pparse | wall | peak RSS | time peer/pparse | RSS peer/pparse |")
 print("|---|---|---|---|---|---|---|---|---|")
 for task, py, pp, py_label, pp_label in (
@@ -179,10 +132,9 @@ for task, py, pp, py_label, pp_label in (
          "(the same)", "`pparse records FILE` (a summary line per record)"),
         ("read + JSON", "py json", "pp json",
          "the same + `MessageToDict` + `json.dumps`", "`pparse records --json FILE`")):
-    pw, pr, pv, pm = cell(py)
-    qw, qr, qv, qm = cell(pp)
-    tr = f"**{x(pv / qv)}**" if pv and qv else "n/a"
-    mr = f"{x(pm / qm)}" if pm and qm else "n/a"
+    pw, pr, _, _ = cell(py)
+    qw, qr, _, _ = cell(pp)
+    tr, mr = ratios(cell(py), cell(pp))
     print(f"| {task} | {py_label} | {pw} | {pr} | {pp_label} | {qw} | {qr} | {tr} | {mr} |")
 EOF
   echo

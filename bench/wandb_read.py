@@ -21,16 +21,22 @@ mode, path = sys.argv[1], sys.argv[2]
 if mode not in ("count", "json"):
     sys.exit("usage: wandb_read.py count|json FILE")
 
-ds = datastore.DataStore()
-ds.open_for_scan(path)
-counts = Counter()
-if mode == "count":
+def records(path):
+    """Each record of the log, parsed, as wandb's own readers do it."""
+    ds = datastore.DataStore()
+    ds.open_for_scan(path)
     while True:
         data = ds.scan_data()
         if data is None:
-            break
+            return
         rec = pb.Record()
         rec.ParseFromString(data)
+        yield rec
+
+
+counts = Counter()
+if mode == "count":
+    for rec in records(path):
         counts[rec.WhichOneof("record_type")] += 1
     for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])):
         print(k, v)
@@ -39,12 +45,7 @@ else:
     from google.protobuf.json_format import MessageToDict
 
     out = sys.stdout
-    while True:
-        data = ds.scan_data()
-        if data is None:
-            break
-        rec = pb.Record()
-        rec.ParseFromString(data)
+    for rec in records(path):
         counts[rec.WhichOneof("record_type")] += 1
         out.write(json.dumps(MessageToDict(rec, preserving_proto_field_name=True)))
         out.write("\n")

@@ -18,7 +18,7 @@
 use prost_reflect::{DynamicMessage, SerializeOptions};
 
 use super::table::{Card, FieldT, Msg, MsgId, QuickWhat, Special, Table, Ty};
-use super::wire::{Field, Scanner, Wire, varint, varint_in};
+use super::wire::{Field, Scanner, Wire, WireError, varint, varint_in};
 use crate::data::Range;
 
 /// Deepest nesting written or checked.
@@ -85,14 +85,7 @@ impl<'t> Writer<'t> {
         }
         let base = self.scratch.len();
         for f in Scanner::new(b, Range::new(0, b.len() as u64)) {
-            let f = f.map_err(|e| format!("{} at byte {}", e.reason, e.offset))?;
-            if f.cut {
-                return Err(format!(
-                    "field {} runs past the end of its message",
-                    f.number
-                ));
-            }
-            self.scratch.push(f);
+            self.scratch.push(whole(f)?);
         }
         let fields = &mut self.scratch[base..];
         if !fields.windows(2).all(|w| w[0].number <= w[1].number) {
@@ -284,11 +277,7 @@ impl<'t> Writer<'t> {
         out.push('{');
         let mut key = String::new();
         for k in from..to {
-            let f = self.scratch[k];
-            if f.wire != Wire::Len {
-                return Err(format!("map field {} is not length-delimited", fd.name));
-            }
-            let e = bytes_of(b, f.value);
+            let e = self.entry(b, k, &fd.name)?;
             key.clear();
             let mut val: Option<Field> = None;
             for x in Scanner::new(e, Range::new(0, e.len() as u64)) {
@@ -336,6 +325,19 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
+    /// The bytes of the map entry or item that scratch field `k` of the
+    /// field `name` holds.
+    fn entry<'b>(&self, b: &'b [u8], k: usize, name: &str) -> Result<&'b [u8], String> {
+        let f = self.scratch[k];
+        if f.wire != Wire::Len {
+            return Err(format!(
+                "field {} ({name}): an entry that is not length-delimited",
+                f.number
+            ));
+        }
+        Ok(bytes_of(b, f.value))
+    }
+
     /// `[{key, nested_key, value_json}]` as `{name: value}`.
     fn items(
         &mut self,
@@ -357,20 +359,13 @@ impl<'t> Writer<'t> {
         out.push('{');
         let mut name = String::new();
         for k in from..to {
-            let f = self.scratch[k];
-            if f.wire != Wire::Len {
-                return Err(format!("field {}: an item that is not a message", f.number));
-            }
-            let e = bytes_of(b, f.value);
+            let e = self.entry(b, k, &fd.name)?;
             let mut key = "";
             let mut json: Option<&str> = None;
             name.clear();
             let mut nested = 0;
             for x in Scanner::new(e, Range::new(0, e.len() as u64)) {
-                let x = x.map_err(|e| format!("{} at byte {}", e.reason, e.offset))?;
-                if x.cut {
-                    return Err(format!("field {} runs past the end of its item", x.number));
-                }
+                let x = whole(x)?;
                 let Some(xf) = im.field(x.number) else {
                     continue;
                 };
@@ -433,14 +428,10 @@ fn quick_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> bool {
     }
     let mut p = 0;
     while p < b.len() {
-        let Some((tag, at)) = varint_in(b, p) else {
-            return false;
-        };
-        let Some((wire, from, to)) = quick_value_at(b, tag, at) else {
+        let Some((number, wire, from, to)) = raw_field(b, p) else {
             return false;
         };
         p = to;
-        let number = tag >> 3;
         if number == u64::from(skip) {
             continue;
         }
@@ -512,14 +503,11 @@ fn quick_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> bool {
 fn quick_leaf(msg: &Msg, b: &[u8]) -> bool {
     let mut p = 0;
     while p < b.len() {
-        let Some((tag, at)) = varint_in(b, p) else {
-            return false;
-        };
-        let Some((wire, from, to)) = quick_value_at(b, tag, at) else {
+        let Some((number, wire, from, to)) = raw_field(b, p) else {
             return false;
         };
         p = to;
-        let q = msg.quick(tag >> 3);
+        let q = msg.quick(number);
         let ok = match q.what {
             QuickWhat::String => wire == 2 && crate::util::utf8(&b[from..to]).is_some(),
             QuickWhat::Scalar => q.wire == u8::MAX || u64::from(q.wire) == wire,
@@ -532,6 +520,15 @@ fn quick_leaf(msg: &Msg, b: &[u8]) -> bool {
         }
     }
     true
+}
+
+/// The field at `p`, for the quick check: (number, wire code, value
+/// start, value end), or `None` where it is not one the check reads.
+#[inline(always)]
+fn raw_field(b: &[u8], p: usize) -> Option<(u64, u64, usize, usize)> {
+    let (tag, at) = varint_in(b, p)?;
+    let (wire, from, to) = quick_value_at(b, tag, at)?;
+    Some((tag >> 3, wire, from, to))
 }
 
 /// The wire type and value extent of the field whose tag `tag` ends at
@@ -573,14 +570,11 @@ fn quick_value(t: &Table, v: &[u8], ty: Ty, wire: u64, depth: u32) -> bool {
 fn quick_entry(t: &Table, e: &[u8], key: Ty, value: Ty, depth: u32) -> bool {
     let mut p = 0;
     while p < e.len() {
-        let Some((tag, at)) = varint_in(e, p) else {
-            return false;
-        };
-        let Some((wire, from, to)) = quick_value_at(e, tag, at) else {
+        let Some((number, wire, from, to)) = raw_field(e, p) else {
             return false;
         };
         p = to;
-        let ok = match tag >> 3 {
+        let ok = match number {
             1 => quick_value(t, &e[from..to], key, wire, depth),
             2 => quick_value(t, &e[from..to], value, wire, depth),
             _ => true,
@@ -629,13 +623,7 @@ fn check_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> Result
             .map_err(|e| e.to_string());
     }
     for f in Scanner::new(b, Range::new(0, b.len() as u64)) {
-        let f = f.map_err(|e| format!("{} at byte {}", e.reason, e.offset))?;
-        if f.cut {
-            return Err(format!(
-                "field {} runs past the end of its message",
-                f.number
-            ));
-        }
+        let f = whole(f)?;
         if f.number == skip {
             continue;
         }
@@ -667,6 +655,18 @@ fn check_message(t: &Table, b: &[u8], m: MsgId, depth: u32, skip: u32) -> Result
         }
     }
     Ok(())
+}
+
+/// A field that the scanner read whole, or why not.
+fn whole(f: Result<Field, WireError>) -> Result<Field, String> {
+    let f = f.map_err(|e| format!("{} at byte {}", e.reason, e.offset))?;
+    if f.cut {
+        return Err(format!(
+            "field {} runs past the end of its message",
+            f.number
+        ));
+    }
+    Ok(f)
 }
 
 fn check_value(

@@ -1,0 +1,63 @@
+# Helpers shared by the benchmark scripts (sourced, not run).
+#
+# find_pparse        sets PPARSE (built with cargo unless given or SKIP_PPARSE is set)
+#                     and PPARSE_GIVEN (what the caller gave).
+# bench NAME CMD...   one run under GNU time; appends "NAME<TAB>wall<TAB>rss_kib<TAB>status"
+#                     to $BENCH_DIR/times and keeps the run's stderr in
+#                     $BENCH_DIR/err.NAME. With WARM set, `cat $WARM` first (page cache).
+# warnings MSG...    the report's warnings, each as a bold line.
+# no_pparse_note HAVE CMD
+#                     the report's line saying why pparse was not timed, if it was not
+#                     (SKIP_PPARSE set, or HAVE 0: the binary lacks CMD).
+# median NAME RUNS CMD...
+#                     RUNS runs of bench as "NAME runK", then the median run as NAME.
+
+bench() {
+  local name=$1; shift
+  local rc=0 err=$BENCH_DIR/err.${name// /_}
+  echo "  $name ..." >&2
+  if [[ -n ${WARM:-} ]]; then cat "$WARM" > /dev/null; fi
+  local t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -o "$BENCH_DIR/t" -f '%e %M' "$@" > /dev/null 2> "$err" || rc=$?
+  t1=$(date +%s%N)
+  if (( rc > 1 )); then   # pparse: 1 = partial results, still a timing
+    printf '%s\t-\t-\t%s\n' "$name" "exit $rc: $(head -c 200 "$err" | tr '\n\t' '  ')" >> "$BENCH_DIR/times"
+  else
+    read -r _ rss < <(tail -1 "$BENCH_DIR/t")
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
+    printf '%s\t%s\t%s\t%s\n' "$name" "$wall" "$rss" "exit $rc" >> "$BENCH_DIR/times"
+  fi
+}
+
+median() {
+  local name=$1 runs=$2; shift 2
+  local i
+  for ((i = 1; i <= runs; i++)); do bench "$name run$i" "$@"; done
+  sort -t$'\t' -k2,2n <(grep "^$name run" "$BENCH_DIR/times") | sed -n "$(( (runs + 1) / 2 ))p" \
+    | sed "s/^$name run[0-9]*/$name/" >> "$BENCH_DIR/times"
+}
+
+warnings() {
+  echo
+  local w
+  for w in "$@"; do echo "**WARNING: $w**"; echo; done
+}
+
+no_pparse_note() {
+  if [[ -n ${SKIP_PPARSE:-} ]]; then
+    echo "- SKIP_PPARSE=1: the Python side only"
+  elif (( ! $1 )); then
+    echo "- \`$2\` is not available in this binary: no pparse timing"
+  fi
+}
+
+find_pparse() {
+  PPARSE_GIVEN=${PPARSE:-}
+  if [[ -n ${SKIP_PPARSE:-} ]]; then
+    PPARSE=
+  elif [[ -z $PPARSE_GIVEN ]]; then
+    cargo build --release --quiet
+    PPARSE=$PWD/target/release/pparse
+  fi
+}
