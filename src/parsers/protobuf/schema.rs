@@ -65,7 +65,7 @@ fn cell() -> &'static RwLock<DescriptorPool> {
 /// Compiles the builtin schema `i` into the pool the first time it is
 /// needed: each costs milliseconds, and a command needs one at most.
 fn ensure(i: usize) {
-    static DONE: [OnceLock<()>; 2] = [OnceLock::new(), OnceLock::new()];
+    static DONE: [OnceLock<()>; BUILTIN.len()] = [const { OnceLock::new() }; BUILTIN.len()];
     DONE[i].get_or_init(|| {
         let set = compile_builtin(BUILTIN[i].0);
         // Builtins come before any user schema, so this cannot conflict.
