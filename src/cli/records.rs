@@ -42,13 +42,8 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
     if path.is_empty()
         && let Ok(src) = MmapSource::open(file)
     {
-        let mut head = [0u8; 4];
-        let n = crate::parsers::protobuf::wire::Bytes::read(&src as &dyn Source, 0, &mut head);
-        let named = file
-            .to_string_lossy()
-            .to_ascii_lowercase()
-            .ends_with(".wandb");
-        if head[..n] == log::MAGIC[..4] || named {
+        let head = src.as_slice().unwrap_or_default();
+        if wandb::is_log(&head[..head.len().min(8)], &file.to_string_lossy()) {
             let label = file.display().to_string();
             return write_listing(&src, show, &label);
         }

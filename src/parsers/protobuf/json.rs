@@ -52,7 +52,8 @@ impl<'t> Writer<'t> {
     pub fn new(t: &'t Table) -> Self {
         Writer {
             t,
-            scratch: Vec::new(),
+            // Enough for a typical record's fields at every depth at once.
+            scratch: Vec::with_capacity(64),
         }
     }
 

@@ -574,7 +574,7 @@ pub fn payload<'a, B: Bytes + ?Sized>(b: &'a B, chunks: &[Chunk]) -> Cow<'a, [u8
 }
 
 /// The payload of a record, reassembled from its chunks into memory.
-pub fn payload_owned<B: Bytes + ?Sized>(b: &B, chunks: &[Chunk]) -> Vec<u8> {
+fn payload_owned<B: Bytes + ?Sized>(b: &B, chunks: &[Chunk]) -> Vec<u8> {
     let total: u64 = chunks.iter().map(|c| c.payload().len()).sum();
     let mut out = vec![0u8; total.min(MAX_RECORD) as usize];
     let mut at = 0usize;

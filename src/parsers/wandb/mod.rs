@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 use prost_reflect::MessageDescriptor;
 
+use super::json::shorten;
 use super::protobuf::fields::{self, Depth};
 use super::protobuf::table::{MsgId, Table, Ty};
 use super::protobuf::wire::{Bytes, Scanner, Wire};
@@ -34,7 +35,13 @@ pub static FORMAT: Format = Format {
 };
 
 fn sniff(s: &Sniff) -> bool {
-    s.head.starts_with(&log::MAGIC[..4]) || s.name.to_ascii_lowercase().ends_with(".wandb")
+    is_log(s.head, s.name)
+}
+
+/// Whether bytes starting with `head`, in a file named `name`, are read as
+/// a W&B log: its magic, or its name when the header is damaged.
+pub fn is_log(head: &[u8], name: &str) -> bool {
+    head.starts_with(&log::MAGIC[..4]) || name.to_ascii_lowercase().ends_with(".wandb")
 }
 
 fn parse(_data: &Data) -> Box<dyn Parser> {
@@ -182,7 +189,7 @@ impl Record<'_> {
     pub fn summary_into(&self, out: &mut String) {
         if let Err(e) = &self.msg {
             escape_str_into(
-                &shorten(&format!("does not decode: {e}"), SUMMARY_CHARS),
+                &shorten(&format!("does not decode: {e}"), SUMMARY_CHARS - 1),
                 out,
             );
             return;
@@ -222,13 +229,33 @@ impl Record<'_> {
             }
             "summary" | "config" => {
                 let (up, rm) = (msg.number("update"), msg.number("remove"));
-                items_text(&mut s, b, &[up]);
-                if Scanner::new(b, all).flatten().any(|f| f.number == rm) {
+                let (mut update, mut remove) = (Items::default(), Items::default());
+                for f in Scanner::new(b, all)
+                    .flatten()
+                    .filter(|f| f.wire == Wire::Len)
+                {
+                    if f.number == up {
+                        update.add(f.value);
+                    } else if f.number == rm {
+                        remove.add(f.value);
+                    }
+                }
+                update.write(&mut s, b);
+                if remove.total > 0 {
                     s.push("; remove ");
-                    items_text(&mut s, b, &[rm]);
+                    remove.write(&mut s, b);
                 }
             }
-            "stats" => items_text(&mut s, b, &[msg.number("item")]),
+            "stats" => {
+                let item = msg.number("item");
+                let mut items = Items::default();
+                for f in Scanner::new(b, all).flatten() {
+                    if f.number == item && f.wire == Wire::Len {
+                        items.add(f.value);
+                    }
+                }
+                items.write(&mut s, b);
+            }
             "output" | "output_raw" => {
                 let mut stream = "stderr";
                 let mut line = "";
@@ -342,27 +369,6 @@ fn str_at(b: &[u8], r: Range) -> &str {
     crate::util::utf8(&b[r.start as usize..r.end as usize]).unwrap_or("")
 }
 
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(max - 1).collect();
-    t.push('…');
-    t
-}
-
-/// Writes `k=v, ...` of the items in the fields numbered `numbers`
-/// (internal `_` keys left out; when there are only those, their count).
-fn items_text(s: &mut Line, b: &[u8], numbers: &[u32]) {
-    let mut items = Items::default();
-    for f in Scanner::new(b, Range::new(0, b.len() as u64)).flatten() {
-        if numbers.contains(&f.number) && f.wire == Wire::Len {
-            items.add(f.value);
-        }
-    }
-    items.write(s, b);
-}
-
 /// Items shown in a summary at most (the line is full long before).
 const SHOWN_ITEMS: usize = 8;
 
@@ -439,7 +445,7 @@ impl Items {
                 if val.len() <= 40 || val.chars().count() <= 40 {
                     s.push(val);
                 } else {
-                    s.push(&shorten(val, 40));
+                    s.push(&shorten(val, 39));
                 }
             }
         }
@@ -550,9 +556,12 @@ impl Parser for LogParser {
                     cx.push_node(node);
                 }
                 Item::Bad(b) => {
-                    let node = bad_node(&b);
-                    cx.damage((*node.damage.clone().expect("set")).clone());
-                    cx.push_node(node);
+                    cx.damage(Damage {
+                        status: b.status,
+                        range: b.range,
+                        reason: b.reason.clone(),
+                    });
+                    cx.push_node(bad_node(&b));
                 }
             }
         }
