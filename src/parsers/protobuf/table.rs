@@ -111,7 +111,7 @@ pub struct Msg {
     pub special: Special,
     pub desc: MessageDescriptor,
     /// Fields by number, for numbers below [`DENSE`]: index + 1, 0 for none.
-    dense: Vec<u16>,
+    dense: Vec<u32>,
     /// What a validity check does with each field number below [`DENSE`].
     quick: Vec<Quick>,
     /// Only scalar and string fields, all numbered below [`DENSE`]: checked
@@ -247,10 +247,10 @@ impl Table {
                 .collect();
             fields.sort_by_key(|f| f.number);
             let top = fields.last().map_or(0, |f| f.number.min(DENSE - 1));
-            let mut dense = vec![0u16; top as usize + 1];
+            let mut dense = vec![0u32; top as usize + 1];
             for (i, f) in fields.iter().enumerate() {
-                if f.number < DENSE && i < u16::MAX as usize {
-                    dense[f.number as usize] = i as u16 + 1;
+                if f.number < DENSE {
+                    dense[f.number as usize] = i as u32 + 1;
                 }
             }
             let mut quick = vec![
