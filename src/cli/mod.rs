@@ -7,6 +7,7 @@
 mod ml;
 mod records;
 mod render;
+pub mod writers;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
