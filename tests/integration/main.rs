@@ -8,6 +8,7 @@ mod util;
 
 mod cli;
 mod damage;
+mod fuzz_corpus;
 mod hostile;
 mod json;
 mod onnx;
