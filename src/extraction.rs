@@ -90,6 +90,10 @@ pub struct Extraction {
     pub file: Option<std::path::PathBuf>,
     pub parser: Option<&'static str>,
     pub damage: Vec<Damage>,
+    /// What a user should know that is not damage: a member taken for a
+    /// format by its name only that does not read as one, a budget that
+    /// stopped work. Notes never change the status.
+    pub notes: Vec<Box<str>>,
     pub nodes: Vec<Node>,
     pub progress: Progress,
     pub phase: Phase,

@@ -56,7 +56,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         )));
     };
     if target != id {
-        eprintln!("pparse: listing {}", t.path_of(target));
+        say!("pparse: listing {}", t.path_of(target));
     }
     let e = &t.exts[target];
     let data = e.data.clone();
@@ -88,7 +88,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         let (vm, _, _) = pickle::run(&*data, r.start, r.end.max(r.start + 1), VM_LIMIT);
         for (name, verdict) in pickle::globals(&vm) {
             if verdict != Verdict::Allowed {
-                eprintln!(
+                say!(
                     "pparse: pickle #{i} imports {}: {}: {}",
                     crate::name::escape_str(&name),
                     verdict.as_str(),
@@ -313,7 +313,7 @@ pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
     let mut worst = report(&t, &[id]);
     for x in &list {
         if x.status != Status::Complete {
-            eprintln!(
+            say!(
                 "pparse: tensor {}: {}: {}",
                 x.name,
                 x.status,
@@ -323,7 +323,7 @@ pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
         }
     }
     if list.is_empty() {
-        eprintln!("pparse: no tensors found");
+        say!("pparse: no tensors found");
     }
     Ok(worst)
 }

@@ -4,6 +4,24 @@
 //! partial (the damage is listed on stderr), 2 for usage errors and files
 //! that cannot be read at all.
 
+/// Writes a line to stderr. Unlike `eprintln!` it never panics: with
+/// `2>&1 | head` stderr is a closed pipe too, and a closed pipe ends output
+/// quietly.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the line break (progress lines).
+macro_rules! say_inline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod ml;
 mod records;
 mod render;
@@ -114,8 +132,24 @@ enum Cmd {
 /// A failure that ends the command with exit status 2.
 struct Fatal(String);
 
+/// Exit status of a command stopped by a bug (a panic on any thread).
+pub const EXIT_BUG: i32 = 101;
+
+/// Ends the process on a panic in any thread. The engine and the workers
+/// run on their own threads; a panic there would otherwise leave the
+/// command waiting for results that never come.
+fn exit_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        say!("pparse: internal error: this is a bug in pparse; the command was stopped");
+        std::process::exit(EXIT_BUG);
+    }));
+}
+
 /// Runs the CLI with the process arguments; returns the exit status.
 pub fn main() -> i32 {
+    exit_on_panic();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -126,14 +160,14 @@ pub fn main() -> i32 {
     };
     for p in &cli.proto {
         if let Err(e) = crate::parsers::protobuf::schema::add_proto_file(p) {
-            eprintln!("pparse: cannot use --proto {e}");
+            say!("pparse: cannot use --proto {e}");
             return 2;
         }
     }
     if let Some(m) = &cli.message
         && let Err(e) = crate::parsers::protobuf::schema::set_root_message(m)
     {
-        eprintln!("pparse: --message: {e}");
+        say!("pparse: --message: {e}");
         return 2;
     }
     let result = match cli.cmd {
@@ -177,7 +211,7 @@ pub fn main() -> i32 {
         None => match cli.file {
             Some(file) => explore(&file, cli.theme.as_deref()),
             None => {
-                eprintln!(
+                say!(
                     "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
                 );
                 Err(Fatal(String::new()))
@@ -191,7 +225,7 @@ pub fn main() -> i32 {
         },
         Err(Fatal(msg)) => {
             if !msg.is_empty() {
-                eprintln!("pparse: {msg}");
+                say!("pparse: {msg}");
             }
             2
         }
@@ -234,7 +268,7 @@ fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
             let t = session.tree();
             let p = t.root().progress;
             let total = p.total.unwrap_or(t.root().size()).max(1);
-            eprint!(
+            say_inline!(
                 "\rparsing {}: {:5.1}% of {}, {} extractions ",
                 t.root().display_name(),
                 p.done as f64 * 100.0 / total as f64,
@@ -245,7 +279,7 @@ fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
         }
     };
     if drew {
-        eprint!("\r\x1b[K");
+        say_inline!("\r\x1b[K");
     }
     held
 }
@@ -270,7 +304,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         };
         for d in &e.damage {
             if shown < 50 {
-                eprintln!("pparse: {label}: {d}");
+                say!("pparse: {label}: {d}");
                 shown += 1;
             } else {
                 hidden += 1;
@@ -280,7 +314,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
             && let Some(declared) = e.declared_size
             && shown < 50
         {
-            eprintln!(
+            say!(
                 "pparse: {label}: truncated: {} of {declared} bytes present",
                 e.size()
             );
@@ -288,7 +322,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         }
     }
     if hidden > 0 {
-        eprintln!("pparse: ... and {hidden} more problems");
+        say!("pparse: ... and {hidden} more problems");
     }
     worst
 }
@@ -459,7 +493,7 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
         match &e.kind {
             EntryKind::Dir => {
                 if let Err(err) = ex.dir(&logical) {
-                    eprintln!(
+                    say!(
                         "pparse: cannot create directory for {}: {err}",
                         t.path_of(id)
                     );
@@ -482,15 +516,15 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
         }
     }
     if !skipped.is_empty() {
-        eprintln!(
+        say!(
             "pparse: {} entries are not regular files and were not written (links are never created):",
             skipped.len()
         );
         for s in skipped.iter().take(20) {
-            eprintln!("  {s}");
+            say!("  {s}");
         }
     }
-    eprintln!(
+    say!(
         "pparse: wrote {written} files under {}",
         ex.root().display()
     );

@@ -80,6 +80,12 @@ pub fn sniff(s: &Sniff) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| (f.sniff)(s))
 }
 
+/// Whether `format` took these bytes for its own by their name alone: it
+/// would not without the name.
+pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
+    !(format.sniff)(&Sniff { name: "", ..*s })
+}
+
 /// Looks a format up by name.
 pub fn by_name(name: &str) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| f.name == name)
@@ -147,6 +153,9 @@ pub struct StepCx<'a> {
     pub(crate) edits: Vec<Edit>,
     pub(crate) new_children: Vec<ExtId>,
     pub(crate) depth: u32,
+    /// The format was chosen by the extraction's name alone (a member named
+    /// `x.json`): what does not parse is a note on the member, not damage.
+    pub(crate) by_name: bool,
 }
 
 impl<'a> StepCx<'a> {
@@ -169,13 +178,27 @@ impl<'a> StepCx<'a> {
         }));
     }
 
-    /// Records damage in this extraction's bytes.
+    /// Records damage in this extraction's bytes. For a member whose format
+    /// was taken from its name alone, the damage becomes a note: the bytes
+    /// are what its container holds, they just are not that format.
     pub fn damage(&mut self, d: Damage) {
+        if self.by_name {
+            self.note(format!("not read as its name suggests: {d}"));
+            return;
+        }
         let me = self.me;
         self.edits.push(Box::new(move |t: &mut Tree| {
             t.exts[me].damage.push(d);
             t.damage_count += 1;
         }));
+    }
+
+    /// Records a note on this extraction (see [`crate::Extraction::notes`]).
+    pub fn note(&mut self, text: impl Into<Box<str>>) {
+        let me = self.me;
+        let text = text.into();
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[me].notes.push(text)));
     }
 
     /// Records damage in a child's bytes.
@@ -218,6 +241,7 @@ impl<'a> StepCx<'a> {
                 file: spec.file,
                 parser: None,
                 damage: spec.damage,
+                notes: Vec::new(),
                 nodes: Vec::new(),
                 progress: Progress::default(),
                 phase: crate::extraction::Phase::Waiting,

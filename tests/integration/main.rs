@@ -6,6 +6,7 @@
 
 mod util;
 
+mod bounds;
 mod cli;
 mod damage;
 mod hostile;
@@ -13,6 +14,7 @@ mod json;
 mod onnx;
 mod pickle;
 mod protobuf;
+mod robust;
 mod safetensors;
 mod sweep;
 mod terminal;

@@ -41,6 +41,12 @@ pub static FORMAT: Format = Format {
     load: load::load,
 };
 
+/// A directory offset moved by the archive's prefix; offsets come from the
+/// file and may be anything, so this saturates instead of wrapping.
+fn shifted(offset: u64, shift: i64) -> u64 {
+    offset.saturating_add_signed(shift)
+}
+
 /// A local header signature at the start (even if the header is damaged:
 /// the parser resynchronises), an empty archive, or a zip-like name with an
 /// end record or a local header near the start.
@@ -336,7 +342,7 @@ impl ZipParser {
         let limit = if local.has_descriptor() {
             u64::MAX
         } else {
-            start + local.csize
+            start.saturating_add(local.csize)
         };
         loop {
             let want = (limit.saturating_sub(pos) as usize).min(inbuf.len());
@@ -437,7 +443,7 @@ impl ZipParser {
             None
         };
         if let Some(what) = unsupported {
-            let raw = slice(&self.data, data, data + csize.unwrap_or(0));
+            let raw = slice(&self.data, data, data.saturating_add(csize.unwrap_or(0)));
             self.add_entry_child(cx, idx, local, EntryKind::Other(what.into()), raw, csize);
             return Plan::None;
         }
@@ -449,7 +455,7 @@ impl ZipParser {
             }
             (0, None) => Plan::StoredScan,
             _ => {
-                let end = csize.map_or(u64::MAX, |c| data + c);
+                let end = csize.map_or(u64::MAX, |c| data.saturating_add(c));
                 let src = InflateSource::new(slice(&self.data, data, end), "deflate");
                 let declared = (csize.is_some() || usize > 0).then_some(usize);
                 self.add_entry_child(
@@ -838,8 +844,11 @@ impl ZipParser {
         }
         let dir_range = Range::new(start, pos);
         if let Some(e) = &found {
-            self.shift = self.best_shift(start as i64 - e.cd_offset as i64, &records);
-            if self.shift != start as i64 - e.cd_offset as i64 {
+            // Offsets are from the file: a difference that does not fit
+            // is no prefix at all.
+            let computed = i64::try_from(i128::from(start) - i128::from(e.cd_offset)).unwrap_or(0);
+            self.shift = self.best_shift(computed, &records);
+            if self.shift != computed {
                 problems.push(Damage::corrupt(
                     Range::new(e.pos + 16, e.pos + 20),
                     format!(
@@ -914,7 +923,7 @@ impl ZipParser {
                 .iter()
                 .take(8)
                 .filter(|c| {
-                    let lfh = (c.offset as i64 + shift).max(0) as u64;
+                    let lfh = shifted(c.offset, shift);
                     view(&*self.data, lfh, LOCAL_MAX, &mut buf)
                         .ok()
                         .and_then(|b| records::parse_local(b).ok())
@@ -977,7 +986,7 @@ impl ZipParser {
     /// An entry listed by the directory: check its local header, list it,
     /// and queue it for verification.
     fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central) {
-        let mut lfh = (c.offset as i64 + self.shift).max(0) as u64;
+        let mut lfh = shifted(c.offset, self.shift);
         let mut buf = Vec::new();
         let mut local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
             .ok()
@@ -1010,9 +1019,22 @@ impl ZipParser {
                 self.guess_header_len(lfh, c)
             }
         };
-        let data = lfh + header_len;
+        let data = lfh.saturating_add(header_len);
         let zip64 = local.as_ref().is_some_and(|l| l.zip64);
-        let mut end = data + c.csize;
+        let avail = self.data.available();
+        let mut overrun = None;
+        let mut end = match data.checked_add(c.csize) {
+            Some(end) if end <= avail => end,
+            _ => {
+                // The bytes are all here (central mode): sizes past the end
+                // are wrong, not cut off.
+                overrun = Some(format!(
+                    "central directory gives {} compressed bytes from {data:#x}, past the end of the archive at {avail:#x}",
+                    c.csize
+                ));
+                avail.max(data)
+            }
+        };
         if c.flags & records::FLAG_DESCRIPTOR != 0 {
             let mut b = [0u8; 24];
             let n = self.data.read_at(end, &mut b).unwrap_or(0);
@@ -1057,16 +1079,22 @@ impl ZipParser {
             let n = self.data.read_at(data, &mut target).unwrap_or(0);
             target.truncate(n);
             let kind = EntryKind::Symlink(escape_bytes(&target).into());
-            let d = slice(&self.data, data, data + c.csize);
+            let d = slice(&self.data, data, data.saturating_add(c.csize));
             self.add_entry_child(cx, idx, &as_local, kind, d, Some(c.csize));
             Plan::Stored {
-                end: data + c.csize,
+                end: data.saturating_add(c.csize),
             }
         } else {
             self.plan(cx, idx, &as_local, data, Some(c.csize), c.usize)
         };
         if let Some(d) = moved {
             cx.damage(d);
+        }
+        if let Some(why) = overrun {
+            if let Some(child) = self.entries[idx].child {
+                cx.child_damage(child, Damage::corrupt(Range::new(0, 0), why.clone()));
+            }
+            cx.damage(Damage::corrupt(Range::new(lfh, end), why));
         }
         if let Some(p) = problem {
             let d = Damage::corrupt(Range::new(lfh, lfh + header_len), p);
@@ -1148,7 +1176,7 @@ impl ZipParser {
             let start = lfh + len;
             match c.method {
                 0 => {
-                    let d = slice(&self.data, start, start + c.csize);
+                    let d = slice(&self.data, start, start.saturating_add(c.csize));
                     d.available() == c.csize && {
                         let mut h = crc32fast::Hasher::new();
                         let mut buf = vec![0u8; 64 * 1024];
@@ -1219,7 +1247,7 @@ impl ZipParser {
         // directory's entries it seems to swallow are read from the directory.
         let mut listed: HashMap<u64, &[u8]> = HashMap::new();
         for c in &dir.records {
-            listed.insert((c.offset as i64 + self.shift).max(0) as u64, &c.name);
+            listed.insert(shifted(c.offset, self.shift), &c.name);
         }
         for e in &mut self.entries {
             if listed.get(&e.lfh).is_some_and(|n| *n != e.name.as_slice()) {
@@ -1227,7 +1255,7 @@ impl ZipParser {
             }
         }
         for c in dir.records {
-            let lfh = (c.offset as i64 + self.shift).max(0) as u64;
+            let lfh = shifted(c.offset, self.shift);
             if let Some(&i) = self.by_offset.get(&lfh) {
                 if self.entries[i].suspect {
                     let child = self.entries[i].child;
