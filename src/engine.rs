@@ -36,6 +36,13 @@ pub struct Options {
     pub max_depth: u32,
     /// Bytes a parser processes per step before yielding.
     pub step_bytes: u64,
+    /// Most bytes all decoders of a session produce together: this many
+    /// times the file's size, or [`Options::decode_floor`] if that is more.
+    /// One deflate layer expands at most 1032 times, so no ordinary file
+    /// reaches it; nested bombs (a zip of zips of zips) stop there with a note.
+    pub decode_ratio: u64,
+    /// See [`Options::decode_ratio`].
+    pub decode_floor: u64,
 }
 
 impl Default for Options {
@@ -43,7 +50,17 @@ impl Default for Options {
         Options {
             max_depth: 32,
             step_bytes: 4 << 20,
+            decode_ratio: 1100,
+            decode_floor: 4 << 30,
         }
+    }
+}
+
+impl Options {
+    /// The decode budget for a file of `size` bytes.
+    pub fn decode_budget(&self, size: u64) -> u64 {
+        size.saturating_mul(self.decode_ratio)
+            .max(self.decode_floor)
     }
 }
 
@@ -147,6 +164,7 @@ impl Session {
             file,
             parser: None,
             damage: Vec::new(),
+            outer_damage: Vec::new(),
             notes: Vec::new(),
             nodes: Vec::new(),
             progress: Progress::default(),
@@ -410,6 +428,8 @@ struct Engine {
     opts: Options,
     jobs: Vec<Job>,
     ext_count: usize,
+    /// See [`StepCx::decode_left`].
+    decode_left: u64,
 }
 
 impl Engine {
@@ -424,7 +444,9 @@ impl Engine {
                 r.file.clone(),
             )
         };
+        let size = shared.tree.read().root().data.available();
         Engine {
+            decode_left: opts.decode_budget(size),
             shared,
             opts,
             jobs: vec![Job {
@@ -579,6 +601,7 @@ impl Engine {
             name: &job.name,
             budget: self.opts.step_bytes,
             file: job.file.as_deref(),
+            decode_left: self.decode_left,
             me: job.ext,
             next_ext: self.ext_count,
             node_count: job.nodes,
@@ -588,6 +611,9 @@ impl Engine {
             by_name: job.by_name,
         };
         let step = parser.step(&mut cx);
+        self.decode_left = cx.decode_left;
+        // Children that are not parsed are not in `children`, but count.
+        self.ext_count = cx.next_ext;
         let (edits, children, nodes) = cx.finish();
         job.nodes = nodes;
         match step {
@@ -597,7 +623,6 @@ impl Engine {
         }
         let ext = job.ext;
         let depth = job.depth;
-        self.ext_count += children.len();
         {
             let mut t = self.shared.tree.write();
             for e in edits {

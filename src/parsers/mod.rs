@@ -117,6 +117,9 @@ pub struct ChildSpec {
     pub damage: Vec<Damage>,
     /// Set when the child is a whole file on disk.
     pub file: Option<std::path::PathBuf>,
+    /// Whether the child is sniffed and parsed (false: its bytes are listed
+    /// only, as for entries that overlap other entries).
+    pub parse: bool,
 }
 
 impl ChildSpec {
@@ -129,6 +132,7 @@ impl ChildSpec {
             declared_size: None,
             damage: Vec::new(),
             file: None,
+            parse: true,
         }
     }
 }
@@ -147,6 +151,10 @@ pub struct StepCx<'a> {
     pub budget: u64,
     /// The file on disk being parsed, when the bytes are a whole file.
     pub file: Option<&'a std::path::Path>,
+    /// Bytes that decoders may still produce in this session (see
+    /// [`crate::Options::decode_budget`]); decoders take from it with
+    /// [`StepCx::decoded`] and stop with [`StepCx::budget_damage`] at zero.
+    pub decode_left: u64,
     pub(crate) me: ExtId,
     pub(crate) next_ext: ExtId,
     pub(crate) node_count: usize,
@@ -187,10 +195,25 @@ impl<'a> StepCx<'a> {
             return;
         }
         let me = self.me;
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].damage.push(d);
-            t.damage_count += 1;
-        }));
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.add_damage(me, d)));
+    }
+
+    /// Takes `n` decoded bytes from the session's decode budget.
+    pub fn decoded(&mut self, n: u64) {
+        self.decode_left = self.decode_left.saturating_sub(n);
+    }
+
+    /// What a decoder stopped by the decode budget reports on its output:
+    /// the bytes are not all there, so it is truncated, and a note says why.
+    pub fn budget_damage(&mut self, at: u64) -> Damage {
+        self.note(
+            "decoding stopped: the decoders of this session have produced their budget (by default 1100 times the file's size, at least 4 GiB); this looks like a decompression bomb",
+        );
+        Damage::truncated(
+            Range::new(at, at),
+            format!("decoding stopped after {at} bytes: the decode budget is used up"),
+        )
     }
 
     /// Records a note on this extraction (see [`crate::Extraction::notes`]).
@@ -203,10 +226,8 @@ impl<'a> StepCx<'a> {
 
     /// Records damage in a child's bytes.
     pub fn child_damage(&mut self, child: ExtId, d: Damage) {
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[child].damage.push(d);
-            t.damage_count += 1;
-        }));
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.add_outer_damage(child, d)));
     }
 
     /// Reports how far the parse has got.
@@ -223,6 +244,12 @@ impl<'a> StepCx<'a> {
         self.next_ext += 1;
         let me = self.me;
         let depth = self.depth + 1;
+        let phase = if spec.parse {
+            self.new_children.push(id);
+            crate::extraction::Phase::Waiting
+        } else {
+            crate::extraction::Phase::Leaf
+        };
         self.edits.push(Box::new(move |t: &mut Tree| {
             debug_assert_eq!(t.exts.len(), id);
             let index = t.exts[me].children.len();
@@ -241,14 +268,15 @@ impl<'a> StepCx<'a> {
                 file: spec.file,
                 parser: None,
                 damage: spec.damage,
+                outer_damage: Vec::new(),
                 notes: Vec::new(),
                 nodes: Vec::new(),
                 progress: Progress::default(),
-                phase: crate::extraction::Phase::Waiting,
+                phase,
                 depth,
             });
+            t.inherit_into(id);
         }));
-        self.new_children.push(id);
         id
     }
 

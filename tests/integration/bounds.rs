@@ -193,3 +193,188 @@ fn crc32fast_hash(b: &[u8]) -> u32 {
     h.update(b);
     h.finalize()
 }
+
+/// One zip member for [`zip_of`].
+struct Member {
+    name: String,
+    data: Vec<u8>,
+    deflate: bool,
+}
+
+/// A zip written by hand. With `repeat`, the central directory lists the
+/// first member `repeat` times under different names, every record pointing
+/// at the one local header (the shape of overlapping zip bombs).
+fn zip_of(members: &[Member], repeat: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    let mut records = 0u16;
+    for m in members {
+        let crc = crc32fast_hash(&m.data);
+        let body = if m.deflate {
+            let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+            e.write_all(&m.data).unwrap();
+            e.finish().unwrap()
+        } else {
+            m.data.clone()
+        };
+        let method: u16 = if m.deflate { 8 } else { 0 };
+        let at = out.len() as u32;
+        out.extend(b"PK\x03\x04");
+        out.extend(20u16.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out.extend(method.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend(crc.to_le_bytes());
+        out.extend((body.len() as u32).to_le_bytes());
+        out.extend((m.data.len() as u32).to_le_bytes());
+        out.extend((m.name.len() as u16).to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out.extend(m.name.as_bytes());
+        out.extend(&body);
+        let copies = if repeat > 0 { repeat } else { 1 };
+        for k in 0..copies {
+            let name = if k == 0 {
+                m.name.clone()
+            } else {
+                format!("{k}-{}", m.name)
+            };
+            central.extend(b"PK\x01\x02");
+            central.extend(20u16.to_le_bytes());
+            central.extend(20u16.to_le_bytes());
+            central.extend(0u16.to_le_bytes());
+            central.extend(method.to_le_bytes());
+            central.extend([0u8; 4]);
+            central.extend(crc.to_le_bytes());
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((m.data.len() as u32).to_le_bytes());
+            central.extend((name.len() as u16).to_le_bytes());
+            central.extend([0u8; 12]);
+            central.extend(at.to_le_bytes());
+            central.extend(name.as_bytes());
+            records += 1;
+        }
+    }
+    let cd = out.len() as u32;
+    out.extend(&central);
+    out.extend(b"PK\x05\x06");
+    out.extend([0u8; 4]);
+    out.extend(records.to_le_bytes());
+    out.extend(records.to_le_bytes());
+    out.extend((central.len() as u32).to_le_bytes());
+    out.extend(cd.to_le_bytes());
+    out.extend(0u16.to_le_bytes());
+    out
+}
+
+/// Ten nested stored zips, each listing its one local header 16 times
+/// (9.6 KB): the overlaps are reported, repeats are listed but not parsed
+/// again, and the tree stays proportional to the input instead of 16^10.
+#[test]
+fn overlapping_entries_do_not_multiply_the_tree() {
+    let mut inner = b"kernel".to_vec();
+    for level in 0..10 {
+        let m = Member {
+            name: format!("level{level}.zip"),
+            data: inner,
+            deflate: false,
+        };
+        inner = zip_of(&[m], 16);
+    }
+    assert!(inner.len() < 16_000, "{}", inner.len());
+    let s = parse("bomb.zip", inner.clone());
+    let t = s.tree();
+    assert!(t.len() <= 16 * 11, "{} extractions", t.len());
+    assert!(
+        t.root()
+            .damage
+            .iter()
+            .filter(|d| d.reason.contains("overlaps the bytes of entry"))
+            .count()
+            == 15,
+        "{}",
+        damage_text(&t, 0)
+    );
+    // Each repeat has the same bytes as the entry it repeats.
+    let first = (1..t.len()).find(|&i| t.exts[i].parent == Some(0)).unwrap();
+    let bytes = read_all(&t, first);
+    for &c in &t.root().children {
+        assert_eq!(read_all(&t, c), bytes);
+    }
+    drop(t);
+    // The command line too, with the overlap on stderr and exit 1.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("bomb.zip");
+    std::fs::write(&path, &inner).unwrap();
+    let run = pparse(["tree".as_ref(), path.as_os_str()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.len() < 64 * 1024, "{} bytes", run.stdout.len());
+    assert!(
+        run.stderr_text().contains("overlaps"),
+        "{}",
+        run.stderr_text()
+    );
+}
+
+/// Nested deflated zips, each of 16 members (42.zip's shape), decode to
+/// 32 GiB; decoding stops at the session's budget with a note, and what was
+/// not decoded is not called complete.
+#[test]
+fn nested_deflate_bomb_stops_at_the_decode_budget() {
+    let mut level = zip_of(
+        &(0..16)
+            .map(|i| Member {
+                name: format!("zeros{i}.bin"),
+                data: vec![0u8; 8 << 20],
+                deflate: true,
+            })
+            .collect::<Vec<_>>(),
+        0,
+    );
+    for depth in 0..2 {
+        level = zip_of(
+            &(0..16)
+                .map(|i| Member {
+                    name: format!("d{depth}-{i}.zip"),
+                    data: level.clone(),
+                    deflate: true,
+                })
+                .collect::<Vec<_>>(),
+            0,
+        );
+    }
+    let budget = 256u64 << 20;
+    let opts = pparse::Options {
+        decode_ratio: 1,
+        decode_floor: budget,
+        ..pparse::Options::default()
+    };
+    let s = pparse::Session::from_bytes("bomb.zip", level, opts);
+    s.wait();
+    let t = s.tree();
+    let decoded: u64 = t
+        .exts
+        .iter()
+        .filter(|e| e.data.describe() == "deflate")
+        .map(|e| e.size())
+        .sum();
+    assert!(
+        decoded <= budget + (64 << 20),
+        "decoded {decoded} bytes with a budget of {budget}"
+    );
+    let stopped: Vec<_> = (0..t.len())
+        .filter(|&i| {
+            t.exts[i]
+                .notes
+                .iter()
+                .any(|n| n.contains("decode budget") || n.contains("budget"))
+        })
+        .collect();
+    assert!(!stopped.is_empty(), "no note says the budget stopped work");
+    for i in 0..t.len() {
+        let e = &t.exts[i];
+        if e.data.describe() == "deflate" && e.declared_size.is_some_and(|d| e.size() < d) {
+            assert_ne!(t.status_of(i), Status::Complete, "{}", t.path_of(i));
+        }
+    }
+}

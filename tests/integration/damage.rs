@@ -514,3 +514,57 @@ fn nested_tar_gz_deflate_flips() {
     assert!(exact_members > 50, "flips should leave members before them");
     f.check("nested.tar.gz deflate flips");
 }
+
+/// 4 KiB of zeros or of random bytes in the middle of a single-member
+/// tar.gz: whatever the decoder makes of them, no member whose bytes are
+/// wrong is called complete or truncated. A complete member is byte-exact;
+/// a truncated one is a byte-exact prefix; the rest say corrupt.
+#[test]
+fn status_never_lies_after_a_hole_in_the_deflate_stream() {
+    let gz = fixture("nested.tar.gz");
+    let members = tar_members("nested.tar.gz");
+    let sources = tar_sources(&members);
+    let mut rng = Rng::new(11);
+    let mut f = Failures::default();
+    let mut corrupt_seen = 0;
+    for (case, start) in (2048..gz.len() as u64 - 6000).step_by(3001).enumerate() {
+        for zeros in [true, false] {
+            let mut bad = gz.clone();
+            if zeros {
+                bad[start as usize..start as usize + 4096].fill(0);
+            } else {
+                overwrite(&mut bad, start, 4096, &mut rng);
+            }
+            let what = format!(
+                "case {case}: 4 KiB of {} at {start}",
+                if zeros { "zeros" } else { "random bytes" }
+            );
+            let s = parse("nested.tar.gz", bad);
+            let t = s.tree();
+            for m in &members {
+                let (Some(id), Some(want)) = (t.resolve(&m.path), sources.get(&m.path)) else {
+                    continue;
+                };
+                let got = read_all(&t, id);
+                let ok = match t.status_of(id) {
+                    Status::Complete => got == *want,
+                    Status::Truncated => want.starts_with(&got),
+                    Status::Corrupt => {
+                        corrupt_seen += 1;
+                        true
+                    }
+                };
+                if !ok {
+                    f.push(format!(
+                        "{what}: {} is {} but its bytes are wrong: {}",
+                        m.path,
+                        t.status_of(id),
+                        damage_text(&t, id)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(corrupt_seen > 0, "no member was ever called corrupt");
+    f.check("status after a hole in the deflate stream");
+}

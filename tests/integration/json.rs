@@ -369,10 +369,20 @@ fn a_root_scalar_and_trailing_data() {
         shape(&t.root().nodes),
         [("value".to_string(), "string".to_string(), 1, 16)]
     );
+    let session = parse("x.json", b"{\"a\": 1} {\"b\": 2}\n".to_vec());
+    let t = session.tree();
+    assert!(damage_text(&t, 0).contains("trailing data after the top-level JSON value at 1:10"));
+    assert_eq!(t.root().nodes.len(), 1);
+    // A second value on a later line: JSON Lines under a .json name.
     let session = parse("x.json", b"{\"a\": 1}\n{\"b\": 2}\n".to_vec());
     let t = session.tree();
-    assert!(damage_text(&t, 0).contains("trailing data after the top-level JSON value at 2:1"));
-    assert_eq!(t.root().nodes.len(), 1);
+    assert_eq!(
+        t.root().status(),
+        Status::Complete,
+        "{}",
+        damage_text(&t, 0)
+    );
+    assert_eq!(t.root().nodes.len(), 2);
 }
 
 #[test]

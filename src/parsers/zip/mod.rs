@@ -91,6 +91,46 @@ struct Directory {
     problems: Vec<Damage>,
 }
 
+/// For each directory record, an earlier-starting record whose bytes it
+/// overlaps (a zip bomb's entries all point at one kernel of data). Extents
+/// are estimated from the directory without the local extra field, which
+/// can only make them shorter: an overlap found here is real.
+/// Only records with a local header where they say (`valid`) take part: an
+/// offset that points at no header is damage of another kind, found and
+/// reported per entry. (A bomb's records name their one header differently.)
+fn overlaps(
+    records: &[Central],
+    shift: i64,
+    mut valid: impl FnMut(&Central) -> bool,
+) -> Vec<Option<u32>> {
+    let extent = |c: &Central| {
+        let start = shifted(c.offset, shift);
+        let end = start
+            .saturating_add(30)
+            .saturating_add(c.name.len() as u64)
+            .saturating_add(c.csize);
+        (start, end)
+    };
+    let mut order: Vec<u32> = (0..records.len() as u32)
+        .filter(|&i| valid(&records[i as usize]))
+        .collect();
+    order.sort_by_key(|&i| (extent(&records[i as usize]).0, i));
+    let mut out = vec![None; records.len()];
+    let mut reach: Option<(u64, u32)> = None;
+    for i in order {
+        let (start, end) = extent(&records[i as usize]);
+        if let Some((far, owner)) = reach
+            && start < far
+        {
+            out[i as usize] = Some(owner);
+        }
+        if reach.is_none_or(|(far, _)| end > far) {
+            reach = Some((end, i));
+        }
+    }
+    out
+}
+
 /// How an entry's bytes will be checked; cheap to hold for every entry.
 enum Plan {
     /// Nothing to decode (directories, other methods, encrypted).
@@ -188,6 +228,14 @@ struct ZipParser {
     shift: i64,
     /// Every valid local header by name, built only when needed.
     local_index: Option<HashMap<Vec<u8>, Vec<u64>>>,
+    /// Central mode: see [`overlaps`].
+    overlaps: Vec<Option<u32>>,
+    /// Children of entries whose bytes later entries repeat exactly, by
+    /// local header offset: the repeats share them instead of decoding again.
+    shared: HashMap<u64, Data>,
+    /// Whether the next child is parsed as a container (overlapping bytes
+    /// are not, or a bomb's tree grows exponentially with its depth).
+    parse_child: bool,
     scratch: Vec<u8>,
 }
 
@@ -206,6 +254,9 @@ impl ZipParser {
             structures: Vec::new(),
             shift: 0,
             local_index: None,
+            overlaps: Vec::new(),
+            shared: HashMap::new(),
+            parse_child: true,
             scratch: Vec::new(),
         }
     }
@@ -236,9 +287,18 @@ impl ZipParser {
     /// Central mode: lists a batch of directory entries.
     fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
         let dir = self.directory.take()?;
+        if next == 0 {
+            let mut buf = Vec::new();
+            let data = &self.data;
+            self.overlaps = overlaps(&dir.records, self.shift, |c| {
+                view(&**data, shifted(c.offset, self.shift), LOCAL_MAX, &mut buf)
+                    .is_ok_and(|b| records::parse_local(b).is_ok())
+            });
+        }
         let stop = (next + 1024).min(dir.records.len());
-        for c in &dir.records[next..stop] {
-            self.entry_from_central(cx, c);
+        for (i, c) in dir.records.iter().enumerate().take(stop).skip(next) {
+            let overlap = self.overlaps[i].map(|j| &dir.records[j as usize]);
+            self.entry_from_central(cx, c, overlap);
         }
         if stop < dir.records.len() {
             self.directory = Some(dir);
@@ -480,7 +540,11 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
+        if self.overlaps.contains(&Some(idx as u32)) {
+            self.shared.insert(self.entries[idx].lfh, data.clone());
+        }
         let mut spec = ChildSpec::new(Name::new(local.name.clone()), kind, data);
+        spec.parse = self.parse_child;
         let start = self.entries[idx].lfh + local.len;
         spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));
         spec.declared_size = declared;
@@ -490,7 +554,24 @@ impl ZipParser {
     /// Runs the current entry's work for one budget.
     fn entry(&mut self, cx: &mut StepCx) -> Option<Step> {
         let mut cur = self.current.take()?;
-        let outcome = self.run_work(&mut cur, cx.budget);
+        let before = match &cur.work {
+            Work::Deflate { inflater, src } if cx.decode_left == 0 => {
+                src.finish();
+                let d = cx.budget_damage(inflater.produced());
+                self.finish_entry(cx, cur, Err(d));
+                return None;
+            }
+            Work::Deflate { inflater, .. } => Some(inflater.produced()),
+            _ => None,
+        };
+        let budget = match before {
+            Some(_) => cx.budget.min(cx.decode_left),
+            None => cx.budget,
+        };
+        let outcome = self.run_work(&mut cur, budget);
+        if let (Some(before), Work::Deflate { inflater, .. }) = (before, &cur.work) {
+            cx.decoded(inflater.produced() - before);
+        }
         match outcome {
             Outcome::Yield => {
                 self.current = Some(cur);
@@ -985,7 +1066,7 @@ impl ZipParser {
 
     /// An entry listed by the directory: check its local header, list it,
     /// and queue it for verification.
-    fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central) {
+    fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central, overlap: Option<&Central>) {
         let mut lfh = shifted(c.offset, self.shift);
         let mut buf = Vec::new();
         let mut local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
@@ -1074,7 +1155,30 @@ impl ZipParser {
             zip64,
             len: header_len,
         };
-        let plan = if c.is_symlink() && c.method == 0 && c.csize <= 4096 {
+        let repeat = overlap.filter(|o| {
+            o.offset == c.offset
+                && (o.method, o.csize, o.usize, o.crc) == (c.method, c.csize, c.usize, c.crc)
+        });
+        let shared = repeat.and_then(|_| self.shared.get(&lfh).cloned());
+        if let Some(o) = overlap {
+            let other = escape_bytes(&o.name);
+            cx.damage(Damage::corrupt(
+                Range::new(lfh, end),
+                format!(
+                    "entry {} overlaps the bytes of entry {other} (local header at {:#x}): its bytes are listed, not parsed again",
+                    escape_bytes(&c.name),
+                    shifted(o.offset, self.shift)
+                ),
+            ));
+        }
+        self.parse_child = overlap.is_none();
+        let plan = if let Some(d) = shared {
+            // The same bytes as an entry before it: share that entry's
+            // bytes (and its checks) instead of decoding them again.
+            let kind = EntryKind::File;
+            self.add_entry_child(cx, idx, &as_local, kind, d, Some(c.usize));
+            Plan::None
+        } else if c.is_symlink() && c.method == 0 && c.csize <= 4096 {
             let mut target = vec![0u8; c.csize as usize];
             let n = self.data.read_at(data, &mut target).unwrap_or(0);
             target.truncate(n);
@@ -1087,6 +1191,18 @@ impl ZipParser {
         } else {
             self.plan(cx, idx, &as_local, data, Some(c.csize), c.usize)
         };
+        self.parse_child = true;
+        if let Some(o) = overlap
+            && let Some(child) = self.entries[idx].child
+        {
+            cx.child_damage(
+                child,
+                Damage::corrupt(
+                    Range::new(0, 0),
+                    format!("its bytes overlap those of entry {}", escape_bytes(&o.name)),
+                ),
+            );
+        }
         if let Some(d) = moved {
             cx.damage(d);
         }
@@ -1267,7 +1383,7 @@ impl ZipParser {
                         cx.child_damage(ch, Damage::corrupt(Range::new(0, 0), why.clone()));
                     }
                     cx.damage(Damage::corrupt(Range::new(lfh, lfh + 30), why));
-                    self.entry_from_central(cx, &c);
+                    self.entry_from_central(cx, &c, None);
                 }
                 continue;
             }
@@ -1295,7 +1411,7 @@ impl ZipParser {
             if self.inside_entry(lfh) {
                 continue;
             }
-            self.entry_from_central(cx, &c);
+            self.entry_from_central(cx, &c, None);
         }
         self.state = State::Verify;
         None
