@@ -243,15 +243,22 @@ fn int(vm: &Vm, id: Id) -> Option<i64> {
 }
 
 fn ints(vm: &Vm, id: Id) -> Option<Vec<u64>> {
-    match vm.get(id) {
-        Obj::Tuple(v) | Obj::List(v) => v
-            .iter()
-            .map(|&x| int(vm, x).and_then(|i| u64::try_from(i).ok()))
-            .collect(),
-        // torch.Size((...)) pickles as a call.
-        Obj::Call(c) if c.args.len() == 1 => ints(vm, c.args[0]),
-        _ => None,
+    let mut id = id;
+    // torch.Size((...)) pickles as a call; a chain of such calls is followed
+    // a few levels, not as deep as a hostile pickle nests them.
+    for _ in 0..4 {
+        match vm.get(id) {
+            Obj::Tuple(v) | Obj::List(v) => {
+                return v
+                    .iter()
+                    .map(|&x| int(vm, x).and_then(|i| u64::try_from(i).ok()))
+                    .collect();
+            }
+            Obj::Call(c) if c.args.len() == 1 => id = c.args[0],
+            _ => return None,
+        }
     }
+    None
 }
 
 /// The dtype a storage class holds, and its element size in bytes
@@ -458,29 +465,50 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
     }
 }
 
-/// Tensors found under `id`, with their paths.
+/// Longest tensor name made from the keys of a pickle (a memoized 4 KiB key
+/// reused at every level must not make names of 256 KiB).
+const MAX_PATH: usize = 1024;
+
+/// Tensors found under `id`, with their paths. Each container is walked
+/// once (`seen`): a pickle that shares one list 60 times over through the
+/// memo is walked in 60 steps, not 2^60, and a cycle ends. A tensor reached
+/// by several paths (tied weights) is listed under each, since every path is
+/// an edge the pickle spells out.
 fn walk(
     vm: &Vm,
     id: Id,
     path: &str,
     out: &mut Vec<(String, Found)>,
     depth: usize,
-    seen: &mut Vec<Id>,
+    seen: &mut [bool],
 ) {
-    if depth > 64 || seen.contains(&id) || out.len() > 1_000_000 {
+    if depth > 64 || out.len() > 1_000_000 {
         return;
     }
     if let Some(f) = rebuild(vm, id, 0) {
         out.push((path.to_string(), f));
         return;
     }
-    seen.push(id);
+    match seen.get_mut(id as usize) {
+        Some(s) if !*s => *s = true,
+        _ => return,
+    }
     let join = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
+        let mut p = String::with_capacity(path.len() + k.len() + 1);
+        p.push_str(path);
+        if !path.is_empty() {
+            p.push('.');
         }
+        p.push_str(k);
+        if p.len() > MAX_PATH {
+            let mut cut = MAX_PATH;
+            while !p.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            p.truncate(cut);
+            p.push('…');
+        }
+        p
     };
     let key = |k: Id| text(vm, k).unwrap_or_else(|| vm.repr(k, 60));
     match vm.get(id) {
@@ -505,8 +533,11 @@ fn walk(
             if vm
                 .global(c.func)
                 .is_some_and(|(m, n)| m == "collections" && n == "OrderedDict")
-                && let Some(Obj::List(pairs)) = c.args.first().map(|&a| vm.get(a))
+                && let Some(&list) = c.args.first()
+                && let Obj::List(pairs) = vm.get(list)
+                && seen.get(list as usize) == Some(&false)
             {
+                seen[list as usize] = true;
                 for &p in pairs {
                     if let Obj::List(kv) | Obj::Tuple(kv) = vm.get(p)
                         && kv.len() == 2
@@ -537,7 +568,6 @@ fn walk(
         }
         _ => {}
     }
-    seen.pop();
 }
 
 /// What a storage record is when the table is made.
@@ -656,7 +686,7 @@ impl Prepared {
             return Vec::new();
         };
         let mut found = Vec::new();
-        walk(vm, root, "", &mut found, 0, &mut Vec::new());
+        walk(vm, root, "", &mut found, 0, &mut vec![false; vm.objs.len()]);
         found
             .into_iter()
             .map(|(path, f)| {

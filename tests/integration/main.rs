@@ -20,5 +20,6 @@ mod torch;
 mod truncation;
 mod tui;
 mod values;
+mod walks;
 mod wandb;
 mod zip;

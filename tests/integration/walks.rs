@@ -1,0 +1,122 @@
+//! Hostile object graphs (fixtures/hostile_ml, made by its
+//! make_hostile_ml.py with CPython's pickler): every walk over a pickle's
+//! objects is linear in the pickle.
+
+use pparse::tui::stepper::{StepCache, StepRequest, Target};
+use pparse::view::tensors;
+use serde_json::Value;
+
+use crate::util::*;
+
+const SHARED: &[&str] = &[
+    "shared_list.pkl",
+    "shared_dict.pkl",
+    "shared_tuple.pkl",
+    "shared.pt",
+    "shared_legacy.pt",
+];
+
+fn hostile(name: &str) -> String {
+    fixture_path(&format!("hostile_ml/{name}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs pparse and checks that its stdout is at most `per_byte` bytes per
+/// byte of the input (plus a little for headers).
+fn bounded(args: &[&str], input: usize, per_byte: usize) -> Run {
+    let run = pparse(args);
+    let limit = input * per_byte + 4096;
+    assert!(
+        run.stdout.len() <= limit,
+        "pparse {args:?}: {} bytes of output for {input} bytes of input (limit {limit})",
+        run.stdout.len()
+    );
+    run
+}
+
+#[test]
+fn shared_objects_are_walked_once() {
+    for name in SHARED {
+        let path = hostile(name);
+        let size = std::fs::read(&path).unwrap().len();
+        bounded(&["tree", &path], size, 4);
+        bounded(&["pickle", &path], size, 128);
+        bounded(&["pickle", &path, "--json"], size, 64);
+        bounded(&["nodes", &path, "--depth", "200"], size, 128);
+        bounded(&["nodes", &path, "--depth", "200", "--json"], size, 256);
+        let run = bounded(&["tensors", &path, "--json"], size, 8);
+        if name.ends_with(".pt") {
+            // L[0] = [t]: one tensor, under the path of its first reference.
+            let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+            let list = v.as_array().unwrap();
+            assert_eq!(list.len(), 1, "{name}: {list:?}");
+            let want = vec!["0"; 61].join(".");
+            assert_eq!(list[0]["name"], want.as_str(), "{name}");
+            assert_eq!(list[0]["status"], "complete", "{name}");
+            assert_eq!(list[0]["length"], 16, "{name}");
+            assert_eq!(run.code, 0, "{name}: {}", run.stderr_text());
+        }
+    }
+}
+
+#[test]
+fn shared_objects_in_the_session_and_the_stepper() {
+    for name in SHARED {
+        let bytes = fixture(&format!("hostile_ml/{name}"));
+        let size = bytes.len();
+        let session = parse(name, bytes);
+        let t = session.tree();
+        // Every node of every extraction, loaded to the bottom.
+        let mut count = 0usize;
+        let mut text = 0usize;
+        for id in 0..t.exts.len() {
+            let e = &t.exts[id];
+            let mut todo: Vec<pparse::node::Node> = e.nodes.to_vec();
+            while let Some(n) = todo.pop() {
+                count += 1;
+                text += n.name.len() + n.value.as_ref().map_or(0, |v| v.to_string().len());
+                assert!(count <= 8 * size, "{name}: more than {count} nodes");
+                match &n.children {
+                    pparse::node::Children::Loaded(k) => todo.extend(k.iter().cloned()),
+                    pparse::node::Children::Unloaded => {
+                        let fmt = pparse::parsers::by_name(e.parser.unwrap()).unwrap();
+                        todo.extend((fmt.load)(&*e.data, &n));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(text <= 256 * size, "{name}: {text} bytes of node text");
+        let table = tensors::tensors(&t, 0);
+        assert!(table.len() <= 1, "{name}: {table:?}");
+        // The stepper at every 50th opcode and at the last one, on every
+        // pickle (a legacy file holds five, a torch zip one in data.pkl).
+        let mut cache = StepCache::default();
+        let mut pickles = 0;
+        for e in &t.exts {
+            for n in e.nodes.iter().filter(|n| n.kind == "pickle") {
+                pickles += 1;
+                for step in (0..2000).step_by(50).chain([usize::MAX]) {
+                    let r = StepRequest {
+                        ext: 0,
+                        data: e.data.clone(),
+                        range: n.range,
+                        target: Target::Step(step),
+                        generation: 0,
+                    }
+                    .run(&mut cache);
+                    let shown: usize = r.stack.iter().map(String::len).sum::<usize>()
+                        + r.meta
+                            .iter()
+                            .flat_map(|m| &m.1)
+                            .map(String::len)
+                            .sum::<usize>()
+                        + r.memo.iter().map(|m| m.1.len()).sum::<usize>();
+                    assert!(shown <= 64 * 1024, "{name}: {shown} bytes of state");
+                }
+            }
+        }
+        assert!(pickles > 0, "{name}");
+    }
+}
