@@ -1,6 +1,7 @@
 //! Hostile object graphs (fixtures/hostile_ml, made by its
 //! make_hostile_ml.py with CPython's pickler): every walk over a pickle's
-//! objects is linear in the pickle.
+//! objects is linear in the pickle, and the `--trace` output grows linearly
+//! with it.
 
 use pparse::tui::stepper::{StepCache, StepRequest, Target};
 use pparse::view::tensors;
@@ -43,6 +44,7 @@ fn shared_objects_are_walked_once() {
         bounded(&["tree", &path], size, 4);
         bounded(&["pickle", &path], size, 128);
         bounded(&["pickle", &path, "--json"], size, 64);
+        bounded(&["pickle", &path, "--trace"], size, 2048);
         bounded(&["nodes", &path, "--depth", "200"], size, 128);
         bounded(&["nodes", &path, "--depth", "200", "--json"], size, 256);
         let run = bounded(&["tensors", &path, "--json"], size, 8);
@@ -119,4 +121,43 @@ fn shared_objects_in_the_session_and_the_stepper() {
         }
         assert!(pickles > 0, "{name}");
     }
+}
+
+/// A protocol 2 pickle of `body` then STOP, written to a file in `dir`.
+fn pickle_file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> (String, usize) {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend_from_slice(body);
+    p.push(b'.');
+    let path = dir.path().join(name);
+    std::fs::write(&path, &p).unwrap();
+    (path.to_string_lossy().into_owned(), p.len())
+}
+
+#[test]
+fn trace_output_is_linear_in_the_pickle() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100,000 NONEs: the stack grows to 100,000 items.
+    let (nones, n) = pickle_file(&dir, "nones.pkl", &vec![b'N'; 100_000]);
+    let run = bounded(&["pickle", &nones, "--trace"], n, 200);
+    let text = run.stdout_text();
+    assert!(
+        text.contains("stack: [… 99992 more, None, None"),
+        "{}",
+        &text[text.len() - 2000..]
+    );
+    // 20,000 empty lists appended each into the one below: nested 20,000 deep.
+    let mut body = vec![b']'; 20_000];
+    body.extend(vec![b'a'; 19_999]);
+    let (lists, n) = pickle_file(&dir, "lists.pkl", &body);
+    let run = bounded(&["pickle", &lists, "--trace"], n, 400);
+    assert!(run.stdout_text().contains("[[[[[[[["));
+    // 20,000 open MARKs: the metastack is summarised.
+    let mut body = vec![b'('; 20_000];
+    body.push(b'N');
+    let (marks, n) = pickle_file(&dir, "marks.pkl", &body);
+    let run = bounded(&["pickle", &marks, "--trace"], n, 400);
+    assert!(
+        run.stdout_text()
+            .contains("metastack: [… 19999 more frames, []]")
+    );
 }
