@@ -22,7 +22,7 @@ use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::Name;
 use crate::node::Node;
 use crate::status::{Damage, Status};
-use crate::view::tensors::{Dtype, Tensor};
+use crate::view::tensors::{self, Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "torch",
@@ -178,7 +178,8 @@ impl Parser for LegacyParser {
                 ));
                 return self.finish(cx);
             };
-            let body = Range::new(at + 8, at + 8 + bytes);
+            // `at` is within the file and `bytes` at most 2^63: no overflow.
+            let body = Range::new(at + 8, (at + 8).saturating_add(bytes));
             let label = dtype.map_or("?", |d| d.as_str());
             cx.push_node(
                 Node::new(
@@ -397,6 +398,8 @@ struct Found {
     shape: Vec<u64>,
     stride: Vec<u64>,
     note: Option<&'static str>,
+    /// Offset in the pickle of the call that rebuilds it.
+    at: u64,
 }
 
 fn rebuild(vm: &Vm, id: Id, depth: usize) -> Option<Found> {
@@ -437,6 +440,7 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
                 shape: ints(vm, a[2])?,
                 stride: ints(vm, a[3])?,
                 note,
+                at: 0,
             })
         }
         ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state")
@@ -452,6 +456,7 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
             shape: ints(vm, a[1])?,
             stride: ints(vm, a[2])?,
             note: Some("meta tensor: no data"),
+            at: 0,
         }),
         ("torch._tensor", "_rebuild_from_type_v2") if a.len() >= 3 => {
             // (func, new_type, args, state): the inner call is func(*args).
@@ -485,7 +490,8 @@ fn walk(
     if depth > 64 || out.len() > 1_000_000 {
         return;
     }
-    if let Some(f) = rebuild(vm, id, 0) {
+    if let Some(mut f) = rebuild(vm, id, 0) {
+        f.at = vm.spans.get(id as usize).map_or(0, |s| s.0);
         out.push((path.to_string(), f));
         return;
     }
@@ -692,17 +698,18 @@ impl Prepared {
             .map(|(path, f)| {
                 let dtype = f.dtype.unwrap_or(Dtype::U8);
                 let itemsize = (dtype.bits() / 8).max(1);
-                let numel: u64 = f.shape.iter().product();
-                let span = if numel == 0 {
-                    0
-                } else {
-                    1 + f
-                        .shape
+                // Bytes from the first element to past the last one, in
+                // checked arithmetic: shapes and strides are file values.
+                let length = tensors::numel(&f.shape).and_then(|numel| {
+                    if numel == 0 {
+                        return Some(0);
+                    }
+                    f.shape
                         .iter()
                         .zip(&f.stride)
-                        .map(|(s, st)| s.saturating_sub(1).saturating_mul(*st))
-                        .sum::<u64>()
-                };
+                        .try_fold(1u64, |a, (s, st)| a.checked_add((s - 1).checked_mul(*st)?))?
+                        .checked_mul(itemsize)
+                });
                 let mut t = Tensor {
                     name: format!("{label}{path}"),
                     dtype,
@@ -711,14 +718,57 @@ impl Prepared {
                     storage_offset: Some(f.offset),
                     source: 0,
                     offset: 0,
-                    length: span.saturating_mul(itemsize),
+                    length: length.unwrap_or(0),
                     status: Status::Complete,
                     detail: f.note.map(str::to_string),
                     big_endian: self.big_endian,
                 };
+                let offset = match &f.pid {
+                    // A legacy view reads from its root storage.
+                    Some(Pid {
+                        view: Some((_, off, _)),
+                        elsize,
+                        ..
+                    }) => off.checked_mul(*elsize),
+                    _ => Some(0),
+                }
+                .and_then(|base| base.checked_add(f.offset.checked_mul(itemsize)?));
                 if f.dtype.is_none() {
                     t.status = Status::Corrupt;
                     t.detail = Some("unknown dtype".into());
+                }
+                let bad = if f.shape.len() != f.stride.len() {
+                    Some(format!(
+                        "shape {} and stride {} differ in length",
+                        tensors::shape_text(&f.shape),
+                        tensors::shape_text(&f.stride)
+                    ))
+                } else if tensors::numel(&f.shape).is_none() {
+                    Some(tensors::overflow_text(&f.shape))
+                } else if length.is_none() {
+                    Some(format!(
+                        "the byte span of shape {} with stride {} overflows",
+                        tensors::shape_text(&f.shape),
+                        tensors::shape_text(&f.stride)
+                    ))
+                } else if offset.is_none_or(|o| o.checked_add(t.length).is_none()) {
+                    Some(format!("storage offset {} overflows", f.offset))
+                } else {
+                    None
+                };
+                let key = f
+                    .pid
+                    .as_ref()
+                    .map(|p| p.view.as_ref().map_or(&p.key, |v| &v.0).clone());
+                if let Some(why) = bad {
+                    // Where the bytes would be cannot be said.
+                    t.status = Status::Corrupt;
+                    t.detail = Some(format!("{why} (the call at {:#x} of the pickle)", f.at));
+                    t.length = 0;
+                    if let Some(s) = key.and_then(|k| self.storages.get(&format!("{dir}{k}"))) {
+                        t.source = s.ext;
+                    }
+                    return t;
                 }
                 let Some(p) = f.pid else {
                     if t.detail.is_none() {
@@ -727,12 +777,8 @@ impl Prepared {
                     t.length = 0;
                     return t;
                 };
-                // A legacy view reads from its root storage.
-                let (key, base) = match &p.view {
-                    Some((root, off, _)) => (root.clone(), off.saturating_mul(p.elsize)),
-                    None => (p.key.clone(), 0),
-                };
-                t.offset = base + f.offset.saturating_mul(itemsize);
+                let key = key.unwrap_or_default();
+                t.offset = offset.unwrap_or(0);
                 match self.storages.get(&format!("{dir}{key}")) {
                     None => {
                         t.status = Status::Truncated;
@@ -741,6 +787,7 @@ impl Prepared {
                     Some(s) => {
                         t.source = s.ext;
                         let declared = p.numel.saturating_mul(p.elsize);
+                        // Both checked above: offset + length fits in u64.
                         if t.offset + t.length > s.available {
                             t.status = Status::Truncated;
                             t.detail = Some(if s.available <= t.offset {

@@ -1,8 +1,10 @@
-//! Hostile object graphs (fixtures/hostile_ml, made by its
+//! Hostile object graphs and sizes (fixtures/hostile_ml, made by its
 //! make_hostile_ml.py with CPython's pickler): every walk over a pickle's
-//! objects is linear in the pickle, and the `--trace` output grows linearly
-//! with it.
+//! objects is linear in the pickle, the `--trace` output grows linearly with
+//! it, and element counts that overflow u64 make a tensor corrupt, never
+//! complete with 0 elements (the tests run with overflow checks on).
 
+use pparse::Status;
 use pparse::tui::stepper::{StepCache, StepRequest, Target};
 use pparse::view::tensors;
 use serde_json::Value;
@@ -160,4 +162,153 @@ fn trace_output_is_linear_in_the_pickle() {
         run.stdout_text()
             .contains("metastack: [… 19999 more frames, []]")
     );
+}
+
+fn tensors_json(path: &str) -> (Vec<Value>, Run) {
+    let run = pparse(["tensors", path, "--json"]);
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    (v.as_array().unwrap().clone(), run)
+}
+
+fn named<'a>(list: &'a [Value], name: &str) -> &'a Value {
+    list.iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tensor {name}: {list:?}"))
+}
+
+#[test]
+fn torch_sizes_that_overflow_are_corrupt() {
+    let (list, run) = tensors_json(&hostile("huge_shape.pt"));
+    for (name, why) in [
+        (
+            "count",
+            "element count of shape [4611686018427387904, 4611686018427387904] overflows",
+        ),
+        (
+            "span",
+            "the byte span of shape [3, 2] with stride [4611686018427387904, 1] overflows",
+        ),
+        ("offset", "storage offset 4611686018427387904 overflows"),
+    ] {
+        let t = named(&list, name);
+        assert_eq!(t["status"], "corrupt", "{name}: {t}");
+        let detail = t["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(why) && detail.contains("the call at 0x"),
+            "{name}: {detail}"
+        );
+        assert_eq!(t["length"], 0, "{name}");
+    }
+    let ok = named(&list, "ok");
+    assert_eq!(
+        (ok["status"].as_str(), ok["length"].as_u64()),
+        (Some("complete"), Some(16))
+    );
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr_text()
+            .contains("tensor count: corrupt: element count")
+    );
+    // In process too (debug build: an unchecked product would panic).
+    let session = parse("huge_shape.pt", fixture("hostile_ml/huge_shape.pt"));
+    let table = tensors::tensors(&session.tree(), 0);
+    let count = table.iter().find(|t| t.name == "count").unwrap();
+    assert_eq!(count.status, Status::Corrupt);
+    assert_eq!(count.numel(), u64::MAX);
+}
+
+/// A ModelProto whose graph has one float initializer `w` with `dims`.
+fn onnx_model(dims: &[u64]) -> Vec<u8> {
+    let mut t = Vec::new();
+    for &d in dims {
+        t.push(0x08);
+        t.extend(varint(d));
+    }
+    t.extend([0x10, 1]);
+    t.extend(len_field(8, b"w"));
+    t.extend(len_field(9, &[0u8; 16]));
+    let mut g = len_field(5, &t);
+    g.extend(len_field(2, b"g"));
+    let mut m = vec![0x08, 8];
+    m.extend(len_field(7, &g));
+    m
+}
+
+#[test]
+fn onnx_dims_that_overflow_are_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dims, why) in [
+        (
+            vec![1 << 62, 1 << 62],
+            "element count of shape [4611686018427387904, 4611686018427387904] overflows",
+        ),
+        // A negative dim (int64 -1 as a varint) is 2^64 - 1 elements of 4 bytes.
+        (
+            vec![u64::MAX],
+            "the byte size of FLOAT [18446744073709551615] overflows",
+        ),
+    ] {
+        let path = dir.path().join("m.onnx");
+        std::fs::write(&path, onnx_model(&dims)).unwrap();
+        let (list, run) = tensors_json(&path.to_string_lossy());
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0]["status"], "corrupt", "{dims:?}");
+        let detail = list[0]["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(why) && detail.contains("(tensor at 0x"),
+            "{detail}"
+        );
+        assert_ne!(run.code, 0);
+        let session = parse("m.onnx", onnx_model(&dims));
+        let t = session.tree();
+        assert!(
+            t.root()
+                .damage
+                .iter()
+                .any(|d| d.status == Status::Corrupt && d.reason.starts_with(why)),
+            "{}",
+            damage_text(&t, 0)
+        );
+        assert_eq!(tensors::tensors(&t, 0)[0].status, Status::Corrupt);
+    }
+    // The same model with dims [2, 2] is complete.
+    let session = parse("m.onnx", onnx_model(&[2, 2]));
+    assert_eq!(
+        tensors::tensors(&session.tree(), 0)[0].status,
+        Status::Complete
+    );
+}
+
+#[test]
+fn safetensors_shapes_that_overflow_are_corrupt() {
+    let header = r#"{"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,16]}}"#;
+    let mut h = header.to_string();
+    while !h.len().is_multiple_of(8) {
+        h.push(' ');
+    }
+    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(h.as_bytes());
+    bytes.extend([0u8; 16]);
+    let session = parse("w.safetensors", bytes.clone());
+    let t = session.tree();
+    assert!(
+        t.root()
+            .damage
+            .iter()
+            .any(|d| d.status == Status::Corrupt && d.reason.contains("overflows")),
+        "{}",
+        damage_text(&t, 0)
+    );
+    let table = tensors::tensors(&t, 0);
+    assert_eq!(table.len(), 1);
+    assert_eq!(table[0].status, Status::Corrupt, "{:?}", table[0].detail);
+    // What the tensor panel shows: no overflow panic in a debug build.
+    assert_eq!(table[0].numel(), u64::MAX);
+    assert_eq!(tensors::numel(&table[0].shape), None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.safetensors");
+    std::fs::write(&path, &bytes).unwrap();
+    let (list, run) = tensors_json(&path.to_string_lossy());
+    assert_eq!(list[0]["status"], "corrupt");
+    assert_ne!(run.code, 0);
 }
