@@ -476,7 +476,7 @@ fn size_problem(f: &Found, dt: Dtype) -> Option<String> {
         ),
         _ => return None,
     };
-    Some(format!("{why} (tensor at {:#x})", f.range.start))
+    Some(format!("{why}; the tensor is at {:#x}", f.range.start))
 }
 
 /// The tensor table of an ONNX extraction.

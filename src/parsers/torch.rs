@@ -398,8 +398,43 @@ struct Found {
     shape: Vec<u64>,
     stride: Vec<u64>,
     note: Option<&'static str>,
+    /// Why the arguments cannot describe a tensor.
+    bad: Option<String>,
     /// Offset in the pickle of the call that rebuilds it.
     at: u64,
+}
+
+/// A rebuild call's storage offset, size and stride: what is not a
+/// (tuple of) non-negative int64 is said, not read as 0 or left out.
+fn layout(
+    vm: &Vm,
+    offset: Option<Id>,
+    size: Id,
+    stride: Id,
+) -> (u64, Vec<u64>, Vec<u64>, Option<String>) {
+    let off = offset.map_or(Some(0), |o| int(vm, o).and_then(|i| u64::try_from(i).ok()));
+    let (shape, strides) = (ints(vm, size), ints(vm, stride));
+    let bad = match (off, &shape, &strides) {
+        (None, _, _) => Some(format!(
+            "storage offset {} is not a non-negative integer",
+            vm.repr(offset.unwrap_or(size), 60)
+        )),
+        (_, None, _) => Some(format!(
+            "size {} is not a tuple of non-negative integers",
+            vm.repr(size, 60)
+        )),
+        (_, _, None) => Some(format!(
+            "stride {} is not a tuple of non-negative integers",
+            vm.repr(stride, 60)
+        )),
+        _ => None,
+    };
+    (
+        off.unwrap_or(0),
+        shape.unwrap_or_default(),
+        strides.unwrap_or_default(),
+        bad,
+    )
 }
 
 fn rebuild(vm: &Vm, id: Id, depth: usize) -> Option<Found> {
@@ -433,13 +468,15 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
                 dtype = Some(t);
                 note = note.or(packed_note(n));
             }
+            let (offset, shape, stride, bad) = layout(vm, Some(a[1]), a[2], a[3]);
             Some(Found {
                 pid: p,
                 dtype,
-                offset: int(vm, a[1])?.max(0) as u64,
-                shape: ints(vm, a[2])?,
-                stride: ints(vm, a[3])?,
+                offset,
+                shape,
+                stride,
                 note,
+                bad,
                 at: 0,
             })
         }
@@ -449,15 +486,19 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
         {
             rebuild(vm, a[0], depth + 1)
         }
-        ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => Some(Found {
-            pid: None,
-            dtype: vm.global(a[0]).and_then(|(_, n)| torch_dtype(n)),
-            offset: 0,
-            shape: ints(vm, a[1])?,
-            stride: ints(vm, a[2])?,
-            note: Some("meta tensor: no data"),
-            at: 0,
-        }),
+        ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => {
+            let (offset, shape, stride, bad) = layout(vm, None, a[1], a[2]);
+            Some(Found {
+                pid: None,
+                dtype: vm.global(a[0]).and_then(|(_, n)| torch_dtype(n)),
+                offset,
+                shape,
+                stride,
+                note: Some("meta tensor: no data"),
+                bad,
+                at: 0,
+            })
+        }
         ("torch._tensor", "_rebuild_from_type_v2") if a.len() >= 3 => {
             // (func, new_type, args, state): the inner call is func(*args).
             let (m, n) = vm.global(a[0])?;
@@ -737,7 +778,9 @@ impl Prepared {
                     t.status = Status::Corrupt;
                     t.detail = Some("unknown dtype".into());
                 }
-                let bad = if f.shape.len() != f.stride.len() {
+                let bad = if let Some(why) = &f.bad {
+                    Some(why.clone())
+                } else if f.shape.len() != f.stride.len() {
                     Some(format!(
                         "shape {} and stride {} differ in length",
                         tensors::shape_text(&f.shape),
@@ -763,7 +806,10 @@ impl Prepared {
                 if let Some(why) = bad {
                     // Where the bytes would be cannot be said.
                     t.status = Status::Corrupt;
-                    t.detail = Some(format!("{why} (the call at {:#x} of the pickle)", f.at));
+                    t.detail = Some(format!(
+                        "{why}; the rebuild call is at {:#x} of the pickle",
+                        f.at
+                    ));
                     t.length = 0;
                     if let Some(s) = key.and_then(|k| self.storages.get(&format!("{dir}{k}"))) {
                         t.source = s.ext;

@@ -189,12 +189,20 @@ fn torch_sizes_that_overflow_are_corrupt() {
             "the byte span of shape [3, 2] with stride [4611686018427387904, 1] overflows",
         ),
         ("offset", "storage offset 4611686018427387904 overflows"),
+        (
+            "bigint",
+            "stride (18446744073709551616, 1) is not a tuple of non-negative integers",
+        ),
+        (
+            "negative",
+            "size (-1, 2) is not a tuple of non-negative integers",
+        ),
     ] {
         let t = named(&list, name);
         assert_eq!(t["status"], "corrupt", "{name}: {t}");
         let detail = t["detail"].as_str().unwrap();
         assert!(
-            detail.starts_with(why) && detail.contains("the call at 0x"),
+            detail.starts_with(why) && detail.contains("; the rebuild call is at 0x"),
             "{name}: {detail}"
         );
         assert_eq!(t["length"], 0, "{name}");
@@ -255,7 +263,7 @@ fn onnx_dims_that_overflow_are_corrupt() {
         assert_eq!(list[0]["status"], "corrupt", "{dims:?}");
         let detail = list[0]["detail"].as_str().unwrap();
         assert!(
-            detail.starts_with(why) && detail.contains("(tensor at 0x"),
+            detail.starts_with(why) && detail.contains("; the tensor is at 0x"),
             "{detail}"
         );
         assert_ne!(run.code, 0);
