@@ -429,9 +429,10 @@ pub fn draw_table(app: &App, p: &mut TensorPanel, buf: &mut Buffer, inner: Rect)
     }
 }
 
+/// A shape as drawn: the first 16 dimensions (a pickle can spell a million,
+/// and rows are drawn every frame).
 fn shape(s: &[u64]) -> String {
-    let parts: Vec<String> = s.iter().map(|d| d.to_string()).collect();
-    format!("[{}]", parts.join(", "))
+    tensors::shape_text(s)
 }
 
 /// The selected tensor's details, drawn in the inspector.
