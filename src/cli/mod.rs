@@ -91,7 +91,9 @@ enum Cmd {
         path: Option<String>,
         #[arg(long)]
         json: bool,
-        /// Show the stack, metastack and memo after each opcode.
+        /// Show the stack, metastack and memo after each opcode: the top 8
+        /// stack items, the innermost metastack frame's top 8, the 8 highest
+        /// memo keys, each cut at 120 characters, with "… N more" for the rest.
         #[arg(long)]
         trace: bool,
     },

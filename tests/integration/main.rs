@@ -22,5 +22,6 @@ mod torch;
 mod truncation;
 mod tui;
 mod values;
+mod walks;
 mod wandb;
 mod zip;
