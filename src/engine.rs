@@ -845,7 +845,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         while !s.is_finished() {
             assert!(
-                t0.elapsed() < Duration::from_secs(2),
+                t0.elapsed() < Duration::from_secs(20),
                 "cancel did not stop the engine"
             );
             std::thread::sleep(Duration::from_millis(1));

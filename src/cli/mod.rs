@@ -122,12 +122,17 @@ enum Cmd {
         #[arg(long, conflicts_with = "verbose")]
         count: bool,
     },
-    /// Write every leaf extraction below PATH as a file under DIR.
+    /// Write every leaf extraction below PATH as a file under DIR: what
+    /// pparse can vouch for (intact members, and the recovered part of cut
+    /// ones); corrupt members only with --all.
     Extract {
         file: PathBuf,
         path: Option<String>,
         #[arg(long)]
         out: PathBuf,
+        /// Also write members whose bytes are corrupt (as they came out).
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -207,9 +212,12 @@ pub fn main() -> i32 {
                 count,
             },
         ),
-        Some(Cmd::Extract { file, path, out }) => {
-            extract(&file, path.as_deref().unwrap_or(""), &out)
-        }
+        Some(Cmd::Extract {
+            file,
+            path,
+            out,
+            all,
+        }) => extract(&file, path.as_deref().unwrap_or(""), &out, all),
         None => match cli.file {
             Some(file) => explore(&file, cli.theme.as_deref()),
             None => {
@@ -477,7 +485,7 @@ fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
-fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
+fn extract(file: &Path, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
     let session = open(file)?;
     let top = resolve_final(&session, path)?;
     wait(&session, |_| false);
@@ -486,10 +494,22 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
     let t = session.tree();
     let mut written = 0u64;
     let mut skipped = Vec::new();
+    let mut withheld = Vec::new();
+    let mut cut = Vec::new();
     for id in t.subtree(top) {
         let e = &t.exts[id];
         if !e.is_leaf() {
             continue;
+        }
+        let why = || e.detail().unwrap_or_default();
+        match t.status_of(id) {
+            Status::Corrupt if !all && e.kind.has_content() => {
+                withheld.push(format!("{}: {}", t.path_of(id), why()));
+                continue;
+            }
+            Status::Complete => {}
+            _ if e.kind.has_content() => cut.push(format!("{}: {}", t.path_of(id), why())),
+            _ => {}
         }
         let logical = logical_path(&t, id);
         match &e.kind {
@@ -524,6 +544,23 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
         );
         for s in skipped.iter().take(20) {
             say!("  {s}");
+        }
+    }
+    for (list, what) in [
+        (&cut, "were cut short; their recovered bytes were written"),
+        (
+            &withheld,
+            "hold bytes pparse cannot vouch for and were not written (--all writes them)",
+        ),
+    ] {
+        if !list.is_empty() {
+            say!("pparse: {} files {what}:", list.len());
+            for s in list.iter().take(20) {
+                say!("  {s}");
+            }
+            if list.len() > 20 {
+                say!("  ... and {} more", list.len() - 20);
+            }
         }
     }
     say!(
