@@ -17,7 +17,7 @@ use crate::view::tensors::{self, Tensor};
 
 /// The extraction holding the pickle(s) to list: PATH itself, or the
 /// `data.pkl` of a torch zip named by PATH.
-fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
+pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
     let e = &t.exts[id];
     if matches!(e.parser, Some("pickle" | "torch")) {
         return Some(id);
@@ -118,7 +118,11 @@ fn scan_writing(
     err.map_or(Ok(end), Err)
 }
 
-fn list_json(data: &dyn Source, ranges: &[Range], out: &mut impl Write) -> io::Result<()> {
+pub(super) fn list_json(
+    data: &dyn Source,
+    ranges: &[Range],
+    out: &mut impl Write,
+) -> io::Result<()> {
     write!(out, "[")?;
     let mut first = true;
     for r in ranges {
@@ -209,7 +213,7 @@ fn trace_state(vm: &Vm) -> String {
 const MAX_INDENT: usize = 32;
 
 /// A listing like `python -m pickletools`, one pickle after the other.
-fn list_text(
+pub(super) fn list_text(
     data: &dyn Source,
     ranges: &[(Range, Option<String>)],
     trace: bool,
@@ -360,7 +364,7 @@ pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
 }
 
 /// Tensors of `id`, or of the first extractions below it that have some.
-fn collect(t: &Tree, id: ExtId) -> Vec<Tensor> {
+pub(super) fn collect(t: &Tree, id: ExtId) -> Vec<Tensor> {
     let mine = tensors::tensors(t, id);
     if !mine.is_empty() {
         return mine;
@@ -372,7 +376,7 @@ fn collect(t: &Tree, id: ExtId) -> Vec<Tensor> {
         .collect()
 }
 
-fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
+pub(super) fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
     let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
     writeln!(out, "[")?;
     for (i, x) in list.iter().enumerate() {

@@ -25,6 +25,7 @@ macro_rules! say_inline {
 mod ml;
 mod records;
 mod render;
+pub mod writers;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@ mod util;
 mod bounds;
 mod cli;
 mod damage;
+mod fuzz_corpus;
 mod hostile;
 mod json;
 mod onnx;

@@ -1,0 +1,84 @@
+//! The CLI's JSON writers over a parsed tree, writing to any [`Write`]
+//! instead of stdout: what `tree --json`, `nodes --json`, `pickle --json`,
+//! `tensors --json` and `records --json` print, for the fuzz targets and
+//! tests. They wrap the functions the commands use, so the bytes are the
+//! same.
+
+use std::io::{self, Write};
+
+use crate::data::{Range, Source};
+use crate::extraction::{ExtId, Tree};
+use crate::node::Node;
+use crate::status::Status;
+
+/// `pparse tree --json`: the extraction tree below `id`.
+pub fn tree_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<()> {
+    super::render::tree_json(t, id, &mut &mut *out)
+}
+
+/// `pparse tree`: the extraction tree as text.
+pub fn tree_text(t: &Tree, out: &mut dyn Write) -> io::Result<()> {
+    super::render::tree_text(t, &mut &mut *out)
+}
+
+/// `pparse nodes --json --depth DEPTH`: the (loaded) nodes of one extraction.
+pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut dyn Write) -> io::Result<()> {
+    super::render::nodes_json(nodes, depth, &mut &mut *out)
+}
+
+/// `pparse pickle --json` of extraction `id` (a pickle, or a torch file's
+/// `data.pkl`); `Ok(false)` when it holds no pickle.
+pub fn pickle_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool> {
+    let Some(target) = super::ml::pickle_target(t, id) else {
+        return Ok(false);
+    };
+    let e = &t.exts[target];
+    let ranges: Vec<Range> = e
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .map(|n| n.range)
+        .collect();
+    super::ml::list_json(&*e.data, &ranges, &mut &mut *out)?;
+    Ok(true)
+}
+
+/// `pparse tensors --json` of extraction `id`.
+pub fn tensors_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<()> {
+    let list = super::ml::collect(t, id);
+    super::ml::tensors_json(t, &list, &mut &mut *out)
+}
+
+/// `pparse records --json` of the `.wandb` log in `src`; `bad` hears of
+/// each damage.
+pub fn records_json(
+    src: &dyn Source,
+    out: &mut dyn Write,
+    bad: &mut dyn FnMut(Status, String),
+) -> io::Result<()> {
+    let show = super::records::Show {
+        types: &[],
+        verbose: false,
+        json: true,
+        count: false,
+    };
+    super::records::list(src, &show, &mut &mut *out, bad)
+}
+
+/// `pparse pickle [--trace]` of extraction `id`: the pickletools-like
+/// listing, with the VM's stack and memo after each opcode when `trace`;
+/// `Ok(false)` when it holds no pickle.
+pub fn pickle_text(t: &Tree, id: ExtId, trace: bool, out: &mut dyn Write) -> io::Result<bool> {
+    let Some(target) = super::ml::pickle_target(t, id) else {
+        return Ok(false);
+    };
+    let e = &t.exts[target];
+    let ranges: Vec<(Range, Option<String>)> = e
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .map(|n| (n.range, n.damage.as_ref().map(|d| d.reason.to_string())))
+        .collect();
+    super::ml::list_text(&*e.data, &ranges, trace, &mut &mut *out)?;
+    Ok(true)
+}
