@@ -36,6 +36,13 @@ pub struct Options {
     pub max_depth: u32,
     /// Bytes a parser processes per step before yielding.
     pub step_bytes: u64,
+    /// Most bytes all decoders of a session produce together: this many
+    /// times the file's size, or [`Options::decode_floor`] if that is more.
+    /// One deflate layer expands at most 1032 times, so no ordinary file
+    /// reaches it; nested bombs (a zip of zips of zips) stop there with a note.
+    pub decode_ratio: u64,
+    /// See [`Options::decode_ratio`].
+    pub decode_floor: u64,
 }
 
 impl Default for Options {
@@ -43,7 +50,17 @@ impl Default for Options {
         Options {
             max_depth: 32,
             step_bytes: 4 << 20,
+            decode_ratio: 1100,
+            decode_floor: 4 << 30,
         }
+    }
+}
+
+impl Options {
+    /// The decode budget for a file of `size` bytes.
+    pub fn decode_budget(&self, size: u64) -> u64 {
+        size.saturating_mul(self.decode_ratio)
+            .max(self.decode_floor)
     }
 }
 
@@ -63,6 +80,9 @@ struct Shared {
     over_cv: Condvar,
     events: Sender<Event>,
     steps: AtomicU64,
+    /// Set when the engine thread panicked: the parse is over, and readers
+    /// must say so rather than wait for results that will never come.
+    failure: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -82,7 +102,16 @@ impl Session {
     /// Maps `path` and starts parsing it in the background.
     /// A folder opens as a root whose members are its files.
     pub fn open(path: &Path, opts: Options) -> std::io::Result<Session> {
-        let is_dir = std::fs::metadata(path)?.is_dir();
+        let meta = std::fs::metadata(path)?;
+        let is_dir = meta.is_dir();
+        // A device or a FIFO has no end to map or to wait for: /dev/zero
+        // would be read forever.
+        if !is_dir && !meta.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file or a folder (a device, FIFO or socket)",
+            ));
+        }
         let (data, kind): (Data, EntryKind) = if is_dir {
             (
                 Arc::new(crate::data::MemSource::new(Vec::new())),
@@ -135,6 +164,8 @@ impl Session {
             file,
             parser: None,
             damage: Vec::new(),
+            outer_damage: Vec::new(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             progress: Progress::default(),
             phase: Phase::Waiting,
@@ -152,12 +183,18 @@ impl Session {
             over_cv: Condvar::new(),
             events: tx,
             steps: AtomicU64::new(0),
+            failure: Mutex::new(None),
         });
         let engine_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("pparse-engine".into())
             .spawn(move || {
-                Engine::new(engine_shared.clone(), opts).run();
+                let run = std::panic::AssertUnwindSafe(|| {
+                    Engine::new(engine_shared.clone(), opts).run();
+                });
+                if let Err(panic) = std::panic::catch_unwind(run) {
+                    *engine_shared.failure.lock() = Some(panic_message(&*panic));
+                }
                 {
                     let _g = engine_shared.over.lock();
                     engine_shared.finished.store(true, Ordering::Release);
@@ -182,6 +219,12 @@ impl Session {
     /// Change notifications for a UI (coalesced: at most one is pending).
     pub fn events(&self) -> &Receiver<Event> {
         &self.events
+    }
+
+    /// Why the engine stopped early, if it failed (a bug: a panic in a
+    /// parser). The tree holds what was committed before.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure.lock().clone()
     }
 
     pub fn is_finished(&self) -> bool {
@@ -303,6 +346,17 @@ impl Node {
     }
 }
 
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
 /// Hands memory that the allocator holds but nobody uses back to the system.
 /// A parse allocates and frees decoder state for every nested stream (a tar
 /// of 23,000 `.gz` files makes as many decoders); glibc keeps the freed pages,
@@ -334,6 +388,12 @@ fn clamp_ranges(e: &mut Extraction) {
     }
 }
 
+/// The format a sniff chose, and whether the name alone chose it.
+struct Sniffed {
+    format: &'static parsers::Format,
+    by_name: bool,
+}
+
 enum Work {
     Sniff,
     Parse(Box<dyn Parser>),
@@ -347,6 +407,8 @@ struct Job {
     kind: EntryKind,
     file: Option<std::path::PathBuf>,
     work: Work,
+    /// See [`StepCx::by_name`].
+    by_name: bool,
     nodes: usize,
     /// (available, final) of the source when the job last could not progress.
     blocked_at: Option<(u64, bool)>,
@@ -366,6 +428,8 @@ struct Engine {
     opts: Options,
     jobs: Vec<Job>,
     ext_count: usize,
+    /// See [`StepCx::decode_left`].
+    decode_left: u64,
 }
 
 impl Engine {
@@ -380,7 +444,9 @@ impl Engine {
                 r.file.clone(),
             )
         };
+        let size = shared.tree.read().root().data.available();
         Engine {
+            decode_left: opts.decode_budget(size),
             shared,
             opts,
             jobs: vec![Job {
@@ -391,6 +457,7 @@ impl Engine {
                 kind,
                 file,
                 work: Work::Sniff,
+                by_name: false,
                 nodes: 0,
                 blocked_at: None,
             }],
@@ -418,6 +485,11 @@ impl Engine {
     }
 
     fn run(&mut self) {
+        // Lets tests check that a failing engine ends commands instead of
+        // leaving them waiting (debug builds only).
+        if cfg!(debug_assertions) && std::env::var_os("PPARSE_TEST_ENGINE_PANIC").is_some() {
+            panic!("engine panic requested by PPARSE_TEST_ENGINE_PANIC");
+        }
         let mut last_trim = std::time::Instant::now();
         while !self.shared.cancel.load(Ordering::Acquire) {
             let Some(i) = self.pick() else {
@@ -477,7 +549,7 @@ impl Engine {
                 self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
                 self.jobs.swap_remove(i);
             }
-            Some(Some(format)) => {
+            Some(Some(Sniffed { format, by_name })) => {
                 let parser = (format.parse)(&job.data);
                 {
                     let mut t = self.shared.tree.write();
@@ -487,13 +559,14 @@ impl Engine {
                 }
                 let job = &mut self.jobs[i];
                 job.work = Work::Parse(parser);
+                job.by_name = by_name;
                 job.blocked_at = None;
             }
         }
     }
 
     /// `None`: not enough bytes yet; `Some(None)`: a leaf; `Some(Some(f))`: parse with f.
-    fn sniff(&self, job: &Job, depth: u32) -> Option<Option<&'static parsers::Format>> {
+    fn sniff(&self, job: &Job, depth: u32) -> Option<Option<Sniffed>> {
         let data = &job.data;
         let fin = data.is_final();
         if data.available() < SNIFF_LEN as u64 && !fin {
@@ -503,12 +576,18 @@ impl Engine {
             return Some(None);
         }
         let head = parsers::head(&**data);
-        Some(parsers::sniff(&Sniff {
+        let sniff = Sniff {
             head: &head,
             name: &job.name,
             data,
             kind: &job.kind,
             file: job.file.as_deref(),
+        };
+        Some(parsers::sniff(&sniff).map(|format| Sniffed {
+            format,
+            // The opened file is what the user asked about: its problems
+            // are damage whatever told its format.
+            by_name: depth > 0 && parsers::by_name_only(format, &sniff),
         }))
     }
 
@@ -522,14 +601,19 @@ impl Engine {
             name: &job.name,
             budget: self.opts.step_bytes,
             file: job.file.as_deref(),
+            decode_left: self.decode_left,
             me: job.ext,
             next_ext: self.ext_count,
             node_count: job.nodes,
             edits: Vec::new(),
             new_children: Vec::new(),
             depth: job.depth,
+            by_name: job.by_name,
         };
         let step = parser.step(&mut cx);
+        self.decode_left = cx.decode_left;
+        // Children that are not parsed are not in `children`, but count.
+        self.ext_count = cx.next_ext;
         let (edits, children, nodes) = cx.finish();
         job.nodes = nodes;
         match step {
@@ -539,7 +623,6 @@ impl Engine {
         }
         let ext = job.ext;
         let depth = job.depth;
-        self.ext_count += children.len();
         {
             let mut t = self.shared.tree.write();
             for e in edits {
@@ -579,6 +662,7 @@ impl Engine {
                         kind: e.kind.clone(),
                         file: e.file.clone(),
                         work: Work::Sniff,
+                        by_name: false,
                         nodes: 0,
                         blocked_at: None,
                     };
@@ -597,9 +681,10 @@ impl Engine {
             match self.sniff(&job, depth) {
                 None => self.jobs.push(job),
                 Some(None) => leaves.push(id),
-                Some(Some(format)) => {
+                Some(Some(Sniffed { format, by_name })) => {
                     parsing.push((id, format.name));
                     job.work = Work::Parse((format.parse)(&job.data));
+                    job.by_name = by_name;
                     self.jobs.push(job);
                 }
             }
@@ -760,7 +845,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         while !s.is_finished() {
             assert!(
-                t0.elapsed() < Duration::from_secs(2),
+                t0.elapsed() < Duration::from_secs(20),
                 "cancel did not stop the engine"
             );
             std::thread::sleep(Duration::from_millis(1));

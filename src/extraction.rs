@@ -90,6 +90,14 @@ pub struct Extraction {
     pub file: Option<std::path::PathBuf>,
     pub parser: Option<&'static str>,
     pub damage: Vec<Damage>,
+    /// Which of `damage` were found by the layer outside (a gzip layer's
+    /// CRC failure in the stream a tar parser reads): those, when corrupt,
+    /// pass down to the members cut from these bytes.
+    pub outer_damage: Vec<u32>,
+    /// What a user should know that is not damage: a member taken for a
+    /// format by its name only that does not read as one, a budget that
+    /// stopped work. Notes never change the status.
+    pub notes: Vec<Box<str>>,
     pub nodes: Vec<Node>,
     pub progress: Progress,
     pub phase: Phase,
@@ -124,6 +132,44 @@ impl Extraction {
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
+}
+
+/// How many of an extraction's newest children a new damage is checked
+/// against, and how many of its newest damages a new child is: bounded, so
+/// a file with a million members and a million damages stays linear.
+const INHERIT_SCAN: usize = 4096;
+
+/// The damage `child` inherits from `d`, damage of its parent: when the
+/// child's bytes are the parent's verbatim (a tar member, a stored zip
+/// entry) and the corrupt span overlaps them, or a point where bytes were
+/// lost lies strictly inside them.
+fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Damage> {
+    if d.status != crate::status::Status::Corrupt {
+        return None;
+    }
+    let o = child.origin?;
+    if !child.data.is_window() {
+        return None;
+    }
+    let hit = if d.range.is_empty() {
+        o.start < d.range.start && d.range.start < o.end
+    } else {
+        d.range.overlaps(&o)
+    };
+    if !hit {
+        return None;
+    }
+    let start = d.range.start.max(o.start) - o.start;
+    let end = d.range.end.min(o.end).max(d.range.start.max(o.start)) - o.start;
+    Some(Damage::corrupt(
+        crate::data::Range::new(start, end),
+        format!(
+            "its bytes {} lie in a damaged span of {}: {}",
+            crate::data::Range::new(start, end),
+            parent.display_name(),
+            d.reason
+        ),
+    ))
 }
 
 /// All extractions of one opened file; index 0 is the root.
@@ -198,6 +244,62 @@ impl Tree {
             }
         }
         None
+    }
+
+    /// Records damage that extraction `id`'s own parser found.
+    pub fn add_damage(&mut self, id: ExtId, d: Damage) {
+        self.exts[id].damage.push(d);
+        self.damage_count += 1;
+    }
+
+    /// Records damage that the layer outside found in extraction `id`'s
+    /// bytes. Corrupt bytes are corrupt in every member cut verbatim from
+    /// them too (a tar member inside a gzip stream whose bytes decoded
+    /// wrong): the member gets the damage as well, in its own coordinates,
+    /// so no member holding them is called complete.
+    pub fn add_outer_damage(&mut self, id: ExtId, d: Damage) {
+        self.add_outer_at(id, d, 0);
+    }
+
+    fn add_outer_at(&mut self, id: ExtId, d: Damage, depth: u32) {
+        let inherit: Vec<(ExtId, Damage)> = if depth < 64 {
+            // Children come in offset order from a pipelined parse: the
+            // ones a new damage can touch are among the newest.
+            let e = &self.exts[id];
+            e.children
+                .iter()
+                .rev()
+                .take(INHERIT_SCAN)
+                .filter_map(|&c| inherited(e, &self.exts[c], &d).map(|x| (c, x)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let e = &mut self.exts[id];
+        e.outer_damage.push(e.damage.len() as u32);
+        e.damage.push(d);
+        self.damage_count += 1;
+        for (c, x) in inherit {
+            self.add_outer_at(c, x, depth + 1);
+        }
+    }
+
+    /// The damage a new child inherits from what its parent already has.
+    pub(crate) fn inherit_into(&mut self, child: ExtId) {
+        let Some(parent) = self.exts[child].parent else {
+            return;
+        };
+        let p = &self.exts[parent];
+        let found: Vec<Damage> = p
+            .outer_damage
+            .iter()
+            .rev()
+            .take(INHERIT_SCAN)
+            .filter_map(|&i| inherited(p, &self.exts[child], &p.damage[i as usize]))
+            .collect();
+        for d in found {
+            self.add_outer_damage(child, d);
+        }
     }
 
     /// Every extraction below `id`, depth first, `id` included.

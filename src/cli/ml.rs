@@ -56,7 +56,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         )));
     };
     if target != id {
-        eprintln!("pparse: listing {}", t.path_of(target));
+        say!("pparse: listing {}", t.path_of(target));
     }
     let e = &t.exts[target];
     let data = e.data.clone();
@@ -88,7 +88,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         let (vm, _, _) = pickle::run(&*data, r.start, r.end.max(r.start + 1), VM_LIMIT);
         for (name, verdict) in pickle::globals(&vm) {
             if verdict != Verdict::Allowed {
-                eprintln!(
+                say!(
                     "pparse: pickle #{i} imports {}: {}: {}",
                     crate::name::escape_str(&name),
                     verdict.as_str(),
@@ -158,6 +158,60 @@ fn code_repr(c: u8, out: &mut String) {
     }
 }
 
+/// Stack items, metastack frames' items and memo entries shown per step
+/// of `--trace`, and the longest rendering of one of them: the state
+/// printed after an opcode is bounded, so the trace of a pickle grows
+/// linearly with it (a stack of a million items is not printed a million
+/// times).
+const TRACE_ITEMS: usize = 8;
+const TRACE_REPR: usize = 120;
+
+/// The VM's state after an opcode, as `--trace` prints it: the top
+/// [`TRACE_ITEMS`] of the stack, the number of metastack frames and the top
+/// of the innermost one, the highest memo keys.
+fn trace_state(vm: &Vm) -> String {
+    use std::fmt::Write;
+    let items = |ids: &[u32], out: &mut String| {
+        out.push('[');
+        let skip = ids.len().saturating_sub(TRACE_ITEMS);
+        if skip > 0 {
+            let _ = write!(out, "… {skip} more, ");
+        }
+        for (i, &x) in ids[skip..].iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&vm.repr(x, TRACE_REPR));
+        }
+        out.push(']');
+    };
+    let mut out = String::from("       stack: ");
+    items(&vm.stack, &mut out);
+    out.push_str("\n       metastack: [");
+    if let Some(inner) = vm.meta.last() {
+        if vm.meta.len() > 1 {
+            let _ = write!(out, "… {} more frames, ", vm.meta.len() - 1);
+        }
+        items(inner, &mut out);
+    }
+    out.push_str("]\n       memo: {");
+    if vm.memo.len() > TRACE_ITEMS {
+        let _ = write!(out, "… {} earlier, ", vm.memo.len() - TRACE_ITEMS);
+    }
+    let memo: Vec<_> = vm.memo.iter().rev().take(TRACE_ITEMS).collect();
+    for (i, (k, v)) in memo.into_iter().rev().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{k}: {}", vm.repr(*v, 80));
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Open MARKs that indent a line of the listing, at most.
+const MAX_INDENT: usize = 32;
+
 /// A listing like `python -m pickletools`, one pickle after the other.
 pub(super) fn list_text(
     data: &dyn Source,
@@ -186,7 +240,9 @@ pub(super) fn list_text(
             let _ = write!(line, "{:5}: ", op.pos);
             code_repr(op.info.code, &mut line);
             line.push(' ');
-            for _ in 0..dis.depth() {
+            // pickletools indents by open MARKs; past MAX_INDENT the indent
+            // stays, or nested MARKs would make the listing quadratic.
+            for _ in 0..dis.depth().min(MAX_INDENT) {
                 line.push_str("    ");
             }
             line.push_str(op.name());
@@ -219,32 +275,7 @@ pub(super) fn list_text(
             out.write_all(line.as_bytes())?;
             if trace {
                 vm.step(op, data);
-                let show = |ids: &[u32], vm: &Vm| {
-                    let v: Vec<String> = ids.iter().map(|&x| vm.repr(x, 120)).collect();
-                    format!("[{}]", v.join(", "))
-                };
-                let meta: Vec<String> = vm.meta.iter().map(|s| show(s, &vm)).collect();
-                let memo: Vec<String> = vm
-                    .memo
-                    .iter()
-                    .rev()
-                    .take(8)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .map(|(k, v)| format!("{k}: {}", vm.repr(*v, 80)))
-                    .collect();
-                let more = if vm.memo.len() > 8 {
-                    format!("… {} earlier, ", vm.memo.len() - 8)
-                } else {
-                    String::new()
-                };
-                let mut block = format!(
-                    "       stack: {}\n       metastack: [{}]\n       memo: {{{more}{}}}\n",
-                    show(&vm.stack, &vm),
-                    meta.join(", "),
-                    memo.join(", ")
-                );
+                let mut block = trace_state(&vm);
                 for p in &vm.problems[problems_seen..] {
                     block.push_str(&format!("       !!! {}\n", p.message));
                 }
@@ -317,7 +348,7 @@ pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
     let mut worst = report(&t, &[id]);
     for x in &list {
         if x.status != Status::Complete {
-            eprintln!(
+            say!(
                 "pparse: tensor {}: {}: {}",
                 x.name,
                 x.status,
@@ -327,7 +358,7 @@ pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
         }
     }
     if list.is_empty() {
-        eprintln!("pparse: no tensors found");
+        say!("pparse: no tensors found");
     }
     Ok(worst)
 }

@@ -4,6 +4,24 @@
 //! partial (the damage is listed on stderr), 2 for usage errors and files
 //! that cannot be read at all.
 
+/// Writes a line to stderr. Unlike `eprintln!` it never panics: with
+/// `2>&1 | head` stderr is a closed pipe too, and a closed pipe ends output
+/// quietly.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the line break (progress lines).
+macro_rules! say_inline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod ml;
 mod records;
 mod render;
@@ -74,7 +92,9 @@ enum Cmd {
         path: Option<String>,
         #[arg(long)]
         json: bool,
-        /// Show the stack, metastack and memo after each opcode.
+        /// Show the stack, metastack and memo after each opcode: the top 8
+        /// stack items, the innermost metastack frame's top 8, the 8 highest
+        /// memo keys, each cut at 120 characters, with "… N more" for the rest.
         #[arg(long)]
         trace: bool,
     },
@@ -103,20 +123,41 @@ enum Cmd {
         #[arg(long, conflicts_with = "verbose")]
         count: bool,
     },
-    /// Write every leaf extraction below PATH as a file under DIR.
+    /// Write every leaf extraction below PATH as a file under DIR: what
+    /// pparse can vouch for (intact members, and the recovered part of cut
+    /// ones); corrupt members only with --all.
     Extract {
         file: PathBuf,
         path: Option<String>,
         #[arg(long)]
         out: PathBuf,
+        /// Also write members whose bytes are corrupt (as they came out).
+        #[arg(long)]
+        all: bool,
     },
 }
 
 /// A failure that ends the command with exit status 2.
 struct Fatal(String);
 
+/// Exit status of a command stopped by a bug (a panic on any thread).
+pub const EXIT_BUG: i32 = 101;
+
+/// Ends the process on a panic in any thread. The engine and the workers
+/// run on their own threads; a panic there would otherwise leave the
+/// command waiting for results that never come.
+fn exit_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        say!("pparse: internal error: this is a bug in pparse; the command was stopped");
+        std::process::exit(EXIT_BUG);
+    }));
+}
+
 /// Runs the CLI with the process arguments; returns the exit status.
 pub fn main() -> i32 {
+    exit_on_panic();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -127,14 +168,14 @@ pub fn main() -> i32 {
     };
     for p in &cli.proto {
         if let Err(e) = crate::parsers::protobuf::schema::add_proto_file(p) {
-            eprintln!("pparse: cannot use --proto {e}");
+            say!("pparse: cannot use --proto {e}");
             return 2;
         }
     }
     if let Some(m) = &cli.message
         && let Err(e) = crate::parsers::protobuf::schema::set_root_message(m)
     {
-        eprintln!("pparse: --message: {e}");
+        say!("pparse: --message: {e}");
         return 2;
     }
     let result = match cli.cmd {
@@ -172,13 +213,16 @@ pub fn main() -> i32 {
                 count,
             },
         ),
-        Some(Cmd::Extract { file, path, out }) => {
-            extract(&file, path.as_deref().unwrap_or(""), &out)
-        }
+        Some(Cmd::Extract {
+            file,
+            path,
+            out,
+            all,
+        }) => extract(&file, path.as_deref().unwrap_or(""), &out, all),
         None => match cli.file {
             Some(file) => explore(&file, cli.theme.as_deref()),
             None => {
-                eprintln!(
+                say!(
                     "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
                 );
                 Err(Fatal(String::new()))
@@ -192,7 +236,7 @@ pub fn main() -> i32 {
         },
         Err(Fatal(msg)) => {
             if !msg.is_empty() {
-                eprintln!("pparse: {msg}");
+                say!("pparse: {msg}");
             }
             2
         }
@@ -235,7 +279,7 @@ fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
             let t = session.tree();
             let p = t.root().progress;
             let total = p.total.unwrap_or(t.root().size()).max(1);
-            eprint!(
+            say_inline!(
                 "\rparsing {}: {:5.1}% of {}, {} extractions ",
                 t.root().display_name(),
                 p.done as f64 * 100.0 / total as f64,
@@ -246,7 +290,7 @@ fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
         }
     };
     if drew {
-        eprint!("\r\x1b[K");
+        say_inline!("\r\x1b[K");
     }
     held
 }
@@ -271,7 +315,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         };
         for d in &e.damage {
             if shown < 50 {
-                eprintln!("pparse: {label}: {d}");
+                say!("pparse: {label}: {d}");
                 shown += 1;
             } else {
                 hidden += 1;
@@ -281,7 +325,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
             && let Some(declared) = e.declared_size
             && shown < 50
         {
-            eprintln!(
+            say!(
                 "pparse: {label}: truncated: {} of {declared} bytes present",
                 e.size()
             );
@@ -289,7 +333,7 @@ fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         }
     }
     if hidden > 0 {
-        eprintln!("pparse: ... and {hidden} more problems");
+        say!("pparse: ... and {hidden} more problems");
     }
     worst
 }
@@ -442,7 +486,7 @@ fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
-fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
+fn extract(file: &Path, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
     let session = open(file)?;
     let top = resolve_final(&session, path)?;
     wait(&session, |_| false);
@@ -451,16 +495,28 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
     let t = session.tree();
     let mut written = 0u64;
     let mut skipped = Vec::new();
+    let mut withheld = Vec::new();
+    let mut cut = Vec::new();
     for id in t.subtree(top) {
         let e = &t.exts[id];
         if !e.is_leaf() {
             continue;
         }
+        let why = || e.detail().unwrap_or_default();
+        match t.status_of(id) {
+            Status::Corrupt if !all && e.kind.has_content() => {
+                withheld.push(format!("{}: {}", t.path_of(id), why()));
+                continue;
+            }
+            Status::Complete => {}
+            _ if e.kind.has_content() => cut.push(format!("{}: {}", t.path_of(id), why())),
+            _ => {}
+        }
         let logical = logical_path(&t, id);
         match &e.kind {
             EntryKind::Dir => {
                 if let Err(err) = ex.dir(&logical) {
-                    eprintln!(
+                    say!(
                         "pparse: cannot create directory for {}: {err}",
                         t.path_of(id)
                     );
@@ -483,15 +539,32 @@ fn extract(file: &Path, path: &str, dir: &Path) -> Result<Status, Fatal> {
         }
     }
     if !skipped.is_empty() {
-        eprintln!(
+        say!(
             "pparse: {} entries are not regular files and were not written (links are never created):",
             skipped.len()
         );
         for s in skipped.iter().take(20) {
-            eprintln!("  {s}");
+            say!("  {s}");
         }
     }
-    eprintln!(
+    for (list, what) in [
+        (&cut, "were cut short; their recovered bytes were written"),
+        (
+            &withheld,
+            "hold bytes pparse cannot vouch for and were not written (--all writes them)",
+        ),
+    ] {
+        if !list.is_empty() {
+            say!("pparse: {} files {what}:", list.len());
+            for s in list.iter().take(20) {
+                say!("  {s}");
+            }
+            if list.len() > 20 {
+                say!("  ... and {} more", list.len() - 20);
+            }
+        }
+    }
+    say!(
         "pparse: wrote {written} files under {}",
         ex.root().display()
     );

@@ -99,12 +99,12 @@ fn write_listing(src: &dyn Source, show: &Show, label: &str) -> Result<Status, F
         damage += 1;
         worst = worst.max(status);
         if damage <= 50 {
-            eprintln!("pparse: {label}: {what}");
+            say!("pparse: {label}: {what}");
         }
     });
     finish_output(r.and_then(|_| out.flush()))?;
     if damage > 50 {
-        eprintln!("pparse: ... and {} more problems", damage - 50);
+        say!("pparse: ... and {} more problems", damage - 50);
     }
     Ok(worst)
 }

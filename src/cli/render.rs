@@ -71,6 +71,12 @@ pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
                 e.detail().unwrap_or_default()
             ));
         }
+        if let Some(first) = e.notes.first() {
+            line.push_str(&format!("  note: {first}"));
+            if e.notes.len() > 1 {
+                line.push_str(&format!(" (+{} more)", e.notes.len() - 1));
+            }
+        }
         writeln!(out, "{line}")?;
         let n = e.children.len();
         for (i, &c) in e.children.iter().enumerate().rev() {
@@ -111,6 +117,10 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     )?;
     if let Some(d) = e.detail() {
         write!(out, ",\"detail\":{}", json_str(&d))?;
+    }
+    if !e.notes.is_empty() {
+        let notes: Vec<String> = e.notes.iter().map(|n| json_str(n)).collect();
+        write!(out, ",\"notes\":[{}]", notes.join(","))?;
     }
     if let Some(s) = e.declared_size {
         write!(out, ",\"declared_size\":{}", json_u64(s))?;

@@ -53,6 +53,11 @@ pub trait Source: Send + Sync + 'static {
     fn origin(&self, _offset: u64) -> Option<(Data, u64, bool)> {
         None
     }
+    /// Whether these bytes are a window of the source they come from, byte
+    /// for byte (a tar member, a stored zip entry), not decoded from it.
+    fn is_window(&self) -> bool {
+        false
+    }
 }
 
 /// Follows [`Source::origin`] down to the file: the file offset a byte comes

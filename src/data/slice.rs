@@ -54,4 +54,7 @@ impl Source for SliceSource {
     fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
         Some((self.parent.clone(), self.range.start + offset, true))
     }
+    fn is_window(&self) -> bool {
+        true
+    }
 }

@@ -340,7 +340,15 @@ impl GzipParser {
             return None;
         };
         let (node, start, out_start) = (*node, *start, *out_start);
-        let event = inflater.run(cx.budget);
+        if cx.decode_left == 0 {
+            let at = out_start + inflater.produced();
+            let d = cx.budget_damage(at);
+            self.child_damage(cx, d);
+            return Some(self.finish(cx));
+        }
+        let before = inflater.produced();
+        let event = inflater.run(cx.budget.min(cx.decode_left));
+        cx.decoded(inflater.produced() - before);
         let total = self.data.available();
         cx.progress(inflater.input_pos(), Some(total));
         match event {
@@ -388,6 +396,7 @@ impl GzipParser {
             }
             InflateEvent::Error { at, message } | InflateEvent::Overflow { at, message } => {
                 let out_end = out_start + inflater.produced();
+                let suspect = out_start + inflater.suspect_from();
                 let m = self.members;
                 let msg = message.clone();
                 cx.edit_node(node, move |n| {
@@ -404,9 +413,9 @@ impl GzipParser {
                 self.child_damage(
                     cx,
                     Damage::corrupt(
-                        Range::new(out_end, out_end),
+                        Range::new(suspect, out_end),
                         format!(
-                            "bytes lost here: member #{m} has invalid deflate data ({message})"
+                            "bytes lost here: member #{m} has invalid deflate data ({message}); the bytes decoded since the block before it cannot be vouched for"
                         ),
                     ),
                 );

@@ -80,6 +80,12 @@ pub fn sniff(s: &Sniff) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| (f.sniff)(s))
 }
 
+/// Whether `format` took these bytes for its own by their name alone: it
+/// would not without the name.
+pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
+    !(format.sniff)(&Sniff { name: "", ..*s })
+}
+
 /// Looks a format up by name.
 pub fn by_name(name: &str) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| f.name == name)
@@ -111,6 +117,9 @@ pub struct ChildSpec {
     pub damage: Vec<Damage>,
     /// Set when the child is a whole file on disk.
     pub file: Option<std::path::PathBuf>,
+    /// Whether the child is sniffed and parsed (false: its bytes are listed
+    /// only, as for entries that overlap other entries).
+    pub parse: bool,
 }
 
 impl ChildSpec {
@@ -123,6 +132,7 @@ impl ChildSpec {
             declared_size: None,
             damage: Vec::new(),
             file: None,
+            parse: true,
         }
     }
 }
@@ -141,12 +151,19 @@ pub struct StepCx<'a> {
     pub budget: u64,
     /// The file on disk being parsed, when the bytes are a whole file.
     pub file: Option<&'a std::path::Path>,
+    /// Bytes that decoders may still produce in this session (see
+    /// [`crate::Options::decode_budget`]); decoders take from it with
+    /// [`StepCx::decoded`] and stop with [`StepCx::budget_damage`] at zero.
+    pub decode_left: u64,
     pub(crate) me: ExtId,
     pub(crate) next_ext: ExtId,
     pub(crate) node_count: usize,
     pub(crate) edits: Vec<Edit>,
     pub(crate) new_children: Vec<ExtId>,
     pub(crate) depth: u32,
+    /// The format was chosen by the extraction's name alone (a member named
+    /// `x.json`): what does not parse is a note on the member, not damage.
+    pub(crate) by_name: bool,
 }
 
 impl<'a> StepCx<'a> {
@@ -169,21 +186,48 @@ impl<'a> StepCx<'a> {
         }));
     }
 
-    /// Records damage in this extraction's bytes.
+    /// Records damage in this extraction's bytes. For a member whose format
+    /// was taken from its name alone, the damage becomes a note: the bytes
+    /// are what its container holds, they just are not that format.
     pub fn damage(&mut self, d: Damage) {
+        if self.by_name {
+            self.note(format!("not read as its name suggests: {d}"));
+            return;
+        }
         let me = self.me;
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].damage.push(d);
-            t.damage_count += 1;
-        }));
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.add_damage(me, d)));
+    }
+
+    /// Takes `n` decoded bytes from the session's decode budget.
+    pub fn decoded(&mut self, n: u64) {
+        self.decode_left = self.decode_left.saturating_sub(n);
+    }
+
+    /// What a decoder stopped by the decode budget reports on its output:
+    /// the bytes are not all there, so it is truncated, and a note says why.
+    pub fn budget_damage(&mut self, at: u64) -> Damage {
+        self.note(
+            "decoding stopped: the decoders of this session have produced their budget (by default 1100 times the file's size, at least 4 GiB); this looks like a decompression bomb",
+        );
+        Damage::truncated(
+            Range::new(at, at),
+            format!("decoding stopped after {at} bytes: the decode budget is used up"),
+        )
+    }
+
+    /// Records a note on this extraction (see [`crate::Extraction::notes`]).
+    pub fn note(&mut self, text: impl Into<Box<str>>) {
+        let me = self.me;
+        let text = text.into();
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[me].notes.push(text)));
     }
 
     /// Records damage in a child's bytes.
     pub fn child_damage(&mut self, child: ExtId, d: Damage) {
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[child].damage.push(d);
-            t.damage_count += 1;
-        }));
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.add_outer_damage(child, d)));
     }
 
     /// Reports how far the parse has got.
@@ -200,6 +244,12 @@ impl<'a> StepCx<'a> {
         self.next_ext += 1;
         let me = self.me;
         let depth = self.depth + 1;
+        let phase = if spec.parse {
+            self.new_children.push(id);
+            crate::extraction::Phase::Waiting
+        } else {
+            crate::extraction::Phase::Leaf
+        };
         self.edits.push(Box::new(move |t: &mut Tree| {
             debug_assert_eq!(t.exts.len(), id);
             let index = t.exts[me].children.len();
@@ -218,13 +268,15 @@ impl<'a> StepCx<'a> {
                 file: spec.file,
                 parser: None,
                 damage: spec.damage,
+                outer_damage: Vec::new(),
+                notes: Vec::new(),
                 nodes: Vec::new(),
                 progress: Progress::default(),
-                phase: crate::extraction::Phase::Waiting,
+                phase,
                 depth,
             });
+            t.inherit_into(id);
         }));
-        self.new_children.push(id);
         id
     }
 

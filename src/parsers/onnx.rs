@@ -23,7 +23,7 @@ use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
 use crate::status::{Damage, Status};
-use crate::view::tensors::{Dtype, Tensor};
+use crate::view::tensors::{self, Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "onnx",
@@ -355,6 +355,11 @@ fn plain_relative(loc: &str) -> bool {
 fn external_files(cx: &mut StepCx) {
     let data = cx.data.clone();
     let found = find_tensors(&*data);
+    for t in &found {
+        if let Some(why) = dtype(t.data_type).and_then(|dt| size_problem(t, dt)) {
+            cx.damage(Damage::corrupt(t.range, why));
+        }
+    }
     let mut by_file: BTreeMap<String, Vec<&Found>> = BTreeMap::new();
     for t in &found {
         if let Values::External { location, .. } = &t.bytes {
@@ -444,6 +449,36 @@ fn type_name(t: i32) -> String {
         .unwrap_or_else(|| format!("data type {t}"))
 }
 
+/// Elements of a tensor and the bytes they need (4- and 2-bit integers
+/// packed 2 or 4 to a byte, the last byte maybe half used); `None` when the
+/// dims overflow.
+fn sizes(f: &Found, dt: Dtype) -> (Option<u64>, Option<u64>) {
+    let numel = tensors::numel(&f.dims);
+    let bits = match f.data_type {
+        21 | 22 => 4,
+        25 | 26 => 2,
+        _ => dt.bits(),
+    };
+    let need = numel
+        .and_then(|n| n.checked_mul(bits))
+        .map(|b| b.div_ceil(8));
+    (numel, need)
+}
+
+/// Why a tensor's dims cannot be right, with where the tensor is.
+fn size_problem(f: &Found, dt: Dtype) -> Option<String> {
+    let why = match sizes(f, dt) {
+        (None, _) => tensors::overflow_text(&f.dims),
+        (Some(_), None) => format!(
+            "the byte size of {} {} overflows",
+            type_name(f.data_type),
+            tensors::shape_text(&f.dims)
+        ),
+        _ => return None,
+    };
+    Some(format!("{why}; the tensor is at {:#x}", f.range.start))
+}
+
 /// The tensor table of an ONNX extraction.
 pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
@@ -461,17 +496,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         let Some(dt) = dtype(f.data_type) else {
             continue;
         };
-        let numel = f.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-        // 4- and 2-bit integers are packed 2 or 4 to a byte, the last byte
-        // maybe half used.
-        let bits = match f.data_type {
-            21 | 22 => 4,
-            25 | 26 => 2,
-            _ => dt.bits(),
-        };
-        let need = numel
-            .and_then(|n| n.checked_mul(bits))
-            .map(|b| b.div_ceil(8));
+        let (numel, need) = sizes(&f, dt);
         let mut t = Tensor {
             name: f.name.clone(),
             dtype: dt,
@@ -510,8 +535,15 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
                     t.source = c;
                     t.offset = *offset;
                     t.length = length.unwrap_or(size.saturating_sub(*offset));
-                    let end = offset.saturating_add(t.length);
-                    if end > size {
+                    let end = offset.checked_add(t.length);
+                    if end.is_none() {
+                        t.status = Status::Corrupt;
+                        problem = Some(format!(
+                            "external data offset {offset} + length {} overflows",
+                            t.length
+                        ));
+                        t.length = 0;
+                    } else if let Some(end) = end.filter(|&e| e > size) {
                         t.status = Status::Truncated;
                         problem = Some(format!(
                             "external file '{}' has {size} bytes; the tensor needs bytes {offset}..{end}",
@@ -538,6 +570,11 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
                     });
                 }
             }
+        }
+        // Dims whose size overflows say nothing of the values: corrupt.
+        if let Some(why) = size_problem(&f, dt) {
+            t.status = Status::Corrupt;
+            problem = Some(why);
         }
         if let (Values::Raw(_) | Values::External { .. }, Some(need)) = (&f.bytes, need)
             && t.status == Status::Complete

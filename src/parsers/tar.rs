@@ -58,8 +58,10 @@ fn sniff(s: &Sniff) -> bool {
     })
 }
 
+/// `n` rounded up to whole blocks; sizes from a header may be anything up
+/// to 2^64-1, so the result saturates (such a member runs past any end).
 fn round_up(n: u64) -> u64 {
-    n.div_ceil(BLOCK) * BLOCK
+    n.div_ceil(BLOCK).saturating_mul(BLOCK)
 }
 
 /// What one 512-byte block is.
@@ -220,22 +222,43 @@ fn type_name(kind: u8) -> &'static str {
     }
 }
 
-/// PAX records `"%d %s=%s\n"`; malformed records end the list.
-fn pax_records(data: &[u8]) -> Vec<(String, Vec<u8>, Range)> {
+/// One PAX record: key, value, and its bytes in the extended header.
+type PaxRecord = (String, Vec<u8>, Range);
+
+/// PAX records `"%d %s=%s\n"`. A malformed record ends the list; it is
+/// returned with its offset in `data` and the reason, so that it is
+/// reported rather than silently dropped.
+fn pax_records(data: &[u8]) -> (Vec<PaxRecord>, Option<(u64, String)>) {
     let mut out = Vec::new();
     let mut p = 0usize;
-    while p < data.len() {
+    let problem = loop {
+        // NUL padding after the last record is how writers fill the block.
+        if p >= data.len() || data[p..].iter().all(|&b| b == 0) {
+            break None;
+        }
         let Some(sp) = memchr::memchr(b' ', &data[p..(p + 20).min(data.len())]) else {
-            break;
+            break Some((p as u64, "PAX record without a length".to_string()));
         };
         let Some(len) = std::str::from_utf8(&data[p..p + sp])
             .ok()
             .and_then(|s| s.parse::<usize>().ok())
         else {
-            break;
+            break Some((p as u64, "PAX record length is not a number".to_string()));
         };
-        if len <= sp + 1 || p + len > data.len() || data[p + len - 1] != b'\n' {
-            break;
+        if len <= sp + 1 {
+            break Some((p as u64, format!("PAX record length {len} is too short")));
+        }
+        if len > data.len() - p {
+            break Some((
+                p as u64,
+                format!(
+                    "PAX record of {len} bytes is longer than the {} bytes left in its header",
+                    data.len() - p
+                ),
+            ));
+        }
+        if data[p + len - 1] != b'\n' {
+            break Some((p as u64, "PAX record does not end with a line break".into()));
         }
         let rec = &data[p + sp + 1..p + len - 1];
         if let Some(eq) = memchr::memchr(b'=', rec) {
@@ -246,8 +269,8 @@ fn pax_records(data: &[u8]) -> Vec<(String, Vec<u8>, Range)> {
             ));
         }
         p += len;
-    }
-    out
+    };
+    (out, problem)
 }
 
 /// Metadata carried from extension headers to the next real header.
@@ -260,18 +283,29 @@ struct Pending {
 }
 
 impl Pending {
-    fn apply_pax(&mut self, recs: &[(String, Vec<u8>, Range)]) {
-        for (k, v, _) in recs {
+    /// Takes the records' metadata; returns the problems found (offset in
+    /// the header's data, reason).
+    fn apply_pax(&mut self, recs: &[PaxRecord]) -> Vec<(u64, String)> {
+        let mut problems = Vec::new();
+        for (k, v, r) in recs {
             match k.as_str() {
                 "path" => self.name = Some(v.clone()),
                 "linkpath" => self.link = Some(v.clone()),
-                "size" => {
-                    self.size = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-                }
+                "size" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
+                    Some(size) => self.size = Some(size),
+                    None => problems.push((
+                        r.start,
+                        format!(
+                            "PAX size {:?} is not a size (the header's own size is used)",
+                            escape_bytes(v)
+                        ),
+                    )),
+                },
                 k if k.starts_with("GNU.sparse.") => self.sparse = true,
                 _ => {}
             }
         }
+        problems
     }
 }
 
@@ -383,7 +417,7 @@ impl TarParser {
                 ));
             } else if !self.ended {
                 let what = match &self.open {
-                    Some(o) if avail >= o.data + o.size && at > avail => {
+                    Some(o) if avail >= o.data.saturating_add(o.size) && at > avail => {
                         format!("archive ends inside the padding after member {}", o.name)
                     }
                     _ => "archive ends without its end-of-archive marker".to_string(),
@@ -394,7 +428,7 @@ impl TarParser {
         }
         // The previous member's data is complete once we are past it.
         if let Some(o) = &self.open
-            && avail >= o.data + o.size
+            && avail >= o.data.saturating_add(o.size)
         {
             self.open = None;
         }
@@ -538,7 +572,7 @@ impl TarParser {
                     return None;
                 }
                 let avail = self.data.available();
-                if data_at + h.size > avail {
+                if data_at.saturating_add(h.size) > avail {
                     if !self.data.is_final() {
                         return Some(Step::Blocked);
                     }
@@ -559,11 +593,30 @@ impl TarParser {
                     self.lose(at, at + 1, "unreadable extension header".into());
                     return None;
                 }
-                match h.kind {
-                    b'L' => self.pending.name = Some(cstr(&meta).to_vec()),
-                    b'K' => self.pending.link = Some(cstr(&meta).to_vec()),
-                    b'g' => self.global.apply_pax(&pax_records(&meta)),
-                    _ => self.pending.apply_pax(&pax_records(&meta)),
+                let problems = match h.kind {
+                    b'L' => {
+                        self.pending.name = Some(cstr(&meta).to_vec());
+                        Vec::new()
+                    }
+                    b'K' => {
+                        self.pending.link = Some(cstr(&meta).to_vec());
+                        Vec::new()
+                    }
+                    _ => {
+                        let (recs, bad_record) = pax_records(&meta);
+                        let target = if h.kind == b'g' {
+                            &mut self.global
+                        } else {
+                            &mut self.pending
+                        };
+                        let mut problems = target.apply_pax(&recs);
+                        problems.extend(bad_record);
+                        problems
+                    }
+                };
+                for (off, why) in problems {
+                    let start = data_at.saturating_add(off);
+                    cx.damage(Damage::corrupt(Range::new(start, start + 1), why));
                 }
                 if let Some(why) = bad {
                     cx.damage(Damage::corrupt(Range::new(at, at + BLOCK), why));
@@ -573,13 +626,13 @@ impl TarParser {
                         Node::new(
                             "global",
                             "PAX global header",
-                            Range::new(at, data_at + round_up(h.size)),
+                            Range::new(at, data_at.saturating_add(round_up(h.size))),
                         )
                         .lazy(),
                     );
                     self.entry_start = None;
                 }
-                self.pos = data_at + round_up(h.size);
+                self.pos = data_at.saturating_add(round_up(h.size));
                 None
             }
             _ => {
@@ -592,7 +645,8 @@ impl TarParser {
                 let size = pending.size.or(self.global.size).unwrap_or(h.size);
                 let sparse = pending.sparse || self.global.sparse;
                 let data_len = if has_data(h.kind) { size } else { 0 };
-                let end = data_at + round_up(data_len);
+                let end = data_at.saturating_add(round_up(data_len));
+                let data_end = data_at.saturating_add(data_len);
                 let shown = escape_bytes(&name);
                 let mut node = Node::new("entry", shown.clone(), Range::new(entry_start, end))
                     .text(format!("{}, {} bytes", type_name(h.kind), size))
@@ -602,10 +656,10 @@ impl TarParser {
                     entry_kind(h.kind, &link, sparse),
                     Arc::new(SliceSource::new(
                         self.data.clone(),
-                        Range::new(data_at, data_at + data_len),
+                        Range::new(data_at, data_end),
                     )) as Data,
                 );
-                spec.origin = Some(Range::new(data_at, data_at + data_len));
+                spec.origin = Some(Range::new(data_at, data_end));
                 spec.declared_size = Some(data_len);
                 if let Some(why) = bad {
                     let d = Damage::corrupt(Range::new(at, at + BLOCK), why.clone());
@@ -779,6 +833,7 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
                     fields.push(Node::new("string", "content", r).text(escape_bytes(cstr(&meta))));
                 } else {
                     let recs = pax_records(&meta)
+                        .0
                         .into_iter()
                         .map(|(k, v, rr)| {
                             Node::new(
@@ -796,14 +851,19 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
                 Node::new(
                     "header",
                     type_name(kind),
-                    Range::new(at, data_at + round_up(dlen)),
+                    Range::new(at, data_at.saturating_add(round_up(dlen))),
                 )
                 .with_children(fields),
             );
-            at = data_at + round_up(dlen);
+            at = data_at.saturating_add(round_up(dlen));
             continue;
         }
-        let mut d = Node::new("data", "data", Range::new(data_at, data_at + dlen)).uint(dlen);
+        let mut d = Node::new(
+            "data",
+            "data",
+            Range::new(data_at, data_at.saturating_add(dlen)),
+        )
+        .uint(dlen);
         if have < dlen {
             d = d.damaged(Damage::truncated(
                 Range::new(data_at + have, data_at + have),
@@ -895,11 +955,14 @@ mod tests {
 
     #[test]
     fn pax() {
-        let recs = pax_records(b"28 path=some/long/path/name\n11 size=42\n");
+        let (recs, bad) = pax_records(b"28 path=some/long/path/name\n11 size=42\n");
+        assert!(bad.is_none());
         assert_eq!(recs.len(), 2);
         assert_eq!(recs[0].0, "path");
         assert_eq!(recs[0].1, b"some/long/path/name");
         assert_eq!(recs[1].1, b"42");
-        assert!(pax_records(b"999 path=x\n").is_empty());
+        let (recs, bad) = pax_records(b"999 path=x\n");
+        assert!(recs.is_empty());
+        assert!(bad.unwrap().1.contains("longer than"));
     }
 }

@@ -22,7 +22,7 @@ use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::Name;
 use crate::node::Node;
 use crate::status::{Damage, Status};
-use crate::view::tensors::{Dtype, Tensor};
+use crate::view::tensors::{self, Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "torch",
@@ -178,7 +178,8 @@ impl Parser for LegacyParser {
                 ));
                 return self.finish(cx);
             };
-            let body = Range::new(at + 8, at + 8 + bytes);
+            // `at` is within the file and `bytes` at most 2^63: no overflow.
+            let body = Range::new(at + 8, (at + 8).saturating_add(bytes));
             let label = dtype.map_or("?", |d| d.as_str());
             cx.push_node(
                 Node::new(
@@ -243,15 +244,22 @@ fn int(vm: &Vm, id: Id) -> Option<i64> {
 }
 
 fn ints(vm: &Vm, id: Id) -> Option<Vec<u64>> {
-    match vm.get(id) {
-        Obj::Tuple(v) | Obj::List(v) => v
-            .iter()
-            .map(|&x| int(vm, x).and_then(|i| u64::try_from(i).ok()))
-            .collect(),
-        // torch.Size((...)) pickles as a call.
-        Obj::Call(c) if c.args.len() == 1 => ints(vm, c.args[0]),
-        _ => None,
+    let mut id = id;
+    // torch.Size((...)) pickles as a call; a chain of such calls is followed
+    // a few levels, not as deep as a hostile pickle nests them.
+    for _ in 0..4 {
+        match vm.get(id) {
+            Obj::Tuple(v) | Obj::List(v) => {
+                return v
+                    .iter()
+                    .map(|&x| int(vm, x).and_then(|i| u64::try_from(i).ok()))
+                    .collect();
+            }
+            Obj::Call(c) if c.args.len() == 1 => id = c.args[0],
+            _ => return None,
+        }
     }
+    None
 }
 
 /// The dtype a storage class holds, and its element size in bytes
@@ -390,6 +398,43 @@ struct Found {
     shape: Vec<u64>,
     stride: Vec<u64>,
     note: Option<&'static str>,
+    /// Why the arguments cannot describe a tensor.
+    bad: Option<String>,
+    /// Offset in the pickle of the call that rebuilds it.
+    at: u64,
+}
+
+/// A rebuild call's storage offset, size and stride: what is not a
+/// (tuple of) non-negative int64 is said, not read as 0 or left out.
+fn layout(
+    vm: &Vm,
+    offset: Option<Id>,
+    size: Id,
+    stride: Id,
+) -> (u64, Vec<u64>, Vec<u64>, Option<String>) {
+    let off = offset.map_or(Some(0), |o| int(vm, o).and_then(|i| u64::try_from(i).ok()));
+    let (shape, strides) = (ints(vm, size), ints(vm, stride));
+    let bad = match (off, &shape, &strides) {
+        (None, _, _) => Some(format!(
+            "storage offset {} is not a non-negative integer",
+            vm.repr(offset.unwrap_or(size), 60)
+        )),
+        (_, None, _) => Some(format!(
+            "size {} is not a tuple of non-negative integers",
+            vm.repr(size, 60)
+        )),
+        (_, _, None) => Some(format!(
+            "stride {} is not a tuple of non-negative integers",
+            vm.repr(stride, 60)
+        )),
+        _ => None,
+    };
+    (
+        off.unwrap_or(0),
+        shape.unwrap_or_default(),
+        strides.unwrap_or_default(),
+        bad,
+    )
 }
 
 fn rebuild(vm: &Vm, id: Id, depth: usize) -> Option<Found> {
@@ -423,13 +468,16 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
                 dtype = Some(t);
                 note = note.or(packed_note(n));
             }
+            let (offset, shape, stride, bad) = layout(vm, Some(a[1]), a[2], a[3]);
             Some(Found {
                 pid: p,
                 dtype,
-                offset: int(vm, a[1])?.max(0) as u64,
-                shape: ints(vm, a[2])?,
-                stride: ints(vm, a[3])?,
+                offset,
+                shape,
+                stride,
                 note,
+                bad,
+                at: 0,
             })
         }
         ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state")
@@ -438,14 +486,19 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
         {
             rebuild(vm, a[0], depth + 1)
         }
-        ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => Some(Found {
-            pid: None,
-            dtype: vm.global(a[0]).and_then(|(_, n)| torch_dtype(n)),
-            offset: 0,
-            shape: ints(vm, a[1])?,
-            stride: ints(vm, a[2])?,
-            note: Some("meta tensor: no data"),
-        }),
+        ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => {
+            let (offset, shape, stride, bad) = layout(vm, None, a[1], a[2]);
+            Some(Found {
+                pid: None,
+                dtype: vm.global(a[0]).and_then(|(_, n)| torch_dtype(n)),
+                offset,
+                shape,
+                stride,
+                note: Some("meta tensor: no data"),
+                bad,
+                at: 0,
+            })
+        }
         ("torch._tensor", "_rebuild_from_type_v2") if a.len() >= 3 => {
             // (func, new_type, args, state): the inner call is func(*args).
             let (m, n) = vm.global(a[0])?;
@@ -458,29 +511,51 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
     }
 }
 
-/// Tensors found under `id`, with their paths.
+/// Longest tensor name made from the keys of a pickle (a memoized 4 KiB key
+/// reused at every level must not make names of 256 KiB).
+const MAX_PATH: usize = 1024;
+
+/// Tensors found under `id`, with their paths. Each container is walked
+/// once (`seen`): a pickle that shares one list 60 times over through the
+/// memo is walked in 60 steps, not 2^60, and a cycle ends. A tensor reached
+/// by several paths (tied weights) is listed under each, since every path is
+/// an edge the pickle spells out.
 fn walk(
     vm: &Vm,
     id: Id,
     path: &str,
     out: &mut Vec<(String, Found)>,
     depth: usize,
-    seen: &mut Vec<Id>,
+    seen: &mut [bool],
 ) {
-    if depth > 64 || seen.contains(&id) || out.len() > 1_000_000 {
+    if depth > 64 || out.len() > 1_000_000 {
         return;
     }
-    if let Some(f) = rebuild(vm, id, 0) {
+    if let Some(mut f) = rebuild(vm, id, 0) {
+        f.at = vm.spans.get(id as usize).map_or(0, |s| s.0);
         out.push((path.to_string(), f));
         return;
     }
-    seen.push(id);
+    match seen.get_mut(id as usize) {
+        Some(s) if !*s => *s = true,
+        _ => return,
+    }
     let join = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
+        let mut p = String::with_capacity(path.len() + k.len() + 1);
+        p.push_str(path);
+        if !path.is_empty() {
+            p.push('.');
         }
+        p.push_str(k);
+        if p.len() > MAX_PATH {
+            let mut cut = MAX_PATH;
+            while !p.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            p.truncate(cut);
+            p.push('…');
+        }
+        p
     };
     let key = |k: Id| text(vm, k).unwrap_or_else(|| vm.repr(k, 60));
     match vm.get(id) {
@@ -505,8 +580,11 @@ fn walk(
             if vm
                 .global(c.func)
                 .is_some_and(|(m, n)| m == "collections" && n == "OrderedDict")
-                && let Some(Obj::List(pairs)) = c.args.first().map(|&a| vm.get(a))
+                && let Some(&list) = c.args.first()
+                && let Obj::List(pairs) = vm.get(list)
+                && seen.get(list as usize) == Some(&false)
             {
+                seen[list as usize] = true;
                 for &p in pairs {
                     if let Obj::List(kv) | Obj::Tuple(kv) = vm.get(p)
                         && kv.len() == 2
@@ -537,7 +615,6 @@ fn walk(
         }
         _ => {}
     }
-    seen.pop();
 }
 
 /// What a storage record is when the table is made.
@@ -656,23 +733,24 @@ impl Prepared {
             return Vec::new();
         };
         let mut found = Vec::new();
-        walk(vm, root, "", &mut found, 0, &mut Vec::new());
+        walk(vm, root, "", &mut found, 0, &mut vec![false; vm.objs.len()]);
         found
             .into_iter()
             .map(|(path, f)| {
                 let dtype = f.dtype.unwrap_or(Dtype::U8);
                 let itemsize = (dtype.bits() / 8).max(1);
-                let numel: u64 = f.shape.iter().product();
-                let span = if numel == 0 {
-                    0
-                } else {
-                    1 + f
-                        .shape
+                // Bytes from the first element to past the last one, in
+                // checked arithmetic: shapes and strides are file values.
+                let length = tensors::numel(&f.shape).and_then(|numel| {
+                    if numel == 0 {
+                        return Some(0);
+                    }
+                    f.shape
                         .iter()
                         .zip(&f.stride)
-                        .map(|(s, st)| s.saturating_sub(1).saturating_mul(*st))
-                        .sum::<u64>()
-                };
+                        .try_fold(1u64, |a, (s, st)| a.checked_add((s - 1).checked_mul(*st)?))?
+                        .checked_mul(itemsize)
+                });
                 let mut t = Tensor {
                     name: format!("{label}{path}"),
                     dtype,
@@ -681,14 +759,62 @@ impl Prepared {
                     storage_offset: Some(f.offset),
                     source: 0,
                     offset: 0,
-                    length: span.saturating_mul(itemsize),
+                    length: length.unwrap_or(0),
                     status: Status::Complete,
                     detail: f.note.map(str::to_string),
                     big_endian: self.big_endian,
                 };
+                let offset = match &f.pid {
+                    // A legacy view reads from its root storage.
+                    Some(Pid {
+                        view: Some((_, off, _)),
+                        elsize,
+                        ..
+                    }) => off.checked_mul(*elsize),
+                    _ => Some(0),
+                }
+                .and_then(|base| base.checked_add(f.offset.checked_mul(itemsize)?));
                 if f.dtype.is_none() {
                     t.status = Status::Corrupt;
                     t.detail = Some("unknown dtype".into());
+                }
+                let bad = if let Some(why) = &f.bad {
+                    Some(why.clone())
+                } else if f.shape.len() != f.stride.len() {
+                    Some(format!(
+                        "shape {} and stride {} differ in length",
+                        tensors::shape_text(&f.shape),
+                        tensors::shape_text(&f.stride)
+                    ))
+                } else if tensors::numel(&f.shape).is_none() {
+                    Some(tensors::overflow_text(&f.shape))
+                } else if length.is_none() {
+                    Some(format!(
+                        "the byte span of shape {} with stride {} overflows",
+                        tensors::shape_text(&f.shape),
+                        tensors::shape_text(&f.stride)
+                    ))
+                } else if offset.is_none_or(|o| o.checked_add(t.length).is_none()) {
+                    Some(format!("storage offset {} overflows", f.offset))
+                } else {
+                    None
+                };
+                let key = f
+                    .pid
+                    .as_ref()
+                    .map(|p| p.view.as_ref().map_or(&p.key, |v| &v.0).clone());
+                if let Some(why) = bad {
+                    // Where the bytes would be cannot be said.
+                    t.status = Status::Corrupt;
+                    t.detail = Some(format!(
+                        "{why}; the rebuild call is at {:#x} of the pickle",
+                        f.at
+                    ));
+                    t.length = 0;
+                    if let Some(s) = key.and_then(|k| self.storages.get(&format!("{dir}{k}"))) {
+                        t.source = s.ext;
+                    }
+                    return t;
                 }
                 let Some(p) = f.pid else {
                     if t.detail.is_none() {
@@ -697,12 +823,8 @@ impl Prepared {
                     t.length = 0;
                     return t;
                 };
-                // A legacy view reads from its root storage.
-                let (key, base) = match &p.view {
-                    Some((root, off, _)) => (root.clone(), off.saturating_mul(p.elsize)),
-                    None => (p.key.clone(), 0),
-                };
-                t.offset = base + f.offset.saturating_mul(itemsize);
+                let key = key.unwrap_or_default();
+                t.offset = offset.unwrap_or(0);
                 match self.storages.get(&format!("{dir}{key}")) {
                     None => {
                         t.status = Status::Truncated;
@@ -711,6 +833,7 @@ impl Prepared {
                     Some(s) => {
                         t.source = s.ext;
                         let declared = p.numel.saturating_mul(p.elsize);
+                        // Both checked above: offset + length fits in u64.
                         if t.offset + t.length > s.available {
                             t.status = Status::Truncated;
                             t.detail = Some(if s.available <= t.offset {

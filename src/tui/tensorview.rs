@@ -209,6 +209,11 @@ impl App {
         };
         let id = self.worker.spawn(Slot::Stats, move |_, stop, report, id| {
             let send = |r: Report| report(Done::Tensors(r));
+            if tensors::numel(&t.shape).is_none() {
+                let why = tensors::overflow_text(&t.shape);
+                send(Report::Failed { id, why });
+                return;
+            }
             let n = t.numel().min(FIRST_VALUES) as usize;
             let first = values::values(&t, &*data, 0, n);
             send(Report::Values {
@@ -359,9 +364,12 @@ impl App {
     /// The selected tensor's bytes, to mark in the hex view.
     pub fn tensor_bytes(&self) -> Option<(ExtId, Range)> {
         match &self.panel {
-            Panel::Tensors(p) => p
-                .current()
-                .map(|t| (t.source, Range::new(t.offset, t.offset + t.length))),
+            Panel::Tensors(p) => p.current().map(|t| {
+                (
+                    t.source,
+                    Range::new(t.offset, t.offset.saturating_add(t.length)),
+                )
+            }),
             _ => None,
         }
     }
@@ -421,9 +429,10 @@ pub fn draw_table(app: &App, p: &mut TensorPanel, buf: &mut Buffer, inner: Rect)
     }
 }
 
+/// A shape as drawn: the first 16 dimensions (a pickle can spell a million,
+/// and rows are drawn every frame).
 fn shape(s: &[u64]) -> String {
-    let parts: Vec<String> = s.iter().map(|d| d.to_string()).collect();
-    format!("[{}]", parts.join(", "))
+    tensors::shape_text(s)
 }
 
 /// The selected tensor's details, drawn in the inspector.
@@ -448,7 +457,7 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
         "{} {}  {} elements",
         t.dtype.as_str(),
         shape(&t.shape),
-        thousands(t.numel())
+        tensors::numel(&t.shape).map_or("too many".into(), thousands)
     );
     if let Some(s) = &t.stride {
         layout.push_str(&format!("  stride {}", shape(s)));
@@ -471,7 +480,7 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
         Span::raw(format!(
             "{:#x}..{:#x} ({}) in {}",
             t.offset,
-            t.offset + t.length,
+            t.offset.saturating_add(t.length),
             human(t.length),
             crate::name::escape_str(&src)
         )),
@@ -508,7 +517,9 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
         ]));
     }
     if let Some((done, total)) = d.progress {
-        let pct = (done * 100).checked_div(total).unwrap_or(0);
+        let pct = (u128::from(done) * 100)
+            .checked_div(u128::from(total))
+            .unwrap_or(0);
         lines.push(Line::from(vec![
             label("stats"),
             Span::styled(format!("reading… {pct}%"), th.dim),
@@ -643,7 +654,7 @@ pub fn sparkline(bins: &[u64], width: usize) -> String {
             let level = if c == 0 {
                 0
             } else {
-                1 + (c * 7 / max) as usize
+                1 + (u128::from(c) * 7 / u128::from(max)) as usize
             };
             BARS[level.min(8)]
         })

@@ -175,10 +175,28 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    /// Elements in the tensor.
+    /// Elements in the tensor; u64::MAX when the count overflows (the
+    /// format marks such a tensor corrupt, see [`numel`]).
     pub fn numel(&self) -> u64 {
-        self.shape.iter().product()
+        numel(&self.shape).unwrap_or(u64::MAX)
     }
+}
+
+/// Elements of `shape`, `None` when the count overflows u64.
+pub fn numel(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+}
+
+/// `shape` as `[a, b, c]` for a message, the first 16 dimensions at most.
+pub fn shape_text(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().take(16).map(|d| d.to_string()).collect();
+    let more = if shape.len() > 16 { ", …" } else { "" };
+    format!("[{}{more}]", dims.join(", "))
+}
+
+/// Why a tensor with this shape is corrupt.
+pub fn overflow_text(shape: &[u64]) -> String {
+    format!("element count of shape {} overflows", shape_text(shape))
 }
 
 /// Work that makes a tensor table without holding the tree's lock.

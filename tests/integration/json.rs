@@ -369,10 +369,20 @@ fn a_root_scalar_and_trailing_data() {
         shape(&t.root().nodes),
         [("value".to_string(), "string".to_string(), 1, 16)]
     );
+    let session = parse("x.json", b"{\"a\": 1} {\"b\": 2}\n".to_vec());
+    let t = session.tree();
+    assert!(damage_text(&t, 0).contains("trailing data after the top-level JSON value at 1:10"));
+    assert_eq!(t.root().nodes.len(), 1);
+    // A second value on a later line: JSON Lines under a .json name.
     let session = parse("x.json", b"{\"a\": 1}\n{\"b\": 2}\n".to_vec());
     let t = session.tree();
-    assert!(damage_text(&t, 0).contains("trailing data after the top-level JSON value at 2:1"));
-    assert_eq!(t.root().nodes.len(), 1);
+    assert_eq!(
+        t.root().status(),
+        Status::Complete,
+        "{}",
+        damage_text(&t, 0)
+    );
+    assert_eq!(t.root().nodes.len(), 2);
 }
 
 #[test]
@@ -457,4 +467,72 @@ fn a_document_decoded_while_it_is_parsed() {
         assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
         assert_eq!(shape(&t.exts[child].nodes), want, "{name}");
     }
+}
+
+/// Members taken for a format by their name alone (fixtures/named.tar.gz,
+/// made by fixtures/make_named.sh): JSON Lines under a `.json` name read as
+/// JSON Lines; text under a `.json` name is a note on the member,
+/// not damage, so an intact archive exits 0.
+#[test]
+fn members_sniffed_by_name_get_notes_not_damage() {
+    let path = fixture_path("named.tar.gz");
+    let run = pparse(["tree".as_ref(), path.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).expect("tree --json");
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![&v];
+    while let Some(n) = stack.pop() {
+        found.insert(s(&n["path"]).to_string(), n);
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
+    let get = |p: &str| {
+        *found
+            .get(p)
+            .unwrap_or_else(|| panic!("{p} not in {found:?}"))
+    };
+    for p in [
+        "named.tar/named/lines.json",
+        "named.tar/named/notes.json",
+        "named.tar/named/real.json",
+        "named.tar/named/model.pb",
+    ] {
+        assert_eq!(s(&get(p)["status"]), "complete", "{p}");
+    }
+    for p in ["named.tar/named/lines.json", "named.tar/named/real.json"] {
+        assert!(get(p).get("notes").is_none(), "{p}: {}", get(p));
+    }
+    // Text under a `.pb` name does not pass the protobuf sniff's wire check.
+    assert!(get("named.tar/named/model.pb")["parser"].is_null());
+    let notes = get("named.tar/named/notes.json")["notes"]
+        .as_array()
+        .expect("notes");
+    assert!(
+        s(&notes[0]).contains("not read as its name suggests"),
+        "{notes:?}"
+    );
+    // lines.json is read as three JSON Lines entries.
+    let run = pparse([
+        "nodes".as_ref(),
+        path.as_os_str(),
+        "named.tar/named/lines.json".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).expect("nodes --json");
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| s(&n["name"]))
+        .collect();
+    assert_eq!(names, ["line 1", "line 2", "line 3"]);
+    // Opened on its own, a file that is not what its name says is damage:
+    // the user asked about that file.
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("notes.json");
+    std::fs::write(&alone, b"this file is not JSON at all\n").unwrap();
+    assert_eq!(pparse(["tree".as_ref(), alone.as_os_str()]).code, 1);
+    let lines = tmp.path().join("lines.json");
+    std::fs::write(&lines, b"{\"a\": 1}\n{\"a\": 2}\n").unwrap();
+    assert_eq!(pparse(["tree".as_ref(), lines.as_os_str()]).code, 0);
 }

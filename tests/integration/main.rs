@@ -6,6 +6,7 @@
 
 mod util;
 
+mod bounds;
 mod cli;
 mod damage;
 mod fuzz_corpus;
@@ -14,6 +15,7 @@ mod json;
 mod onnx;
 mod pickle;
 mod protobuf;
+mod robust;
 mod safetensors;
 mod sweep;
 mod terminal;
@@ -21,5 +23,6 @@ mod torch;
 mod truncation;
 mod tui;
 mod values;
+mod walks;
 mod wandb;
 mod zip;

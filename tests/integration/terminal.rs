@@ -119,7 +119,7 @@ fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
             assert!(status.success(), "exit status {status:?}");
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "did not quit");
+        assert!(start.elapsed() < Duration::from_secs(15), "did not quit");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -155,14 +155,15 @@ fn explorer_stays_live_and_quits_mid_parse() {
     t.wait_for("the decoded stream", |s| {
         s.contains("zeros  ") || s.contains("▾ zeros.gz")
     });
+    // Wait for events, never for a fixed time: on a busy 2-core machine
+    // a frame can take long, so deadlines are generous.
     let first = t.text();
-    std::thread::sleep(Duration::from_millis(300));
+    t.wait_for("the screen to follow the parse", |s| s != first);
     assert!(
         t.text().contains("parsing"),
         "the parse should still run:\n{}",
         t.text()
     );
-    assert_ne!(first, t.text(), "the screen follows the parse");
     let start = Instant::now();
     t.send("q");
     loop {
@@ -170,9 +171,11 @@ fn explorer_stays_live_and_quits_mid_parse() {
             assert!(status.success());
             break;
         }
+        // Quitting does not wait for the parse (4 GB of zeros to decode);
+        // the bound leaves room for a machine busy with other work.
         assert!(
-            start.elapsed() < Duration::from_secs(1),
-            "quitting mid-parse took more than a second"
+            start.elapsed() < Duration::from_secs(15),
+            "quitting mid-parse waited for the parse"
         );
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -570,11 +570,21 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    pparse_env(args, &[])
+}
+
+/// [`pparse`] with extra environment variables.
+pub fn pparse_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     use std::io::Read;
     use std::process::{Command, Stdio};
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().into()).collect();
     let mut child = Command::new(BIN)
         .args(&args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

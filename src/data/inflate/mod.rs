@@ -372,6 +372,8 @@ pub struct Inflater {
     released: u64,
     window: Vec<u8>,
     limit: Option<u64>,
+    /// Output offsets where the last two deflate blocks began.
+    block_starts: [u64; 2],
 }
 
 impl Inflater {
@@ -390,7 +392,17 @@ impl Inflater {
             released: start,
             window: Vec::new(),
             limit: None,
+            block_starts: [0, 0],
         }
+    }
+
+    /// Where bytes that cannot be vouched for begin, after invalid data was
+    /// found: the start of the block before the one being decoded. Damage
+    /// is only noticed some way after it begins: random bytes decode as
+    /// garbage through the block they hit until an end-of-block code or an
+    /// impossible code, and the blocks they then seem to start end quickly.
+    pub fn suspect_from(&self) -> u64 {
+        self.block_starts[0]
     }
 
     /// Stops decoding after `limit` bytes: a declared size that damaged or
@@ -472,11 +484,11 @@ impl Inflater {
                 self.produced += s.produced as u64;
                 made += s.produced as u64;
             }
-            if self.z.at_block_boundary()
-                && self.produced - self.last_point >= self.src.span
-                && s.code == Code::Ok
-            {
-                self.checkpoint();
+            if self.z.at_block_boundary() {
+                self.block_starts = [self.block_starts[1], self.produced];
+                if self.produced - self.last_point >= self.src.span && s.code == Code::Ok {
+                    self.checkpoint();
+                }
             }
             if self.inbuf.pos - self.released >= 16 << 20 {
                 input.release(self.released, self.inbuf.pos);

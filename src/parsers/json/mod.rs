@@ -56,6 +56,50 @@ fn is_lines_name(name: &str) -> bool {
     n.ends_with(".jsonl") || n.ends_with(".ndjson")
 }
 
+/// Bytes looked at to tell JSON Lines from JSON in a `.json` file.
+const LINES_PROBE: u64 = 1 << 20;
+
+/// Whether a `.json` file holds JSON Lines (many tools write them under that
+/// name): its first value ends within [`LINES_PROBE`] and another begins on
+/// a later line. `None` until enough bytes are there to tell.
+fn holds_lines(src: &dyn Source) -> Option<bool> {
+    let avail = src.available();
+    if avail < LINES_PROBE && !src.is_final() {
+        return None;
+    }
+    let end = avail.min(LINES_PROBE);
+    let mut sc = Scanner::new(Config::json(0), 0);
+    sc.details = false;
+    let mut trailing = None;
+    let mut buf = Vec::new();
+    while sc.pos() < end && !sc.stopped() {
+        let want = ((end - sc.pos()) as usize).min(CHUNK);
+        let Ok(chunk) = view(src, sc.pos(), want, &mut buf) else {
+            return Some(false);
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        sc.feed(src, chunk, u64::MAX, &mut |ev| {
+            if let Event::Problem(d) = ev {
+                trailing.get_or_insert(d.range.start);
+            }
+        });
+    }
+    // After the top-level value the only problem is trailing data.
+    let (Some(root_end), Some(next)) = (sc.root_end(), trailing) else {
+        return Some(false);
+    };
+    if next <= root_end {
+        return Some(false);
+    }
+    let mut gap = vec![0u8; (next - root_end) as usize];
+    Some(
+        crate::data::read_exact_at(src, root_end, &mut gap).unwrap_or(false)
+            && gap.contains(&b'\n'),
+    )
+}
+
 /// A `.json`/`.jsonl`/`.ndjson` name, or an object start (`{` then a key or
 /// `}`) as the first non-blank bytes. A bare `[` is too common in text to
 /// claim without the name.
@@ -285,8 +329,16 @@ impl Parser for JsonParser {
             scratch,
             released,
         } = self;
-        let scan = scan.get_or_insert_with(|| {
+        if scan.is_none() {
             *lines_mode = is_lines_name(cx.name);
+            if !*lines_mode && cx.name.to_ascii_lowercase().ends_with(".json") {
+                match holds_lines(&**data) {
+                    None => return Step::Blocked,
+                    Some(l) => *lines_mode = l,
+                }
+            }
+        }
+        let scan = scan.get_or_insert_with(|| {
             let cfg = Config {
                 lines: *lines_mode,
                 ..Config::json(0)

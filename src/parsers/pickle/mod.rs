@@ -333,17 +333,9 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
             let (vm, _, n) = run(data, r.start, r.end, VM_LIMIT);
             let mut out = vec![Node::new("opcodes", "opcodes", r).uint(n).lazy()];
             if let Some(res) = vm.result {
-                let mut budget = TREE_NODES;
-                out.push(object_node(&vm, res, "result".into(), 0, &mut budget));
+                out.push(object_tree(&vm, res, "result".into()));
             } else if let Some(&top) = vm.stack.last() {
-                let mut budget = TREE_NODES;
-                out.push(object_node(
-                    &vm,
-                    top,
-                    "top of stack (no STOP)".into(),
-                    0,
-                    &mut budget,
-                ));
+                out.push(object_tree(&vm, top, "top of stack (no STOP)".into()));
             }
             let g = globals(&vm);
             let kids: Vec<Node> = g
@@ -569,8 +561,24 @@ pub fn write_arg_json(
     out.write_all(if bytes { b"\"}" } else { b"\"" })
 }
 
-/// The object tree of a VM as nodes (depth- and count-limited).
-pub fn object_node(vm: &Vm, id: Id, name: String, depth: usize, budget: &mut usize) -> Node {
+/// The object tree of a VM under `id` as nodes: at most [`TREE_NODES`]
+/// nodes, 64 levels deep. An object reached a second time (shared through
+/// the memo, or a cycle) is a leaf that says so, so a pickle that shares one
+/// list 60 times over gives a node per reference, not 2^60.
+pub fn object_tree(vm: &Vm, id: Id, name: String) -> Node {
+    let mut budget = TREE_NODES;
+    let mut seen = vec![false; vm.objs.len()];
+    object_node(vm, id, name, 0, &mut budget, &mut seen)
+}
+
+fn object_node(
+    vm: &Vm,
+    id: Id,
+    name: String,
+    depth: usize,
+    budget: &mut usize,
+    seen: &mut [bool],
+) -> Node {
     let (a, b) = vm.spans.get(id as usize).copied().unwrap_or((0, 0));
     let range = Range::new(a, b + 1);
     let obj = vm.get(id);
@@ -593,15 +601,33 @@ pub fn object_node(vm: &Vm, id: Id, name: String, depth: usize, budget: &mut usi
         Obj::Buffer { .. } => "buffer",
         Obj::Unknown => "unknown",
     };
-    let mut n = Node::new(kind, name, range).text(vm.repr(id, 160));
     *budget = budget.saturating_sub(1);
+    let container = matches!(
+        obj,
+        Obj::Tuple(_)
+            | Obj::List(_)
+            | Obj::Set(_)
+            | Obj::FrozenSet(_)
+            | Obj::Dict(_)
+            | Obj::Call(_)
+            | Obj::Persistent(_)
+    );
+    // Scalars may repeat freely; a container is expanded once.
+    if container && seen.get(id as usize).is_none_or(|&s| s) {
+        let text = format!("(shared: shown above) {}", vm.repr(id, 160));
+        return Node::new(kind, name, range).text(text);
+    }
+    if let Some(s) = seen.get_mut(id as usize) {
+        *s = true;
+    }
+    let mut n = Node::new(kind, name, range).text(vm.repr(id, 160));
     if depth >= 64 || *budget == 0 {
         return n;
     }
     let mut kids = Vec::new();
-    let add = |name: String, id: Id, kids: &mut Vec<Node>, budget: &mut usize| {
+    let mut add = |name: String, id: Id, kids: &mut Vec<Node>, budget: &mut usize| {
         if *budget > 0 {
-            kids.push(object_node(vm, id, name, depth + 1, budget));
+            kids.push(object_node(vm, id, name, depth + 1, budget, seen));
         }
     };
     match obj {

@@ -123,6 +123,10 @@ pub struct Vm {
     frame_end: Option<u64>,
     /// Most objects built before the machine gives up (memory bound).
     limit: usize,
+    /// Argument ids copied out of tuples by REDUCE and NEWOBJ: a memoized
+    /// tuple passed to many calls is copied each time, so the copies are
+    /// bounded like the objects (a 5-byte opcode must not copy a million ids).
+    copied: usize,
     /// Where the limit was reached: later opcodes are listed, not rebuilt.
     /// Not a problem of the pickle, so not in `problems`.
     pub exhausted: Option<u64>,
@@ -142,6 +146,7 @@ impl Vm {
             next_buffer: 0,
             frame_end: None,
             limit,
+            copied: 0,
             exhausted: None,
         }
     }
@@ -237,7 +242,7 @@ impl Vm {
 
     /// Runs one opcode. Returns false after STOP.
     pub fn step(&mut self, op: &Op, data: &dyn Source) -> bool {
-        if self.objs.len() >= self.limit {
+        if self.objs.len() >= self.limit || self.copied > self.limit {
             self.exhausted.get_or_insert(op.pos);
             return op.info.name != "STOP";
         }
@@ -541,9 +546,12 @@ impl Vm {
         true
     }
 
-    fn tuple_items(&self, id: Id) -> Vec<Id> {
+    fn tuple_items(&mut self, id: Id) -> Vec<Id> {
         match &self.objs[id as usize] {
-            Obj::Tuple(v) => v.clone(),
+            Obj::Tuple(v) => {
+                self.copied = self.copied.saturating_add(v.len());
+                v.clone()
+            }
             _ => vec![id],
         }
     }

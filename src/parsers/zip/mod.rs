@@ -41,6 +41,12 @@ pub static FORMAT: Format = Format {
     load: load::load,
 };
 
+/// A directory offset moved by the archive's prefix; offsets come from the
+/// file and may be anything, so this saturates instead of wrapping.
+fn shifted(offset: u64, shift: i64) -> u64 {
+    offset.saturating_add_signed(shift)
+}
+
 /// A local header signature at the start (even if the header is damaged:
 /// the parser resynchronises), an empty archive, or a zip-like name with an
 /// end record or a local header near the start.
@@ -83,6 +89,46 @@ struct Directory {
     range: Range,
     records: Vec<Central>,
     problems: Vec<Damage>,
+}
+
+/// For each directory record, an earlier-starting record whose bytes it
+/// overlaps (a zip bomb's entries all point at one kernel of data). Extents
+/// are estimated from the directory without the local extra field, which
+/// can only make them shorter: an overlap found here is real.
+/// Only records with a local header where they say (`valid`) take part: an
+/// offset that points at no header is damage of another kind, found and
+/// reported per entry. (A bomb's records name their one header differently.)
+fn overlaps(
+    records: &[Central],
+    shift: i64,
+    mut valid: impl FnMut(&Central) -> bool,
+) -> Vec<Option<u32>> {
+    let extent = |c: &Central| {
+        let start = shifted(c.offset, shift);
+        let end = start
+            .saturating_add(30)
+            .saturating_add(c.name.len() as u64)
+            .saturating_add(c.csize);
+        (start, end)
+    };
+    let mut order: Vec<u32> = (0..records.len() as u32)
+        .filter(|&i| valid(&records[i as usize]))
+        .collect();
+    order.sort_by_key(|&i| (extent(&records[i as usize]).0, i));
+    let mut out = vec![None; records.len()];
+    let mut reach: Option<(u64, u32)> = None;
+    for i in order {
+        let (start, end) = extent(&records[i as usize]);
+        if let Some((far, owner)) = reach
+            && start < far
+        {
+            out[i as usize] = Some(owner);
+        }
+        if reach.is_none_or(|(far, _)| end > far) {
+            reach = Some((end, i));
+        }
+    }
+    out
 }
 
 /// How an entry's bytes will be checked; cheap to hold for every entry.
@@ -182,6 +228,14 @@ struct ZipParser {
     shift: i64,
     /// Every valid local header by name, built only when needed.
     local_index: Option<HashMap<Vec<u8>, Vec<u64>>>,
+    /// Central mode: see [`overlaps`].
+    overlaps: Vec<Option<u32>>,
+    /// Children of entries whose bytes later entries repeat exactly, by
+    /// local header offset: the repeats share them instead of decoding again.
+    shared: HashMap<u64, Data>,
+    /// Whether the next child is parsed as a container (overlapping bytes
+    /// are not, or a bomb's tree grows exponentially with its depth).
+    parse_child: bool,
     scratch: Vec<u8>,
 }
 
@@ -200,6 +254,9 @@ impl ZipParser {
             structures: Vec::new(),
             shift: 0,
             local_index: None,
+            overlaps: Vec::new(),
+            shared: HashMap::new(),
+            parse_child: true,
             scratch: Vec::new(),
         }
     }
@@ -230,9 +287,18 @@ impl ZipParser {
     /// Central mode: lists a batch of directory entries.
     fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
         let dir = self.directory.take()?;
+        if next == 0 {
+            let mut buf = Vec::new();
+            let data = &self.data;
+            self.overlaps = overlaps(&dir.records, self.shift, |c| {
+                view(&**data, shifted(c.offset, self.shift), LOCAL_MAX, &mut buf)
+                    .is_ok_and(|b| records::parse_local(b).is_ok())
+            });
+        }
         let stop = (next + 1024).min(dir.records.len());
-        for c in &dir.records[next..stop] {
-            self.entry_from_central(cx, c);
+        for (i, c) in dir.records.iter().enumerate().take(stop).skip(next) {
+            let overlap = self.overlaps[i].map(|j| &dir.records[j as usize]);
+            self.entry_from_central(cx, c, overlap);
         }
         if stop < dir.records.len() {
             self.directory = Some(dir);
@@ -336,7 +402,7 @@ impl ZipParser {
         let limit = if local.has_descriptor() {
             u64::MAX
         } else {
-            start + local.csize
+            start.saturating_add(local.csize)
         };
         loop {
             let want = (limit.saturating_sub(pos) as usize).min(inbuf.len());
@@ -437,7 +503,7 @@ impl ZipParser {
             None
         };
         if let Some(what) = unsupported {
-            let raw = slice(&self.data, data, data + csize.unwrap_or(0));
+            let raw = slice(&self.data, data, data.saturating_add(csize.unwrap_or(0)));
             self.add_entry_child(cx, idx, local, EntryKind::Other(what.into()), raw, csize);
             return Plan::None;
         }
@@ -449,7 +515,7 @@ impl ZipParser {
             }
             (0, None) => Plan::StoredScan,
             _ => {
-                let end = csize.map_or(u64::MAX, |c| data + c);
+                let end = csize.map_or(u64::MAX, |c| data.saturating_add(c));
                 let src = InflateSource::new(slice(&self.data, data, end), "deflate");
                 let declared = (csize.is_some() || usize > 0).then_some(usize);
                 self.add_entry_child(
@@ -474,7 +540,11 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
+        if self.overlaps.contains(&Some(idx as u32)) {
+            self.shared.insert(self.entries[idx].lfh, data.clone());
+        }
         let mut spec = ChildSpec::new(Name::new(local.name.clone()), kind, data);
+        spec.parse = self.parse_child;
         let start = self.entries[idx].lfh + local.len;
         spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));
         spec.declared_size = declared;
@@ -484,7 +554,24 @@ impl ZipParser {
     /// Runs the current entry's work for one budget.
     fn entry(&mut self, cx: &mut StepCx) -> Option<Step> {
         let mut cur = self.current.take()?;
-        let outcome = self.run_work(&mut cur, cx.budget);
+        let before = match &cur.work {
+            Work::Deflate { inflater, src } if cx.decode_left == 0 => {
+                src.finish();
+                let d = cx.budget_damage(inflater.produced());
+                self.finish_entry(cx, cur, Err(d));
+                return None;
+            }
+            Work::Deflate { inflater, .. } => Some(inflater.produced()),
+            _ => None,
+        };
+        let budget = match before {
+            Some(_) => cx.budget.min(cx.decode_left),
+            None => cx.budget,
+        };
+        let outcome = self.run_work(&mut cur, budget);
+        if let (Some(before), Work::Deflate { inflater, .. }) = (before, &cur.work) {
+            cx.decoded(inflater.produced() - before);
+        }
         match outcome {
             Outcome::Yield => {
                 self.current = Some(cur);
@@ -838,8 +925,11 @@ impl ZipParser {
         }
         let dir_range = Range::new(start, pos);
         if let Some(e) = &found {
-            self.shift = self.best_shift(start as i64 - e.cd_offset as i64, &records);
-            if self.shift != start as i64 - e.cd_offset as i64 {
+            // Offsets are from the file: a difference that does not fit
+            // is no prefix at all.
+            let computed = i64::try_from(i128::from(start) - i128::from(e.cd_offset)).unwrap_or(0);
+            self.shift = self.best_shift(computed, &records);
+            if self.shift != computed {
                 problems.push(Damage::corrupt(
                     Range::new(e.pos + 16, e.pos + 20),
                     format!(
@@ -914,7 +1004,7 @@ impl ZipParser {
                 .iter()
                 .take(8)
                 .filter(|c| {
-                    let lfh = (c.offset as i64 + shift).max(0) as u64;
+                    let lfh = shifted(c.offset, shift);
                     view(&*self.data, lfh, LOCAL_MAX, &mut buf)
                         .ok()
                         .and_then(|b| records::parse_local(b).ok())
@@ -976,8 +1066,8 @@ impl ZipParser {
 
     /// An entry listed by the directory: check its local header, list it,
     /// and queue it for verification.
-    fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central) {
-        let mut lfh = (c.offset as i64 + self.shift).max(0) as u64;
+    fn entry_from_central(&mut self, cx: &mut StepCx, c: &Central, overlap: Option<&Central>) {
+        let mut lfh = shifted(c.offset, self.shift);
         let mut buf = Vec::new();
         let mut local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
             .ok()
@@ -1010,9 +1100,22 @@ impl ZipParser {
                 self.guess_header_len(lfh, c)
             }
         };
-        let data = lfh + header_len;
+        let data = lfh.saturating_add(header_len);
         let zip64 = local.as_ref().is_some_and(|l| l.zip64);
-        let mut end = data + c.csize;
+        let avail = self.data.available();
+        let mut overrun = None;
+        let mut end = match data.checked_add(c.csize) {
+            Some(end) if end <= avail => end,
+            _ => {
+                // The bytes are all here (central mode): sizes past the end
+                // are wrong, not cut off.
+                overrun = Some(format!(
+                    "central directory gives {} compressed bytes from {data:#x}, past the end of the archive at {avail:#x}",
+                    c.csize
+                ));
+                avail.max(data)
+            }
+        };
         if c.flags & records::FLAG_DESCRIPTOR != 0 {
             let mut b = [0u8; 24];
             let n = self.data.read_at(end, &mut b).unwrap_or(0);
@@ -1052,21 +1155,62 @@ impl ZipParser {
             zip64,
             len: header_len,
         };
-        let plan = if c.is_symlink() && c.method == 0 && c.csize <= 4096 {
+        let repeat = overlap.filter(|o| {
+            o.offset == c.offset
+                && (o.method, o.csize, o.usize, o.crc) == (c.method, c.csize, c.usize, c.crc)
+        });
+        let shared = repeat.and_then(|_| self.shared.get(&lfh).cloned());
+        if let Some(o) = overlap {
+            let other = escape_bytes(&o.name);
+            cx.damage(Damage::corrupt(
+                Range::new(lfh, end),
+                format!(
+                    "entry {} overlaps the bytes of entry {other} (local header at {:#x}): its bytes are listed, not parsed again",
+                    escape_bytes(&c.name),
+                    shifted(o.offset, self.shift)
+                ),
+            ));
+        }
+        self.parse_child = overlap.is_none();
+        let plan = if let Some(d) = shared {
+            // The same bytes as an entry before it: share that entry's
+            // bytes (and its checks) instead of decoding them again.
+            let kind = EntryKind::File;
+            self.add_entry_child(cx, idx, &as_local, kind, d, Some(c.usize));
+            Plan::None
+        } else if c.is_symlink() && c.method == 0 && c.csize <= 4096 {
             let mut target = vec![0u8; c.csize as usize];
             let n = self.data.read_at(data, &mut target).unwrap_or(0);
             target.truncate(n);
             let kind = EntryKind::Symlink(escape_bytes(&target).into());
-            let d = slice(&self.data, data, data + c.csize);
+            let d = slice(&self.data, data, data.saturating_add(c.csize));
             self.add_entry_child(cx, idx, &as_local, kind, d, Some(c.csize));
             Plan::Stored {
-                end: data + c.csize,
+                end: data.saturating_add(c.csize),
             }
         } else {
             self.plan(cx, idx, &as_local, data, Some(c.csize), c.usize)
         };
+        self.parse_child = true;
+        if let Some(o) = overlap
+            && let Some(child) = self.entries[idx].child
+        {
+            cx.child_damage(
+                child,
+                Damage::corrupt(
+                    Range::new(0, 0),
+                    format!("its bytes overlap those of entry {}", escape_bytes(&o.name)),
+                ),
+            );
+        }
         if let Some(d) = moved {
             cx.damage(d);
+        }
+        if let Some(why) = overrun {
+            if let Some(child) = self.entries[idx].child {
+                cx.child_damage(child, Damage::corrupt(Range::new(0, 0), why.clone()));
+            }
+            cx.damage(Damage::corrupt(Range::new(lfh, end), why));
         }
         if let Some(p) = problem {
             let d = Damage::corrupt(Range::new(lfh, lfh + header_len), p);
@@ -1148,7 +1292,7 @@ impl ZipParser {
             let start = lfh + len;
             match c.method {
                 0 => {
-                    let d = slice(&self.data, start, start + c.csize);
+                    let d = slice(&self.data, start, start.saturating_add(c.csize));
                     d.available() == c.csize && {
                         let mut h = crc32fast::Hasher::new();
                         let mut buf = vec![0u8; 64 * 1024];
@@ -1219,7 +1363,7 @@ impl ZipParser {
         // directory's entries it seems to swallow are read from the directory.
         let mut listed: HashMap<u64, &[u8]> = HashMap::new();
         for c in &dir.records {
-            listed.insert((c.offset as i64 + self.shift).max(0) as u64, &c.name);
+            listed.insert(shifted(c.offset, self.shift), &c.name);
         }
         for e in &mut self.entries {
             if listed.get(&e.lfh).is_some_and(|n| *n != e.name.as_slice()) {
@@ -1227,7 +1371,7 @@ impl ZipParser {
             }
         }
         for c in dir.records {
-            let lfh = (c.offset as i64 + self.shift).max(0) as u64;
+            let lfh = shifted(c.offset, self.shift);
             if let Some(&i) = self.by_offset.get(&lfh) {
                 if self.entries[i].suspect {
                     let child = self.entries[i].child;
@@ -1239,7 +1383,7 @@ impl ZipParser {
                         cx.child_damage(ch, Damage::corrupt(Range::new(0, 0), why.clone()));
                     }
                     cx.damage(Damage::corrupt(Range::new(lfh, lfh + 30), why));
-                    self.entry_from_central(cx, &c);
+                    self.entry_from_central(cx, &c, None);
                 }
                 continue;
             }
@@ -1267,7 +1411,7 @@ impl ZipParser {
             if self.inside_entry(lfh) {
                 continue;
             }
-            self.entry_from_central(cx, &c);
+            self.entry_from_central(cx, &c, None);
         }
         self.state = State::Verify;
         None
