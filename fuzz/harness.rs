@@ -73,6 +73,7 @@ pub fn options() -> Options {
     Options {
         max_depth: 16,
         step_bytes: 64 << 10,
+        ..Options::default()
     }
 }
 
