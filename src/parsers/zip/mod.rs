@@ -440,7 +440,7 @@ impl ZipParser {
                 .text(method_text(&local))
                 .lazy(),
         );
-        let idx = self.push_entry(lfh, known.map(|c| data + c), &local.name, node, false);
+        let idx = self.push_entry(lfh, known.map(|c| data.saturating_add(c)), &local.name, node, false);
         let usize = local.usize;
         let plan = self.plan(cx, idx, &local, data, known, usize);
         self.current = Some(Current {
@@ -509,9 +509,10 @@ impl ZipParser {
         }
         match (local.method, csize) {
             (0, Some(c)) => {
-                let d = slice(&self.data, data, data + c);
+                let end = data.saturating_add(c);
+                let d = slice(&self.data, data, end);
                 self.add_entry_child(cx, idx, local, EntryKind::File, d, Some(c));
-                Plan::Stored { end: data + c }
+                Plan::Stored { end }
             }
             (0, None) => Plan::StoredScan,
             _ => {
