@@ -440,7 +440,8 @@ impl ZipParser {
                 .text(method_text(&local))
                 .lazy(),
         );
-        let idx = self.push_entry(lfh, known.map(|c| data.saturating_add(c)), &local.name, node, false);
+        let end = known.map(|c| data.saturating_add(c));
+        let idx = self.push_entry(lfh, end, &local.name, node, false);
         let usize = local.usize;
         let plan = self.plan(cx, idx, &local, data, known, usize);
         self.current = Some(Current {
