@@ -948,7 +948,7 @@ fn gen_safetensors(u: &mut Unstructured) -> Vec<u8> {
             (edge(u), edge(u))
         } else {
             let len = small(u, 64) as u64;
-            (offset, offset + len)
+            (offset, offset.saturating_add(len))
         };
         offset = end.max(offset);
         header.push_str(&format!(
