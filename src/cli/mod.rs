@@ -421,20 +421,44 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
         t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
     });
     let count = session.tree().exts[id].nodes.len();
-    for i in 0..count {
-        load_depth(&session, id, &mut vec![i], depth.saturating_sub(1));
-    }
     session.cancel();
-    let t = session.tree();
-    let e = &t.exts[id];
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let r = if json {
-        render::nodes_json(&e.nodes, depth, &mut out)
-    } else {
-        render::nodes_text(e, depth, &mut out)
-    };
-    finish_output(r.and_then(|_| out.flush()))?;
+    // One top-level node at a time: loaded, printed, dropped again, so a
+    // tar of a million members never holds a million loaded subtrees.
+    let r = (|| -> io::Result<()> {
+        {
+            let t = session.tree();
+            let e = &t.exts[id];
+            if json {
+                write!(out, "[")?;
+            } else {
+                render::nodes_text_head(e, &mut out)?;
+            }
+        }
+        for i in 0..count {
+            load_depth(&session, id, &mut vec![i], depth.saturating_sub(1));
+            {
+                let t = session.tree();
+                let n = &t.exts[id].nodes[i];
+                if json {
+                    if i > 0 {
+                        write!(out, ",")?;
+                    }
+                    render::node_json(n, depth, &mut out)?;
+                } else {
+                    render::node_text(n, 1, depth, &mut out)?;
+                }
+            }
+            session.unload(id, &[i]);
+        }
+        if json {
+            writeln!(out, "]")?;
+        }
+        out.flush()
+    })();
+    finish_output(r)?;
+    let t = session.tree();
     Ok(report(&t, &[id]))
 }
 
