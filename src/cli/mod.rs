@@ -421,6 +421,8 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
         t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
     });
     let count = session.tree().exts[id].nodes.len();
+    let data = session.tree().exts[id].data.clone();
+    let mut released = 0u64;
     session.cancel();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -451,6 +453,14 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
                 }
             }
             session.unload(id, &[i]);
+            // Loading read the node's bytes; hand their pages back now and
+            // then, as the parse does.
+            if let Some(end) = done_with(&session, id, i)
+                && end.saturating_sub(released) >= 64 << 20
+            {
+                data.release(released, end);
+                released = end;
+            }
         }
         if json {
             writeln!(out, "]")?;
@@ -460,6 +470,11 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
     finish_output(r)?;
     let t = session.tree();
     Ok(report(&t, &[id]))
+}
+
+/// Where top-level node `i` of extraction `id` ends.
+fn done_with(session: &Session, id: ExtId, i: usize) -> Option<u64> {
+    Some(session.tree().exts[id].nodes.get(i)?.range.end)
 }
 
 fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize) {
