@@ -68,12 +68,14 @@ const MAX_TENSORS: usize = 64;
 /// Longest file a generator makes.
 const GEN_CAP: usize = 4 << 20;
 
-/// The session options of every target: nesting bounded below the default.
+/// The session options of every target: nesting and decoding bounded
+/// below the defaults, so one input stays fast.
 pub fn options() -> Options {
     Options {
         max_depth: 16,
         step_bytes: 64 << 10,
-        ..Options::default()
+        decode_ratio: 64,
+        decode_floor: 64 << 20,
     }
 }
 

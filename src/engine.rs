@@ -174,7 +174,7 @@ impl Session {
         let (tx, rx) = bounded(1);
         let shared = Arc::new(Shared {
             tree: RwLock::new(Tree {
-                exts: vec![root],
+                exts: std::iter::once(root).collect(),
                 damage_count: 0,
             }),
             cancel: AtomicBool::new(false),

@@ -175,7 +175,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
 /// All extractions of one opened file; index 0 is the root.
 #[derive(Default)]
 pub struct Tree {
-    pub exts: Vec<Extraction>,
+    pub exts: crate::chunked::Chunked<Extraction>,
     /// Damage records anywhere in the tree (kept up to date by the engine,
     /// so a status line does not have to walk a million extractions).
     pub damage_count: usize,

@@ -22,6 +22,7 @@
 //! * [`tui`]: the explorer, which draws only what is on screen and leaves
 //!   every read, load and search to background threads.
 
+pub mod chunked;
 pub mod cli;
 pub mod data;
 pub mod engine;

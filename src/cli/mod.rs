@@ -421,21 +421,60 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
         t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
     });
     let count = session.tree().exts[id].nodes.len();
-    for i in 0..count {
-        load_depth(&session, id, &mut vec![i], depth.saturating_sub(1));
-    }
+    let data = session.tree().exts[id].data.clone();
+    let mut released = 0u64;
     session.cancel();
-    let t = session.tree();
-    let e = &t.exts[id];
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let r = if json {
-        render::nodes_json(&e.nodes, depth, &mut out)
-    } else {
-        render::nodes_text(e, depth, &mut out)
-    };
-    finish_output(r.and_then(|_| out.flush()))?;
+    // One top-level node at a time: loaded, printed, dropped again, so a
+    // tar of a million members never holds a million loaded subtrees.
+    let r = (|| -> io::Result<()> {
+        {
+            let t = session.tree();
+            let e = &t.exts[id];
+            if json {
+                write!(out, "[")?;
+            } else {
+                render::nodes_text_head(e, &mut out)?;
+            }
+        }
+        for i in 0..count {
+            load_depth(&session, id, &mut vec![i], depth.saturating_sub(1));
+            {
+                let t = session.tree();
+                let n = &t.exts[id].nodes[i];
+                if json {
+                    if i > 0 {
+                        write!(out, ",")?;
+                    }
+                    render::node_json(n, depth, &mut out)?;
+                } else {
+                    render::node_text(n, 1, depth, &mut out)?;
+                }
+            }
+            session.unload(id, &[i]);
+            // Loading read the node's bytes; hand their pages back now and
+            // then, as the parse does.
+            if let Some(end) = done_with(&session, id, i)
+                && end.saturating_sub(released) >= 64 << 20
+            {
+                data.release(released, end);
+                released = end;
+            }
+        }
+        if json {
+            writeln!(out, "]")?;
+        }
+        out.flush()
+    })();
+    finish_output(r)?;
+    let t = session.tree();
     Ok(report(&t, &[id]))
+}
+
+/// Where top-level node `i` of extraction `id` ends.
+fn done_with(session: &Session, id: ExtId, i: usize) -> Option<u64> {
+    Some(session.tree().exts[id].nodes.get(i)?.range.end)
 }
 
 fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize) {

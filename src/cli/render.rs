@@ -47,53 +47,68 @@ fn kind_text(e: &Extraction) -> String {
     }
 }
 
-/// One line per extraction, drawn as a tree.
+/// One line per extraction, drawn as a tree. The walk keeps one frame per
+/// level (which child comes next), not one entry per member: a million
+/// members cost no memory here.
 pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
-    // Iterative depth-first walk: (id, prefix for children, is last).
-    let mut stack: Vec<(ExtId, String, String)> = vec![(0, String::new(), String::new())];
-    while let Some((id, lead, child_lead)) = stack.pop() {
-        let e = &t.exts[id];
-        let mut line = format!("{lead}{}", e.display_name());
-        if let Some(p) = e.parser {
-            line.push_str(&format!("  [{p}]"));
+    // (extraction, index of its next child to print)
+    let mut stack: Vec<(ExtId, usize)> = Vec::new();
+    let mut lead = String::new();
+    write_line(t, 0, "", out)?;
+    stack.push((0, 0));
+    while let Some(&mut (id, ref mut next)) = stack.last_mut() {
+        let kids = &t.exts[id].children;
+        if *next >= kids.len() {
+            stack.pop();
+            // Drop this level's continuation ("│  " or "   ").
+            let keep = lead.char_indices().rev().nth(2).map_or(0, |(i, _)| i);
+            lead.truncate(keep);
+            continue;
         }
-        let k = kind_text(e);
-        if !k.is_empty() {
-            line.push_str(&format!("  {k}"));
-        }
-        if e.kind.has_content() {
-            line.push_str(&format!("  {} B", thousands(e.size())));
-        }
-        if e.status() != Status::Complete {
-            line.push_str(&format!(
-                "  {}: {}",
-                e.status().as_str().to_uppercase(),
-                e.detail().unwrap_or_default()
-            ));
-        }
-        if let Some(first) = e.notes.first() {
-            line.push_str(&format!("  note: {first}"));
-            if e.notes.len() > 1 {
-                line.push_str(&format!(" (+{} more)", e.notes.len() - 1));
-            }
-        }
-        writeln!(out, "{line}")?;
-        let n = e.children.len();
-        for (i, &c) in e.children.iter().enumerate().rev() {
-            let last = i + 1 == n;
-            let (branch, cont) = if last {
-                ("└─ ", "   ")
-            } else {
-                ("├─ ", "│  ")
-            };
-            stack.push((
-                c,
-                format!("{child_lead}{branch}"),
-                format!("{child_lead}{cont}"),
-            ));
+        let c = kids[*next];
+        *next += 1;
+        let last = *next == kids.len();
+        let (branch, cont) = if last {
+            ("└─ ", "   ")
+        } else {
+            ("├─ ", "│  ")
+        };
+        write_line(t, c, &format!("{lead}{branch}"), out)?;
+        if !t.exts[c].children.is_empty() {
+            lead.push_str(cont);
+            stack.push((c, 0));
         }
     }
     Ok(())
+}
+
+fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Result<()> {
+    let e = &t.exts[id];
+    let mut line = format!("{lead}{}", e.display_name());
+    if let Some(p) = e.parser {
+        line.push_str(&format!("  [{p}]"));
+    }
+    let k = kind_text(e);
+    if !k.is_empty() {
+        line.push_str(&format!("  {k}"));
+    }
+    if e.kind.has_content() {
+        line.push_str(&format!("  {} B", thousands(e.size())));
+    }
+    if e.status() != Status::Complete {
+        line.push_str(&format!(
+            "  {}: {}",
+            e.status().as_str().to_uppercase(),
+            e.detail().unwrap_or_default()
+        ));
+    }
+    if let Some(first) = e.notes.first() {
+        line.push_str(&format!("  note: {first}"));
+        if e.notes.len() > 1 {
+            line.push_str(&format!(" (+{} more)", e.notes.len() - 1));
+        }
+    }
+    writeln!(out, "{line}")
 }
 
 /// The extraction tree as JSON (DESIGN.md shape, plus `kind`, `damage`,
@@ -168,21 +183,19 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// Nodes as indented lines: name, kind, range, value, status.
-pub fn nodes_text(e: &Extraction, depth: usize, out: &mut impl Write) -> io::Result<()> {
+/// The first line of `nodes` text output: the extraction itself.
+pub fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "{}  [{}]  {} B",
         e.display_name(),
         e.parser.unwrap_or("no parser"),
         thousands(e.size())
-    )?;
-    for n in &e.nodes {
-        node_text(n, 1, depth, out)?;
-    }
-    Ok(())
+    )
 }
 
-fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) -> io::Result<()> {
+/// One node and its loaded children, `depth` levels.
+pub fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) -> io::Result<()> {
     if depth == 0 {
         return Ok(());
     }
@@ -226,7 +239,8 @@ pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Res
     writeln!(out, "]")
 }
 
-fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
+/// One node and its loaded children as JSON, `depth` levels.
+pub fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":{},\"kind\":{},\"start\":{},\"end\":{}",

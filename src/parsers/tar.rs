@@ -341,6 +341,10 @@ struct TarParser {
     open: Option<Open>,
     /// Whether an end-of-archive marker was seen.
     ended: bool,
+    /// Bytes before this were handed back to the source ([`Source::release`]):
+    /// a tar of a million small members is read once, front to back, and
+    /// its pages need not stay in this process.
+    released: u64,
     scratch: Vec<u8>,
 }
 
@@ -355,6 +359,7 @@ impl TarParser {
             global: Pending::default(),
             open: None,
             ended: false,
+            released: 0,
             scratch: Vec::new(),
         }
     }
@@ -781,6 +786,10 @@ impl TarParser {
 
 impl Parser for TarParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
+        if self.pos.saturating_sub(self.released) >= 64 << 20 {
+            self.data.release(self.released, self.pos);
+            self.released = self.pos;
+        }
         let start = self.pos;
         // A bounded batch: its results are committed under the tree's write lock,
         // which a UI frame waits for.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Memory at millions of members: peak RSS and wall time of `pparse tree`,
+# `tree --json` and `nodes --json` on a tar of MEMBERS empty members, beside
+# GNU `tar tf` on the same file (which lists and forgets: it keeps nothing).
+#
+#   bench/members.sh                 # MEMBERS=2000000 (a 1 GB tar)
+#   MEMBERS=500000 bench/members.sh
+#
+# The tar is made at bench time in $BENCH_DIR (default /tmp/pparse-bench)
+# by Python's tarfile (GNU format, names dNNNNN/fNNNNNNNN), once. The report
+# gives bytes per member and the projection to 10 million members.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MEMBERS=${MEMBERS:-2000000}
+DIR=${BENCH_DIR:-/tmp/pparse-bench}
+FILE="$DIR/members-$MEMBERS.tar"
+mkdir -p "$DIR"
+
+cargo build --release --quiet
+BIN=target/release/pparse
+
+if [ ! -s "$FILE" ]; then
+    echo "making $FILE with tarfile ..." >&2
+    python3 - "$MEMBERS" "$FILE" <<'PY'
+import sys, tarfile
+n, out = int(sys.argv[1]), sys.argv[2]
+with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as t:
+    ti = tarfile.TarInfo()
+    for i in range(n):
+        ti.name = f"d{i // 1000:05d}/f{i:08d}"
+        t.addfile(ti)
+PY
+fi
+
+printf '| command | wall s | peak RSS MiB | bytes per member | 10M members, projected |\n'
+printf '|---|---|---|---|---|\n'
+run() {
+    local name=$1; shift
+    /usr/bin/time -o "$DIR/t" -f '%e %M' "$@" > /dev/null 2> /dev/null || true
+    read -r wall kib < <(tail -1 "$DIR/t")
+    awk -v n="$name" -v w="$wall" -v k="$kib" -v m="$MEMBERS" 'BEGIN {
+        b = k * 1024 / m
+        printf "| %s | %.2f | %.0f | %.0f | %.1f GB |\n", n, w, k / 1024, b, b * 1e7 / 1e9 }'
+}
+run "tar tf" tar tf "$FILE"
+run "pparse tree" "$BIN" tree "$FILE"
+run "pparse tree --json" "$BIN" tree --json "$FILE"
+run "pparse nodes --json" "$BIN" nodes --json "$FILE"
