@@ -1363,12 +1363,20 @@ impl ZipParser {
         // A scanned entry where the directory lists another name has a
         // damaged local header: its extent cannot be trusted, and the
         // directory's entries it seems to swallow are read from the directory.
-        let mut listed: HashMap<u64, &[u8]> = HashMap::new();
+        // Several records at one offset are not that: they are entries that
+        // overlap (a zip bomb's shape), listed without being parsed again.
+        let mut listed: HashMap<u64, (&[u8], bool)> = HashMap::new();
         for c in &dir.records {
-            listed.insert(shifted(c.offset, self.shift), &c.name);
+            listed
+                .entry(shifted(c.offset, self.shift))
+                .and_modify(|(_, many)| *many = true)
+                .or_insert((&c.name, false));
         }
         for e in &mut self.entries {
-            if listed.get(&e.lfh).is_some_and(|n| *n != e.name.as_slice()) {
+            if listed
+                .get(&e.lfh)
+                .is_some_and(|(n, many)| !many && *n != e.name.as_slice())
+            {
                 e.suspect = true;
             }
         }
@@ -1386,6 +1394,11 @@ impl ZipParser {
                     }
                     cx.damage(Damage::corrupt(Range::new(lfh, lfh + 30), why));
                     self.entry_from_central(cx, &c, None);
+                } else if c.name != self.entries[i].name {
+                    // Another record for the scanned entry's bytes.
+                    let mut other = c.clone();
+                    other.name = self.entries[i].name.clone();
+                    self.entry_from_central(cx, &c, Some(&other));
                 }
                 continue;
             }
