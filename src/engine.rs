@@ -161,11 +161,14 @@ impl Session {
             data: data.clone(),
             origin: None,
             declared_size: None,
-            file,
             parser: None,
             damage: Vec::new(),
-            outer_damage: Vec::new(),
-            notes: Vec::new(),
+            extra: file.map(|file| {
+                Box::new(crate::extraction::Extra {
+                    file: Some(file),
+                    ..Default::default()
+                })
+            }),
             nodes: Vec::new(),
             progress: Progress::default(),
             phase: Phase::Waiting,
@@ -441,7 +444,7 @@ impl Engine {
                 r.data.clone(),
                 r.display_name(),
                 r.kind.clone(),
-                r.file.clone(),
+                r.file().map(|f| f.to_path_buf()),
             )
         };
         let size = shared.tree.read().root().data.available();
@@ -653,14 +656,14 @@ impl Engine {
                     let e = &t.exts[id];
                     // Contents, or a folder on disk, are worth sniffing.
                     let content =
-                        e.kind.has_content() || (e.kind == EntryKind::Dir && e.file.is_some());
+                        e.kind.has_content() || (e.kind == EntryKind::Dir && e.file().is_some());
                     let job = Job {
                         ext: id,
                         depth,
                         data: e.data.clone(),
                         name: e.display_name(),
                         kind: e.kind.clone(),
-                        file: e.file.clone(),
+                        file: e.file().map(|f| f.to_path_buf()),
                         work: Work::Sniff,
                         by_name: false,
                         nodes: 0,

@@ -49,6 +49,23 @@ impl EntryKind {
     }
 }
 
+/// The rarely set parts of an [`Extraction`].
+#[derive(Default)]
+pub struct Extra {
+    /// The file on disk these bytes are, when they are a whole file (the
+    /// opened file, or a file in an opened folder): parsers use it to find
+    /// sibling files (shards, external data).
+    pub file: Option<std::path::PathBuf>,
+    /// Which of `damage` were found by the layer outside (a gzip layer's
+    /// CRC failure in the stream a tar parser reads): those, when corrupt,
+    /// pass down to the members cut from these bytes.
+    pub outer_damage: Vec<u32>,
+    /// What a user should know that is not damage: a member taken for a
+    /// format by its name only that does not read as one, a budget that
+    /// stopped work. Notes never change the status.
+    pub notes: Vec<Box<str>>,
+}
+
 /// Where an extraction is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -84,20 +101,11 @@ pub struct Extraction {
     pub origin: Option<Range>,
     /// Size the container declares, when it does (tar size, zip size).
     pub declared_size: Option<u64>,
-    /// The file on disk these bytes are, when they are a whole file (the
-    /// opened file, or a file in an opened folder): parsers use it to find
-    /// sibling files (shards, external data).
-    pub file: Option<std::path::PathBuf>,
     pub parser: Option<&'static str>,
     pub damage: Vec<Damage>,
-    /// Which of `damage` were found by the layer outside (a gzip layer's
-    /// CRC failure in the stream a tar parser reads): those, when corrupt,
-    /// pass down to the members cut from these bytes.
-    pub outer_damage: Vec<u32>,
-    /// What a user should know that is not damage: a member taken for a
-    /// format by its name only that does not read as one, a budget that
-    /// stopped work. Notes never change the status.
-    pub notes: Vec<Box<str>>,
+    /// What few extractions have, kept out of line: a tar of ten million
+    /// members pays 8 bytes per member for it, not 72.
+    pub extra: Option<Box<Extra>>,
     pub nodes: Vec<Node>,
     pub progress: Progress,
     pub phase: Phase,
@@ -105,6 +113,22 @@ pub struct Extraction {
 }
 
 impl Extraction {
+    /// See [`Extra::file`].
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.extra.as_ref()?.file.as_deref()
+    }
+    /// See [`Extra::notes`].
+    pub fn notes(&self) -> &[Box<str>] {
+        self.extra.as_ref().map_or(&[], |x| &x.notes)
+    }
+    /// See [`Extra::outer_damage`].
+    pub fn outer_damage(&self) -> &[u32] {
+        self.extra.as_ref().map_or(&[], |x| &x.outer_damage)
+    }
+    /// The rarely set parts, created on first use.
+    pub fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Default::default)
+    }
     pub fn status(&self) -> Status {
         worst(&self.damage)
     }
@@ -276,7 +300,8 @@ impl Tree {
             Vec::new()
         };
         let e = &mut self.exts[id];
-        e.outer_damage.push(e.damage.len() as u32);
+        let index = e.damage.len() as u32;
+        e.extra_mut().outer_damage.push(index);
         e.damage.push(d);
         self.damage_count += 1;
         for (c, x) in inherit {
@@ -291,7 +316,7 @@ impl Tree {
         };
         let p = &self.exts[parent];
         let found: Vec<Damage> = p
-            .outer_damage
+            .outer_damage()
             .iter()
             .rev()
             .take(INHERIT_SCAN)

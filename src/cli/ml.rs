@@ -60,12 +60,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
     }
     let e = &t.exts[target];
     let data = e.data.clone();
-    let ranges: Vec<(Range, Option<String>)> = e
-        .nodes
-        .iter()
-        .filter(|n| n.kind == "pickle")
-        .map(|n| (n.range, n.damage.as_ref().map(|d| d.reason.to_string())))
-        .collect();
+    let ranges = pickle_ranges(e);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let r = if json {
@@ -213,6 +208,15 @@ fn trace_state(vm: &Vm) -> String {
 const MAX_INDENT: usize = 32;
 
 /// A listing like `python -m pickletools`, one pickle after the other.
+/// The pickles of an extraction: their ranges and why each one is damaged.
+pub(super) fn pickle_ranges(e: &crate::extraction::Extraction) -> Vec<(Range, Option<String>)> {
+    e.nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .map(|n| (n.range, n.damage.as_ref().map(|d| d.reason.to_string())))
+        .collect()
+}
+
 pub(super) fn list_text(
     data: &dyn Source,
     ranges: &[(Range, Option<String>)],

@@ -102,10 +102,10 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
             e.detail().unwrap_or_default()
         ));
     }
-    if let Some(first) = e.notes.first() {
+    if let Some(first) = e.notes().first() {
         line.push_str(&format!("  note: {first}"));
-        if e.notes.len() > 1 {
-            line.push_str(&format!(" (+{} more)", e.notes.len() - 1));
+        if e.notes().len() > 1 {
+            line.push_str(&format!(" (+{} more)", e.notes().len() - 1));
         }
     }
     writeln!(out, "{line}")
@@ -133,8 +133,8 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     if let Some(d) = e.detail() {
         write!(out, ",\"detail\":{}", json_str(&d))?;
     }
-    if !e.notes.is_empty() {
-        let notes: Vec<String> = e.notes.iter().map(|n| json_str(n)).collect();
+    if !e.notes().is_empty() {
+        let notes: Vec<String> = e.notes().iter().map(|n| json_str(n)).collect();
         write!(out, ",\"notes\":[{}]", notes.join(","))?;
     }
     if let Some(s) = e.declared_size {

@@ -73,12 +73,7 @@ pub fn pickle_text(t: &Tree, id: ExtId, trace: bool, out: &mut dyn Write) -> io:
         return Ok(false);
     };
     let e = &t.exts[target];
-    let ranges: Vec<(Range, Option<String>)> = e
-        .nodes
-        .iter()
-        .filter(|n| n.kind == "pickle")
-        .map(|n| (n.range, n.damage.as_ref().map(|d| d.reason.to_string())))
-        .collect();
+    let ranges = super::ml::pickle_ranges(e);
     super::ml::list_text(&*e.data, &ranges, trace, &mut &mut *out)?;
     Ok(true)
 }

@@ -220,8 +220,9 @@ impl<'a> StepCx<'a> {
     pub fn note(&mut self, text: impl Into<Box<str>>) {
         let me = self.me;
         let text = text.into();
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.exts[me].notes.push(text)));
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[me].extra_mut().notes.push(text)
+        }));
     }
 
     /// Records damage in a child's bytes.
@@ -265,11 +266,14 @@ impl<'a> StepCx<'a> {
                 data: spec.data,
                 origin: spec.origin,
                 declared_size: spec.declared_size,
-                file: spec.file,
                 parser: None,
                 damage: spec.damage,
-                outer_damage: Vec::new(),
-                notes: Vec::new(),
+                extra: spec.file.map(|file| {
+                    Box::new(crate::extraction::Extra {
+                        file: Some(file),
+                        ..Default::default()
+                    })
+                }),
                 nodes: Vec::new(),
                 progress: Progress::default(),
                 phase,

@@ -714,7 +714,7 @@ fn byte_inspector(app: &mut App, f: &mut Frame, area: Rect) {
                 s.push(Span::raw(format!(": {d}")));
             }
             lines.push(Line::from(s));
-            for note in e.notes.iter().take(3) {
+            for note in e.notes().iter().take(3) {
                 lines.push(Line::from(vec![label("note"), Span::raw(note.to_string())]));
             }
         }

@@ -365,7 +365,7 @@ fn nested_deflate_bomb_stops_at_the_decode_budget() {
     let stopped: Vec<_> = (0..t.len())
         .filter(|&i| {
             t.exts[i]
-                .notes
+                .notes()
                 .iter()
                 .any(|n| n.contains("decode budget") || n.contains("budget"))
         })
