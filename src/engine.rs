@@ -772,8 +772,14 @@ mod tests {
         let mut counts = Vec::new();
         for chunk in gz.chunks(4096) {
             src.bytes.lock().extend_from_slice(chunk);
-            // Give the engine time to catch up; the tree must stay readable.
-            std::thread::sleep(Duration::from_millis(3));
+            // Wait for the engine to take the new bytes in (an event, with
+            // a generous deadline on a busy machine), reading the tree
+            // meanwhile: it must stay readable.
+            let len = src.bytes.lock().len() as u64;
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            s.wait_until(|t| {
+                t.root().progress.done + 64 >= len || std::time::Instant::now() > deadline
+            });
             let t = s.tree();
             for e in &t.exts {
                 for &c in &e.children {
