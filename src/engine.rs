@@ -22,6 +22,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
 
+use thin_vec::ThinVec;
+
 use crate::data::{Data, MmapSource};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Progress, Tree};
 use crate::name::Name;
@@ -155,21 +157,21 @@ impl Session {
             id: 0,
             parent: None,
             index: 0,
-            children: Vec::new(),
+            children: ThinVec::new(),
             name,
             kind,
             data: data.clone(),
             origin: None,
             declared_size: None,
             parser: None,
-            damage: Vec::new(),
+            damage: ThinVec::new(),
             extra: file.map(|file| {
                 Box::new(crate::extraction::Extra {
                     file: Some(file),
                     ..Default::default()
                 })
             }),
-            nodes: Vec::new(),
+            nodes: ThinVec::new(),
             progress: Progress::default(),
             phase: Phase::Waiting,
             depth: 0,

@@ -4,6 +4,8 @@
 //! decoded stream of a gzip file, a tar member, a zip entry) makes it a child
 //! extraction, which is then sniffed and parsed in turn, to any depth.
 
+use thin_vec::ThinVec;
+
 use crate::data::{Data, Range};
 use crate::name::Name;
 use crate::node::Node;
@@ -92,7 +94,7 @@ pub struct Extraction {
     pub parent: Option<ExtId>,
     /// Position among the parent's children.
     pub index: usize,
-    pub children: Vec<ExtId>,
+    pub children: ThinVec<ExtId>,
     pub name: Name,
     pub kind: EntryKind,
     pub data: Data,
@@ -102,11 +104,11 @@ pub struct Extraction {
     /// Size the container declares, when it does (tar size, zip size).
     pub declared_size: Option<u64>,
     pub parser: Option<&'static str>,
-    pub damage: Vec<Damage>,
+    pub damage: ThinVec<Damage>,
     /// What few extractions have, kept out of line: a tar of ten million
     /// members pays 8 bytes per member for it, not 72.
     pub extra: Option<Box<Extra>>,
-    pub nodes: Vec<Node>,
+    pub nodes: ThinVec<Node>,
     pub progress: Progress,
     pub phase: Phase,
     pub depth: u32,

@@ -22,6 +22,8 @@ pub mod torch;
 pub mod wandb;
 pub mod zip;
 
+use thin_vec::ThinVec;
+
 use crate::data::{Data, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Progress, Tree};
 use crate::name::Name;
@@ -260,21 +262,21 @@ impl<'a> StepCx<'a> {
                 id,
                 parent: Some(me),
                 index,
-                children: Vec::new(),
+                children: ThinVec::new(),
                 name: spec.name,
                 kind: spec.kind,
                 data: spec.data,
                 origin: spec.origin,
                 declared_size: spec.declared_size,
                 parser: None,
-                damage: spec.damage,
+                damage: spec.damage.into(),
                 extra: spec.file.map(|file| {
                     Box::new(crate::extraction::Extra {
                         file: Some(file),
                         ..Default::default()
                     })
                 }),
-                nodes: Vec::new(),
+                nodes: ThinVec::new(),
                 progress: Progress::default(),
                 phase,
                 depth,
