@@ -22,6 +22,9 @@ pub enum Value {
     Str(Box<str>),
     /// A short byte string (previews, magic numbers).
     Bytes(Box<[u8]>),
+    /// "`what`, `n` bytes" (a member's type and size), kept without an
+    /// allocation: an archive has one per member, ten million of them.
+    Sized(&'static str, u64),
 }
 
 impl fmt::Display for Value {
@@ -37,6 +40,7 @@ impl fmt::Display for Value {
                 }
                 Ok(())
             }
+            Value::Sized(what, n) => write!(f, "{what}, {n} bytes"),
         }
     }
 }

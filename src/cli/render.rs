@@ -28,6 +28,7 @@ fn json_value(v: &Value) -> String {
         Value::Int(x) => x.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Str(s) => json_str(s),
+        Value::Sized(..) => json_str(&v.to_string()),
         Value::Bytes(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
             format!("{{\"hex\":\"{hex}\"}}")

@@ -654,7 +654,7 @@ impl TarParser {
                 let data_end = data_at.saturating_add(data_len);
                 let shown = escape_bytes(&name);
                 let mut node = Node::new("entry", shown.clone(), Range::new(entry_start, end))
-                    .text(format!("{}, {} bytes", type_name(h.kind), size))
+                    .value(Value::Sized(type_name(h.kind), size))
                     .lazy();
                 let mut spec = ChildSpec::new(
                     Name::new(name),
