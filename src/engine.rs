@@ -25,7 +25,7 @@ use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
 use thin_vec::ThinVec;
 
 use crate::data::{Data, MmapSource};
-use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Progress, Tree};
+use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Tree};
 use crate::name::Name;
 use crate::node::{Children, Node};
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
@@ -172,7 +172,6 @@ impl Session {
                 })
             }),
             nodes: ThinVec::new(),
-            progress: Progress::default(),
             phase: Phase::Waiting,
             depth: 0,
         };
@@ -300,7 +299,7 @@ impl Session {
             .and_then(|e| node_at_mut(&mut e.nodes, path))
             && matches!(n.children, Children::Unloaded)
         {
-            n.children = Children::Loaded(children);
+            n.children = Children::Loaded(children.into());
         }
         true
     }
@@ -780,7 +779,7 @@ mod tests {
             let len = src.bytes.lock().len() as u64;
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
             s.wait_until(|t| {
-                t.root().progress.done + 64 >= len || std::time::Instant::now() > deadline
+                t.root().progress().done + 64 >= len || std::time::Instant::now() > deadline
             });
             let t = s.tree();
             for e in &t.exts {
@@ -806,8 +805,8 @@ mod tests {
         let t = s.tree();
         let n = gz.len() as u64;
         assert_eq!(
-            t.root().progress,
-            Progress {
+            t.root().progress(),
+            crate::extraction::Progress {
                 done: n,
                 total: Some(n)
             }

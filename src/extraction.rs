@@ -66,6 +66,9 @@ pub struct Extra {
     /// format by its name only that does not read as one, a budget that
     /// stopped work. Notes never change the status.
     pub notes: Vec<Box<str>>,
+    /// How far the parse of this extraction has got (only parsed
+    /// extractions have one).
+    pub progress: Progress,
 }
 
 /// Where an extraction is in its life.
@@ -109,7 +112,6 @@ pub struct Extraction {
     /// members pays 8 bytes per member for it, not 72.
     pub extra: Option<Box<Extra>>,
     pub nodes: ThinVec<Node>,
-    pub progress: Progress,
     pub phase: Phase,
     pub depth: u32,
 }
@@ -122,6 +124,12 @@ impl Extraction {
     /// See [`Extra::notes`].
     pub fn notes(&self) -> &[Box<str>] {
         self.extra.as_ref().map_or(&[], |x| &x.notes)
+    }
+    /// See [`Extra::progress`].
+    pub fn progress(&self) -> Progress {
+        self.extra
+            .as_ref()
+            .map_or_else(Progress::default, |x| x.progress)
     }
     /// See [`Extra::outer_damage`].
     pub fn outer_damage(&self) -> &[u32] {

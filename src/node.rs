@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use thin_vec::ThinVec;
+
 use crate::data::Range;
 use crate::status::{Damage, Status};
 
@@ -53,7 +55,7 @@ pub enum Children {
     Leaf,
     /// Children exist but are not in memory; the parser can load them.
     Unloaded,
-    Loaded(Vec<Node>),
+    Loaded(ThinVec<Node>),
 }
 
 /// One element of a parsed structure.
@@ -98,7 +100,7 @@ impl Node {
         self
     }
     pub fn with_children(mut self, children: Vec<Node>) -> Node {
-        self.children = Children::Loaded(children);
+        self.children = Children::Loaded(children.into());
         self
     }
     pub fn damaged(mut self, d: Damage) -> Node {

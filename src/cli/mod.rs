@@ -277,7 +277,7 @@ fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
         }
         if show && started.elapsed() > Duration::from_millis(500) {
             let t = session.tree();
-            let p = t.root().progress;
+            let p = t.root().progress();
             let total = p.total.unwrap_or(t.root().size()).max(1);
             say_inline!(
                 "\rparsing {}: {:5.1}% of {}, {} extractions ",

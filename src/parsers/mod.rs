@@ -237,7 +237,7 @@ impl<'a> StepCx<'a> {
     pub fn progress(&mut self, done: u64, total: Option<u64>) {
         let me = self.me;
         self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].progress = Progress { done, total }
+            t.exts[me].extra_mut().progress = Progress { done, total }
         }));
     }
 
@@ -277,7 +277,6 @@ impl<'a> StepCx<'a> {
                     })
                 }),
                 nodes: ThinVec::new(),
-                progress: Progress::default(),
                 phase,
                 depth,
             });

@@ -1034,7 +1034,7 @@ impl App {
         if dt < Duration::from_millis(500) {
             return;
         }
-        let done = self.session.tree().root().progress.done;
+        let done = self.session.tree().root().progress().done;
         self.rate = (done.saturating_sub(self.last_done)) as f64 / dt.as_secs_f64();
         self.last_done = done;
         self.last_tick = Instant::now();

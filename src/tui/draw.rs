@@ -789,7 +789,7 @@ fn status_bar(app: &mut App, f: &mut Frame, area: Rect) {
         app.theme.title,
     )];
     parts.push(Span::raw(format!("│ {} ", root.parser.unwrap_or("raw"))));
-    let p = root.progress;
+    let p = root.progress();
     let total = p.total.unwrap_or(root.size()).max(1);
     if app.session.is_finished() {
         parts.push(Span::raw("│ parsed "));

@@ -663,7 +663,7 @@ fn object_node(
         _ => {}
     }
     if !kids.is_empty() {
-        n.children = Children::Loaded(kids);
+        n.children = Children::Loaded(kids.into());
     }
     n
 }

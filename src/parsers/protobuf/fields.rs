@@ -214,7 +214,7 @@ fn typed<B: Bytes + ?Sized>(
         if !f.value.is_empty() {
             n = n.lazy();
             if depth.levels > 0 {
-                n.children = Children::Loaded(packed_nodes(b, f.value, &fd.kind(), depth));
+                n.children = Children::Loaded(packed_nodes(b, f.value, &fd.kind(), depth).into());
             }
         }
         return n;
@@ -255,7 +255,7 @@ fn message_field<B: Bytes + ?Sized>(
         depth.levels -= 1;
         let kids = message_nodes(b, f.value, m.as_ref(), depth);
         depth.levels += 1;
-        n.children = Children::Loaded(kids);
+        n.children = Children::Loaded(kids.into());
     }
     n
 }
