@@ -241,7 +241,7 @@ impl Tree {
         parts.join("/")
     }
 
-    /// Finds the extraction named by PATH (see DESIGN.md). A member's own `/`s
+    /// Finds the extraction named by PATH (see docs/contract.md). A member's own `/`s
     /// are part of its name, so each step tries every child whose name is a
     /// prefix of what is left, in archive order, and backtracks.
     pub fn resolve(&self, path: &str) -> Option<ExtId> {

@@ -1,4 +1,4 @@
-//! The headless command line (see DESIGN.md for the contract).
+//! The headless command line (docs/contract.md is the contract).
 //!
 //! Exit status: 0 when everything looked at is intact, 1 when results are
 //! partial (the damage is listed on stderr), 2 for usage errors and files

@@ -112,7 +112,7 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
     writeln!(out, "{line}")
 }
 
-/// The extraction tree as JSON (DESIGN.md shape, plus `kind`, `damage`,
+/// The extraction tree as JSON (docs/contract.md shape, plus `kind`, `damage`,
 /// `declared_size` and `origin`).
 pub fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     write_ext(t, id, out)?;
@@ -228,7 +228,7 @@ pub fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) ->
     Ok(())
 }
 
-/// Nodes as a JSON array (DESIGN.md shape, plus `detail` and `more`).
+/// Nodes as a JSON array (docs/contract.md shape, plus `detail` and `more`).
 pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Result<()> {
     write!(out, "[")?;
     for (i, n) in nodes.iter().enumerate() {

@@ -1,8 +1,7 @@
 //! gzip (RFC 1952): members, recovery, and the decoded stream.
 //!
 //! The decoded bytes of all members form one child extraction (as `gunzip`
-//! writes one file). Recovery rules, from measuring real damage (see
-//! `notes/archives.md`):
+//! writes one file). Recovery rules, from measuring real damage:
 //!
 //! * a CRC or size mismatch never discards output: it is reported, the bytes
 //!   stay;

@@ -1,7 +1,7 @@
 //! tar: ustar, GNU (long names `L`/`K`, base-256 numbers) and PAX (`x`/`g`).
 //!
 //! Recovery goes further than GNU tar, bsdtar and Python's tarfile, which all
-//! lose every member after a few bytes of drift (see `notes/archives.md`):
+//! lose every member after a few bytes of drift (measured on damaged copies):
 //!
 //! * a header whose checksum fails but whose magic, size and following header
 //!   all check out is kept as a corrupt member instead of being dropped;

@@ -1,4 +1,4 @@
-//! The headless commands of DESIGN.md, run as the real binary: JSON shapes,
+//! The headless commands of docs/contract.md, run as the real binary: JSON shapes,
 //! exit codes (0 intact, 1 partial, 2 usage or unreadable), `cat` and
 //! `extract` bytes.
 
@@ -62,7 +62,7 @@ fn brief(v: &Value) -> String {
     s.chars().take(200).collect()
 }
 
-/// `tree --json` on nested.tar.gz: the DESIGN.md keys on every node, paths
+/// `tree --json` on nested.tar.gz: the docs/contract.md keys on every node, paths
 /// built from names, every path resolving in the library to an extraction
 /// of the same size and status, every manifest leaf present and complete.
 #[test]
@@ -283,7 +283,7 @@ fn cat_every_leaf() {
     f.check("cat");
 }
 
-/// Checks `nodes --json` nodes: the DESIGN.md keys, `start <= end <= size`,
+/// Checks `nodes --json` nodes: the docs/contract.md keys, `start <= end <= size`,
 /// children inside their parent. Returns the deepest level seen.
 fn check_nodes(
     nodes: &[Value],

@@ -476,7 +476,7 @@ pub fn arg_repr_into(
     true
 }
 
-/// The argument as JSON (DESIGN.md): bytes as `{"hex": ...}`, integers
+/// The argument as JSON (docs/contract.md): bytes as `{"hex": ...}`, integers
 /// beyond 2^53 as strings, NaN and infinities as strings.
 pub fn arg_json(op: &Op, data: &dyn Source) -> String {
     let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
