@@ -47,3 +47,33 @@ run "tar tf" tar tf "$FILE"
 run "pparse tree" "$BIN" tree "$FILE"
 run "pparse tree --json" "$BIN" tree --json "$FILE"
 run "pparse nodes --json" "$BIN" nodes --json "$FILE"
+
+# The explorer: parse to the end, expand the tar, jump to its last member,
+# then read the peak RSS (VmHWM) of the running process. Driven through tmux
+# and polled on what the screen shows, not on fixed sleeps.
+if command -v tmux > /dev/null; then
+    S=pparse-members-$$
+    tmux new-session -d -s "$S" -x 150 -y 40 "$BIN $FILE"
+    trap 'tmux kill-session -t "$S" 2> /dev/null || true' EXIT
+    until_screen() {
+        for _ in $(seq 1 1200); do
+            tmux capture-pane -p -t "$S" | grep -q -- "$1" && return 0
+            sleep 0.5
+        done
+        echo "explorer: timed out waiting for '$1'" >&2
+        return 1
+    }
+    start=$(date +%s.%N)
+    until_screen " parsed "
+    tmux send-keys -t "$S" Right
+    tmux send-keys -t "$S" End
+    last=$(printf 'f%08d' $((MEMBERS - 1)))
+    until_screen "$last"
+    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    pid=$(tmux list-panes -t "$S" -F '#{pane_pid}')
+    kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+    tmux send-keys -t "$S" q
+    awk -v w="$wall" -v k="$kib" -v m="$MEMBERS" 'BEGIN {
+        b = k * 1024 / m
+        printf "| pparse FILE (explorer: parsed, tar expanded, End) | %.2f | %.0f | %.0f | %.1f GB |\n", w, k / 1024, b, b * 1e7 / 1e9 }'
+fi

@@ -367,7 +367,7 @@ fn node_ranges(n: &Node, budget: &mut usize, at: &dyn Fn() -> String) {
 
 /// Reads the first `want` bytes of an extraction; returns how many came.
 fn read_up_to(t: &Tree, id: ExtId, want: u64) -> u64 {
-    let data = &t.exts[id].data;
+    let data = &t.exts[id].data();
     let mut buf = vec![0u8; 64 << 10];
     let mut off = 0u64;
     while off < want {
@@ -399,7 +399,8 @@ fn tensors(t: &Tree) {
             }
             done += 1;
             let Some(src) = t.get(x.source) else { continue };
-            let data = &*src.data;
+            let src_data = src.data();
+            let data = &*src_data;
             values::values(&x, data, 0, 16);
             let numel = x.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
             if numel.is_some_and(|n| n <= 1 << 16) && x.length <= 1 << 20 {
@@ -440,7 +441,7 @@ fn writers(t: &Tree, trace: bool) {
             }
             Some("wandb") => {
                 out.clear();
-                writers::records_json(&*e.data, &mut out, &mut |_, _| {})
+                writers::records_json(&*e.data(), &mut out, &mut |_, _| {})
                     .expect("records --json writes");
                 for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                     valid_json(line, "records --json");

@@ -160,7 +160,8 @@ impl Session {
             children: ThinVec::new(),
             name,
             kind,
-            data: data.clone(),
+            bytes: data.clone(),
+            window: false,
             origin: None,
             declared_size: None,
             parser: None,
@@ -286,7 +287,7 @@ impl Session {
                 children: Children::Unloaded,
                 ..n.clone_shallow()
             };
-            (shallow, e.data.clone(), e.parser)
+            (shallow, e.data(), e.parser)
         };
         let Some(format) = parser.and_then(parsers::by_name) else {
             return false;
@@ -376,7 +377,7 @@ pub fn release_free_memory() {
 /// Keeps every range a finished parse reported inside the extraction's
 /// bytes: damaged length fields must not make pparse point past the end.
 fn clamp_ranges(e: &mut Extraction) {
-    let len = e.data.available();
+    let len = e.available();
     let clamp = |r: &mut crate::data::Range| {
         r.start = r.start.min(len);
         r.end = r.end.clamp(r.start, len);
@@ -442,13 +443,13 @@ impl Engine {
             let t = shared.tree.read();
             let r = t.root();
             (
-                r.data.clone(),
+                r.data(),
                 r.display_name(),
                 r.kind.clone(),
                 r.file().map(|f| f.to_path_buf()),
             )
         };
-        let size = shared.tree.read().root().data.available();
+        let size = shared.tree.read().root().available();
         Engine {
             decode_left: opts.decode_budget(size),
             shared,
@@ -528,7 +529,7 @@ impl Engine {
         let mut t = self.shared.tree.write();
         for id in stuck {
             let e = &mut t.exts[id];
-            let at = e.data.available();
+            let at = e.available();
             e.damage.push(Damage::truncated(
                 crate::data::Range::new(at, at),
                 "parse stopped: its input never completed",
@@ -539,7 +540,7 @@ impl Engine {
     }
 
     fn root_growing(&self) -> bool {
-        !self.shared.tree.read().root().data.is_final()
+        !self.shared.tree.read().root().is_final()
     }
 
     fn sniff_job(&mut self, i: usize) {
@@ -661,7 +662,7 @@ impl Engine {
                     let job = Job {
                         ext: id,
                         depth,
-                        data: e.data.clone(),
+                        data: e.data(),
                         name: e.display_name(),
                         kind: e.kind.clone(),
                         file: e.file().map(|f| f.to_path_buf()),

@@ -100,7 +100,11 @@ pub struct Extraction {
     pub children: ThinVec<ExtId>,
     pub name: Name,
     pub kind: EntryKind,
-    pub data: Data,
+    /// Its own source, or with `window`, the parent's source: see
+    /// [`Extraction::data`].
+    pub(crate) bytes: Data,
+    /// The bytes are the parent's over `origin`, verbatim (a tar member).
+    pub(crate) window: bool,
     /// The parent's bytes this extraction comes from (a member's data, or the
     /// compressed bytes a stream was decoded from).
     pub origin: Option<Range>,
@@ -117,6 +121,38 @@ pub struct Extraction {
 }
 
 impl Extraction {
+    /// The extraction's bytes. A member stored verbatim keeps only its
+    /// parent's source and `origin`, and its window is made here when asked
+    /// for: ten million members then hold no window object each.
+    pub fn data(&self) -> Data {
+        match self.window_range() {
+            Some(r) => std::sync::Arc::new(crate::data::SliceSource::new(self.bytes.clone(), r)),
+            None => self.bytes.clone(),
+        }
+    }
+    fn window_range(&self) -> Option<Range> {
+        if self.window { self.origin } else { None }
+    }
+    /// Bytes available so far (see [`crate::data::Source::available`]),
+    /// without making a window.
+    pub fn available(&self) -> u64 {
+        match self.window_range() {
+            Some(r) => self.bytes.available().min(r.end).saturating_sub(r.start),
+            None => self.bytes.available(),
+        }
+    }
+    /// Whether no more bytes will come (see [`crate::data::Source::is_final`]).
+    pub fn is_final(&self) -> bool {
+        match self.window_range() {
+            Some(r) => self.bytes.is_final() || self.bytes.available() >= r.end,
+            None => self.bytes.is_final(),
+        }
+    }
+    /// Whether the bytes are the parent's, verbatim (a tar member, a stored
+    /// zip entry): damage to the parent's bytes there is damage to these.
+    pub fn is_window(&self) -> bool {
+        self.window || self.bytes.is_window()
+    }
     /// See [`Extra::file`].
     pub fn file(&self) -> Option<&std::path::Path> {
         self.extra.as_ref()?.file.as_deref()
@@ -144,7 +180,7 @@ impl Extraction {
     }
     /// Bytes available now.
     pub fn size(&self) -> u64 {
-        self.data.available()
+        self.available()
     }
     /// Display name (escaped).
     pub fn display_name(&self) -> String {
@@ -182,7 +218,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
         return None;
     }
     let o = child.origin?;
-    if !child.data.is_window() {
+    if !child.is_window() {
         return None;
     }
     let hit = if d.range.is_empty() {
@@ -354,7 +390,7 @@ impl Tree {
         let e = &self.exts[id];
         let mut st = e.status();
         if let Some(declared) = e.declared_size
-            && e.data.is_final()
+            && e.is_final()
             && e.size() < declared
         {
             st = st.max(Status::Truncated);

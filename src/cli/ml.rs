@@ -59,7 +59,7 @@ pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status
         say!("pparse: listing {}", t.path_of(target));
     }
     let e = &t.exts[target];
-    let data = e.data.clone();
+    let data = e.data();
     let ranges = pickle_ranges(e);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
@@ -322,7 +322,7 @@ fn tensors_ready(t: &Tree, id: ExtId) -> bool {
                 !busy
                     || (e.nodes.iter().any(|n| n.kind == "central directory")
                         && e.children.iter().all(|&c| {
-                            !t.exts[c].display_name().ends_with(".pkl") || t.exts[c].data.is_final()
+                            !t.exts[c].display_name().ends_with(".pkl") || t.exts[c].is_final()
                         }))
             }
             // Payload bytes need not be parsed for the table.

@@ -349,7 +349,7 @@ fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fatal> {
         {
             return found;
         }
-        let found = t.resolve(path).is_some_and(|id| t.exts[id].data.is_final());
+        let found = t.resolve(path).is_some_and(|id| t.exts[id].is_final());
         last = Some((Instant::now(), found));
         found
     });
@@ -421,7 +421,7 @@ fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fa
         t.exts[id].phase != Phase::Parsing && t.exts[id].phase != Phase::Waiting
     });
     let count = session.tree().exts[id].nodes.len();
-    let data = session.tree().exts[id].data.clone();
+    let data = session.tree().exts[id].data();
     let mut released = 0u64;
     session.cancel();
     let stdout = io::stdout();
@@ -506,7 +506,7 @@ fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
     session.cancel();
     let (data, kind) = {
         let t = session.tree();
-        (t.exts[id].data.clone(), t.exts[id].kind.clone())
+        (t.exts[id].data(), t.exts[id].kind.clone())
     };
     if !kind.has_content() {
         return Err(Fatal(format!(
@@ -561,7 +561,7 @@ fn extract(file: &Path, path: &str, dir: &Path, all: bool) -> Result<Status, Fat
                     );
                 }
             }
-            k if k.has_content() => match ex.write(&logical, &*e.data) {
+            k if k.has_content() => match ex.write(&logical, &*e.data()) {
                 Ok(_) => written += 1,
                 Err(err) => {
                     return Err(Fatal(format!("cannot write {}: {err}", t.path_of(id))));

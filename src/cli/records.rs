@@ -52,7 +52,7 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
     let id = resolve_final(&session, path)?;
     // Wait until the extraction (or one below it) is known to be a log.
     wait(&session, |t| {
-        log_target(t, id).is_some_and(|x| t.exts[x].data.is_final())
+        log_target(t, id).is_some_and(|x| t.exts[x].is_final())
             || t.subtree(id)
                 .iter()
                 .all(|&x| !matches!(t.exts[x].phase, Phase::Waiting | Phase::Parsing))
@@ -74,7 +74,7 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
         } else {
             t.path_of(x)
         };
-        (x, t.exts[x].data.clone(), label)
+        (x, t.exts[x].data(), label)
     };
     // The records are read here; the tree's own parse is not needed.
     session.cancel();

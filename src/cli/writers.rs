@@ -39,7 +39,7 @@ pub fn pickle_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool>
         .filter(|n| n.kind == "pickle")
         .map(|n| n.range)
         .collect();
-    super::ml::list_json(&*e.data, &ranges, &mut &mut *out)?;
+    super::ml::list_json(&*e.data(), &ranges, &mut &mut *out)?;
     Ok(true)
 }
 
@@ -74,6 +74,6 @@ pub fn pickle_text(t: &Tree, id: ExtId, trace: bool, out: &mut dyn Write) -> io:
     };
     let e = &t.exts[target];
     let ranges = super::ml::pickle_ranges(e);
-    super::ml::list_text(&*e.data, &ranges, trace, &mut &mut *out)?;
+    super::ml::list_text(&*e.data(), &ranges, trace, &mut &mut *out)?;
     Ok(true)
 }

@@ -114,6 +114,9 @@ pub struct ChildSpec {
     pub name: Name,
     pub kind: EntryKind,
     pub data: Data,
+    /// `data` is the parent's source and the child's bytes are its window
+    /// over `origin` (see [`ChildSpec::window`]).
+    window: bool,
     pub origin: Option<Range>,
     pub declared_size: Option<u64>,
     pub damage: Vec<Damage>,
@@ -130,12 +133,22 @@ impl ChildSpec {
             name,
             kind,
             data,
+            window: false,
             origin: None,
             declared_size: None,
             damage: Vec::new(),
             file: None,
             parse: true,
         }
+    }
+    /// A child whose bytes are `parent`'s over `range`, verbatim (a tar
+    /// member). No window object is kept per child; see
+    /// [`crate::extraction::Extraction::data`].
+    pub fn window(name: Name, kind: EntryKind, parent: &Data, range: Range) -> ChildSpec {
+        let mut spec = ChildSpec::new(name, kind, parent.clone());
+        spec.window = true;
+        spec.origin = Some(range);
+        spec
     }
 }
 
@@ -265,7 +278,8 @@ impl<'a> StepCx<'a> {
                 children: ThinVec::new(),
                 name: spec.name,
                 kind: spec.kind,
-                data: spec.data,
+                bytes: spec.data,
+                window: spec.window,
                 origin: spec.origin,
                 declared_size: spec.declared_size,
                 parser: None,

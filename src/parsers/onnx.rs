@@ -484,7 +484,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    let found = find_tensors(&*e.data);
+    let found = find_tensors(&*e.data());
     let child = |loc: &str| {
         e.children
             .iter()
@@ -531,7 +531,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
                 length,
             } => match child(location) {
                 Some(c) => {
-                    let size = tree.exts[c].data.available();
+                    let size = tree.exts[c].available();
                     t.source = c;
                     t.offset = *offset;
                     t.length = length.unwrap_or(size.saturating_sub(*offset));

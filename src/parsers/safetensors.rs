@@ -973,7 +973,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    let src = &*e.data;
+    let src = &*e.data();
     let lay = read_layout(src);
     let avail = src.available();
     let fin = src.is_final();

@@ -363,7 +363,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    let idx = read_index(&*e.data);
+    let idx = read_index(&*e.data());
     let map: HashMap<&str, &str> = idx
         .map
         .iter()

@@ -15,12 +15,11 @@
 use memchr::memmem;
 
 use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
-use crate::data::{Data, Range, SliceSource, Source, read_exact_at, view};
+use crate::data::{Data, Range, Source, read_exact_at, view};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
 use crate::status::Damage;
-use std::sync::Arc;
 
 pub static FORMAT: Format = Format {
     name: "tar",
@@ -30,6 +29,13 @@ pub static FORMAT: Format = Format {
 };
 
 const BLOCK: u64 = 512;
+/// Consecutive entries shown as one lazy node. A tar of ten million small
+/// members would otherwise hold ten million entry nodes (about 120 bytes
+/// each) for a view that shows a screenful; a group costs one node and is
+/// rebuilt from its headers when opened.
+const GROUP: usize = 1024;
+/// Entries spanning more than this are not grouped: big members are few.
+const GROUP_SPAN: u64 = 16 << 20;
 /// Longest GNU long name or PAX header accepted; longer is treated as damage.
 const MAX_META: u64 = 1 << 20;
 
@@ -321,6 +327,87 @@ enum State {
     Done,
 }
 
+/// A member as its headers describe it.
+struct Member {
+    /// The full name, from a long-name or PAX header when there is one.
+    name: Vec<u8>,
+    link: Vec<u8>,
+    sparse: bool,
+    /// Bytes of data that follow the header.
+    data_len: u64,
+    /// Where the next header is expected.
+    end: u64,
+    /// Its node: from the first extension header to the end of its data.
+    node: Node,
+}
+
+/// Applies the extension headers read before a member's own header `h`.
+/// The parse and the walker that rebuilds a group ([`load`]) both describe
+/// a member through here, so a group opens to the nodes the parse made.
+fn member(h: Header, pending: Pending, global: &Pending, entry_start: u64, data_at: u64) -> Member {
+    let name = pending
+        .name
+        .or_else(|| global.name.clone())
+        .unwrap_or(h.name);
+    let size = pending.size.or(global.size).unwrap_or(h.size);
+    let data_len = if has_data(h.kind) { size } else { 0 };
+    let end = data_at.saturating_add(round_up(data_len));
+    let node = Node::new("entry", escape_bytes(&name), Range::new(entry_start, end))
+        .value(Value::Sized(type_name(h.kind), size))
+        .lazy();
+    Member {
+        name,
+        link: pending.link.unwrap_or(h.link),
+        sparse: pending.sparse || global.sparse,
+        data_len,
+        end,
+        node,
+    }
+}
+
+/// The entry nodes of a group: walks its headers again, applying long-name
+/// and PAX headers as the parse did. Groups hold only clean entries after
+/// no global header that renames (see `push_entry`).
+fn entries(data: &dyn Source, range: Range) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut at = range.start;
+    let mut pending = Pending::default();
+    let mut entry_start = None;
+    let global = Pending::default();
+    while at.saturating_add(BLOCK) <= range.end && out.len() < GROUP {
+        let mut b = [0u8; 512];
+        if !matches!(read_exact_at(data, at, &mut b), Ok(true)) {
+            break;
+        }
+        let Some(h) = header_fields(&b) else { break };
+        let start = *entry_start.get_or_insert(at);
+        let data_at = at + BLOCK;
+        match h.kind {
+            b'L' | b'K' | b'x' | b'X' if h.size <= MAX_META => {
+                let mut meta = vec![0u8; h.size as usize];
+                if !matches!(read_exact_at(data, data_at, &mut meta), Ok(true)) {
+                    break;
+                }
+                match h.kind {
+                    b'L' => pending.name = Some(cstr(&meta).to_vec()),
+                    b'K' => pending.link = Some(cstr(&meta).to_vec()),
+                    _ => {
+                        pending.apply_pax(&pax_records(&meta).0);
+                    }
+                }
+                at = data_at.saturating_add(round_up(h.size));
+            }
+            _ => {
+                let m = member(h, std::mem::take(&mut pending), &global, start, data_at);
+                out.push(m.node);
+                entry_start = None;
+                at = m.end;
+            }
+        }
+    }
+    out
+}
+
 /// A member whose data runs past the bytes available so far.
 struct Open {
     child: ExtId,
@@ -346,6 +433,10 @@ struct TarParser {
     /// its pages need not stay in this process.
     released: u64,
     scratch: Vec<u8>,
+    /// Entry nodes not yet pushed (see [`GROUP`]).
+    run: Vec<Node>,
+    /// Entry nodes pushed so far, grouped or not.
+    entries: u64,
 }
 
 impl TarParser {
@@ -361,6 +452,8 @@ impl TarParser {
             ended: false,
             released: 0,
             scratch: Vec::new(),
+            run: Vec::new(),
+            entries: 0,
         }
     }
 
@@ -372,8 +465,53 @@ impl TarParser {
         }
     }
 
+    /// Pushes a node that is not an entry: the run of entries before it
+    /// goes first.
+    fn node(&mut self, cx: &mut StepCx, node: Node) {
+        self.flush(cx);
+        cx.push_node(node);
+    }
+
+    /// Pushes the entries of the current run one by one.
+    fn flush(&mut self, cx: &mut StepCx) {
+        self.entries += self.run.len() as u64;
+        for n in self.run.drain(..) {
+            cx.push_node(n);
+        }
+    }
+
+    /// Queues an entry's node: [`GROUP`] clean entries in a row become one
+    /// lazy `entries` node, which [`load`] rebuilds from the headers.
+    fn push_entry(&mut self, cx: &mut StepCx, node: Node, clean: bool) {
+        // A global PAX name or size changes every later entry; the walker
+        // that rebuilds a group does not replay it, so such entries stay
+        // one by one (GNU tar writes no such header).
+        let groupable = clean && self.global.name.is_none() && self.global.size.is_none();
+        let first = self.run.first().map_or(node.range.start, |n| n.range.start);
+        if !groupable || node.range.end.saturating_sub(first) > GROUP_SPAN {
+            // Big members: few nodes per byte, nothing to save.
+            self.flush(cx);
+            self.entries += 1;
+            cx.push_node(node);
+            return;
+        }
+        self.run.push(node);
+        if self.run.len() == GROUP {
+            let r = Range::new(first, self.run[GROUP - 1].range.end);
+            let from = self.entries;
+            self.entries += GROUP as u64;
+            self.run.clear();
+            cx.push_node(
+                Node::new("entries", format!("entries {from}–{}", self.entries - 1), r)
+                    .uint(GROUP as u64)
+                    .lazy(),
+            );
+        }
+    }
+
     /// Ends the parse, reporting a member or header cut off by the end.
     fn finish(&mut self, cx: &mut StepCx) -> Step {
+        self.flush(cx);
         let avail = self.data.available();
         if let Some(o) = self.open.take() {
             let have = avail.saturating_sub(o.data).min(o.size);
@@ -410,7 +548,8 @@ impl TarParser {
             let end = Range::new(avail, avail);
             if at < avail {
                 let r = Range::new(at, avail);
-                cx.push_node(
+                self.node(
+                    cx,
                     Node::new("partial header", "cut-off header", r)
                         .damaged(Damage::truncated(r, "archive ends inside a header block")),
                 );
@@ -506,20 +645,19 @@ impl TarParser {
         if end - at >= 2 * BLOCK {
             if !self.ended {
                 self.ended = true;
-                cx.push_node(Node::new(
-                    "end",
-                    "end of archive",
-                    Range::new(at, at + 2 * BLOCK),
-                ));
+                self.node(
+                    cx,
+                    Node::new("end", "end of archive", Range::new(at, at + 2 * BLOCK)),
+                );
                 if end - at > 2 * BLOCK {
                     let p = Range::new(at + 2 * BLOCK, end);
-                    cx.push_node(Node::new("padding", "zero padding", p).uint(p.len()));
+                    self.node(cx, Node::new("padding", "zero padding", p).uint(p.len()));
                 }
             } else {
-                cx.push_node(Node::new("padding", "zero blocks", r).uint(r.len()));
+                self.node(cx, Node::new("padding", "zero blocks", r).uint(r.len()));
             }
         } else {
-            cx.push_node(Node::new("zero", "lone zero block", r));
+            self.node(cx, Node::new("zero", "lone zero block", r));
         }
         self.pos = end;
         if end + BLOCK > avail {
@@ -535,7 +673,10 @@ impl TarParser {
             if end < avail {
                 // Non-block-sized tail after the marker: harmless if zeros.
                 let tail = Range::new(end, avail);
-                cx.push_node(Node::new("padding", "trailing bytes", tail).uint(tail.len()));
+                self.node(
+                    cx,
+                    Node::new("padding", "trailing bytes", tail).uint(tail.len()),
+                );
             }
             return Some(self.finish(cx));
         }
@@ -566,7 +707,8 @@ impl TarParser {
         self.open = None;
         let entry_start = *self.entry_start.get_or_insert(at);
         let data_at = at + BLOCK;
-        match h.kind {
+        let kind = h.kind;
+        match kind {
             b'L' | b'K' | b'x' | b'g' | b'X' => {
                 if h.size > MAX_META {
                     self.lose(
@@ -582,7 +724,8 @@ impl TarParser {
                         return Some(Step::Blocked);
                     }
                     let r = Range::new(entry_start, avail);
-                    cx.push_node(
+                    self.node(
+                        cx,
                         Node::new("partial entry", "cut-off extension header", r).damaged(
                             Damage::truncated(r, "archive ends inside an extension header"),
                         ),
@@ -627,7 +770,8 @@ impl TarParser {
                     cx.damage(Damage::corrupt(Range::new(at, at + BLOCK), why));
                 }
                 if h.kind == b'g' {
-                    cx.push_node(
+                    self.node(
+                        cx,
                         Node::new(
                             "global",
                             "PAX global header",
@@ -642,30 +786,24 @@ impl TarParser {
             }
             _ => {
                 let pending = std::mem::take(&mut self.pending);
-                let name = pending
-                    .name
-                    .or_else(|| self.global.name.clone())
-                    .unwrap_or(h.name);
-                let link = pending.link.unwrap_or(h.link);
-                let size = pending.size.or(self.global.size).unwrap_or(h.size);
-                let sparse = pending.sparse || self.global.sparse;
-                let data_len = if has_data(h.kind) { size } else { 0 };
-                let end = data_at.saturating_add(round_up(data_len));
+                let Member {
+                    name,
+                    link,
+                    sparse,
+                    data_len,
+                    end,
+                    mut node,
+                } = member(h, pending, &self.global, entry_start, data_at);
                 let data_end = data_at.saturating_add(data_len);
-                let shown = escape_bytes(&name);
-                let mut node = Node::new("entry", shown.clone(), Range::new(entry_start, end))
-                    .value(Value::Sized(type_name(h.kind), size))
-                    .lazy();
-                let mut spec = ChildSpec::new(
+                let shown = node.name.to_string();
+                let mut spec = ChildSpec::window(
                     Name::new(name),
-                    entry_kind(h.kind, &link, sparse),
-                    Arc::new(SliceSource::new(
-                        self.data.clone(),
-                        Range::new(data_at, data_end),
-                    )) as Data,
+                    entry_kind(kind, &link, sparse),
+                    &self.data,
+                    Range::new(data_at, data_end),
                 );
-                spec.origin = Some(Range::new(data_at, data_end));
                 spec.declared_size = Some(data_len);
+                let clean = bad.is_none();
                 if let Some(why) = bad {
                     let d = Damage::corrupt(Range::new(at, at + BLOCK), why.clone());
                     node = node.damaged(d.clone());
@@ -675,7 +813,7 @@ impl TarParser {
                         format!("its tar header is damaged ({why}); name and size may be wrong"),
                     ));
                 }
-                cx.push_node(node);
+                self.push_entry(cx, node, clean);
                 let child = cx.add_child(spec);
                 self.entry_start = None;
                 self.open = Some(Open {
@@ -734,7 +872,8 @@ impl TarParser {
             }
             if let Some(found) = best {
                 let r = Range::new(lost, found);
-                cx.push_node(
+                self.node(
+                    cx,
                     Node::new("skipped", "unreadable bytes", r)
                         .uint(r.len())
                         .damaged(Damage::corrupt(r, why.clone())),
@@ -768,7 +907,8 @@ impl TarParser {
             return Some(Step::Blocked);
         }
         let r = Range::new(lost, avail);
-        cx.push_node(
+        self.node(
+            cx,
             Node::new("skipped", "unreadable bytes", r)
                 .uint(r.len())
                 .damaged(Damage::corrupt(r, why.clone())),
@@ -786,7 +926,7 @@ impl TarParser {
 
 impl Parser for TarParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        if self.pos.saturating_sub(self.released) >= 64 << 20 {
+        if self.pos.saturating_sub(self.released) >= 8 << 20 {
             self.data.release(self.released, self.pos);
             self.released = self.pos;
         }
@@ -815,8 +955,12 @@ impl Parser for TarParser {
     }
 }
 
-/// Rebuilds the headers of an entry from its bytes.
+/// Rebuilds the headers of an entry, or the entries of a group, from their
+/// bytes.
 fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if node.kind == "entries" {
+        return entries(data, node.range);
+    }
     if node.kind != "entry" && node.kind != "global" {
         return Vec::new();
     }

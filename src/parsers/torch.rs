@@ -659,8 +659,8 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
         .collect();
     let info = |c: ExtId| StorageInfo {
         ext: c,
-        available: tree.exts[c].data.available(),
-        is_final: tree.exts[c].data.is_final(),
+        available: tree.exts[c].available(),
+        is_final: tree.exts[c].is_final(),
         corrupt: (tree.status_of(c) == Status::Corrupt)
             .then(|| tree.exts[c].detail().unwrap_or_default()),
     };
@@ -669,8 +669,9 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
             let prefix = zip_prefix(tree, ext)?;
             if let Some(&b) = by_name.get(&format!("{prefix}byteorder")) {
                 let mut buf = [0u8; 3];
-                p.big_endian = matches!(read_exact_at(&*tree.exts[b].data, 0, &mut buf), Ok(true))
-                    && &buf == b"big";
+                p.big_endian =
+                    matches!(read_exact_at(&*tree.exts[b].data(), 0, &mut buf), Ok(true))
+                        && &buf == b"big";
             }
             // TorchScript archives keep constants and traced inputs in pickles
             // of their own, each with its folder of storages.
@@ -681,7 +682,7 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
             ];
             for (dir, label) in PICKLES {
                 if let Some(&c) = by_name.get(&format!("{prefix}{dir}.pkl")) {
-                    let d = tree.exts[c].data.clone();
+                    let d = tree.exts[c].data();
                     let r = Range::new(0, d.available());
                     p.pickles.push((d, r, label, format!("{prefix}{dir}/")));
                 }
@@ -701,8 +702,7 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
                 .nodes
                 .iter()
                 .find(|n| n.kind == "pickle" && n.name.contains("(object)"))?;
-            p.pickles
-                .push((e.data.clone(), obj.range, "", "storage/".into()));
+            p.pickles.push((e.data(), obj.range, "", "storage/".into()));
             for (name, &c) in &by_name {
                 p.storages.insert(name.clone(), info(c));
             }

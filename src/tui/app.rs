@@ -237,7 +237,7 @@ impl App {
     }
 
     fn data(&self, ext: ExtId) -> Option<Data> {
-        self.session.tree().get(ext).map(|e| e.data.clone())
+        self.session.tree().get(ext).map(|e| e.data())
     }
 
     pub fn height(&self, pane: Pane) -> usize {
@@ -495,7 +495,7 @@ impl App {
         self.session
             .tree()
             .get(self.ext())
-            .map_or(0, |e| e.data.available())
+            .map_or(0, |e| e.available())
     }
 
     fn hex_key(&mut self, a: Action) {

@@ -53,7 +53,7 @@ pub fn draw(app: &mut App, f: &mut Frame) {
         .session
         .tree()
         .get(app.ext())
-        .is_some_and(|e| e.data.available() > u32::MAX as u64);
+        .is_some_and(|e| e.available() > u32::MAX as u64);
     let offw = if wide { 12 } else { 8 };
     // offset, 2 spaces, 3 columns and 1 text column per byte, a gap every
     // 8 bytes, the separator and a space.
@@ -179,7 +179,7 @@ fn ext_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
             EntryKind::Other(what) => detail.push_str(&format!("  {what}")),
             _ => detail.push_str(&format!("  {}", human(e.size()))),
         }
-        if e.phase == Phase::Parsing || e.phase == Phase::Waiting && !e.data.is_final() {
+        if e.phase == Phase::Parsing || e.phase == Phase::Waiting && !e.is_final() {
             detail.push_str("  …");
         }
         if status != Status::Complete {
@@ -425,7 +425,7 @@ fn hex_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
     let (data, name, describe) = {
         let t = app.session.tree();
         let e = &t.exts[ext];
-        (e.data.clone(), e.display_name(), e.data.describe())
+        (e.data(), e.display_name(), e.data().describe())
     };
     let len = data.available();
     let bpr = app.layout.bpr;
@@ -556,7 +556,7 @@ pub fn hex_offset_at(app: &App, x: u16, y: u16) -> Option<u64> {
         .session
         .tree()
         .get(ext)
-        .is_some_and(|e| e.data.available() > u32::MAX as u64);
+        .is_some_and(|e| e.available() > u32::MAX as u64);
     let offw: u16 = if wide { 12 } else { 8 };
     let bpr = app.layout.bpr;
     let row = (y - area.y - 1) as u64;
@@ -581,7 +581,7 @@ fn text_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
     let (len, name) = {
         let t = app.session.tree();
         let e = &t.exts[ext];
-        (e.data.available(), e.display_name())
+        (e.available(), e.display_name())
     };
     let top = app.view().text_top;
     let b = block(
@@ -761,7 +761,7 @@ fn byte_inspector(app: &mut App, f: &mut Frame, area: Rect) {
 }
 
 fn e_data(app: &App, ext: ExtId) -> crate::data::Data {
-    app.session.tree().exts[ext].data.clone()
+    app.session.tree().exts[ext].data()
 }
 
 fn status_bar(app: &mut App, f: &mut Frame, area: Rect) {

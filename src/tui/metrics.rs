@@ -376,7 +376,7 @@ impl App {
             .session
             .tree()
             .get(ext)
-            .map(|e| (e.data.clone(), e.display_name()))
+            .map(|e| (e.data(), e.display_name()))
         else {
             return;
         };
@@ -419,11 +419,7 @@ impl App {
             return;
         }
         let (ext, selected) = (p.ext, p.selected);
-        let fin = self
-            .session
-            .tree()
-            .get(ext)
-            .is_some_and(|e| e.data.is_final());
+        let fin = self.session.tree().get(ext).is_some_and(|e| e.is_final());
         if fin {
             self.open_metrics(ext, selected);
         }
@@ -486,7 +482,7 @@ impl App {
             }
             return;
         }
-        let Some(data) = self.session.tree().get(p.ext).map(|e| e.data.clone()) else {
+        let Some(data) = self.session.tree().get(p.ext).map(|e| e.data()) else {
             return;
         };
         let want = name.clone();

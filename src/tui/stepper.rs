@@ -273,7 +273,7 @@ impl App {
                     let n = &e.nodes[i];
                     // A pickle still being read ends where the bytes do.
                     let end = if n.range.is_empty() {
-                        e.data.available()
+                        e.available()
                     } else {
                         n.range.end
                     };
@@ -308,7 +308,7 @@ impl App {
         let Panel::Stepper(s) = &mut self.panel else {
             return;
         };
-        let Some(data) = self.session.tree().get(s.ext).map(|e| e.data.clone()) else {
+        let Some(data) = self.session.tree().get(s.ext).map(|e| e.data()) else {
             return;
         };
         s.generation += 1;

@@ -204,7 +204,7 @@ impl App {
             p.offset = i + 1 - h;
         }
         self.show_bytes(t.source, t.offset);
-        let Some(data) = self.session.tree().get(t.source).map(|e| e.data.clone()) else {
+        let Some(data) = self.session.tree().get(t.source).map(|e| e.data()) else {
             return;
         };
         let id = self.worker.spawn(Slot::Stats, move |_, stop, report, id| {
@@ -292,7 +292,7 @@ impl App {
             ));
             return;
         }
-        let Some(data) = self.session.tree().get(t.source).map(|e| e.data.clone()) else {
+        let Some(data) = self.session.tree().get(t.source).map(|e| e.data()) else {
             return;
         };
         let length = t.length;

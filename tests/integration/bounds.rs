@@ -355,7 +355,7 @@ fn nested_deflate_bomb_stops_at_the_decode_budget() {
     let decoded: u64 = t
         .exts
         .iter()
-        .filter(|e| e.data.describe() == "deflate")
+        .filter(|e| e.data().describe() == "deflate")
         .map(|e| e.size())
         .sum();
     assert!(
@@ -373,7 +373,7 @@ fn nested_deflate_bomb_stops_at_the_decode_budget() {
     assert!(!stopped.is_empty(), "no note says the budget stopped work");
     for i in 0..t.len() {
         let e = &t.exts[i];
-        if e.data.describe() == "deflate" && e.declared_size.is_some_and(|d| e.size() < d) {
+        if e.data().describe() == "deflate" && e.declared_size.is_some_and(|d| e.size() < d) {
             assert_ne!(t.status_of(i), Status::Complete, "{}", t.path_of(i));
         }
     }

@@ -18,6 +18,7 @@ mod protobuf;
 mod robust;
 mod safetensors;
 mod sweep;
+mod tar;
 mod terminal;
 mod torch;
 mod truncation;

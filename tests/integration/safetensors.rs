@@ -43,7 +43,7 @@ fn sha_hex(bytes: &[u8]) -> String {
 /// The bytes of a tensor, read through pparse from its source extraction.
 fn tensor_bytes(tree: &Tree, t: &Tensor) -> Vec<u8> {
     let mut buf = vec![0u8; t.length as usize];
-    let data = &tree.exts[t.source].data;
+    let data = &tree.exts[t.source].data();
     assert!(
         read_exact_at(&**data, t.offset, &mut buf).unwrap(),
         "{}: bytes {}+{} not readable",
@@ -642,7 +642,7 @@ fn sources_stay_readable() {
     let t = session.tree();
     let table = tensors(&t, 0);
     assert_eq!(table.len(), 15);
-    assert!(t.exts[0].data.available() == 5000);
+    assert!(t.exts[0].available() == 5000);
     assert_eq!(table[0].status, Status::Truncated);
 }
 

@@ -53,7 +53,7 @@ fn damage(data: &[u8], rng: &mut Rng, i: u64) -> (String, Vec<u8>) {
 
 /// Reads every available byte without panicking; `Err` on a read error.
 fn read_checked(t: &Tree, id: usize) -> Result<u64, String> {
-    let data = &t.exts[id].data;
+    let data = &t.exts[id].data();
     let mut buf = vec![0u8; 64 * 1024];
     let mut off = 0u64;
     loop {

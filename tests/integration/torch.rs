@@ -45,7 +45,7 @@ fn pparse_name(r: &Value) -> String {
 
 /// The tensor's elements in C order, as torch's `contiguous()` has them.
 fn contiguous_bytes(tree: &Tree, t: &Tensor) -> Option<Vec<u8>> {
-    let data = &tree.exts[t.source].data;
+    let data = &tree.exts[t.source].data();
     let size = (t.dtype.bits() / 8).max(1);
     let stride = t.stride.clone().unwrap_or_default();
     let numel = t.numel();
@@ -105,7 +105,7 @@ fn tensor_tables_match_torch() {
             assert_eq!(g.shape, ints(&r["shape"]), "{what}");
             assert_eq!(g.stride.clone().unwrap(), ints(&r["stride"]), "{what}");
             assert_eq!(g.storage_offset, r["storage_offset"].as_u64(), "{what}");
-            let (phys, exact) = file_offset(&t.exts[g.source].data, g.offset);
+            let (phys, exact) = file_offset(&t.exts[g.source].data(), g.offset);
             assert!(exact, "{what}: stored bytes map to the file");
             assert_eq!(phys, r["file_offset"].as_u64().unwrap(), "{what}");
             let status = r["status"].as_str().unwrap();
@@ -182,7 +182,7 @@ fn truncated_checkpoints_keep_every_whole_tensor() {
                 assert_ne!(t.status_of(0), Status::Complete, "{name} cut at {cut}");
             }
             for g in tensors::tensors(&t, 0) {
-                let (phys, _) = file_offset(&t.exts[g.source].data, g.offset);
+                let (phys, _) = file_offset(&t.exts[g.source].data(), g.offset);
                 let whole = complete.iter().find(|c| c.name == g.name).unwrap();
                 assert_eq!(g.shape, whole.shape, "{name} cut at {cut}: {}", g.name);
                 let r = want.iter().find(|r| pparse_name(r) == g.name).unwrap();
@@ -223,13 +223,13 @@ fn table_invariants(t: &Tree, what: &str, f: &mut Failures) {
             f.push(format!("{what}: {}: no source", x.name));
             continue;
         };
-        if x.status == Status::Complete && x.offset + x.length > src.data.available() {
+        if x.status == Status::Complete && x.offset + x.length > src.available() {
             f.push(format!(
                 "{what}: {}: complete but {}+{} is past the {} bytes of its source",
                 x.name,
                 x.offset,
                 x.length,
-                src.data.available()
+                src.available()
             ));
         }
     }

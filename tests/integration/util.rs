@@ -317,7 +317,7 @@ pub fn parse(name: &str, bytes: Vec<u8>) -> Session {
 
 /// Every available byte of an extraction.
 pub fn read_all(tree: &Tree, id: ExtId) -> Vec<u8> {
-    let data = &tree.exts[id].data;
+    let data = &tree.exts[id].data();
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

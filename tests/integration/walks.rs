@@ -85,7 +85,7 @@ fn shared_objects_in_the_session_and_the_stepper() {
                     pparse::node::Children::Loaded(k) => todo.extend(k.iter().cloned()),
                     pparse::node::Children::Unloaded => {
                         let fmt = pparse::parsers::by_name(e.parser.unwrap()).unwrap();
-                        todo.extend((fmt.load)(&*e.data, &n));
+                        todo.extend((fmt.load)(&*e.data(), &n));
                     }
                     _ => {}
                 }
@@ -104,7 +104,7 @@ fn shared_objects_in_the_session_and_the_stepper() {
                 for step in (0..2000).step_by(50).chain([usize::MAX]) {
                     let r = StepRequest {
                         ext: 0,
-                        data: e.data.clone(),
+                        data: e.data(),
                         range: n.range,
                         target: Target::Step(step),
                         generation: 0,

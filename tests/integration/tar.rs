@@ -1,0 +1,125 @@
+//! tar at many members: runs of entries are grouped into lazy `entries`
+//! nodes (so ten million members do not hold ten million nodes), and a group
+//! opens to exactly the members Python's tarfile lists, long names and PAX
+//! headers included, in whole and cut archives.
+
+use crate::util::{fixture, parse};
+use pparse::engine::Session;
+use pparse::node::Children;
+use std::io::Read;
+
+/// (header offset, data offset, size, name) from the fixture's `.list`.
+fn reference(list: &str) -> Vec<(u64, u64, u64, String)> {
+    String::from_utf8(fixture(list))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut f = l.splitn(4, ' ');
+            let mut n = || f.next().unwrap().to_string();
+            let (a, b, c, d) = (n(), n(), n(), n());
+            (
+                a.parse().unwrap(),
+                b.parse().unwrap(),
+                c.parse().unwrap(),
+                d,
+            )
+        })
+        .collect()
+}
+
+/// Every entry node of extraction `id`, groups opened: (start, end, name),
+/// and the number of groups.
+fn entries(session: &Session, id: usize) -> (Vec<(u64, u64, String)>, usize) {
+    let count = session.tree().exts[id].nodes.len();
+    let mut out = Vec::new();
+    let mut groups = 0;
+    for i in 0..count {
+        let kind = session.tree().exts[id].nodes[i].kind;
+        match kind {
+            "entries" => {
+                groups += 1;
+                assert!(session.load(id, &[i]), "group {i} does not load");
+                let t = session.tree();
+                let Children::Loaded(kids) = &t.exts[id].nodes[i].children else {
+                    panic!("group {i} has no children after a load");
+                };
+                assert_eq!(kids.len(), 1024, "a group holds 1024 entries");
+                for k in kids.iter() {
+                    assert_eq!(k.kind, "entry");
+                    out.push((k.range.start, k.range.end, k.name.to_string()));
+                }
+            }
+            "entry" => {
+                let n = &session.tree().exts[id].nodes[i];
+                out.push((n.range.start, n.range.end, n.name.to_string()));
+            }
+            _ => {}
+        }
+    }
+    (out, groups)
+}
+
+fn check(archive: &str, list: &str) {
+    let want = reference(list);
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(&fixture(archive)[..])
+        .read_to_end(&mut tar)
+        .unwrap();
+    let session = parse("many.tar", tar.clone());
+    let (got, groups) = entries(&session, 0);
+    assert_eq!(groups, 2, "{archive}: 2,100 small members make two groups");
+    assert_eq!(got.len(), want.len(), "{archive}: member count");
+    for ((start, end, name), (off, data, size, wname)) in got.iter().zip(&want) {
+        assert_eq!(start, off, "{archive}: header offset of {wname}");
+        assert_eq!(
+            *end,
+            data + size.div_ceil(512) * 512,
+            "{archive}: end of {wname}"
+        );
+        assert_eq!(
+            name.trim_end_matches('/'),
+            wname,
+            "{archive}: name at {off}"
+        );
+    }
+    // The extraction tree lists the same members with the same names.
+    let t = session.tree();
+    let kids: Vec<String> = t.exts[0]
+        .children
+        .iter()
+        .map(|&c| t.exts[c].display_name().trim_end_matches('/').to_string())
+        .collect();
+    let names: Vec<&String> = want.iter().map(|w| &w.3).collect();
+    assert_eq!(
+        kids.iter().collect::<Vec<_>>(),
+        names,
+        "{archive}: extraction names"
+    );
+    drop(t);
+
+    // Cut anywhere: every member whose header is whole is listed once, at
+    // its offset, grouped or not.
+    for cut in (0..tar.len()).step_by(tar.len() / 37).skip(1) {
+        let session = parse("many.tar", tar[..cut].to_vec());
+        let (got, _) = entries(&session, 0);
+        let whole: Vec<_> = want.iter().filter(|w| w.1 <= cut as u64).collect();
+        assert_eq!(
+            got.len(),
+            whole.len(),
+            "{archive} cut at {cut}: member count"
+        );
+        for ((start, _, name), w) in got.iter().zip(&whole) {
+            assert_eq!((*start, name.trim_end_matches('/')), (w.0, w.3.as_str()));
+        }
+    }
+}
+
+#[test]
+fn groups_of_entries_open_to_what_tarfile_lists_gnu() {
+    check("many-gnu.tar.gz", "many-gnu.list");
+}
+
+#[test]
+fn groups_of_entries_open_to_what_tarfile_lists_pax() {
+    check("many-pax.tar.gz", "many-pax.list");
+}
