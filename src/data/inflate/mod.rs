@@ -372,9 +372,15 @@ pub struct Inflater {
     released: u64,
     window: Vec<u8>,
     limit: Option<u64>,
-    /// Output offsets where the last two deflate blocks began.
-    block_starts: [u64; 2],
+    /// Output offsets where the last [`BLOCK_RING`] deflate blocks began,
+    /// oldest first (see [`Inflater::suspect_from`]).
+    block_starts: std::collections::VecDeque<u64>,
 }
+
+/// Block starts remembered for [`Inflater::suspect_from`].
+const BLOCK_RING: usize = 64;
+/// Output of a block that random bytes are unlikely to have made.
+const LONG_BLOCK: u64 = 16 << 10;
 
 impl Inflater {
     /// Starts a new deflate stream at input offset `start`; its output is
@@ -392,17 +398,29 @@ impl Inflater {
             released: start,
             window: Vec::new(),
             limit: None,
-            block_starts: [0, 0],
+            block_starts: std::collections::VecDeque::from([0]),
         }
     }
 
     /// Where bytes that cannot be vouched for begin, after invalid data was
-    /// found: the start of the block before the one being decoded. Damage
-    /// is only noticed some way after it begins: random bytes decode as
-    /// garbage through the block they hit until an end-of-block code or an
-    /// impossible code, and the blocks they then seem to start end quickly.
+    /// found. Damage is noticed some way after it begins: random bytes
+    /// decode as garbage through the block they hit (a complete Huffman code
+    /// accepts any bits) until an end-of-block code, and the blocks they then
+    /// seem to start are short (most are fixed-Huffman ones, ended by an
+    /// impossible code after a few hundred symbols). So the suspect bytes
+    /// begin in the last long block, or in the one before it when the damage
+    /// took that block's header: suspect from the start of the block before
+    /// the last one of at least [`LONG_BLOCK`] bytes.
     pub fn suspect_from(&self) -> u64 {
-        self.block_starts[0]
+        let starts = &self.block_starts;
+        let mut end = self.produced;
+        for i in (0..starts.len()).rev() {
+            if end - starts[i] >= LONG_BLOCK {
+                return starts[i.saturating_sub(1)];
+            }
+            end = starts[i];
+        }
+        starts.front().copied().unwrap_or(0)
     }
 
     /// Stops decoding after `limit` bytes: a declared size that damaged or
@@ -485,7 +503,10 @@ impl Inflater {
                 made += s.produced as u64;
             }
             if self.z.at_block_boundary() {
-                self.block_starts = [self.block_starts[1], self.produced];
+                if self.block_starts.len() == BLOCK_RING {
+                    self.block_starts.pop_front();
+                }
+                self.block_starts.push_back(self.produced);
                 if self.produced - self.last_point >= self.src.span && s.code == Code::Ok {
                     self.checkpoint();
                 }
