@@ -580,7 +580,7 @@ impl Engine {
         if depth > self.opts.max_depth {
             return Some(None);
         }
-        let head = parsers::head(&**data);
+        let head = parsers::api::head(&**data);
         let sniff = Sniff {
             head: &head,
             name: &job.name,

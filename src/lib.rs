@@ -30,6 +30,7 @@ pub mod extract;
 pub mod extraction;
 pub mod name;
 pub mod node;
+pub mod offer;
 pub mod parsers;
 pub mod status;
 pub mod tui;

@@ -7,31 +7,30 @@ use super::{Fatal, finish_output, open, report, resolve_final, wait};
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::node::Value;
+use crate::offer::tensor::Tensor;
+use crate::parsers::format_of;
 use crate::parsers::pickle::dis::Dis;
 use crate::parsers::pickle::ops::Op;
 use crate::parsers::pickle::safety::Verdict;
 use crate::parsers::pickle::vm::Vm;
 use crate::parsers::pickle::{self, End, VM_LIMIT};
 use crate::status::Status;
-use crate::view::tensors::{self, Tensor};
+use crate::view::tensors;
 
 /// The extraction holding the pickle(s) to list: PATH itself, or the
-/// `data.pkl` of a torch zip named by PATH.
+/// `data.pkl` (else the first child with pickles) of a container named by
+/// PATH, such as a torch zip.
 pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
     let e = &t.exts[id];
-    if matches!(e.parser, Some("pickle" | "torch")) {
+    let has_pickles = |x: ExtId| format_of(&t.exts[x]).is_some_and(|f| f.offers.pickles);
+    if has_pickles(id) {
         return Some(id);
     }
     e.children
         .iter()
         .copied()
         .find(|&c| t.exts[c].display_name().ends_with("data.pkl"))
-        .or_else(|| {
-            e.children
-                .iter()
-                .copied()
-                .find(|&c| t.exts[c].parser == Some("pickle"))
-        })
+        .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
 }
 
 pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
@@ -310,34 +309,10 @@ pub(super) fn list_text(
     Ok(())
 }
 
-/// Whether the tensors of `id` can be read: headers parsed, the zip's
-/// entries listed (its central directory node is pushed after them) and its
-/// pickles' bytes all there; CRC checks may still be running.
-fn tensors_ready(t: &Tree, id: ExtId) -> bool {
-    t.subtree(id).into_iter().all(|x| {
-        let e = &t.exts[x];
-        let busy = matches!(e.phase, Phase::Parsing | Phase::Waiting);
-        match e.parser {
-            Some("zip") => {
-                !busy
-                    || (e.nodes.iter().any(|n| n.kind == "central directory")
-                        && e.children.iter().all(|&c| {
-                            !t.exts[c].display_name().ends_with(".pkl") || t.exts[c].is_final()
-                        }))
-            }
-            // Payload bytes need not be parsed for the table.
-            Some("pickle") => true,
-            // Not sniffed yet: it may be a shard or a model.
-            None => e.phase != Phase::Waiting,
-            _ => !busy,
-        }
-    })
-}
-
 pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
     let session = open(file)?;
     let id = resolve_final(&session, path)?;
-    wait(&session, |t| tensors_ready(t, id));
+    wait(&session, |t| tensors::ready(t, id));
     session.cancel();
     let t = session.tree();
     let list = collect(&t, id);

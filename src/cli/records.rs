@@ -11,6 +11,7 @@ use std::path::Path;
 use super::{Fatal, finish_output, open, report, resolve_final, wait};
 use crate::data::{MmapSource, Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
+use crate::parsers::format_of;
 use crate::parsers::protobuf::json;
 use crate::parsers::wandb::{self, log};
 use crate::status::Status;
@@ -33,7 +34,7 @@ pub struct Show<'a> {
 fn log_target(t: &Tree, id: ExtId) -> Option<ExtId> {
     t.subtree(id)
         .into_iter()
-        .find(|&x| t.exts[x].parser == Some("wandb"))
+        .find(|&x| format_of(&t.exts[x]).is_some_and(|f| f.offers.records))
 }
 
 pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {

@@ -16,12 +16,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use super::safetensors_index::read_index;
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, MemSource, MmapSource, Range};
 use crate::extraction::EntryKind;
 use crate::name::{Name, escape_bytes};
 use crate::node::Node;
+use crate::offer::{Offers, TensorOffer};
 use crate::status::Damage;
 
 pub static FORMAT: Format = Format {
@@ -29,6 +30,10 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |_| Box::new(FolderParser),
     load: |_, _| Vec::new(),
+    offers: Offers {
+        tensors: Some(TensorOffer::OfChildren),
+        ..Offers::NONE
+    },
 };
 
 /// Entries listed per folder.

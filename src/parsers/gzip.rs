@@ -15,12 +15,13 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
+use crate::offer::Offers;
 use crate::status::Damage;
 
 pub static FORMAT: Format = Format {
@@ -28,6 +29,7 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data| Box::new(GzipParser::new(data.clone())),
     load,
+    offers: Offers::NONE,
 };
 
 const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];

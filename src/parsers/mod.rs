@@ -1,14 +1,11 @@
 //! Parsers, one module per format, and the registry that picks them.
 //!
-//! A parser is a resumable state machine: the engine calls [`Parser::step`]
-//! again and again, each call doing a bounded amount of work and recording
-//! what it found through the [`StepCx`]. A parser never waits: when it needs
-//! bytes its source does not have yet it returns [`Step::Blocked`], and when
-//! the source is final and the bytes never came it records the damage and
-//! carries on or finishes.
-//!
-//! Adding a format is one module here plus one line in [`REGISTRY`].
+//! The interface a format implements is in [`api`]. Adding a format is one
+//! module here plus one line in [`REGISTRY`]; what it offers beyond nodes
+//! and children (tensors, pickles, records) is declared in its [`Format`]'s
+//! `offers`, and the views, the CLI and the explorer find it only there.
 
+pub mod api;
 pub mod folder;
 pub mod gzip;
 pub mod json;
@@ -22,13 +19,9 @@ pub mod torch;
 pub mod wandb;
 pub mod zip;
 
-use thin_vec::ThinVec;
+pub use api::{ChildSpec, Format, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
-use crate::data::{Data, Range, Source};
-use crate::extraction::{EntryKind, ExtId, Progress, Tree};
-use crate::name::Name;
-use crate::node::Node;
-use crate::status::Damage;
+use crate::extraction::Extraction;
 
 /// Every known format, in sniffing order.
 ///
@@ -51,32 +44,6 @@ pub static REGISTRY: &[&Format] = &[
     &json::FORMAT,
 ];
 
-/// Bytes from the start of an extraction that sniffers get to see.
-pub const SNIFF_LEN: usize = 1024;
-
-/// One format: how to recognise it, parse it and re-load its nodes.
-pub struct Format {
-    pub name: &'static str,
-    /// Cheap recognition from the first bytes and the name.
-    pub sniff: fn(&Sniff) -> bool,
-    /// Starts a parser over an extraction's bytes.
-    pub parse: fn(&Data) -> Box<dyn Parser>,
-    /// Rebuilds the children of an unloaded node from its range.
-    pub load: fn(&dyn Source, &Node) -> Vec<Node>,
-}
-
-/// What a sniffer sees.
-pub struct Sniff<'a> {
-    /// Up to [`SNIFF_LEN`] first bytes (fewer if the extraction is shorter).
-    pub head: &'a [u8],
-    /// The extraction's display name.
-    pub name: &'a str,
-    pub data: &'a Data,
-    pub kind: &'a EntryKind,
-    /// The file on disk, for a whole file (see [`crate::Extraction::file`]).
-    pub file: Option<&'a std::path::Path>,
-}
-
 /// Picks the first format whose sniffer accepts the bytes.
 pub fn sniff(s: &Sniff) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| (f.sniff)(s))
@@ -93,224 +60,7 @@ pub fn by_name(name: &str) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| f.name == name)
 }
 
-/// What a step achieved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Work was done and more remains: step again.
-    Yield,
-    /// Nothing more can be done until the source grows.
-    Blocked,
-    /// The parse is over.
-    Done,
-}
-
-/// A resumable parser. See the module docs.
-pub trait Parser: Send {
-    fn step(&mut self, cx: &mut StepCx) -> Step;
-}
-
-/// A child extraction a parser found.
-pub struct ChildSpec {
-    pub name: Name,
-    pub kind: EntryKind,
-    pub data: Data,
-    /// `data` is the parent's source and the child's bytes are its window
-    /// over `origin` (see [`ChildSpec::window`]).
-    window: bool,
-    pub origin: Option<Range>,
-    pub declared_size: Option<u64>,
-    pub damage: Vec<Damage>,
-    /// Set when the child is a whole file on disk.
-    pub file: Option<std::path::PathBuf>,
-    /// Whether the child is sniffed and parsed (false: its bytes are listed
-    /// only, as for entries that overlap other entries).
-    pub parse: bool,
-}
-
-impl ChildSpec {
-    pub fn new(name: Name, kind: EntryKind, data: Data) -> ChildSpec {
-        ChildSpec {
-            name,
-            kind,
-            data,
-            window: false,
-            origin: None,
-            declared_size: None,
-            damage: Vec::new(),
-            file: None,
-            parse: true,
-        }
-    }
-    /// A child whose bytes are `parent`'s over `range`, verbatim (a tar
-    /// member). No window object is kept per child; see
-    /// [`crate::extraction::Extraction::data`].
-    pub fn window(name: Name, kind: EntryKind, parent: &Data, range: Range) -> ChildSpec {
-        let mut spec = ChildSpec::new(name, kind, parent.clone());
-        spec.window = true;
-        spec.origin = Some(range);
-        spec
-    }
-}
-
-type Edit = Box<dyn FnOnce(&mut Tree) + Send>;
-
-/// A parser's window on the engine during one step: its bytes, its budget,
-/// and an outbox of results the engine commits to the shared tree in one
-/// short write lock after the step.
-pub struct StepCx<'a> {
-    /// The bytes being parsed.
-    pub data: &'a Data,
-    /// Display name of the extraction being parsed.
-    pub name: &'a str,
-    /// Roughly how many bytes this step should process before yielding.
-    pub budget: u64,
-    /// The file on disk being parsed, when the bytes are a whole file.
-    pub file: Option<&'a std::path::Path>,
-    /// Bytes that decoders may still produce in this session (see
-    /// [`crate::Options::decode_budget`]); decoders take from it with
-    /// [`StepCx::decoded`] and stop with [`StepCx::budget_damage`] at zero.
-    pub decode_left: u64,
-    pub(crate) me: ExtId,
-    pub(crate) next_ext: ExtId,
-    pub(crate) node_count: usize,
-    pub(crate) edits: Vec<Edit>,
-    pub(crate) new_children: Vec<ExtId>,
-    pub(crate) depth: u32,
-    /// The format was chosen by the extraction's name alone (a member named
-    /// `x.json`): what does not parse is a note on the member, not damage.
-    pub(crate) by_name: bool,
-}
-
-impl<'a> StepCx<'a> {
-    /// Appends a top-level node; returns its index for later edits.
-    pub fn push_node(&mut self, node: Node) -> usize {
-        let me = self.me;
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.exts[me].nodes.push(node)));
-        self.node_count += 1;
-        self.node_count - 1
-    }
-
-    /// Changes a top-level node pushed earlier.
-    pub fn edit_node(&mut self, index: usize, f: impl FnOnce(&mut Node) + Send + 'static) {
-        let me = self.me;
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            if let Some(n) = t.exts[me].nodes.get_mut(index) {
-                f(n)
-            }
-        }));
-    }
-
-    /// Records damage in this extraction's bytes. For a member whose format
-    /// was taken from its name alone, the damage becomes a note: the bytes
-    /// are what its container holds, they just are not that format.
-    pub fn damage(&mut self, d: Damage) {
-        if self.by_name {
-            self.note(format!("not read as its name suggests: {d}"));
-            return;
-        }
-        let me = self.me;
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.add_damage(me, d)));
-    }
-
-    /// Takes `n` decoded bytes from the session's decode budget.
-    pub fn decoded(&mut self, n: u64) {
-        self.decode_left = self.decode_left.saturating_sub(n);
-    }
-
-    /// What a decoder stopped by the decode budget reports on its output:
-    /// the bytes are not all there, so it is truncated, and a note says why.
-    pub fn budget_damage(&mut self, at: u64) -> Damage {
-        self.note(
-            "decoding stopped: the decoders of this session have produced their budget (by default 1100 times the file's size, at least 4 GiB); this looks like a decompression bomb",
-        );
-        Damage::truncated(
-            Range::new(at, at),
-            format!("decoding stopped after {at} bytes: the decode budget is used up"),
-        )
-    }
-
-    /// Records a note on this extraction (see [`crate::Extraction::notes`]).
-    pub fn note(&mut self, text: impl Into<Box<str>>) {
-        let me = self.me;
-        let text = text.into();
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].extra_mut().notes.push(text)
-        }));
-    }
-
-    /// Records damage in a child's bytes.
-    pub fn child_damage(&mut self, child: ExtId, d: Damage) {
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.add_outer_damage(child, d)));
-    }
-
-    /// Reports how far the parse has got.
-    pub fn progress(&mut self, done: u64, total: Option<u64>) {
-        let me = self.me;
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].extra_mut().progress = Progress { done, total }
-        }));
-    }
-
-    /// Adds a child extraction; it is sniffed and parsed in its turn.
-    pub fn add_child(&mut self, spec: ChildSpec) -> ExtId {
-        let id = self.next_ext;
-        self.next_ext += 1;
-        let me = self.me;
-        let depth = self.depth + 1;
-        let phase = if spec.parse {
-            self.new_children.push(id);
-            crate::extraction::Phase::Waiting
-        } else {
-            crate::extraction::Phase::Leaf
-        };
-        self.edits.push(Box::new(move |t: &mut Tree| {
-            debug_assert_eq!(t.exts.len(), id);
-            let index = t.exts[me].children.len();
-            t.damage_count += spec.damage.len();
-            t.exts[me].children.push(id);
-            t.exts.push(crate::extraction::Extraction {
-                id,
-                parent: Some(me),
-                index,
-                children: ThinVec::new(),
-                name: spec.name,
-                kind: spec.kind,
-                bytes: spec.data,
-                window: spec.window,
-                origin: spec.origin,
-                declared_size: spec.declared_size,
-                parser: None,
-                damage: spec.damage.into(),
-                extra: spec.file.map(|file| {
-                    Box::new(crate::extraction::Extra {
-                        file: Some(file),
-                        ..Default::default()
-                    })
-                }),
-                nodes: ThinVec::new(),
-                phase,
-                depth,
-            });
-            t.inherit_into(id);
-        }));
-        id
-    }
-
-    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<ExtId>, usize) {
-        (self.edits, self.new_children, self.node_count)
-    }
-}
-
-/// Reads the first bytes of a source for sniffing.
-pub(crate) fn head(data: &dyn Source) -> Vec<u8> {
-    let n = (data.available() as usize).min(SNIFF_LEN);
-    let mut buf = vec![0u8; n];
-    match data.read_at(0, &mut buf) {
-        Ok(k) => buf.truncate(k),
-        Err(_) => buf.clear(),
-    }
-    buf
+/// The format an extraction was parsed as.
+pub fn format_of(e: &Extraction) -> Option<&'static Format> {
+    by_name(e.parser?)
 }

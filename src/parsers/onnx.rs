@@ -15,21 +15,26 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use super::protobuf::wire::{Field, Scanner, Wire, read_range, varint};
 use super::protobuf::{TopLevel, fields, schema};
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, MmapSource, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
+use crate::offer::tensor::{self, Dtype, Tensor};
+use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
-use crate::view::tensors::{self, Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "onnx",
     sniff,
     parse,
     load,
+    offers: Offers {
+        tensors: Some(TensorOffer::List(tensors)),
+        ..Offers::NONE
+    },
 };
 
 /// ModelProto field numbers and the wire type each has.
@@ -453,7 +458,7 @@ fn type_name(t: i32) -> String {
 /// packed 2 or 4 to a byte, the last byte maybe half used); `None` when the
 /// dims overflow.
 fn sizes(f: &Found, dt: Dtype) -> (Option<u64>, Option<u64>) {
-    let numel = tensors::numel(&f.dims);
+    let numel = tensor::numel(&f.dims);
     let bits = match f.data_type {
         21 | 22 => 4,
         25 | 26 => 2,
@@ -468,11 +473,11 @@ fn sizes(f: &Found, dt: Dtype) -> (Option<u64>, Option<u64>) {
 /// Why a tensor's dims cannot be right, with where the tensor is.
 fn size_problem(f: &Found, dt: Dtype) -> Option<String> {
     let why = match sizes(f, dt) {
-        (None, _) => tensors::overflow_text(&f.dims),
+        (None, _) => tensor::overflow_text(&f.dims),
         (Some(_), None) => format!(
             "the byte size of {} {} overflows",
             type_name(f.data_type),
-            tensors::shape_text(&f.dims)
+            tensor::shape_text(&f.dims)
         ),
         _ => return None,
     };

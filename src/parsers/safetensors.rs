@@ -23,20 +23,25 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+use super::api::{Format, Parser, Sniff, Step, StepCx};
 use super::json::{self, Config, Event, Kind};
-use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source, read_exact_at, view};
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
 use crate::node::Node;
+use crate::offer::tensor::{Dtype, Tensor};
+use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
-use crate::view::tensors::{Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "safetensors",
     sniff,
     parse: |data| Box::new(StParser::new(data.clone())),
     load,
+    offers: Offers {
+        tensors: Some(TensorOffer::List(tensors)),
+        ..Offers::NONE
+    },
 };
 
 /// The crate's `MAX_HEADER_SIZE`.

@@ -16,21 +16,26 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use super::json::{self, Config, Event, Kind};
 use super::safetensors::{self, read_layout};
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, MmapSource, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
+use crate::offer::tensor::Tensor;
+use crate::offer::{Offers, TensorOffer};
 use crate::status::Damage;
-use crate::view::tensors::Tensor;
 
 pub static FORMAT: Format = Format {
     name: "safetensors-index",
     sniff,
     parse: |data| Box::new(IndexParser::new(data.clone())),
     load: |data, node| (json::FORMAT.load)(data, node),
+    offers: Offers {
+        tensors: Some(TensorOffer::List(tensors)),
+        ..Offers::NONE
+    },
 };
 
 /// Problems of one kind reported one by one before they are summed up.

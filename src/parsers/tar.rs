@@ -14,11 +14,12 @@
 
 use memchr::memmem;
 
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source, read_exact_at, view};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
+use crate::offer::Offers;
 use crate::status::Damage;
 
 pub static FORMAT: Format = Format {
@@ -26,6 +27,7 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data| Box::new(TarParser::new(data.clone())),
     load,
+    offers: Offers::NONE,
 };
 
 const BLOCK: u64 = 512;

@@ -14,32 +14,28 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use super::pickle::vm::{CallKind, Id, Obj, Vm};
 use super::pickle::{self, End, VM_LIMIT};
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, SliceSource, read_exact_at};
-use crate::extraction::{EntryKind, ExtId, Tree};
+use crate::extraction::{EntryKind, ExtId, Phase, Tree};
 use crate::name::Name;
 use crate::node::Node;
+use crate::offer::tensor::{self, Dtype, Tensor, TensorJob};
+use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
-use crate::view::tensors::{self, Dtype, Tensor};
 
 pub static FORMAT: Format = Format {
     name: "torch",
-    sniff: |s: &Sniff| is_legacy(s.head),
+    sniff: |s: &Sniff| pickle::is_legacy_torch(s.head),
     parse: |data| Box::new(LegacyParser::new(data.clone())),
     load: super::pickle::FORMAT.load,
+    offers: Offers {
+        tensors: Some(TensorOffer::Prepare(tensor_job)),
+        pickles: true,
+        ..Offers::NONE
+    },
 };
-
-/// The legacy magic number 0x1950a86a20f9469cfc6c as a LONG1 argument.
-const MAGIC: &[u8] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
-
-/// Whether bytes start with the legacy torch magic-number pickle.
-pub fn is_legacy(head: &[u8]) -> bool {
-    head.len() > MAGIC.len() + 2
-        && head[0] == 0x80
-        && memchr::memmem::find(&head[..head.len().min(32)], MAGIC).is_some()
-}
 
 const PICKLES: [&str; 5] = [
     "magic number",
@@ -712,9 +708,23 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
     Some(p)
 }
 
-/// The tensors of a torch checkpoint (zip or legacy), or none.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
-    prepare(tree, ext).map(|p| p.compute()).unwrap_or_default()
+/// The tensor table's work for a torch checkpoint (zip or legacy): see
+/// [`crate::offer::TensorOffer::Prepare`].
+pub fn tensor_job(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
+    let p = prepare(tree, ext)?;
+    Some(Box::new(move || p.compute()))
+}
+
+/// Whether a zip is far enough for the tensor table while its parse goes
+/// on: its entries are listed (the central directory node comes after them)
+/// and the bytes of its pickles are all there; CRC checks may still run.
+pub fn zip_settled(t: &Tree, id: ExtId) -> bool {
+    let e = &t.exts[id];
+    !matches!(e.phase, Phase::Parsing | Phase::Waiting)
+        || (e.nodes.iter().any(|n| n.kind == "central directory")
+            && e.children
+                .iter()
+                .all(|&c| !t.exts[c].display_name().ends_with(".pkl") || t.exts[c].is_final()))
 }
 
 impl Prepared {
@@ -741,7 +751,7 @@ impl Prepared {
                 let itemsize = (dtype.bits() / 8).max(1);
                 // Bytes from the first element to past the last one, in
                 // checked arithmetic: shapes and strides are file values.
-                let length = tensors::numel(&f.shape).and_then(|numel| {
+                let length = tensor::numel(&f.shape).and_then(|numel| {
                     if numel == 0 {
                         return Some(0);
                     }
@@ -783,16 +793,16 @@ impl Prepared {
                 } else if f.shape.len() != f.stride.len() {
                     Some(format!(
                         "shape {} and stride {} differ in length",
-                        tensors::shape_text(&f.shape),
-                        tensors::shape_text(&f.stride)
+                        tensor::shape_text(&f.shape),
+                        tensor::shape_text(&f.stride)
                     ))
-                } else if tensors::numel(&f.shape).is_none() {
-                    Some(tensors::overflow_text(&f.shape))
+                } else if tensor::numel(&f.shape).is_none() {
+                    Some(tensor::overflow_text(&f.shape))
                 } else if length.is_none() {
                     Some(format!(
                         "the byte span of shape {} with stride {} overflows",
-                        tensors::shape_text(&f.shape),
-                        tensors::shape_text(&f.stride)
+                        tensor::shape_text(&f.shape),
+                        tensor::shape_text(&f.stride)
                     ))
                 } else if offset.is_none_or(|o| o.checked_add(t.length).is_none()) {
                     Some(format!("storage offset {} overflows", f.offset))
@@ -872,10 +882,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn legacy_magic() {
-        let head = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03.";
-        assert!(is_legacy(head));
-        assert!(!is_legacy(b"\x80\x02}q\x00."));
+    fn dtypes_by_name() {
         assert_eq!(torch_dtype("float8_e4m3fn"), Some(Dtype::F8_E4M3));
         assert_eq!(storage_dtype("BFloat16Storage"), (Some(Dtype::BF16), 2));
     }

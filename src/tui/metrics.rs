@@ -342,7 +342,11 @@ impl MetricsPanel {
 
 /// The W&B log at or near `id`: itself, an ancestor, or the first below it.
 fn find_log(t: &Tree, id: ExtId) -> Option<ExtId> {
-    let is_log = |x: ExtId| t.get(x).is_some_and(|e| e.parser == Some("wandb"));
+    let is_log = |x: ExtId| {
+        t.get(x)
+            .and_then(crate::parsers::format_of)
+            .is_some_and(|f| f.offers.records)
+    };
     let mut at = Some(id);
     while let Some(x) = at {
         if is_log(x) {

@@ -19,10 +19,10 @@ use super::models::Exts;
 use super::worker::{Done, Slot};
 use crate::data::Range;
 use crate::extraction::ExtId;
+use crate::offer::tensor::{self, Dtype, Tensor};
 use crate::status::Status;
 use crate::util::{human, thousands};
-use crate::view::tensors::Dtype;
-use crate::view::tensors::{self, Tensor};
+use crate::view::tensors;
 use crate::view::values::{self, Stats, Value};
 
 /// Values shown in the inspector.
@@ -209,8 +209,8 @@ impl App {
         };
         let id = self.worker.spawn(Slot::Stats, move |_, stop, report, id| {
             let send = |r: Report| report(Done::Tensors(r));
-            if tensors::numel(&t.shape).is_none() {
-                let why = tensors::overflow_text(&t.shape);
+            if tensor::numel(&t.shape).is_none() {
+                let why = tensor::overflow_text(&t.shape);
                 send(Report::Failed { id, why });
                 return;
             }
@@ -432,7 +432,7 @@ pub fn draw_table(app: &App, p: &mut TensorPanel, buf: &mut Buffer, inner: Rect)
 /// A shape as drawn: the first 16 dimensions (a pickle can spell a million,
 /// and rows are drawn every frame).
 fn shape(s: &[u64]) -> String {
-    tensors::shape_text(s)
+    tensor::shape_text(s)
 }
 
 /// The selected tensor's details, drawn in the inspector.
@@ -457,7 +457,7 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
         "{} {}  {} elements",
         t.dtype.as_str(),
         shape(&t.shape),
-        tensors::numel(&t.shape).map_or("too many".into(), thousands)
+        tensor::numel(&t.shape).map_or("too many".into(), thousands)
     );
     if let Some(s) = &t.stride {
         layout.push_str(&format!("  stride {}", shape(s)));

@@ -1,219 +1,20 @@
-//! Tensors: one table for every model format.
-//!
-//! A [`Tensor`] names a run of bytes in some extraction (the safetensors
-//! file, a torch storage record) and says how to read it. Formats provide
-//! their tensors through [`tensors`]; the CLI (`pparse tensors`) and the
-//! explorer show them and decode their values.
+//! The tensor table of any extraction, found through the registry: each
+//! format says in its [`crate::offer::Offers`] how it makes its tensors.
 
-use crate::extraction::{ExtId, Tree};
-use crate::status::Status;
-
-/// Element types, spelled as safetensors spells them; the torch-only types
-/// get names in the same style.
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dtype {
-    BOOL,
-    F4,
-    F6_E2M3,
-    F6_E3M2,
-    U8,
-    I8,
-    F8_E5M2,
-    F8_E4M3,
-    F8_E8M0,
-    F8_E4M3FNUZ,
-    F8_E5M2FNUZ,
-    I16,
-    U16,
-    F16,
-    BF16,
-    I32,
-    U32,
-    F32,
-    C64,
-    F64,
-    I64,
-    U64,
-    /// torch: complex128, complex32, quantized and bit types.
-    C128,
-    C32,
-    QI8,
-    QU8,
-    QI32,
-    QU4X2,
-    QU2X4,
-}
-
-impl Dtype {
-    /// Every dtype, in the order of the safetensors enum, torch's after.
-    pub const ALL: [Dtype; 29] = [
-        Dtype::BOOL,
-        Dtype::F4,
-        Dtype::F6_E2M3,
-        Dtype::F6_E3M2,
-        Dtype::U8,
-        Dtype::I8,
-        Dtype::F8_E5M2,
-        Dtype::F8_E4M3,
-        Dtype::F8_E8M0,
-        Dtype::F8_E4M3FNUZ,
-        Dtype::F8_E5M2FNUZ,
-        Dtype::I16,
-        Dtype::U16,
-        Dtype::F16,
-        Dtype::BF16,
-        Dtype::I32,
-        Dtype::U32,
-        Dtype::F32,
-        Dtype::C64,
-        Dtype::F64,
-        Dtype::I64,
-        Dtype::U64,
-        Dtype::C128,
-        Dtype::C32,
-        Dtype::QI8,
-        Dtype::QU8,
-        Dtype::QI32,
-        Dtype::QU4X2,
-        Dtype::QU2X4,
-    ];
-
-    /// The name as in a safetensors header (`F32`, `BF16`, `F8_E4M3`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dtype::BOOL => "BOOL",
-            Dtype::F4 => "F4",
-            Dtype::F6_E2M3 => "F6_E2M3",
-            Dtype::F6_E3M2 => "F6_E3M2",
-            Dtype::U8 => "U8",
-            Dtype::I8 => "I8",
-            Dtype::F8_E5M2 => "F8_E5M2",
-            Dtype::F8_E4M3 => "F8_E4M3",
-            Dtype::F8_E8M0 => "F8_E8M0",
-            Dtype::F8_E4M3FNUZ => "F8_E4M3FNUZ",
-            Dtype::F8_E5M2FNUZ => "F8_E5M2FNUZ",
-            Dtype::I16 => "I16",
-            Dtype::U16 => "U16",
-            Dtype::F16 => "F16",
-            Dtype::BF16 => "BF16",
-            Dtype::I32 => "I32",
-            Dtype::U32 => "U32",
-            Dtype::F32 => "F32",
-            Dtype::C64 => "C64",
-            Dtype::F64 => "F64",
-            Dtype::I64 => "I64",
-            Dtype::U64 => "U64",
-            Dtype::C128 => "C128",
-            Dtype::C32 => "C32",
-            Dtype::QI8 => "QI8",
-            Dtype::QU8 => "QU8",
-            Dtype::QI32 => "QI32",
-            Dtype::QU4X2 => "QU4X2",
-            Dtype::QU2X4 => "QU2X4",
-        }
-    }
-
-    /// Parses a safetensors dtype name.
-    pub fn parse(s: &str) -> Option<Dtype> {
-        Dtype::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-
-    /// Bits per element.
-    pub fn bits(self) -> u64 {
-        match self {
-            Dtype::F4 => 4,
-            Dtype::F6_E2M3 | Dtype::F6_E3M2 => 6,
-            Dtype::BOOL
-            | Dtype::U8
-            | Dtype::I8
-            | Dtype::F8_E5M2
-            | Dtype::F8_E4M3
-            | Dtype::F8_E8M0
-            | Dtype::F8_E4M3FNUZ
-            | Dtype::F8_E5M2FNUZ
-            | Dtype::QI8
-            | Dtype::QU8
-            | Dtype::QU4X2
-            | Dtype::QU2X4 => 8,
-            Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::BF16 => 16,
-            Dtype::I32 | Dtype::U32 | Dtype::F32 | Dtype::QI32 | Dtype::C32 => 32,
-            Dtype::C64 | Dtype::F64 | Dtype::I64 | Dtype::U64 => 64,
-            Dtype::C128 => 128,
-        }
-    }
-
-    /// Bytes for `n` elements, `None` on overflow or a partial byte.
-    pub fn bytes_for(self, n: u64) -> Option<u64> {
-        let bits = n.checked_mul(self.bits())?;
-        (bits % 8 == 0).then_some(bits / 8)
-    }
-}
-
-/// One tensor: where its bytes are and how to read them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tensor {
-    /// Path in the checkpoint's object (`model_state.linear.weight`), or the
-    /// safetensors key.
-    pub name: String,
-    pub dtype: Dtype,
-    pub shape: Vec<u64>,
-    /// torch: strides in elements.
-    pub stride: Option<Vec<u64>>,
-    /// torch: offset into the storage in elements.
-    pub storage_offset: Option<u64>,
-    /// The extraction holding the bytes.
-    pub source: ExtId,
-    /// Byte offset and length in `source`.
-    pub offset: u64,
-    pub length: u64,
-    /// Complete, or truncated/corrupt when bytes are missing or wrong.
-    pub status: Status,
-    pub detail: Option<String>,
-    /// Big-endian bytes (a torch `byteorder` record saying so).
-    pub big_endian: bool,
-}
-
-impl Tensor {
-    /// Elements in the tensor; u64::MAX when the count overflows (the
-    /// format marks such a tensor corrupt, see [`numel`]).
-    pub fn numel(&self) -> u64 {
-        numel(&self.shape).unwrap_or(u64::MAX)
-    }
-}
-
-/// Elements of `shape`, `None` when the count overflows u64.
-pub fn numel(shape: &[u64]) -> Option<u64> {
-    shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
-}
-
-/// `shape` as `[a, b, c]` for a message, the first 16 dimensions at most.
-pub fn shape_text(shape: &[u64]) -> String {
-    let dims: Vec<String> = shape.iter().take(16).map(|d| d.to_string()).collect();
-    let more = if shape.len() > 16 { ", …" } else { "" };
-    format!("[{}{more}]", dims.join(", "))
-}
-
-/// Why a tensor with this shape is corrupt.
-pub fn overflow_text(shape: &[u64]) -> String {
-    format!("element count of shape {} overflows", shape_text(shape))
-}
-
-/// Work that makes a tensor table without holding the tree's lock.
-pub type Pending = Box<dyn FnOnce() -> Vec<Tensor> + Send>;
+use crate::extraction::{ExtId, Phase, Tree};
+use crate::offer::TensorOffer;
+use crate::offer::tensor::{Tensor, TensorJob};
+use crate::parsers::format_of;
 
 /// Takes what the table of `ext` needs from the tree (quickly, under its
 /// lock) and returns the work that makes it; `None` if it has no tensors.
-pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Pending> {
+pub fn prepare(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
     let e = tree.get(ext)?;
-    match e.parser {
-        Some("zip" | "torch") => {
-            let p = crate::parsers::torch::prepare(tree, ext)?;
-            Some(Box::new(move || p.compute()))
-        }
-        _ => {
+    match format_of(e)?.offers.tensors? {
+        TensorOffer::Prepare(prepare) => prepare(tree, ext),
+        TensorOffer::List(_) | TensorOffer::OfChildren => {
             let t = tensors(tree, ext);
-            (!t.is_empty()).then(|| Box::new(move || t) as Pending)
+            (!t.is_empty()).then(|| Box::new(move || t) as TensorJob)
         }
     }
 }
@@ -223,31 +24,32 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    // Formats with tensors add their line here.
-    match e.parser {
-        Some("safetensors") => crate::parsers::safetensors::tensors(tree, ext),
-        Some("safetensors-index") => crate::parsers::safetensors_index::tensors(tree, ext),
-        // A folder's tensors are its entries' (the depth of folders is bounded).
-        Some("folder") => e.children.iter().flat_map(|&c| tensors(tree, c)).collect(),
-        Some("zip" | "torch") => crate::parsers::torch::tensors(tree, ext),
-        Some("onnx") => crate::parsers::onnx::tensors(tree, ext),
-        _ => Vec::new(),
+    match format_of(e).and_then(|f| f.offers.tensors) {
+        Some(TensorOffer::List(list)) => list(tree, ext),
+        Some(TensorOffer::Prepare(prepare)) => {
+            prepare(tree, ext).map(|job| job()).unwrap_or_default()
+        }
+        // The depth of folders is bounded.
+        Some(TensorOffer::OfChildren) => {
+            e.children.iter().flat_map(|&c| tensors(tree, c)).collect()
+        }
+        None => Vec::new(),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_sizes() {
-        for d in Dtype::ALL {
-            assert_eq!(Dtype::parse(d.as_str()), Some(d));
+/// Whether the tensors below `id` can be read: every extraction there is
+/// parsed, or far enough for its format's views (see
+/// [`crate::offer::Offers::settled`]).
+pub fn ready(tree: &Tree, id: ExtId) -> bool {
+    tree.subtree(id).into_iter().all(|x| {
+        let e = &tree.exts[x];
+        match format_of(e) {
+            Some(f) => match f.offers.settled {
+                Some(settled) => settled(tree, x),
+                None => !matches!(e.phase, Phase::Parsing | Phase::Waiting),
+            },
+            // Not sniffed yet: it may be a shard or a model.
+            None => e.phase != Phase::Waiting,
         }
-        assert_eq!(Dtype::parse("F8_E4M3FN"), None);
-        assert_eq!(Dtype::F4.bytes_for(3), None);
-        assert_eq!(Dtype::F4.bytes_for(4), Some(2));
-        assert_eq!(Dtype::BF16.bytes_for(10), Some(20));
-        assert_eq!(Dtype::F6_E2M3.bytes_for(4), Some(3));
-    }
+    })
 }

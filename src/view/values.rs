@@ -62,7 +62,7 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::data::{self, Source};
-use crate::view::tensors::{Dtype, Tensor};
+use crate::offer::tensor::{Dtype, Tensor};
 
 /// One decoded element.
 #[derive(Clone, Copy, Debug, PartialEq)]

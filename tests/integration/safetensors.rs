@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use pparse::data::read_exact_at;
-use pparse::view::tensors::{Tensor, tensors};
+use pparse::offer::tensor::Tensor;
+use pparse::view::tensors::tensors;
 use pparse::{Options, Session, Status, Tree};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -186,7 +187,7 @@ fn every_dtype_of_the_spec_is_covered() {
         .collect();
     seen.sort();
     seen.dedup();
-    for d in &pparse::view::tensors::Dtype::ALL[..22] {
+    for d in &pparse::offer::tensor::Dtype::ALL[..22] {
         assert!(
             seen.contains(&d.as_str().to_string()),
             "no fixture has {}",

@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use pparse::data::file_offset;
-use pparse::view::tensors::{self, Tensor};
+use pparse::offer::tensor::Tensor;
+use pparse::view::tensors;
 use pparse::{Status, Tree};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -87,7 +88,7 @@ fn tensor_tables_match_torch() {
         for (g, r) in got.iter().zip(&want) {
             let what = format!("{name}: {}", g.name);
             let dtype = r["dtype"].as_str().unwrap();
-            if tensors::Dtype::parse(dtype).is_some() {
+            if pparse::offer::tensor::Dtype::parse(dtype).is_some() {
                 assert_eq!(g.dtype.as_str(), dtype, "{what}");
             } else {
                 // A torch type without a safetensors name: bytes, and why.

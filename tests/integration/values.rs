@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use pparse::Status;
 use pparse::data::{MemSource, MmapSource};
-use pparse::view::tensors::{Dtype, Tensor};
+use pparse::offer::tensor::{Dtype, Tensor};
 use pparse::view::values::{self, Value};
 use serde_json::Value as Json;
 

@@ -312,7 +312,7 @@ fn safetensors_shapes_that_overflow_are_corrupt() {
     assert_eq!(table[0].status, Status::Corrupt, "{:?}", table[0].detail);
     // What the tensor panel shows: no overflow panic in a debug build.
     assert_eq!(table[0].numel(), u64::MAX);
-    assert_eq!(tensors::numel(&table[0].shape), None);
+    assert_eq!(pparse::offer::tensor::numel(&table[0].shape), None);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.safetensors");
     std::fs::write(&path, &bytes).unwrap();

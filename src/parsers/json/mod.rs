@@ -28,10 +28,11 @@ mod scan;
 use scan::LineIndex;
 pub use scan::{Config, Entry, Event, Kind, MAX_DEPTH, Scanner, scan_range};
 
-use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source, view};
 use crate::name::escape_str;
 use crate::node::{Children, Node, Value};
+use crate::offer::Offers;
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
 pub static FORMAT: Format = Format {
@@ -39,6 +40,7 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data| Box::new(JsonParser::new(data.clone())),
     load,
+    offers: Offers::NONE,
 };
 
 /// Top-level nodes (and children of one loaded node) kept; the rest are

@@ -18,9 +18,10 @@ use std::collections::BTreeMap;
 
 use memchr::memmem;
 
-use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source};
 use crate::node::{Children, Node, Value};
+use crate::offer::Offers;
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
 use ops::{Arg, Bad, Op, Payload};
 use safety::Verdict;
@@ -31,7 +32,24 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data| Box::new(PickleParser::new(data.clone())),
     load,
+    offers: Offers {
+        pickles: true,
+        // The table reads the pickle's bytes, not its parse.
+        settled: Some(|_, _| true),
+        ..Offers::NONE
+    },
 };
+
+/// The legacy torch magic number 0x1950a86a20f9469cfc6c as a LONG1 argument.
+const TORCH_MAGIC: &[u8] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+/// Whether bytes start with the pickled magic number of a legacy (pre-zip)
+/// torch checkpoint: a sequence of pickles the torch format reads, not one.
+pub fn is_legacy_torch(head: &[u8]) -> bool {
+    head.len() > TORCH_MAGIC.len() + 2
+        && head[0] == 0x80
+        && memchr::memmem::find(&head[..head.len().min(32)], TORCH_MAGIC).is_some()
+}
 
 /// Objects a VM may build before it stops rebuilding (memory bound).
 pub const VM_LIMIT: usize = 4_000_000;
@@ -42,7 +60,7 @@ fn sniff(s: &Sniff) -> bool {
         .any(|e| s.name.ends_with(e));
     let proto = s.head.len() >= 2 && s.head[0] == 0x80 && (2..=5).contains(&s.head[1]);
     (proto || (named && s.head.first().is_some_and(|&c| ops::info(c).is_some())))
-        && !super::torch::is_legacy(s.head)
+        && !is_legacy_torch(s.head)
 }
 
 /// How the scan of one pickle ended.
@@ -734,5 +752,12 @@ mod tests {
         assert!(vm.problems.iter().any(|p| p.message.contains("underflow")));
         let (_, e) = vm_of(b"\x80\x02]q\x00(K\x01K");
         assert!(matches!(e, End::Short { .. }));
+    }
+
+    #[test]
+    fn legacy_torch_magic() {
+        let head = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03.";
+        assert!(is_legacy_torch(head));
+        assert!(!is_legacy_torch(b"\x80\x02}q\x00."));
     }
 }

@@ -18,10 +18,11 @@ pub mod wire;
 
 use prost_reflect::MessageDescriptor;
 
-use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source};
 use crate::extraction::EntryKind;
 use crate::node::Node;
+use crate::offer::Offers;
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use fields::{Counter, Depth};
 use wire::Scanner;
 
@@ -30,6 +31,7 @@ pub static FORMAT: Format = Format {
     sniff,
     parse,
     load,
+    offers: Offers::NONE,
 };
 
 /// File name endings taken for protobuf without `--message`.

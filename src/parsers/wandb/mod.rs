@@ -20,10 +20,11 @@ use super::protobuf::fields::{self, Depth};
 use super::protobuf::table::{MsgId, Table, Ty};
 use super::protobuf::wire::{Bytes, Scanner, Wire};
 use super::protobuf::{json, schema};
-use super::{Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, Range, Source};
 use crate::name::escape_str_into;
 use crate::node::{Children, Node};
+use crate::offer::Offers;
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 use log::{BLOCK, Chunk, ChunkReader, Item, RecordReader};
 
@@ -32,6 +33,10 @@ pub static FORMAT: Format = Format {
     sniff,
     parse,
     load,
+    offers: Offers {
+        records: true,
+        ..Offers::NONE
+    },
 };
 
 fn sniff(s: &Sniff) -> bool {

@@ -26,11 +26,12 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, SliceSource, view};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
+use crate::offer::{Offers, TensorOffer};
+use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
 use records::{Bad, Central, Descriptor, End, Local};
 
@@ -39,6 +40,12 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data| Box::new(ZipParser::new(data.clone())),
     load: load::load,
+    offers: Offers {
+        // A PyTorch checkpoint is a zip.
+        tensors: Some(TensorOffer::Prepare(crate::parsers::torch::tensor_job)),
+        settled: Some(crate::parsers::torch::zip_settled),
+        ..Offers::NONE
+    },
 };
 
 /// A directory offset moved by the archive's prefix; offsets come from the

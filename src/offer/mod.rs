@@ -1,0 +1,51 @@
+//! What a format offers beyond nodes and child extractions, and the types
+//! those offers are made of.
+//!
+//! A format declares its offers in its registry entry
+//! ([`crate::parsers::Format::offers`]); the views, the CLI and the explorer
+//! find them there and nowhere else. This layer sits below the parsers so
+//! that a parser can build a [`tensor::Tensor`] without importing the views
+//! that list them.
+
+pub mod tensor;
+
+use crate::extraction::{ExtId, Tree};
+use tensor::{Tensor, TensorJob};
+
+/// What one format offers. See the module docs.
+#[derive(Clone, Copy)]
+pub struct Offers {
+    /// A table of tensors.
+    pub tensors: Option<TensorOffer>,
+    /// Its nodes of kind `pickle` each cover one pickle that can be listed
+    /// (`pparse pickle`) and stepped (the explorer's stepper).
+    pub pickles: bool,
+    /// It is a log of records (`pparse records`, the explorer's metrics).
+    pub records: bool,
+    /// Whether an extraction of this format is parsed far enough for the
+    /// views it offers while its parse goes on (a zip's entries are listed
+    /// before their CRCs are checked). `None`: when its parse is over.
+    pub settled: Option<fn(&Tree, ExtId) -> bool>,
+}
+
+impl Offers {
+    /// Nothing beyond nodes and children.
+    pub const NONE: Offers = Offers {
+        tensors: None,
+        pickles: false,
+        records: false,
+        settled: None,
+    };
+}
+
+/// How a format makes its tensor table.
+#[derive(Clone, Copy)]
+pub enum TensorOffer {
+    /// Lists them at once (a header already parsed).
+    List(fn(&Tree, ExtId) -> Vec<Tensor>),
+    /// Takes what the table needs from the tree (under its lock) and
+    /// returns the work that makes it (a torch pickle's walk), or `None`.
+    Prepare(fn(&Tree, ExtId) -> Option<TensorJob>),
+    /// Its children's tensors (a folder of shards).
+    OfChildren,
+}
