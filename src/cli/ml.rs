@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{Fatal, finish_output, open, report, resolve_final, wait};
+use super::common::{Fatal, finish_output, open, report, resolve_final, wait};
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::node::Value;

@@ -22,6 +22,7 @@ macro_rules! say_inline {
     }};
 }
 
+mod common;
 mod ml;
 mod records;
 mod render;
@@ -29,14 +30,14 @@ pub mod writers;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 
-use crate::engine::{Options, Session};
+use crate::engine::Session;
 use crate::extract::{Extractor, components, copy_source};
 use crate::extraction::{EntryKind, ExtId, Phase, Tree};
 use crate::status::Status;
+use common::{Fatal, finish_output, open, report, resolve_final, wait};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -136,9 +137,6 @@ enum Cmd {
         all: bool,
     },
 }
-
-/// A failure that ends the command with exit status 2.
-struct Fatal(String);
 
 /// Exit status of a command stopped by a bug (a panic on any thread).
 pub const EXIT_BUG: i32 = 101;
@@ -253,149 +251,6 @@ fn explore(file: &Path, theme: Option<&str>) -> Result<Status, Fatal> {
     crate::tui::run(file, theme)
         .map(|_| Status::Complete)
         .map_err(|e| Fatal(format!("cannot explore {}: {e}", file.display())))
-}
-
-fn open(file: &Path) -> Result<Session, Fatal> {
-    Session::open(file, Options::default())
-        .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))
-}
-
-/// Waits until `until` holds or the parse is over, drawing a progress line
-/// on a terminal. Returns whether `until` held.
-fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
-    let show = io::stderr().is_terminal();
-    let started = Instant::now();
-    let mut drew = false;
-    let held = loop {
-        let deadline = Instant::now() + Duration::from_millis(250);
-        session.wait_until(|t| until(t) || Instant::now() >= deadline);
-        if until(&session.tree()) {
-            break true;
-        }
-        if session.is_finished() {
-            break until(&session.tree());
-        }
-        if show && started.elapsed() > Duration::from_millis(500) {
-            let t = session.tree();
-            let p = t.root().progress();
-            let total = p.total.unwrap_or(t.root().size()).max(1);
-            say_inline!(
-                "\rparsing {}: {:5.1}% of {}, {} extractions ",
-                t.root().display_name(),
-                p.done as f64 * 100.0 / total as f64,
-                crate::util::human(total),
-                t.len()
-            );
-            drew = true;
-        }
-    };
-    if drew {
-        say_inline!("\r\x1b[K");
-    }
-    held
-}
-
-/// Lists damaged extractions of a subtree on stderr; returns the worst status.
-fn report(tree: &Tree, ids: &[ExtId]) -> Status {
-    let mut worst = Status::Complete;
-    let mut shown = 0;
-    let mut hidden = 0;
-    for &id in ids {
-        let e = &tree.exts[id];
-        let st = tree.status_of(id);
-        worst = worst.max(st);
-        if st == Status::Complete {
-            continue;
-        }
-        let path = tree.path_of(id);
-        let label = if path.is_empty() {
-            e.display_name()
-        } else {
-            path
-        };
-        for d in &e.damage {
-            if shown < 50 {
-                say!("pparse: {label}: {d}");
-                shown += 1;
-            } else {
-                hidden += 1;
-            }
-        }
-        if e.damage.is_empty()
-            && let Some(declared) = e.declared_size
-            && shown < 50
-        {
-            say!(
-                "pparse: {label}: truncated: {} of {declared} bytes present",
-                e.size()
-            );
-            shown += 1;
-        }
-    }
-    if hidden > 0 {
-        say!("pparse: ... and {hidden} more problems");
-    }
-    worst
-}
-
-fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fatal> {
-    // Resolving walks the members and holds the tree's read lock, which
-    // the engine then waits for: try a few times a second, not constantly.
-    // A throttled check repeats the last answer: `wait` asks twice in a row.
-    let mut last: Option<(Instant, bool)> = None;
-    let found = wait(session, |t| {
-        if let Some((at, found)) = last
-            && (found || at.elapsed() < Duration::from_millis(150))
-        {
-            return found;
-        }
-        let found = t.resolve(path).is_some_and(|id| t.exts[id].is_final());
-        last = Some((Instant::now(), found));
-        found
-    });
-    let t = session.tree();
-    match t.resolve(path) {
-        Some(id) => Ok(id),
-        None if found => Err(Fatal(format!("no extraction named {path:?}"))),
-        None => Err(Fatal(no_such_path(&t, path))),
-    }
-}
-
-/// An error message that names what does exist where the PATH went wrong.
-fn no_such_path(t: &Tree, path: &str) -> String {
-    let mut best = 0;
-    let mut best_len = 0;
-    for id in 0..t.len() {
-        let p = t.path_of(id);
-        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
-            best = id;
-            best_len = p.len();
-        }
-    }
-    let names: Vec<String> = t.exts[best]
-        .children
-        .iter()
-        .take(8)
-        .map(|&c| t.exts[c].display_name())
-        .collect();
-    let at = if best == 0 {
-        "the top level".to_string()
-    } else {
-        t.path_of(best)
-    };
-    if names.is_empty() {
-        format!("no extraction named {path:?} ({at} has no members)")
-    } else {
-        format!(
-            "no extraction named {path:?}; {at} has: {}{}",
-            names.join(", "),
-            if t.exts[best].children.len() > 8 {
-                ", ..."
-            } else {
-                ""
-            }
-        )
-    }
 }
 
 fn tree(file: &Path, json: bool) -> Result<Status, Fatal> {
@@ -628,12 +483,4 @@ fn logical_path(t: &Tree, id: ExtId) -> Vec<String> {
         .into_iter()
         .flat_map(|x| components(t.exts[x].name.raw()))
         .collect()
-}
-
-fn finish_output(r: io::Result<()>) -> Result<(), Fatal> {
-    match r {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
-    }
 }

@@ -8,14 +8,14 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{Fatal, finish_output, open, report, resolve_final, wait};
+use super::common::{Fatal, finish_output, open, report, resolve_final, wait};
 use crate::data::{MmapSource, Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::parsers::format_of;
 use crate::parsers::protobuf::json;
+use crate::parsers::wandb::view as records;
 use crate::parsers::wandb::{self, log};
 use crate::status::Status;
-use crate::view::records;
 
 /// Bytes read between two releases of the pages read.
 const RELEASE_EVERY: u64 = 16 << 20;

@@ -1,6 +1,6 @@
 use std::io;
 
-use super::Source;
+use super::source::Source;
 
 /// Bytes held in memory: small inputs and tests.
 pub struct MemSource {

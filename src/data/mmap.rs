@@ -4,8 +4,8 @@ use std::path::Path;
 
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 
-use super::Source;
 use super::mem::copy_from;
+use super::source::Source;
 
 /// A read-only memory map of a file: the kernel's page cache serves the bytes,
 /// so a 200 GB file costs address space, not RAM.

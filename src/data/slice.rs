@@ -1,6 +1,6 @@
 use std::io;
 
-use super::{Data, Range, Source};
+use super::source::{Data, Range, Source};
 
 /// A window `[start, end)` of another source: a tar member, a stored zip
 /// entry. The parent may still be growing; the window then grows with it and

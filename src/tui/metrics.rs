@@ -28,9 +28,9 @@ use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
 use crate::parsers::protobuf::wire::Scanner;
+use crate::parsers::wandb::view as records;
 use crate::parsers::wandb::{self, log};
 use crate::util::thousands;
-use crate::view::records;
 
 /// Metric names listed at most; values of further names are only counted.
 pub const MAX_NAMES: usize = 10_000;

@@ -6,6 +6,8 @@
 
 mod util;
 
+mod architecture;
+
 mod bounds;
 mod cli;
 mod damage;

@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::cache::Chunk;
-use super::{ChunkCache, Data, Source};
+use super::cache::{Chunk, ChunkCache};
+use super::source::{Data, Source};
 use windows::WindowRef;
 use zlib::{Code, RawInflate};
 
@@ -616,7 +616,7 @@ impl Replay {
         let start_in = p.input;
         if p.bits > 0 {
             let mut b = [0u8; 1];
-            if !super::read_exact_at(&*src.input, p.input - 1, &mut b)? {
+            if !super::source::read_exact_at(&*src.input, p.input - 1, &mut b)? {
                 return Err(io::Error::other("checkpoint input unavailable"));
             }
             z.prime(p.bits, b[0] >> (8 - p.bits));

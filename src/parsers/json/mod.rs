@@ -23,6 +23,7 @@
 //! Python's extensions `NaN`, `Infinity` and `-Infinity` are accepted as
 //! numbers, since `json.dumps` writes them.
 
+pub mod python;
 mod scan;
 
 use scan::LineIndex;

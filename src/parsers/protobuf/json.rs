@@ -814,7 +814,7 @@ fn json_value(out: &mut String, text: &str) {
         out.push_str(t);
         return;
     }
-    let v = crate::view::records::parse_value_json(text);
+    let v = crate::parsers::json::python::parse_value_json(text);
     out.push_str(&v.to_string());
 }
 

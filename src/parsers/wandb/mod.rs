@@ -9,6 +9,7 @@
 //! reading goes on after it.
 
 pub mod log;
+pub mod view;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;

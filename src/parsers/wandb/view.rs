@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::parsers::wandb::Record;
+use super::Record;
 
 /// The `data` of a record in `pparse records --json`: the message of its
 /// type, with its key/value items made into objects.
@@ -26,57 +26,6 @@ pub fn full(rec: &Record<'_>) -> Value {
         Ok(()) => serde_json::from_str(&out).unwrap_or(Value::Null),
         Err(e) => Value::String(format!("does not decode: {e}")),
     }
-}
-
-/// Parses the JSON text W&B stores, which Python wrote: besides JSON it may
-/// hold `NaN`, `Infinity` and `-Infinity` (a diverged loss), kept here as
-/// strings. Text that is not JSON at all is kept as a string.
-pub fn parse_value_json(text: &str) -> Value {
-    if let Ok(v) = serde_json::from_str(text) {
-        return v;
-    }
-    let fixed = quote_non_finite(text);
-    serde_json::from_str(&fixed).unwrap_or_else(|_| Value::String(text.to_string()))
-}
-
-/// Quotes the bare tokens `NaN`, `Infinity`, `-Infinity` outside strings.
-fn quote_non_finite(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut in_str = false;
-    let mut escaped = false;
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' {
-                escaped = true;
-            } else if c == b'"' {
-                in_str = false;
-            }
-        } else if c == b'"' {
-            in_str = true;
-        } else {
-            let rest = &text[i..];
-            if let Some(tok) = ["-Infinity", "Infinity", "NaN"]
-                .into_iter()
-                .find(|t| rest.starts_with(t))
-            {
-                out.push('"');
-                out.push_str(tok);
-                out.push('"');
-                i += tok.len();
-                continue;
-            }
-        }
-        // Copy one whole character.
-        let ch = text[i..].chars().next().expect("in bounds");
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
 }
 
 /// A number a metric can be plotted with: JSON numbers, and the non-finite
@@ -129,20 +78,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn python_json_is_read() {
-        assert_eq!(parse_value_json("NaN"), Value::String("NaN".into()));
-        assert_eq!(
-            parse_value_json("[1, -Infinity, \"NaN\"]"),
-            serde_json::json!([1, "-Infinity", "NaN"])
-        );
-        assert_eq!(
-            parse_value_json("{\"a\": 1.5}"),
-            serde_json::json!({"a": 1.5})
-        );
-        assert_eq!(
-            parse_value_json("not json"),
-            Value::String("not json".into())
-        );
+    fn nan_is_a_metric() {
         assert!(metric_value(&Value::String("NaN".into())).unwrap().is_nan());
     }
 

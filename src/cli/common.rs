@@ -1,0 +1,165 @@
+//! What every command shares: opening a session, waiting for the parse,
+//! resolving a PATH, reporting damage on stderr, ending output quietly on a
+//! closed pipe.
+
+use std::io::{self, IsTerminal};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::engine::{Options, Session};
+use crate::extraction::{ExtId, Tree};
+use crate::status::Status;
+
+/// A failure that ends the command with exit status 2.
+pub(super) struct Fatal(pub(super) String);
+
+pub(super) fn open(file: &Path) -> Result<Session, Fatal> {
+    Session::open(file, Options::default())
+        .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))
+}
+
+/// Waits until `until` holds or the parse is over, drawing a progress line
+/// on a terminal. Returns whether `until` held.
+pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
+    let show = io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut drew = false;
+    let held = loop {
+        let deadline = Instant::now() + Duration::from_millis(250);
+        session.wait_until(|t| until(t) || Instant::now() >= deadline);
+        if until(&session.tree()) {
+            break true;
+        }
+        if session.is_finished() {
+            break until(&session.tree());
+        }
+        if show && started.elapsed() > Duration::from_millis(500) {
+            let t = session.tree();
+            let p = t.root().progress();
+            let total = p.total.unwrap_or(t.root().size()).max(1);
+            say_inline!(
+                "\rparsing {}: {:5.1}% of {}, {} extractions ",
+                t.root().display_name(),
+                p.done as f64 * 100.0 / total as f64,
+                crate::util::human(total),
+                t.len()
+            );
+            drew = true;
+        }
+    };
+    if drew {
+        say_inline!("\r\x1b[K");
+    }
+    held
+}
+
+/// Lists damaged extractions of a subtree on stderr; returns the worst status.
+pub(super) fn report(tree: &Tree, ids: &[ExtId]) -> Status {
+    let mut worst = Status::Complete;
+    let mut shown = 0;
+    let mut hidden = 0;
+    for &id in ids {
+        let e = &tree.exts[id];
+        let st = tree.status_of(id);
+        worst = worst.max(st);
+        if st == Status::Complete {
+            continue;
+        }
+        let path = tree.path_of(id);
+        let label = if path.is_empty() {
+            e.display_name()
+        } else {
+            path
+        };
+        for d in &e.damage {
+            if shown < 50 {
+                say!("pparse: {label}: {d}");
+                shown += 1;
+            } else {
+                hidden += 1;
+            }
+        }
+        if e.damage.is_empty()
+            && let Some(declared) = e.declared_size
+            && shown < 50
+        {
+            say!(
+                "pparse: {label}: truncated: {} of {declared} bytes present",
+                e.size()
+            );
+            shown += 1;
+        }
+    }
+    if hidden > 0 {
+        say!("pparse: ... and {hidden} more problems");
+    }
+    worst
+}
+
+pub(super) fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fatal> {
+    // Resolving walks the members and holds the tree's read lock, which
+    // the engine then waits for: try a few times a second, not constantly.
+    // A throttled check repeats the last answer: `wait` asks twice in a row.
+    let mut last: Option<(Instant, bool)> = None;
+    let found = wait(session, |t| {
+        if let Some((at, found)) = last
+            && (found || at.elapsed() < Duration::from_millis(150))
+        {
+            return found;
+        }
+        let found = t.resolve(path).is_some_and(|id| t.exts[id].is_final());
+        last = Some((Instant::now(), found));
+        found
+    });
+    let t = session.tree();
+    match t.resolve(path) {
+        Some(id) => Ok(id),
+        None if found => Err(Fatal(format!("no extraction named {path:?}"))),
+        None => Err(Fatal(no_such_path(&t, path))),
+    }
+}
+
+/// An error message that names what does exist where the PATH went wrong.
+fn no_such_path(t: &Tree, path: &str) -> String {
+    let mut best = 0;
+    let mut best_len = 0;
+    for id in 0..t.len() {
+        let p = t.path_of(id);
+        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
+            best = id;
+            best_len = p.len();
+        }
+    }
+    let names: Vec<String> = t.exts[best]
+        .children
+        .iter()
+        .take(8)
+        .map(|&c| t.exts[c].display_name())
+        .collect();
+    let at = if best == 0 {
+        "the top level".to_string()
+    } else {
+        t.path_of(best)
+    };
+    if names.is_empty() {
+        format!("no extraction named {path:?} ({at} has no members)")
+    } else {
+        format!(
+            "no extraction named {path:?}; {at} has: {}{}",
+            names.join(", "),
+            if t.exts[best].children.len() > 8 {
+                ", ..."
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+pub(super) fn finish_output(r: io::Result<()>) -> Result<(), Fatal> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
+    }
+}
