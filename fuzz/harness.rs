@@ -76,6 +76,7 @@ pub fn options() -> Options {
         step_bytes: 64 << 10,
         decode_ratio: 64,
         decode_floor: 64 << 20,
+        ..Options::default()
     }
 }
 

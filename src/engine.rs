@@ -28,43 +28,9 @@ use crate::data::{Data, MmapSource};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Tree};
 use crate::name::Name;
 use crate::node::{Children, Node};
+pub use crate::parsers::api::Options;
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::status::Damage;
-
-/// Tunables of a session.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Extractions nested deeper than this are not parsed (zip quines, bombs).
-    pub max_depth: u32,
-    /// Bytes a parser processes per step before yielding.
-    pub step_bytes: u64,
-    /// Most bytes all decoders of a session produce together: this many
-    /// times the file's size, or [`Options::decode_floor`] if that is more.
-    /// One deflate layer expands at most 1032 times, so no ordinary file
-    /// reaches it; nested bombs (a zip of zips of zips) stop there with a note.
-    pub decode_ratio: u64,
-    /// See [`Options::decode_ratio`].
-    pub decode_floor: u64,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_depth: 32,
-            step_bytes: 4 << 20,
-            decode_ratio: 1100,
-            decode_floor: 4 << 30,
-        }
-    }
-}
-
-impl Options {
-    /// The decode budget for a file of `size` bytes.
-    pub fn decode_budget(&self, size: u64) -> u64 {
-        size.saturating_mul(self.decode_ratio)
-            .max(self.decode_floor)
-    }
-}
 
 /// A notification for a UI: something changed, or the parse is over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -555,7 +521,7 @@ impl Engine {
                 self.jobs.swap_remove(i);
             }
             Some(Some(Sniffed { format, by_name })) => {
-                let parser = (format.parse)(&job.data);
+                let parser = (format.parse)(&job.data, &self.opts);
                 {
                     let mut t = self.shared.tree.write();
                     let e = &mut t.exts[job.ext];
@@ -587,6 +553,7 @@ impl Engine {
             data,
             kind: &job.kind,
             file: job.file.as_deref(),
+            options: &self.opts,
         };
         Some(parsers::sniff(&sniff).map(|format| Sniffed {
             format,
@@ -688,7 +655,7 @@ impl Engine {
                 Some(None) => leaves.push(id),
                 Some(Some(Sniffed { format, by_name })) => {
                     parsing.push((id, format.name));
-                    job.work = Work::Parse((format.parse)(&job.data));
+                    job.work = Work::Parse((format.parse)(&job.data, &self.opts));
                     job.by_name = by_name;
                     self.jobs.push(job);
                 }

@@ -3,7 +3,7 @@
 //! closed pipe.
 
 use std::io::{self, IsTerminal};
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Options, Session};
@@ -13,9 +13,15 @@ use crate::status::Status;
 /// A failure that ends the command with exit status 2.
 pub(super) struct Fatal(pub(super) String);
 
-pub(super) fn open(file: &Path) -> Result<Session, Fatal> {
-    Session::open(file, Options::default())
-        .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))
+/// The file a command works on, and the options its session is opened with.
+pub(super) struct Input {
+    pub(super) file: PathBuf,
+    pub(super) options: Options,
+}
+
+pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
+    Session::open(&input.file, input.options.clone())
+        .map_err(|e| Fatal(format!("cannot read {}: {e}", input.file.display())))
 }
 
 /// Waits until `until` holds or the parse is over, drawing a progress line

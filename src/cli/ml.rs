@@ -1,9 +1,8 @@
 //! `pparse pickle` and `pparse tensors`.
 
 use std::io::{self, Write};
-use std::path::Path;
 
-use super::common::{Fatal, finish_output, open, report, resolve_final, wait};
+use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::node::Value;
@@ -33,8 +32,8 @@ pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
 }
 
-pub fn pickle(file: &Path, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
-    let session = open(file)?;
+pub fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
+    let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // The target's parse gives the pickles' ranges.
     wait(&session, |t| {
@@ -309,8 +308,8 @@ pub(super) fn list_text(
     Ok(())
 }
 
-pub fn tensors(file: &Path, path: &str, json: bool) -> Result<Status, Fatal> {
-    let session = open(file)?;
+pub fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, Fatal> {
+    let session = open(input)?;
     let id = resolve_final(&session, path)?;
     wait(&session, |t| tensors::ready(t, id));
     session.cancel();

@@ -33,11 +33,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use crate::engine::Session;
+use crate::engine::{Options, Session};
 use crate::extract::{Extractor, components, copy_source};
 use crate::extraction::{EntryKind, ExtId, Phase, Tree};
 use crate::status::Status;
-use common::{Fatal, finish_output, open, report, resolve_final, wait};
+use common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -170,29 +170,37 @@ pub fn main() -> i32 {
             return 2;
         }
     }
-    if let Some(m) = &cli.message
-        && let Err(e) = crate::parsers::protobuf::schema::set_root_message(m)
-    {
-        say!("pparse: --message: {e}");
-        return 2;
+    let mut options = Options::default();
+    if let Some(m) = &cli.message {
+        match crate::parsers::protobuf::schema::check_message(m) {
+            Ok(name) => options.message = Some(name),
+            Err(e) => {
+                say!("pparse: --message: {e}");
+                return 2;
+            }
+        }
     }
+    let input = |file: PathBuf| Input {
+        file,
+        options: options.clone(),
+    };
     let result = match cli.cmd {
-        Some(Cmd::Tree { file, json }) => tree(&file, json),
+        Some(Cmd::Tree { file, json }) => tree(&input(file), json),
         Some(Cmd::Nodes {
             file,
             path,
             depth,
             json,
-        }) => nodes(&file, path.as_deref().unwrap_or(""), depth, json),
-        Some(Cmd::Cat { file, path }) => cat(&file, &path),
+        }) => nodes(&input(file), path.as_deref().unwrap_or(""), depth, json),
+        Some(Cmd::Cat { file, path }) => cat(&input(file), &path),
         Some(Cmd::Pickle {
             file,
             path,
             json,
             trace,
-        }) => ml::pickle(&file, path.as_deref().unwrap_or(""), json, trace),
+        }) => ml::pickle(&input(file), path.as_deref().unwrap_or(""), json, trace),
         Some(Cmd::Tensors { file, path, json }) => {
-            ml::tensors(&file, path.as_deref().unwrap_or(""), json)
+            ml::tensors(&input(file), path.as_deref().unwrap_or(""), json)
         }
         Some(Cmd::Records {
             file,
@@ -202,7 +210,7 @@ pub fn main() -> i32 {
             json,
             count,
         }) => records::records(
-            &file,
+            &input(file),
             path.as_deref().unwrap_or(""),
             &records::Show {
                 types: &types,
@@ -216,9 +224,9 @@ pub fn main() -> i32 {
             path,
             out,
             all,
-        }) => extract(&file, path.as_deref().unwrap_or(""), &out, all),
+        }) => extract(&input(file), path.as_deref().unwrap_or(""), &out, all),
         None => match cli.file {
-            Some(file) => explore(&file, cli.theme.as_deref()),
+            Some(file) => explore(&input(file), cli.theme.as_deref()),
             None => {
                 say!(
                     "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
@@ -241,20 +249,21 @@ pub fn main() -> i32 {
     }
 }
 
-fn explore(file: &Path, theme: Option<&str>) -> Result<Status, Fatal> {
+fn explore(input: &Input, theme: Option<&str>) -> Result<Status, Fatal> {
+    let file = input.file.as_path();
     let theme = crate::tui::Theme::from_env(theme).map_err(Fatal)?;
     if !io::stdout().is_terminal() {
         return Err(Fatal(
             "the explorer needs a terminal; use `pparse tree FILE` in pipes".into(),
         ));
     }
-    crate::tui::run(file, theme)
+    crate::tui::run(file, theme, input.options.clone())
         .map(|_| Status::Complete)
         .map_err(|e| Fatal(format!("cannot explore {}: {e}", file.display())))
 }
 
-fn tree(file: &Path, json: bool) -> Result<Status, Fatal> {
-    let session = open(file)?;
+fn tree(input: &Input, json: bool) -> Result<Status, Fatal> {
+    let session = open(input)?;
     wait(&session, |_| false);
     let t = session.tree();
     let stdout = io::stdout();
@@ -268,8 +277,8 @@ fn tree(file: &Path, json: bool) -> Result<Status, Fatal> {
     Ok(report(&t, &t.subtree(0)))
 }
 
-fn nodes(file: &Path, path: &str, depth: usize, json: bool) -> Result<Status, Fatal> {
-    let session = open(file)?;
+fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, Fatal> {
+    let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // The node tree is complete once this extraction's parser is done.
     wait(&session, |t| {
@@ -355,8 +364,8 @@ fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize
     }
 }
 
-fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
-    let session = open(file)?;
+fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
+    let session = open(input)?;
     let id = resolve_final(&session, path)?;
     session.cancel();
     let (data, kind) = {
@@ -380,8 +389,8 @@ fn cat(file: &Path, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
-fn extract(file: &Path, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
-    let session = open(file)?;
+fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
+    let session = open(input)?;
     let top = resolve_final(&session, path)?;
     wait(&session, |_| false);
     let mut ex =

@@ -6,9 +6,8 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::path::Path;
 
-use super::common::{Fatal, finish_output, open, report, resolve_final, wait};
+use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 use crate::data::{MmapSource, Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::parsers::format_of;
@@ -37,7 +36,8 @@ fn log_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .find(|&x| format_of(&t.exts[x]).is_some_and(|f| f.offers.records))
 }
 
-pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
+pub fn records(input: &Input, path: &str, show: &Show) -> Result<Status, Fatal> {
+    let file = input.file.as_path();
     // A log file itself is read straight from its mapping: no parse of the
     // tree runs beside the listing.
     if path.is_empty()
@@ -49,7 +49,7 @@ pub fn records(file: &Path, path: &str, show: &Show) -> Result<Status, Fatal> {
             return write_listing(&src, show, &label);
         }
     }
-    let session = open(file)?;
+    let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // Wait until the extraction (or one below it) is known to be a log.
     wait(&session, |t| {

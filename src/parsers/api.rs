@@ -18,6 +18,45 @@ use crate::node::Node;
 use crate::offer::Offers;
 use crate::status::Damage;
 
+/// Tunables of a session.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Extractions nested deeper than this are not parsed (zip quines, bombs).
+    pub max_depth: u32,
+    /// Bytes a parser processes per step before yielding.
+    pub step_bytes: u64,
+    /// Most bytes all decoders of a session produce together: this many
+    /// times the file's size, or [`Options::decode_floor`] if that is more.
+    /// One deflate layer expands at most 1032 times, so no ordinary file
+    /// reaches it; nested bombs (a zip of zips of zips) stop there with a note.
+    pub decode_ratio: u64,
+    /// See [`Options::decode_ratio`].
+    pub decode_floor: u64,
+    /// The protobuf message type the opened file is read as (`--message`),
+    /// checked with [`crate::parsers::protobuf::schema::check_message`].
+    pub message: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_depth: 32,
+            step_bytes: 4 << 20,
+            decode_ratio: 1100,
+            decode_floor: 4 << 30,
+            message: None,
+        }
+    }
+}
+
+impl Options {
+    /// The decode budget for a file of `size` bytes.
+    pub fn decode_budget(&self, size: u64) -> u64 {
+        size.saturating_mul(self.decode_ratio)
+            .max(self.decode_floor)
+    }
+}
+
 /// Bytes from the start of an extraction that sniffers get to see.
 pub const SNIFF_LEN: usize = 1024;
 
@@ -27,7 +66,7 @@ pub struct Format {
     /// Cheap recognition from the first bytes and the name.
     pub sniff: fn(&Sniff) -> bool,
     /// Starts a parser over an extraction's bytes.
-    pub parse: fn(&Data) -> Box<dyn Parser>,
+    pub parse: fn(&Data, &Options) -> Box<dyn Parser>,
     /// Rebuilds the children of an unloaded node from its range.
     pub load: fn(&dyn Source, &Node) -> Vec<Node>,
     /// What it offers beyond nodes and children: tensors, pickles, records.
@@ -44,6 +83,8 @@ pub struct Sniff<'a> {
     pub kind: &'a EntryKind,
     /// The file on disk, for a whole file (see [`crate::Extraction::file`]).
     pub file: Option<&'a std::path::Path>,
+    /// The session's options.
+    pub options: &'a Options,
 }
 
 /// What a step achieved.

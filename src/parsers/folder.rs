@@ -28,7 +28,7 @@ use crate::status::Damage;
 pub static FORMAT: Format = Format {
     name: "folder",
     sniff,
-    parse: |_| Box::new(FolderParser),
+    parse: |_, _| Box::new(FolderParser),
     load: |_, _| Vec::new(),
     offers: Offers {
         tensors: Some(TensorOffer::OfChildren),

@@ -27,7 +27,7 @@ use crate::status::Damage;
 pub static FORMAT: Format = Format {
     name: "gzip",
     sniff,
-    parse: |data| Box::new(GzipParser::new(data.clone())),
+    parse: |data, _| Box::new(GzipParser::new(data.clone())),
     load,
     offers: Offers::NONE,
 };

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::api::{ChildSpec, Format, Options, Parser, Sniff, Step, StepCx};
 use super::protobuf::wire::{Field, Scanner, Wire, read_range, varint};
 use super::protobuf::{TopLevel, fields, schema};
 use crate::data::{Data, MmapSource, Range, Source};
@@ -71,7 +71,7 @@ fn sniff(s: &Sniff) -> bool {
     n >= 2
 }
 
-fn parse(_data: &Data) -> Box<dyn Parser> {
+fn parse(_data: &Data, _: &Options) -> Box<dyn Parser> {
     Box::new(OnnxParser {
         top: TopLevel::new(schema::message("onnx.ModelProto")),
         graph: None,

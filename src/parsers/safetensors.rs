@@ -36,7 +36,7 @@ use crate::status::{Damage, Status};
 pub static FORMAT: Format = Format {
     name: "safetensors",
     sniff,
-    parse: |data| Box::new(StParser::new(data.clone())),
+    parse: |data, _| Box::new(StParser::new(data.clone())),
     load,
     offers: Offers {
         tensors: Some(TensorOffer::List(tensors)),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::api::{ChildSpec, Format, Options, Parser, Sniff, Step, StepCx};
 use super::json::{self, Config, Event, Kind};
 use super::safetensors::{self, read_layout};
 use crate::data::{Data, MmapSource, Range, Source};
@@ -30,7 +30,7 @@ use crate::status::Damage;
 pub static FORMAT: Format = Format {
     name: "safetensors-index",
     sniff,
-    parse: |data| Box::new(IndexParser::new(data.clone())),
+    parse: |data, _| Box::new(IndexParser::new(data.clone())),
     load: |data, node| (json::FORMAT.load)(data, node),
     offers: Offers {
         tensors: Some(TensorOffer::List(tensors)),
@@ -192,7 +192,7 @@ struct IndexParser {
 impl IndexParser {
     fn new(data: Data) -> IndexParser {
         IndexParser {
-            json: (json::FORMAT.parse)(&data),
+            json: (json::FORMAT.parse)(&data, &Options::default()),
             data,
             phase: Phase::Json,
         }

@@ -25,7 +25,7 @@ use crate::status::Damage;
 pub static FORMAT: Format = Format {
     name: "tar",
     sniff,
-    parse: |data| Box::new(TarParser::new(data.clone())),
+    parse: |data, _| Box::new(TarParser::new(data.clone())),
     load,
     offers: Offers::NONE,
 };

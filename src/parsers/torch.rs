@@ -28,7 +28,7 @@ use crate::status::{Damage, Status};
 pub static FORMAT: Format = Format {
     name: "torch",
     sniff: |s: &Sniff| pickle::is_legacy_torch(s.head),
-    parse: |data| Box::new(LegacyParser::new(data.clone())),
+    parse: |data, _| Box::new(LegacyParser::new(data.clone())),
     load: super::pickle::FORMAT.load,
     offers: Offers {
         tensors: Some(TensorOffer::Prepare(tensor_job)),

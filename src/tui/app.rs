@@ -1308,8 +1308,11 @@ pub fn find_bytes(
 
 /// This process's resident memory (Linux), 0 elsewhere.
 fn resident_bytes() -> u64 {
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = u64::try_from(page).unwrap_or(4096);
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
+        .map_or(0, |pages| pages.saturating_mul(page))
 }

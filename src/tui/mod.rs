@@ -37,8 +37,8 @@ pub use theme::Theme;
 const FRAME: Duration = Duration::from_millis(8);
 
 /// Opens `path` in the explorer; returns when the user quits.
-pub fn run(path: &Path, theme: Theme) -> io::Result<()> {
-    let session = Arc::new(Session::open(path, Options::default())?);
+pub fn run(path: &Path, theme: Theme, options: Options) -> io::Result<()> {
+    let session = Arc::new(Session::open(path, options)?);
     let mut app = App::new(session.clone(), theme);
     let mut terminal = ratatui::try_init()?;
     execute!(io::stdout(), EnableMouseCapture)?;

@@ -199,3 +199,37 @@ fn cut_messages_keep_their_fields() {
     }
     f.check("cut protobuf");
 }
+
+/// `--message` is a session's option, not process state: two sessions in
+/// one process read the same bytes with and without a message type.
+#[test]
+fn two_sessions_differ_in_their_message_type() {
+    let mut t = vec![0x08, 2, 0x10, 1];
+    t.extend(len_field(8, b"x"));
+    t.extend(len_field(9, &[0u8; 8]));
+    let typed = pparse::Options {
+        message: Some(
+            pparse::parsers::protobuf::schema::check_message("onnx.TensorProto").unwrap(),
+        ),
+        ..Default::default()
+    };
+    let a = pparse::Session::from_bytes("input_0.pb", t.clone(), typed);
+    let b = pparse::Session::from_bytes("input_0.pb", t, pparse::Options::default());
+    for s in [&a, &b] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !s.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "parse did not end");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    let names = |s: &pparse::Session| -> Vec<String> {
+        s.tree().exts[0]
+            .nodes
+            .iter()
+            .map(|n| n.name.to_string())
+            .collect()
+    };
+    assert_eq!(names(&a), ["dims[0]", "data_type", "name", "raw_data"]);
+    assert_eq!(names(&b)[0], "#1", "{:?}", names(&b));
+    assert!(pparse::parsers::protobuf::schema::check_message("no.Such").is_err());
+}

@@ -39,7 +39,7 @@ use crate::status::{Damage, Status};
 pub static FORMAT: Format = Format {
     name: "json",
     sniff,
-    parse: |data| Box::new(JsonParser::new(data.clone())),
+    parse: |data, _| Box::new(JsonParser::new(data.clone())),
     load,
     offers: Offers::NONE,
 };

@@ -30,7 +30,7 @@ use vm::{Id, Obj, Vm};
 pub static FORMAT: Format = Format {
     name: "pickle",
     sniff,
-    parse: |data| Box::new(PickleParser::new(data.clone())),
+    parse: |data, _| Box::new(PickleParser::new(data.clone())),
     load,
     offers: Offers {
         pickles: true,

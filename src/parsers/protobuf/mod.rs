@@ -22,7 +22,7 @@ use crate::data::{Data, Range, Source};
 use crate::extraction::EntryKind;
 use crate::node::Node;
 use crate::offer::Offers;
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::parsers::api::{Format, Options, Parser, Sniff, Step, StepCx};
 use fields::{Counter, Depth};
 use wire::Scanner;
 
@@ -38,7 +38,7 @@ pub static FORMAT: Format = Format {
 const EXTENSIONS: &[&str] = &[".pb", ".binpb", ".protobuf"];
 
 fn sniff(s: &Sniff) -> bool {
-    if *s.kind == EntryKind::Root && schema::root_message().is_some() {
+    if *s.kind == EntryKind::Root && s.options.message.is_some() {
         return true;
     }
     let lower = s.name.to_ascii_lowercase();
@@ -50,8 +50,8 @@ fn sniff(s: &Sniff) -> bool {
     scan.all(|f| f.is_ok())
 }
 
-fn parse(_data: &Data) -> Box<dyn Parser> {
-    let msg = schema::root_message().and_then(|n| schema::message(&n));
+fn parse(_data: &Data, options: &Options) -> Box<dyn Parser> {
+    let msg = options.message.as_deref().and_then(schema::message);
     Box::new(TopLevel::new(msg))
 }
 

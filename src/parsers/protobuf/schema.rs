@@ -118,11 +118,9 @@ pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The message that a plain protobuf file is read as (`--message NAME`).
-static ROOT_MESSAGE: RwLock<Option<String>> = RwLock::new(None);
-
-/// Sets the message type the opened file is read as; `Err` if unknown.
-pub fn set_root_message(name: &str) -> Result<(), String> {
+/// Checks a message type name for `--message`; returns the name to put in
+/// [`crate::parsers::api::Options::message`], or why it is unknown.
+pub fn check_message(name: &str) -> Result<String, String> {
     let name = name.trim_start_matches('.');
     if message(name).is_none() {
         let known: Vec<String> = pool()
@@ -139,13 +137,7 @@ pub fn set_root_message(name: &str) -> Result<(), String> {
             )
         });
     }
-    *ROOT_MESSAGE.write() = Some(name.to_string());
-    Ok(())
-}
-
-/// The message set with [`set_root_message`], if any.
-pub fn root_message() -> Option<String> {
-    ROOT_MESSAGE.read().clone()
+    Ok(name.to_string())
 }
 
 /// A `&'static str` for a type name, so it can be a node's kind.

@@ -25,7 +25,7 @@ use crate::data::{Data, Range, Source};
 use crate::name::escape_str_into;
 use crate::node::{Children, Node};
 use crate::offer::Offers;
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::parsers::api::{Format, Options, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 use log::{BLOCK, Chunk, ChunkReader, Item, RecordReader};
 
@@ -50,7 +50,7 @@ pub fn is_log(head: &[u8], name: &str) -> bool {
     head.starts_with(&log::MAGIC[..4]) || name.to_ascii_lowercase().ends_with(".wandb")
 }
 
-fn parse(_data: &Data) -> Box<dyn Parser> {
+fn parse(_data: &Data, _: &Options) -> Box<dyn Parser> {
     Box::new(LogParser { reader: None })
 }
 

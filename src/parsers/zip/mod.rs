@@ -38,7 +38,7 @@ use records::{Bad, Central, Descriptor, End, Local};
 pub static FORMAT: Format = Format {
     name: "zip",
     sniff,
-    parse: |data| Box::new(ZipParser::new(data.clone())),
+    parse: |data, _| Box::new(ZipParser::new(data.clone())),
     load: load::load,
     offers: Offers {
         // A PyTorch checkpoint is a zip.

@@ -1,4 +1,4 @@
-"""The wandb SDK's own reading of a .wandb log, the peer of `pparse records` in bench/wandb.sh.
+"""The wandb SDK's own reading of a .wandb log, the peer of `pparse records` in peers/wandb.sh.
 
     python wandb_read.py count FILE   # scan + Record.ParseFromString, count records per type
     python wandb_read.py json FILE    # the same + MessageToDict + json.dumps, a line per record

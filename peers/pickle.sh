@@ -16,7 +16,7 @@
 # Timing: one run each (pickletools takes minutes), wall seconds and peak RSS from GNU
 # time, outputs to /dev/null. The Markdown table goes to stdout (and to $OUT if set).
 #
-# Usage: bench/pickle.sh
+# Usage: peers/pickle.sh
 #   env: PPARSE=/path/to/pparse (default: cargo build --release, target/release/pparse)
 #        N=3500000 (records: ~225 MB at protocol 4, ~280 MB at 2)   TENSOR_MB=1024
 #        PYTHON=python3 (runs pickletools and the generators)
@@ -251,7 +251,7 @@ fi
 # ---- report ----------------------------------------------------------------
 CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE }N=$N TENSOR_MB=$TENSOR_MB${SKIP_TORCH:+ SKIP_TORCH=1}"
 [[ $TORCH_PYTHON != "$PYTHON" ]] && CMD+=" TORCH_PYTHON=$TORCH_PYTHON"
-CMD+=" bench/pickle.sh"
+CMD+=" peers/pickle.sh"
 {
   echo "## pparse pickle / tensors ($(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
   echo

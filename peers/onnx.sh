@@ -3,7 +3,7 @@
 # its initializers, with the weights inline and in an external data file.
 #
 # Inputs, generated once into $BENCH_DIR (default /tmp/pparse-bench-onnx) by the onnx
-# package (bench/onnx_gen.py, fixed seed; ~1 min) and reused while ONNX_MB and the onnx
+# package (peers/onnx_gen.py, fixed seed; ~1 min) and reused while ONNX_MB and the onnx
 # version stay the same:
 #   big.onnx              ~$ONNX_MB MiB (1536 by default; protobuf's limit is 2 GiB) written
 #                         by onnx.save_model: a chain of MatMul/Add/Mul/Relu layers, widths
@@ -14,7 +14,7 @@
 #
 # Timed on each file, warm page cache (the files are read with cat first, and each
 # command runs once untimed), outputs to /dev/null:
-#   peer:   bench/onnx_list.py FILE: onnx.load(FILE, load_external_data=False), then per
+#   peer:   peers/onnx_list.py FILE: onnx.load(FILE, load_external_data=False), then per
 #           initializer its name, data type name, dims and data length
 #   pparse: `pparse tensors FILE`, median of PPARSE_RUNS (default 5) runs
 # Wall seconds from `date +%s%N`, peak RSS from GNU time (%M). Ratios are peer/pparse
@@ -22,7 +22,7 @@
 # FILE` (a JSON array) is checked against the number of initializers; a difference is
 # printed as a warning. The Markdown table goes to stdout (and to $OUT if set).
 #
-# Usage: bench/onnx.sh
+# Usage: peers/onnx.sh
 #   env: PPARSE=/path/to/pparse (default: cargo build --release, target/release/pparse)
 #        ONNX_PYTHON=/tmp/onnx-venv/bin/python (a python with onnx and numpy)
 #        ONNX_MB=1536   PPARSE_RUNS=5   BENCH_DIR=/tmp/pparse-bench-onnx   OUT
@@ -30,7 +30,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-source bench/lib.sh
+source peers/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-onnx}
 ONNX_MB=${ONNX_MB:-1536}
 ONNX_PYTHON=${ONNX_PYTHON:-/tmp/onnx-venv/bin/python}
@@ -39,12 +39,12 @@ SEED=0
 mkdir -p "$BENCH_DIR"
 
 if ! ONNX_VERSION=$("$ONNX_PYTHON" -c 'import numpy, onnx; print(onnx.__version__)' 2>/dev/null); then
-  echo "bench/onnx.sh: skipped: $ONNX_PYTHON cannot import onnx and numpy" \
+  echo "peers/onnx.sh: skipped: $ONNX_PYTHON cannot import onnx and numpy" \
        "(set ONNX_PYTHON to a python with them, e.g. a venv with pip install onnx numpy)" >&2
   exit 0
 fi
 if (( ONNX_MB > 1900 )); then
-  echo "bench/onnx.sh: ONNX_MB=$ONNX_MB: an inline model must stay under protobuf's 2 GiB limit (<= 1900)" >&2
+  echo "peers/onnx.sh: ONNX_MB=$ONNX_MB: an inline model must stay under protobuf's 2 GiB limit (<= 1900)" >&2
   exit 2
 fi
 
@@ -64,7 +64,7 @@ else
   echo "writing $INLINE and $EXT (+ .data) (~$ONNX_MB MiB of weights, onnx $ONNX_VERSION) ..."
   rm -f "$META"
   t0=$(date +%s%N)
-  gen=$("$ONNX_PYTHON" bench/onnx_gen.py "$BENCH_DIR" "$ONNX_MB" "$SEED" | tail -1)
+  gen=$("$ONNX_PYTHON" peers/onnx_gen.py "$BENCH_DIR" "$ONNX_MB" "$SEED" | tail -1)
   t1=$(date +%s%N)
   echo "$ONNX_MB $SEED $ONNX_VERSION $gen" > "$META"
   read -r _ _ _ _ NINIT _ _ < "$META"
@@ -83,8 +83,8 @@ WARN=()
 for v in inline ext; do
   if [[ $v == inline ]]; then f=$INLINE; files=("$INLINE"); else f=$EXT; files=("$EXT" "$EXT_DATA"); fi
   cat "${files[@]}" > /dev/null
-  warm "$ONNX_PYTHON" bench/onnx_list.py "$f"
-  bench "$v peer" "$ONNX_PYTHON" bench/onnx_list.py "$f"
+  warm "$ONNX_PYTHON" peers/onnx_list.py "$f"
+  bench "$v peer" "$ONNX_PYTHON" peers/onnx_list.py "$f"
   n_py=$(awk '$1 == "initializers" { n = $2 } END { print n }' "$BENCH_DIR/err.${v}_peer")
   [[ $n_py == "$NINIT" ]] || WARN+=("$v: onnx lists ${n_py:-no} initializers, the generator wrote $NINIT")
   if (( HAVE_TENSORS )); then
@@ -108,11 +108,11 @@ CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE_GIVEN }ONNX_MB=$ONNX_MB"
 [[ $ONNX_PYTHON != /tmp/onnx-venv/bin/python ]] && CMD+=" ONNX_PYTHON=$ONNX_PYTHON"
 [[ $PPARSE_RUNS != 5 ]] && CMD+=" PPARSE_RUNS=$PPARSE_RUNS"
 [[ -n ${SKIP_PPARSE:-} ]] && CMD+=" SKIP_PPARSE=1"
-CMD+=" bench/onnx.sh"
+CMD+=" peers/onnx.sh"
 {
   echo "## pparse tensors: a ${ONNX_MB} MiB ONNX model ($(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
   echo
-  echo "- \`big.onnx\`: $(stat -c %s "$INLINE") bytes, $NINIT initializers inline (raw_data), written by onnx $ONNX_VERSION \`save_model\` (bench/onnx_gen.py, seed $SEED)"
+  echo "- \`big.onnx\`: $(stat -c %s "$INLINE") bytes, $NINIT initializers inline (raw_data), written by onnx $ONNX_VERSION \`save_model\` (peers/onnx_gen.py, seed $SEED)"
   echo "- \`ext/big.onnx\`: $(stat -c %s "$EXT") bytes + \`big.onnx.data\` $(stat -c %s "$EXT_DATA") bytes, the same model with \`save_as_external_data=True, all_tensors_to_one_file=True\`"
   no_pparse_note "$HAVE_TENSORS" "pparse tensors"
   warnings "${WARN[@]}"

@@ -1,4 +1,4 @@
-"""The onnx package's listing of a model's initializers, the peer of `pparse tensors` in bench/onnx.sh.
+"""The onnx package's listing of a model's initializers, the peer of `pparse tensors` in peers/onnx.sh.
 
     python onnx_list.py FILE.onnx
 

@@ -1,4 +1,4 @@
-"""Reads the timings the benchmark scripts write ($BENCH_DIR/times, see bench/lib.sh)."""
+"""Reads the timings the benchmark scripts write ($BENCH_DIR/times, see peers/lib.sh)."""
 
 
 def load(path):

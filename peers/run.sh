@@ -11,7 +11,7 @@
 # parsing overlap on two cores; pparse inflates and parses on one engine
 # thread. tar's %M is the peak over tar and its gzip child (rusage of children).
 #
-# Usage: bench/run.sh            env: PPARSE=/path/to/binary  RUNS=3  QUICK=1
+# Usage: peers/run.sh            env: PPARSE=/path/to/binary  RUNS=3  QUICK=1
 #        BENCH_DIR=/tmp/pparse-bench  BENCH_SRC="usr/share usr/lib/llvm-14 ..."
 # The input is generated here, never committed.
 set -euo pipefail
@@ -21,7 +21,7 @@ RUNS=${RUNS:-3}
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
 # Relative to /; about 1 GB together on this project's machine.
 BENCH_SRC=${BENCH_SRC:-usr/share usr/lib/llvm-14 usr/lib/python3.11}
-OUT=bench/results.md
+OUT=peers/results.md
 GZ=$BENCH_DIR/real.tar.gz
 META=$BENCH_DIR/real.meta   # "decoded_bytes members gz_bytes" of $GZ, written last
 MIN=950000000 MAX=1100000000
@@ -99,7 +99,7 @@ for ((i = 1; i <= RUNS; i++)); do
 done
 
 # ---- report ----------------------------------------------------------------
-CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE }RUNS=$RUNS${QUICK:+ QUICK=1} bench/run.sh"
+CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE }RUNS=$RUNS${QUICK:+ QUICK=1} peers/run.sh"
 {
   echo "## pparse vs GNU tar ($(date -u +%F), commit $(git rev-parse --short HEAD))"
   echo

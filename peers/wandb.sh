@@ -10,9 +10,9 @@
 #                        telemetry, config, metric, files, then ~87% history (20 items,
 #                        a step), output_raw lines, stats, summary, about one record in
 #                        1,500 of 50-100 kB (FIRST/MIDDLE/LAST chunks), exit.
-#                        Fixed seed: bench/wandb_gen.py (~1 min for 300 MiB).
+#                        Fixed seed: peers/wandb_gen.py (~1 min for 300 MiB).
 #
-# Timed, one run each on a warm page cache, outputs to /dev/null (bench/wandb_read.py):
+# Timed, one run each on a warm page cache, outputs to /dev/null (peers/wandb_read.py):
 #   (a) `wandb_read.py count`: DataStore().open_for_scan, scan_data() until None,
 #       Record().ParseFromString, counts per WhichOneof("record_type")
 #   (b) `wandb_read.py json`: the same + MessageToDict(preserving_proto_field_name=True)
@@ -28,7 +28,7 @@
 # `pparse records FILE | wc -l`; a difference is printed as a warning.
 # The Markdown table goes to stdout (and to $OUT if set).
 #
-# Usage: bench/wandb.sh
+# Usage: peers/wandb.sh
 #   env: PPARSE=/path/to/pparse (default: cargo build --release, target/release/pparse)
 #        WANDB_PYTHON=/tmp/wandb-0175/bin/python (a python with wandb, 0.17.x: it has
 #          wandb.sdk.internal.datastore; it writes the input and is the peer)
@@ -37,7 +37,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-source bench/lib.sh
+source peers/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-wandb}
 WANDB_MB=${WANDB_MB:-300}
 WANDB_PYTHON=${WANDB_PYTHON:-/tmp/wandb-0175/bin/python}
@@ -48,7 +48,7 @@ mkdir -p "$BENCH_DIR"
 if ! WANDB_VERSION=$("$WANDB_PYTHON" -c '
 import wandb, wandb.proto.wandb_internal_pb2, wandb.sdk.internal.datastore
 print(wandb.__version__)' 2>/dev/null); then
-  echo "bench/wandb.sh: skipped: $WANDB_PYTHON cannot import wandb.sdk.internal.datastore" \
+  echo "peers/wandb.sh: skipped: $WANDB_PYTHON cannot import wandb.sdk.internal.datastore" \
        "(set WANDB_PYTHON to a python with wandb 0.17.x, e.g. a venv with pip install wandb==0.17.5)" >&2
   exit 0
 fi
@@ -66,7 +66,7 @@ else
   echo "writing $F (~$WANDB_MB MiB, wandb $WANDB_VERSION DataStore) ..."
   rm -f "$F" "$META"
   t0=$(date +%s%N)
-  gen_out=$("$WANDB_PYTHON" bench/wandb_gen.py "$F" "$WANDB_MB" "$SEED")
+  gen_out=$("$WANDB_PYTHON" peers/wandb_gen.py "$F" "$WANDB_MB" "$SEED")
   t1=$(date +%s%N)
   grep '^counts ' <<< "$gen_out" > "$BENCH_DIR/gen.counts" || true
   gen=$(tail -1 <<< "$gen_out")
@@ -83,12 +83,12 @@ HAVE_RECORDS=0
 if [[ -n $PPARSE ]] && "$PPARSE" records --help > /dev/null 2>&1; then HAVE_RECORDS=1; fi
 
 
-bench "py count" "$WANDB_PYTHON" bench/wandb_read.py count "$F"
+bench "py count" "$WANDB_PYTHON" peers/wandb_read.py count "$F"
 if (( HAVE_RECORDS )); then
   median "pp count" "$PPARSE_RUNS" "$PPARSE" records --count "$F"
   median "pp records" "$PPARSE_RUNS" "$PPARSE" records "$F"
 fi
-bench "py json" "$WANDB_PYTHON" bench/wandb_read.py json "$F"
+bench "py json" "$WANDB_PYTHON" peers/wandb_read.py json "$F"
 if (( HAVE_RECORDS )); then median "pp json" "$PPARSE_RUNS" "$PPARSE" records --json "$F"; fi
 
 WARN=()
@@ -99,7 +99,7 @@ if (( HAVE_RECORDS )); then
   [[ $PP_COUNT == "$PY_COUNT" ]] \
     || WARN+=("\`pparse records\` prints $PP_COUNT lines, the wandb reader counts $PY_COUNT records")
   # The counts per type of (a) and of `--count` must be the same.
-  "$WANDB_PYTHON" bench/wandb_read.py count "$F" 2>/dev/null | awk '$1 != "records" { print $2, $1 }' | sort > "$BENCH_DIR/py.types"
+  "$WANDB_PYTHON" peers/wandb_read.py count "$F" 2>/dev/null | awk '$1 != "records" { print $2, $1 }' | sort > "$BENCH_DIR/py.types"
   { "$PPARSE" records --count "$F" 2>/dev/null || true; } | awk '$2 != "records" && $2 != "damaged" { print $1, $2 }' | sort > "$BENCH_DIR/pp.types"
   cmp -s "$BENCH_DIR/py.types" "$BENCH_DIR/pp.types" \
     || WARN+=("\`pparse records --count\` and the wandb reader count types differently: $(diff "$BENCH_DIR/py.types" "$BENCH_DIR/pp.types" | tr '\n' ' ')")
@@ -110,12 +110,12 @@ CMD="${PPARSE_GIVEN:+PPARSE=$PPARSE_GIVEN }WANDB_MB=$WANDB_MB"
 [[ $WANDB_PYTHON != /tmp/wandb-0175/bin/python ]] && CMD+=" WANDB_PYTHON=$WANDB_PYTHON"
 [[ $PPARSE_RUNS != 5 ]] && CMD+=" PPARSE_RUNS=$PPARSE_RUNS"
 [[ -n ${SKIP_PPARSE:-} ]] && CMD+=" SKIP_PPARSE=1"
-CMD+=" bench/wandb.sh"
+CMD+=" peers/wandb.sh"
 {
   echo "## pparse records: a ${WANDB_MB} MiB W&B log ($(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
   echo
   echo "- \`$(basename "$F")\`: $(stat -c %s "$F") bytes, $NREC records ($(sed 's/^counts //; s/ /, /g' "$BENCH_DIR/gen.counts" 2>/dev/null || echo "history, output_raw, stats, summary, ..."))," \
-       "written by wandb $WANDB_VERSION's \`DataStore\` (bench/wandb_gen.py, seed $SEED)"
+       "written by wandb $WANDB_VERSION's \`DataStore\` (peers/wandb_gen.py, seed $SEED)"
   no_pparse_note "$HAVE_RECORDS" "pparse records"
   warnings "${WARN[@]}"
   "$WANDB_PYTHON" - "$BENCH_DIR/times" <<'EOF'

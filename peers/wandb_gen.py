@@ -1,4 +1,4 @@
-"""Writes a large .wandb log with wandb's own writer, for bench/wandb.sh.
+"""Writes a large .wandb log with wandb's own writer, for peers/wandb.sh.
 
     python wandb_gen.py OUT.wandb MIB [SEED]
 

@@ -1,4 +1,4 @@
-"""Writes a large ONNX model with the onnx package, for bench/onnx.sh.
+"""Writes a large ONNX model with the onnx package, for peers/onnx.sh.
 
     python onnx_gen.py DIR MIB [SEED]
 

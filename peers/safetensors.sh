@@ -2,8 +2,8 @@
 # Listing the tensors of a ~1 GB safetensors file: pparse beside the
 # reference `safetensors` package (safe_open: keys, dtype and shape of each).
 #
-#   bench/safetensors.sh            # RUNS=5 by default
-#   RUNS=9 TENSORS=400 bench/safetensors.sh
+#   peers/safetensors.sh            # RUNS=5 by default
+#   RUNS=9 TENSORS=400 peers/safetensors.sh
 #
 # Needs python3 with `safetensors` and `numpy` (pip install safetensors numpy).
 # The input is made at bench time in $BENCH_DIR (default /tmp/pparse-bench) by

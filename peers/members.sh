@@ -3,8 +3,8 @@
 # `tree --json` and `nodes --json` on a tar of MEMBERS empty members, beside
 # GNU `tar tf` on the same file (which lists and forgets: it keeps nothing).
 #
-#   bench/members.sh                 # MEMBERS=2000000 (a 1 GB tar)
-#   MEMBERS=500000 bench/members.sh
+#   peers/members.sh                 # MEMBERS=2000000 (a 1 GB tar)
+#   MEMBERS=500000 peers/members.sh
 #
 # The tar is made at bench time in $BENCH_DIR (default /tmp/pparse-bench)
 # by Python's tarfile (GNU format, names dNNNNN/fNNNNNNNN), once. The report
