@@ -7,8 +7,12 @@
 //! that a parser can build a [`tensor::Tensor`] without importing the views
 //! that list them.
 
+pub mod metrics;
 pub mod tensor;
 
+use std::sync::atomic::AtomicBool;
+
+use crate::data::Source;
 use crate::extraction::{ExtId, Tree};
 use tensor::{Tensor, TensorJob};
 
@@ -20,8 +24,10 @@ pub struct Offers {
     /// Its nodes of kind `pickle` each cover one pickle that can be listed
     /// (`pparse pickle`) and stepped (the explorer's stepper).
     pub pickles: bool,
-    /// It is a log of records (`pparse records`, the explorer's metrics).
+    /// It is a log of records (`pparse records`).
     pub records: bool,
+    /// The metrics a log holds, as series (the explorer's metrics panel).
+    pub metrics: Option<MetricsScan>,
     /// Whether an extraction of this format is parsed far enough for the
     /// views it offers while its parse goes on (a zip's entries are listed
     /// before their CRCs are checked). `None`: when its parse is over.
@@ -34,6 +40,7 @@ impl Offers {
         tensors: None,
         pickles: false,
         records: false,
+        metrics: None,
         settled: None,
     };
 }
@@ -49,3 +56,15 @@ pub enum TensorOffer {
     /// Its children's tensors (a folder of shards).
     OfChildren,
 }
+
+/// Reads the metrics of a log in `src`: their names with counts, and the
+/// series of `only`, or of every name while they hold at most `budget`
+/// buckets; reports progress as (bytes read, bytes); `None` once `stop` is
+/// set.
+pub type MetricsScan = fn(
+    src: &dyn Source,
+    only: Option<&str>,
+    budget: usize,
+    stop: &AtomicBool,
+    progress: &dyn Fn(u64, u64),
+) -> Option<metrics::Scan>;

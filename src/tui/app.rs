@@ -216,7 +216,7 @@ impl App {
                 total: 0,
             },
             node_budget: 200_000,
-            metric_budget: super::metrics::SERIES_BUDGET,
+            metric_budget: crate::offer::metrics::SERIES_BUDGET,
             sorted: HashMap::new(),
             rate: 0.0,
             rss: 0,

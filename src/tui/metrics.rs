@@ -11,8 +11,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -24,268 +22,14 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 use super::app::{App, Pane, Panel};
 use super::keys::Action;
 use super::worker::{Done, Slot};
-use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
-use crate::parsers::protobuf::wire::Scanner;
-use crate::parsers::wandb::view as records;
-use crate::parsers::wandb::{self, log};
+use crate::offer::MetricsScan;
+use crate::offer::metrics::{MAX_NAMES, Scan, Series};
 use crate::util::thousands;
 
-/// Metric names listed at most; values of further names are only counted.
-pub const MAX_NAMES: usize = 10_000;
-/// Buckets kept per series: up to twice as many points are plotted.
-pub const MAX_BUCKETS: usize = 50_000;
-/// Default of [`App::metric_budget`]: buckets kept over all series by the
-/// first pass before it gives them up for reads of one metric at a time.
-pub const SERIES_BUDGET: usize = 500_000;
 /// Series read one at a time that are kept.
 const KEEP_READ: usize = 8;
-/// Shortest time between two progress reports.
-const REPORT_EVERY: Duration = Duration::from_millis(100);
-
-/// Min and max of `n` consecutive values, each with its step.
-#[derive(Clone, Copy, Debug)]
-struct Bucket {
-    n: u64,
-    lo: (f64, f64),
-    hi: (f64, f64),
-}
-
-fn merge(a: Bucket, b: Bucket) -> Bucket {
-    Bucket {
-        n: a.n + b.n,
-        lo: if b.lo.1 < a.lo.1 { b.lo } else { a.lo },
-        hi: if b.hi.1 > a.hi.1 { b.hi } else { a.hi },
-    }
-}
-
-/// One metric's values against their steps.
-#[derive(Clone, Debug)]
-pub struct Series {
-    buckets: Vec<Bucket>,
-    /// Values per bucket (a power of two).
-    pub width: u64,
-    /// The points to plot, ordered by step (set by [`Series::finish`]).
-    pub points: Vec<(f64, f64)>,
-    /// Every value, NaN and infinities included.
-    pub count: u64,
-    pub nan: u64,
-    pub inf: u64,
-    /// Of the finite values.
-    pub min: f64,
-    pub max: f64,
-    /// The value of the last record holding the metric.
-    pub last: f64,
-    /// Lowest and highest step of any value.
-    pub steps: Option<(f64, f64)>,
-}
-
-impl Default for Series {
-    fn default() -> Series {
-        Series {
-            buckets: Vec::new(),
-            width: 1,
-            points: Vec::new(),
-            count: 0,
-            nan: 0,
-            inf: 0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            last: f64::NAN,
-            steps: None,
-        }
-    }
-}
-
-impl Series {
-    pub fn push(&mut self, step: f64, v: f64) {
-        self.count += 1;
-        self.last = v;
-        self.steps = Some(match self.steps {
-            Some((a, b)) => (a.min(step), b.max(step)),
-            None => (step, step),
-        });
-        if v.is_nan() {
-            self.nan += 1;
-            return;
-        }
-        if v.is_infinite() {
-            self.inf += 1;
-            return;
-        }
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-        let p = (step, v);
-        match self.buckets.last_mut() {
-            Some(b) if b.n < self.width => *b = merge(*b, Bucket { n: 1, lo: p, hi: p }),
-            _ => self.buckets.push(Bucket { n: 1, lo: p, hi: p }),
-        }
-        if self.buckets.len() > MAX_BUCKETS {
-            // Pairs of neighbours become one: only the last can be partial.
-            self.buckets = self
-                .buckets
-                .chunks(2)
-                .map(|c| {
-                    c.iter()
-                        .copied()
-                        .reduce(merge)
-                        .expect("chunks are not empty")
-                })
-                .collect();
-            self.width *= 2;
-        }
-    }
-
-    /// Buckets held (what the memory budget counts).
-    fn held(&self) -> usize {
-        self.buckets.len()
-    }
-
-    /// Finite values.
-    pub fn finite(&self) -> u64 {
-        self.count - self.nan - self.inf
-    }
-
-    /// Whether values were merged into min/max buckets.
-    pub fn downsampled(&self) -> bool {
-        self.width > 1
-    }
-
-    /// Makes the points to plot and drops the buckets.
-    pub fn finish(&mut self) {
-        let mut pts = Vec::with_capacity(self.buckets.len() * 2);
-        for b in &self.buckets {
-            let (a, c) = if b.lo.0 <= b.hi.0 {
-                (b.lo, b.hi)
-            } else {
-                (b.hi, b.lo)
-            };
-            pts.push(a);
-            if b.n > 1 && c != a {
-                pts.push(c);
-            }
-        }
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        self.points = pts;
-        self.buckets = Vec::new();
-    }
-}
-
-/// What a pass over a log found.
-#[derive(Clone, Debug, Default)]
-pub struct Scan {
-    /// Metric names with their number of values: user metrics by name, then
-    /// the `_` ones (`_step`, `_runtime`, ...).
-    pub names: Vec<(String, u64)>,
-    /// Values of names past [`MAX_NAMES`], not listed.
-    pub unlisted: u64,
-    pub records: u64,
-    pub history: u64,
-    /// Damage in the log, and records that do not decode.
-    pub damaged: u64,
-    /// The series read (finished), by name.
-    pub series: HashMap<String, Series>,
-    /// `series` holds every listed name.
-    pub every_series: bool,
-}
-
-/// Whether a record's payload has the `history` field (without decoding it).
-fn has_field(payload: &[u8], number: u32) -> bool {
-    let all = Range::new(0, payload.len() as u64);
-    Scanner::new(payload, all)
-        .map_while(Result::ok)
-        .any(|f| f.number == number)
-}
-
-/// Reads the history of the log in `src`: the names, and the series of
-/// `only`, or of every name while they hold at most `budget` buckets.
-/// `None` when stopped.
-pub fn scan(
-    src: &dyn Source,
-    only: Option<&str>,
-    budget: usize,
-    stop: &AtomicBool,
-    progress: &dyn Fn(u64, u64),
-) -> Option<Scan> {
-    let layout = log::detect(src);
-    let desc = wandb::record_type();
-    let history_no = desc.get_field_by_name("history").map_or(2, |f| f.number());
-    let total = src.available();
-    let mut out = Scan::default();
-    let mut counts: HashMap<String, u64> = HashMap::new();
-    let mut every = only.is_none();
-    let mut held = 0usize;
-    let mut one = Series::default();
-    let mut reported = Instant::now();
-    for item in log::Records::new(src, layout) {
-        if stop.load(Ordering::Acquire) {
-            return None;
-        }
-        let chunks = match item {
-            log::Item::Record(c) => c,
-            log::Item::Bad(_) => {
-                out.damaged += 1;
-                continue;
-            }
-        };
-        out.records += 1;
-        if reported.elapsed() >= REPORT_EVERY {
-            reported = Instant::now();
-            progress(chunks[chunks.len() - 1].range.end, total);
-        }
-        let payload = log::payload(src, &chunks);
-        if !has_field(&payload, history_no) {
-            continue;
-        }
-        let rec = wandb::decode(&payload);
-        if rec.msg.is_err() {
-            out.damaged += 1;
-            continue;
-        }
-        if rec.kind != "history" {
-            continue;
-        }
-        let index = out.history;
-        out.history += 1;
-        let data = records::data(&rec);
-        let step = records::history_step(&data, index);
-        for (name, v) in records::history_metrics(&data) {
-            if let Some(c) = counts.get_mut(name) {
-                *c += 1;
-            } else if counts.len() < MAX_NAMES {
-                counts.insert(name.to_string(), 1);
-            } else {
-                out.unlisted += 1;
-                continue;
-            }
-            if only == Some(name) {
-                one.push(step, v);
-            } else if every {
-                let s = out.series.entry(name.to_string()).or_default();
-                let before = s.held();
-                s.push(step, v);
-                held = held - before + s.held();
-                if held > budget {
-                    every = false;
-                    out.series = HashMap::new();
-                }
-            }
-        }
-    }
-    progress(total, total);
-    if let Some(name) = only {
-        out.series.insert(name.to_string(), one);
-    }
-    for s in out.series.values_mut() {
-        s.finish();
-    }
-    out.every_series = every;
-    out.names = counts.into_iter().collect();
-    out.names
-        .sort_by(|a, b| (a.0.starts_with('_'), &a.0).cmp(&(b.0.starts_with('_'), &b.0)));
-    Some(out)
-}
 
 /// A background task's report.
 pub enum Report {
@@ -310,6 +54,8 @@ pub enum Report {
 pub struct MetricsPanel {
     /// The log's extraction and its name.
     pub ext: ExtId,
+    /// How its format reads metrics.
+    reader: MetricsScan,
     pub name: String,
     /// The running task (reports of others are stale).
     pub id: u64,
@@ -340,21 +86,20 @@ impl MetricsPanel {
     }
 }
 
-/// The W&B log at or near `id`: itself, an ancestor, or the first below it.
-fn find_log(t: &Tree, id: ExtId) -> Option<ExtId> {
-    let is_log = |x: ExtId| {
-        t.get(x)
-            .and_then(crate::parsers::format_of)
-            .is_some_and(|f| f.offers.records)
-    };
+/// The log at or near `id` whose format offers metrics (itself, an
+/// ancestor, or the first below it), and its format's scan.
+fn find_log(t: &Tree, id: ExtId) -> Option<(ExtId, MetricsScan)> {
+    let scan_of = |x: ExtId| t.get(x).and_then(crate::parsers::format_of)?.offers.metrics;
     let mut at = Some(id);
     while let Some(x) = at {
-        if is_log(x) {
-            return Some(x);
+        if let Some(scan) = scan_of(x) {
+            return Some((x, scan));
         }
         at = t.get(x).and_then(|e| e.parent);
     }
-    t.subtree(id).into_iter().find(|&x| is_log(x))
+    t.subtree(id)
+        .into_iter()
+        .find_map(|x| Some((x, scan_of(x)?)))
 }
 
 impl App {
@@ -366,16 +111,16 @@ impl App {
         }
         let found = find_log(&self.session.tree(), self.ext());
         match found {
-            Some(ext) => {
+            Some((ext, scan)) => {
                 self.close_panel();
-                self.open_metrics(ext, 0);
+                self.open_metrics(ext, scan, 0);
             }
             None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
         }
     }
 
     /// Starts the first pass over the log `ext`, selecting metric `selected`.
-    fn open_metrics(&mut self, ext: ExtId, selected: usize) {
+    fn open_metrics(&mut self, ext: ExtId, scan: MetricsScan, selected: usize) {
         let Some((data, name)) = self
             .session
             .tree()
@@ -400,6 +145,7 @@ impl App {
             });
         self.panel = Panel::Metrics(Box::new(MetricsPanel {
             ext,
+            reader: scan,
             name,
             id,
             partial,
@@ -422,10 +168,10 @@ impl App {
         if !p.partial || p.scan.is_none() {
             return;
         }
-        let (ext, selected) = (p.ext, p.selected);
+        let (ext, reader, selected) = (p.ext, p.reader, p.selected);
         let fin = self.session.tree().get(ext).is_some_and(|e| e.is_final());
         if fin {
-            self.open_metrics(ext, selected);
+            self.open_metrics(ext, reader, selected);
         }
     }
 
@@ -490,6 +236,7 @@ impl App {
             return;
         };
         let want = name.clone();
+        let scan = p.reader;
         p.id = self
             .worker
             .spawn(Slot::Metrics, move |_, stop, report, id| {
@@ -829,75 +576,10 @@ mod tests {
     }
 
     #[test]
-    fn long_series_keep_their_extremes_in_bounded_memory() {
-        let mut s = Series::default();
-        let n = 1_000_003u64;
-        for i in 0..n {
-            let v = if i == 777_777 {
-                1e6
-            } else if i == 5 {
-                -1e6
-            } else if i == 42 {
-                f64::NAN
-            } else {
-                (i % 100) as f64
-            };
-            s.push(i as f64, v);
-            assert!(s.held() <= MAX_BUCKETS);
-        }
-        assert!(s.downsampled());
-        s.finish();
-        assert!(s.points.len() <= 2 * MAX_BUCKETS);
-        assert!(s.points.windows(2).all(|w| w[0].0 <= w[1].0));
-        assert!(s.points.contains(&(777_777.0, 1e6)));
-        assert!(s.points.contains(&(5.0, -1e6)));
-        assert_eq!((s.count, s.nan, s.inf), (n, 1, 0));
-        assert_eq!((s.min, s.max), (-1e6, 1e6));
-        assert_eq!(s.steps, Some((0.0, (n - 1) as f64)));
-        // A short series is kept whole.
-        let mut t = Series::default();
-        for i in 0..10 {
-            t.push(9.0 - i as f64, i as f64);
-        }
-        t.finish();
-        assert_eq!(t.points.len(), 10);
-        assert_eq!(t.points[0], (0.0, 9.0));
-        assert_eq!(t.last, 9.0);
-    }
-
-    #[test]
     fn thinning_keeps_each_columns_extremes() {
         let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, (i % 10) as f64)).collect();
         let t = thin(&pts, 100, 0.0, 9_999.0);
         assert!(t.len() <= 202, "{}", t.len());
         assert!(t.iter().any(|p| p.1 == 9.0) && t.iter().any(|p| p.1 == 0.0));
-    }
-
-    #[test]
-    fn one_metric_or_all_of_them() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/wandb/v0175-legacy.wandb"
-        );
-        let bytes = std::fs::read(path).unwrap();
-        let data: crate::data::Data = Arc::new(crate::data::MemSource::new(bytes));
-        let stop = AtomicBool::new(false);
-        let all = scan(&*data, None, SERIES_BUDGET, &stop, &|_, _| {}).unwrap();
-        assert!(all.every_series);
-        let names: Vec<&str> = all.names.iter().map(|n| n.0.as_str()).collect();
-        assert_eq!(&names[..5], ["acc", "epoch", "grad/norm", "loss", "lr"]);
-        assert_eq!(all.history, 121);
-        let loss = &all.series["loss"];
-        assert_eq!((loss.count, loss.steps), (120, Some((0.0, 119.0))));
-        // Over the budget: names only; then one series at a time.
-        let none = scan(&*data, None, 10, &stop, &|_, _| {}).unwrap();
-        assert!(!none.every_series && none.series.is_empty());
-        assert_eq!(none.names, all.names);
-        let one = scan(&*data, Some("acc"), 0, &stop, &|_, _| {}).unwrap();
-        assert_eq!(one.series.len(), 1);
-        assert!((one.series["acc"].max - 119.0 / 120.0).abs() < 1e-12);
-        // Stopped: nothing.
-        stop.store(true, Ordering::Release);
-        assert!(scan(&*data, None, SERIES_BUDGET, &stop, &|_, _| {}).is_none());
     }
 }

@@ -816,7 +816,7 @@ fn select_metric(h: &mut Harness, name: &str) {
 }
 
 /// The selected metric's series.
-fn metric_series(h: &Harness) -> pparse::tui::metrics::Series {
+fn metric_series(h: &Harness) -> pparse::offer::metrics::Series {
     match &h.app.panel {
         pparse::tui::app::Panel::Metrics(p) => p.current_series().expect("series read").clone(),
         _ => panic!("no metrics panel"),

@@ -8,6 +8,7 @@
 //! decode — becomes a node of its own with its range and reason, and
 //! reading goes on after it.
 
+pub mod history;
 pub mod log;
 pub mod view;
 
@@ -36,6 +37,7 @@ pub static FORMAT: Format = Format {
     load,
     offers: Offers {
         records: true,
+        metrics: Some(history::scan),
         ..Offers::NONE
     },
 };
