@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::log;
+use super::record::record_type;
 use super::view as records;
-use super::{log, record_type};
 use crate::data::{Range, Source};
 use crate::offer::metrics::{MAX_NAMES, Scan, Series};
 use crate::parsers::protobuf::wire::Scanner;
@@ -63,7 +64,7 @@ pub fn scan(
         if !has_field(&payload, history_no) {
             continue;
         }
-        let rec = super::decode(&payload);
+        let rec = super::record::decode(&payload);
         if rec.msg.is_err() {
             out.damaged += 1;
             continue;

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::Record;
+use super::record::Record;
 
 /// The `data` of a record in `pparse records --json`: the message of its
 /// type, with its key/value items made into objects.
