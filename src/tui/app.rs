@@ -24,6 +24,7 @@ use super::worker::{Done, Job, PAGE, SearchEvent, Worker};
 use crate::data::Data;
 use crate::engine::Session;
 use crate::extraction::{ExtId, Phase};
+use crate::view::search;
 
 /// The three panes that take the focus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -539,7 +540,7 @@ impl App {
                 && s.ext == self.ext()
                 && s.range.contains(offset)
             {
-                self.step_to(super::stepper::Target::Offset(offset));
+                self.step_to(crate::view::stepper::Target::Offset(offset));
             } else {
                 self.select_node_at(offset);
             }
@@ -760,63 +761,19 @@ impl App {
         };
         match self.focus {
             Pane::Extractions => {
-                let q = query.to_lowercase();
                 self.search.id = self.worker.search(move |s, stop, report, id| {
-                    let order = s.tree().subtree(0);
-                    let total = order.len() as u64;
-                    let mut hits = Vec::new();
-                    for (i, chunk) in order.chunks(20_000).enumerate() {
-                        if stop.load(Ordering::Acquire) {
-                            return;
-                        }
-                        let t = s.tree();
-                        hits.extend(
-                            chunk
-                                .iter()
-                                .copied()
-                                .filter(|&x| t.exts[x].display_name().to_lowercase().contains(&q)),
-                        );
-                        drop(t);
-                        report(SearchEvent::Progress {
-                            id,
-                            done: ((i + 1) * 20_000).min(order.len()) as u64,
-                            total,
-                        });
+                    let progress = |done, total| report(SearchEvent::Progress { id, done, total });
+                    if let Some(hits) = search::extractions(s, &query, stop, &progress) {
+                        report(SearchEvent::Exts { id, hits });
                     }
-                    report(SearchEvent::Exts { id, hits });
                 });
             }
             Pane::Nodes => {
-                let q = query.to_lowercase();
                 let ext = self.ext();
                 self.search.id = self.worker.search(move |s, stop, report, id| {
-                    let t = s.tree();
-                    let Some(e) = t.get(ext) else { return };
-                    let mut hits = Vec::new();
-                    let mut stack: Vec<(Vec<usize>, &crate::node::Node)> = e
-                        .nodes
-                        .iter()
-                        .enumerate()
-                        .rev()
-                        .map(|(i, n)| (vec![i], n))
-                        .collect();
-                    let mut seen = 0u64;
-                    while let Some((path, n)) = stack.pop() {
-                        seen += 1;
-                        if seen.is_multiple_of(50_000) && stop.load(Ordering::Acquire) {
-                            return;
-                        }
-                        let value = n.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
-                        if n.name.to_lowercase().contains(&q) || value.to_lowercase().contains(&q) {
-                            hits.push(path.clone());
-                        }
-                        for (i, c) in n.loaded_children().iter().enumerate().rev() {
-                            let mut p = path.clone();
-                            p.push(i);
-                            stack.push((p, c));
-                        }
+                    if let Some(hits) = search::nodes(&s.tree(), ext, &query, stop) {
+                        report(SearchEvent::Nodes { id, ext, hits });
                     }
-                    report(SearchEvent::Nodes { id, ext, hits });
                 });
             }
             Pane::Hex => self.search_bytes(true, true),
@@ -841,7 +798,7 @@ impl App {
         };
         self.search.running = true;
         self.search.id = self.worker.search(move |_, stop, report, id| {
-            let found = find_bytes(&data, &pattern, from, forward, stop, &|done, total| {
+            let found = search::bytes(&data, &pattern, from, forward, stop, &|done, total| {
                 report(SearchEvent::Progress { id, done, total })
             });
             match found {
@@ -1107,7 +1064,7 @@ impl App {
                 Panel::Stepper(s) => {
                     let to = s.first_row + row;
                     if s.result.as_ref().is_some_and(|r| to < r.total) {
-                        self.step_to(super::stepper::Target::Step(to));
+                        self.step_to(crate::view::stepper::Target::Step(to));
                     }
                     return;
                 }
@@ -1252,58 +1209,6 @@ fn step(i: usize, n: usize, forward: bool) -> usize {
     } else {
         (i + n - 1) % n
     }
-}
-
-/// Finds `pat` in `data` from `from` (forward) or before `from` (back),
-/// a MiB at a time, reporting progress and stopping on `stop`.
-pub fn find_bytes(
-    data: &Data,
-    pat: &[u8],
-    from: u64,
-    forward: bool,
-    stop: &std::sync::atomic::AtomicBool,
-    progress: &dyn Fn(u64, u64),
-) -> Option<u64> {
-    const WIN: u64 = 1 << 20;
-    let len = data.available();
-    let overlap = pat.len() as u64 - 1;
-    let mut buf = Vec::new();
-    if forward {
-        let finder = memchr::memmem::Finder::new(pat);
-        let mut pos = from;
-        while pos < len {
-            if stop.load(Ordering::Acquire) {
-                return None;
-            }
-            let w = crate::data::view(&**data, pos, (WIN + overlap) as usize, &mut buf).ok()?;
-            if let Some(i) = finder.find(w) {
-                return Some(pos + i as u64);
-            }
-            pos += WIN;
-            progress(pos.min(len) - from, len - from);
-        }
-    } else {
-        let finder = memchr::memmem::FinderRev::new(pat);
-        let mut end = from.min(len);
-        while end > 0 {
-            if stop.load(Ordering::Acquire) {
-                return None;
-            }
-            let start = end.saturating_sub(WIN);
-            let w = crate::data::view(&**data, start, (end - start + overlap) as usize, &mut buf)
-                .ok()?;
-            // Only matches that start before `end`.
-            let limit = ((end - start) as usize + pat.len() - 1).min(w.len());
-            if let Some(i) = finder.rfind(&w[..limit])
-                && start + (i as u64) < end
-            {
-                return Some(start + i as u64);
-            }
-            end = start;
-            progress(from - end, from);
-        }
-    }
-    None
 }
 
 /// This process's resident memory (Linux), 0 elsewhere.

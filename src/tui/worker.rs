@@ -32,7 +32,7 @@ pub enum Job {
     /// Highlight text lines (see `text.rs`).
     Highlight(Box<super::text::HighlightJob>),
     /// Run the pickle stepper to an opcode (see `stepper.rs`).
-    Step(Box<super::stepper::StepRequest>),
+    Step(Box<crate::view::stepper::StepRequest>),
 }
 
 /// A result.
@@ -48,7 +48,7 @@ pub enum Done {
     },
     Highlighted(Box<super::text::Highlighted>),
     Search(SearchEvent),
-    Stepped(Box<super::stepper::StepResult>),
+    Stepped(Box<crate::view::stepper::StepResult>),
     /// A tensor panel's report (see `tensorview.rs`).
     Tensors(super::tensorview::Report),
     /// A metrics panel's report (see `metrics.rs`).
@@ -198,7 +198,7 @@ impl Worker {
 }
 
 fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Done>) {
-    let mut steps = super::stepper::StepCache::default();
+    let mut steps = crate::view::stepper::StepCache::default();
     loop {
         let job = {
             let mut q = queue.jobs.lock();

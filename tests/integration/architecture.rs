@@ -20,8 +20,8 @@ const LAYERS: &[&[&str]] = &[
     &["extraction"],
     &["offer"],
     &["parsers"],
-    &["view"],
     &["engine"],
+    &["view"],
     &["tui"],
     &["cli"],
 ];

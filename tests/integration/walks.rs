@@ -5,7 +5,7 @@
 //! complete with 0 elements (the tests run with overflow checks on).
 
 use pparse::Status;
-use pparse::tui::stepper::{StepCache, StepRequest, Target};
+use pparse::view::stepper::{StepCache, StepRequest, Target};
 use pparse::view::tensors;
 use serde_json::Value;
 
