@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
@@ -20,7 +20,7 @@ use super::models::{self, Exts, Nodes};
 use super::text::{self, HighlightJob, Highlighted};
 use super::theme::Theme;
 use super::treeview::{TreeModel, TreeView};
-use super::worker::{Done, Job, PAGE, SearchEvent, Worker};
+use super::worker::{Done, Job, Worker};
 use crate::data::Data;
 use crate::engine::Session;
 use crate::extraction::{ExtId, Phase};
@@ -100,6 +100,54 @@ pub struct Layout {
     pub split_x: u16,
     /// Bytes per hex row.
     pub bpr: u64,
+}
+
+/// The worker's slot for searches.
+const SEARCH: &str = "search";
+
+/// A page of an extraction's bytes, read.
+struct PageRead {
+    ext: ExtId,
+    page: u64,
+    bytes: Arc<Vec<u8>>,
+}
+
+/// A node's children, loaded into the tree.
+struct NodesLoaded {
+    ext: ExtId,
+    path: Vec<usize>,
+}
+
+/// Bytes per cached page of the hex and text views.
+pub const PAGE: u64 = 4096;
+
+/// Progress and results of a background search.
+pub enum SearchEvent {
+    Progress {
+        id: u64,
+        done: u64,
+        total: u64,
+    },
+    /// A byte match (hex search) at this offset.
+    Offset {
+        id: u64,
+        ext: ExtId,
+        at: u64,
+    },
+    /// Tree matches, in tree order.
+    Exts {
+        id: u64,
+        hits: Vec<ExtId>,
+    },
+    Nodes {
+        id: u64,
+        ext: ExtId,
+        hits: Vec<Vec<usize>>,
+    },
+    /// The search ended without a (further) match.
+    NotFound {
+        id: u64,
+    },
 }
 
 /// A cached page and when it was last used.
@@ -304,7 +352,7 @@ impl App {
             Action::Help => self.overlay = Overlay::Help,
             Action::Cancel => {
                 if self.search.running {
-                    self.worker.stop_search();
+                    self.worker.stop(SEARCH);
                     self.search.running = false;
                     self.search.progress = None;
                 } else {
@@ -357,10 +405,10 @@ impl App {
     pub fn close_panel(&mut self) {
         match self.panel {
             Panel::Tensors(_) => {
-                self.worker.stop(super::worker::Slot::Table);
-                self.worker.stop(super::worker::Slot::Stats);
+                self.worker.stop(super::tensorview::TABLE);
+                self.worker.stop(super::tensorview::STATS);
             }
-            Panel::Metrics(_) => self.worker.stop(super::worker::Slot::Metrics),
+            Panel::Metrics(_) => self.worker.stop(super::metrics::SLOT),
             _ => {}
         }
         self.panel = Panel::None;
@@ -488,7 +536,10 @@ impl App {
 
     fn request_load(&mut self, ext: ExtId, path: Vec<usize>) {
         if self.loading.insert((ext, path.clone())) {
-            self.worker.submit(Job::Load { ext, path });
+            self.worker.submit(Job::new(move |session, _| {
+                session.load(ext, &path);
+                Some(Box::new(NodesLoaded { ext, path }))
+            }));
         }
     }
 
@@ -738,11 +789,17 @@ impl App {
             (p.len() as u64) < PAGE && data.available() > page * PAGE + p.len() as u64
         });
         if (got.is_none() || stale) && self.pages.requested.insert((ext, page)) {
-            self.worker.submit(Job::Page {
-                ext,
-                data: data.clone(),
-                page,
-            });
+            let data = data.clone();
+            self.worker.submit(Job::new(move |_, _| {
+                let mut buf = vec![0u8; PAGE as usize];
+                let n = data.read_at(page * PAGE, &mut buf).unwrap_or(0);
+                buf.truncate(n);
+                Some(Box::new(PageRead {
+                    ext,
+                    page,
+                    bytes: Arc::new(buf),
+                }))
+            }));
         }
         got
     }
@@ -761,7 +818,7 @@ impl App {
         };
         match self.focus {
             Pane::Extractions => {
-                self.search.id = self.worker.search(move |s, stop, report, id| {
+                self.search.id = self.search_task(move |s, stop, report, id| {
                     let progress = |done, total| report(SearchEvent::Progress { id, done, total });
                     if let Some(hits) = search::extractions(s, &query, stop, &progress) {
                         report(SearchEvent::Exts { id, hits });
@@ -770,7 +827,7 @@ impl App {
             }
             Pane::Nodes => {
                 let ext = self.ext();
-                self.search.id = self.worker.search(move |s, stop, report, id| {
+                self.search.id = self.search_task(move |s, stop, report, id| {
                     if let Some(hits) = search::nodes(&s.tree(), ext, &query, stop) {
                         report(SearchEvent::Nodes { id, ext, hits });
                     }
@@ -797,7 +854,7 @@ impl App {
             cursor
         };
         self.search.running = true;
-        self.search.id = self.worker.search(move |_, stop, report, id| {
+        self.search.id = self.search_task(move |_, stop, report, id| {
             let found = search::bytes(&data, &pattern, from, forward, stop, &|done, total| {
                 report(SearchEvent::Progress { id, done, total })
             });
@@ -864,48 +921,82 @@ impl App {
 
     // ----- background results -------------------------------------------------
 
+    /// Takes a result of the worker to the part of the explorer that asked
+    /// for it, by its type.
     pub fn on_done(&mut self, d: Done) {
-        match d {
-            Done::Page { ext, page, bytes } => self.pages.put(ext, page, bytes),
-            Done::Loaded { ext, path } => {
-                self.loading.remove(&(ext, path.clone()));
-                let session = self.session.clone();
-                let t = session.tree();
-                let Some(e) = t.get(ext) else { return };
-                let m = Nodes(&e.nodes);
-                let kids = m.get(&path).map_or(0, subtree_size);
-                if kids > 0 {
-                    let v = &mut self.views.entry(ext).or_default().nodes;
-                    v.expand(&m, &path);
-                    self.loaded.order.push_back((ext, path, kids));
-                    self.loaded.total += kids;
-                }
-                drop(t);
-                self.unload_cold();
-                // A hex cursor inside may now reach a deeper node.
-                if self.focus == Pane::Hex && ext == self.ext() {
-                    let c = self.view().cursor;
-                    let h = self.height(Pane::Nodes);
-                    let t = session.tree();
-                    if let Some(e) = t.get(ext)
-                        && let Some(p) = models::deepest_at(&e.nodes, true, c)
-                            .or_else(|| models::deepest_at(&e.nodes, false, c))
-                    {
-                        let m = Nodes(&e.nodes);
-                        self.views.entry(ext).or_default().nodes.reveal(&m, &p, h);
-                    }
-                }
-            }
-            Done::Highlighted(h) => {
+        let d = match d.downcast::<PageRead>() {
+            Ok(p) => return self.pages.put(p.ext, p.page, p.bytes),
+            Err(d) => d,
+        };
+        let d = match d.downcast::<NodesLoaded>() {
+            Ok(l) => return self.on_loaded(l.ext, l.path),
+            Err(d) => d,
+        };
+        let d = match d.downcast::<Highlighted>() {
+            Ok(h) => {
                 if h.generation == self.highlight_gen && h.ext == self.ext() {
                     self.highlight = Some(*h);
                 }
+                return;
             }
-            Done::Search(e) => self.on_search(e),
-            Done::Stepped(r) => self.on_stepped(*r),
-            Done::Tensors(r) => self.on_tensors(r),
-            Done::Metrics(r) => self.on_metrics(r),
+            Err(d) => d,
+        };
+        let d = match d.downcast::<SearchEvent>() {
+            Ok(e) => return self.on_search(*e),
+            Err(d) => d,
+        };
+        let d = match d.downcast::<crate::view::stepper::StepResult>() {
+            Ok(r) => return self.on_stepped(*r),
+            Err(d) => d,
+        };
+        let d = match d.downcast::<super::tensorview::Report>() {
+            Ok(r) => return self.on_tensors(*r),
+            Err(d) => d,
+        };
+        if let Ok(r) = d.downcast::<super::metrics::Report>() {
+            self.on_metrics(*r);
         }
+    }
+
+    fn on_loaded(&mut self, ext: ExtId, path: Vec<usize>) {
+        self.loading.remove(&(ext, path.clone()));
+        let session = self.session.clone();
+        let t = session.tree();
+        let Some(e) = t.get(ext) else { return };
+        let m = Nodes(&e.nodes);
+        let kids = m.get(&path).map_or(0, subtree_size);
+        if kids > 0 {
+            let v = &mut self.views.entry(ext).or_default().nodes;
+            v.expand(&m, &path);
+            self.loaded.order.push_back((ext, path, kids));
+            self.loaded.total += kids;
+        }
+        drop(t);
+        self.unload_cold();
+        // A hex cursor inside may now reach a deeper node.
+        if self.focus == Pane::Hex && ext == self.ext() {
+            let c = self.view().cursor;
+            let h = self.height(Pane::Nodes);
+            let t = session.tree();
+            if let Some(e) = t.get(ext)
+                && let Some(p) = models::deepest_at(&e.nodes, true, c)
+                    .or_else(|| models::deepest_at(&e.nodes, false, c))
+            {
+                let m = Nodes(&e.nodes);
+                self.views.entry(ext).or_default().nodes.reveal(&m, &p, h);
+            }
+        }
+    }
+
+    /// Runs a search on its own thread, replacing any running one; returns
+    /// its id. `f` gets the session, a stop flag and a way to report.
+    fn search_task(
+        &self,
+        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
+    ) -> u64 {
+        self.worker.spawn(SEARCH, move |s, stop, report, id| {
+            f(s, stop, &|e| report(Box::new(e)), id)
+        })
     }
 
     fn on_search(&mut self, e: SearchEvent) {
@@ -1178,7 +1269,7 @@ impl App {
         self.highlight_asked = Some(key);
         let light =
             matches!(self.theme.bar.bg, Some(ratatui::style::Color::Rgb(r, _, _)) if r > 128);
-        self.worker.submit(Job::Highlight(Box::new(HighlightJob {
+        let job = HighlightJob {
             ext,
             generation: self.highlight_gen,
             name,
@@ -1186,7 +1277,9 @@ impl App {
             base,
             first: top,
             bytes,
-        })));
+        };
+        self.worker
+            .submit(Job::new(move |_, _| Some(Box::new(job.run()))));
     }
 
     /// The phase of the whole parse, for the status bar.

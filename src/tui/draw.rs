@@ -9,12 +9,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
+use super::app::PAGE;
 use super::app::{App, Layout, Overlay, Pane, Panel, PromptKind};
 use super::keys::HELP;
 use super::models::{Exts, Nodes};
 use super::readings::readings;
 use super::text;
-use super::worker::PAGE;
 use crate::data::{Range, file_offset};
 use crate::extraction::{EntryKind, ExtId, Phase};
 use crate::name::escape_str;

@@ -21,13 +21,15 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
 use super::app::{App, Pane, Panel};
 use super::keys::Action;
-use super::worker::{Done, Slot};
+
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
 use crate::offer::MetricsScan;
 use crate::offer::metrics::{MAX_NAMES, Scan, Series};
 use crate::util::thousands;
 
+/// The worker's slot for reading a log's metrics.
+pub(super) const SLOT: &str = "metrics";
 /// Series read one at a time that are kept.
 const KEEP_READ: usize = 8;
 
@@ -131,18 +133,15 @@ impl App {
         };
         let partial = !data.is_final();
         let budget = self.metric_budget;
-        let id = self
-            .worker
-            .spawn(Slot::Metrics, move |_, stop, report, id| {
-                let progress =
-                    |done, total| report(Done::Metrics(Report::Progress { id, done, total }));
-                if let Some(scan) = scan(&*data, None, budget, stop, &progress) {
-                    report(Done::Metrics(Report::Scanned {
-                        id,
-                        scan: Box::new(scan),
-                    }));
-                }
-            });
+        let id = self.worker.spawn(SLOT, move |_, stop, report, id| {
+            let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
+            if let Some(scan) = scan(&*data, None, budget, stop, &progress) {
+                report(Box::new(Report::Scanned {
+                    id,
+                    scan: Box::new(scan),
+                }));
+            }
+        });
         self.panel = Panel::Metrics(Box::new(MetricsPanel {
             ext,
             reader: scan,
@@ -227,7 +226,7 @@ impl App {
                 p.read.push_back(r);
             }
             if p.reading.take().is_some() {
-                self.worker.stop(Slot::Metrics);
+                self.worker.stop(SLOT);
                 p.progress = None;
             }
             return;
@@ -237,20 +236,17 @@ impl App {
         };
         let want = name.clone();
         let scan = p.reader;
-        p.id = self
-            .worker
-            .spawn(Slot::Metrics, move |_, stop, report, id| {
-                let progress =
-                    |done, total| report(Done::Metrics(Report::Progress { id, done, total }));
-                if let Some(mut scan) = scan(&*data, Some(&want), 0, stop, &progress) {
-                    let series = scan.series.remove(&want).unwrap_or_default();
-                    report(Done::Metrics(Report::Series {
-                        id,
-                        name: want,
-                        series: Box::new(series),
-                    }));
-                }
-            });
+        p.id = self.worker.spawn(SLOT, move |_, stop, report, id| {
+            let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
+            if let Some(mut scan) = scan(&*data, Some(&want), 0, stop, &progress) {
+                let series = scan.series.remove(&want).unwrap_or_default();
+                report(Box::new(Report::Series {
+                    id,
+                    name: want,
+                    series: Box::new(series),
+                }));
+            }
+        });
         p.reading = Some(name);
         p.progress = None;
     }

@@ -11,7 +11,7 @@ use super::keys::Action;
 use super::worker::Job;
 use crate::data::Range;
 use crate::extraction::ExtId;
-use crate::view::stepper::{StepRequest, StepResult, Target};
+use crate::view::stepper::{StepCache, StepRequest, StepResult, Target};
 
 /// The stepper's state in the explorer.
 #[derive(Clone, Debug)]
@@ -101,7 +101,11 @@ impl App {
             target,
             generation: s.generation,
         };
-        self.worker.submit(Job::Step(Box::new(req)));
+        self.worker
+            .submit(Job::newest_of("step", move |_, scratch| {
+                let cache = super::worker::scratch::<StepCache>(scratch);
+                Some(Box::new(req.run(cache)))
+            }));
     }
 
     pub fn stepper_key(&mut self, a: Action) {

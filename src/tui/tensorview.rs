@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use super::app::{App, Overlay, Pane, Panel, PromptKind};
 use super::keys::Action;
 use super::models::Exts;
-use super::worker::{Done, Slot};
+
 use crate::data::Range;
 use crate::extraction::ExtId;
 use crate::offer::tensor::{self, Dtype, Tensor};
@@ -29,6 +29,11 @@ use crate::view::values::{self, Stats, Value};
 const FIRST_VALUES: u64 = 64;
 /// Histogram bins.
 const BINS: usize = 64;
+
+/// The worker's slots for the table, a tensor's statistics and an export.
+pub(super) const TABLE: &str = "table";
+pub(super) const STATS: &str = "stats";
+const EXPORT: &str = "export";
 
 /// A background task's report.
 pub enum Report {
@@ -128,9 +133,9 @@ impl App {
         if matches!(self.panel, Panel::Metrics(_)) {
             self.close_panel();
         }
-        let id = self.worker.spawn(Slot::Table, move |_, _, report, id| {
+        let id = self.worker.spawn(TABLE, move |_, _, report, id| {
             let tensors = pending();
-            report(Done::Tensors(Report::Table { id, tensors }));
+            report(Box::new(Report::Table { id, tensors }));
         });
         self.panel = Panel::Tensors(Box::new(TensorPanel {
             ext,
@@ -207,8 +212,8 @@ impl App {
         let Some(data) = self.session.tree().get(t.source).map(|e| e.data()) else {
             return;
         };
-        let id = self.worker.spawn(Slot::Stats, move |_, stop, report, id| {
-            let send = |r: Report| report(Done::Tensors(r));
+        let id = self.worker.spawn(STATS, move |_, stop, report, id| {
+            let send = |r: Report| report(Box::new(r));
             if tensor::numel(&t.shape).is_none() {
                 let why = tensor::overflow_text(&t.shape);
                 send(Report::Failed { id, why });
@@ -296,12 +301,12 @@ impl App {
             return;
         };
         let length = t.length;
-        let id = self.worker.spawn(Slot::Export, move |_, stop, report, id| {
+        let id = self.worker.spawn(EXPORT, move |_, stop, report, id| {
             let progress = |done, total| {
-                report(Done::Tensors(Report::Progress { id, done, total }));
+                report(Box::new(Report::Progress { id, done, total }));
             };
             let result = export_npy(&t, &*data, &path, stop, &progress);
-            report(Done::Tensors(Report::Exported { id, path, result }));
+            report(Box::new(Report::Exported { id, path, result }));
         });
         if let Panel::Tensors(p) = &mut self.panel {
             p.export = Some((id, 0, length));

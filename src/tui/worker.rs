@@ -5,94 +5,68 @@
 //! highlighting the visible lines, one step of the pickle stepper) go to one
 //! thread that takes the newest request first: when the user pages through a
 //! file, the page on screen is read before the ones scrolled past. Long work
-//! (searches, tensor tables, statistics, exports, run metrics) runs on threads of its own,
-//! one per [`Slot`]: it reports progress and stops when a newer task of the
-//! same slot replaces it.
+//! (searches, tensor tables, statistics, exports, run metrics) runs on
+//! threads of its own, one per slot: it reports progress and stops when a
+//! newer task of the same slot replaces it.
+//!
+//! Jobs are closures and results are values of any type: the worker knows
+//! none of the panels it works for, and a new panel needs no line here.
 
-use std::collections::VecDeque;
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
 
-use crate::data::Data;
 use crate::engine::Session;
-use crate::extraction::ExtId;
 
-/// Bytes per cached page of the hex and text views.
-pub const PAGE: u64 = 4096;
+/// A result for the explorer: whatever the job made, routed by its type to
+/// the part of the explorer that asked (the worker does not know them).
+pub type Done = Box<dyn Any + Send>;
 
-/// A request.
-pub enum Job {
-    /// Read page `page` of an extraction's bytes.
-    Page { ext: ExtId, data: Data, page: u64 },
-    /// Load the children of a node.
-    Load { ext: ExtId, path: Vec<usize> },
-    /// Highlight text lines (see `text.rs`).
-    Highlight(Box<super::text::HighlightJob>),
-    /// Run the pickle stepper to an opcode (see `stepper.rs`).
-    Step(Box<crate::view::stepper::StepRequest>),
+/// State the I/O thread keeps between jobs, one value per type (the pickle
+/// stepper's last machine): see [`scratch`].
+pub type Scratch = HashMap<TypeId, Box<dyn Any + Send>>;
+
+/// The value of type `T` kept in `s`, made on first use.
+pub fn scratch<T: Default + Send + 'static>(s: &mut Scratch) -> &mut T {
+    s.entry(TypeId::of::<T>())
+        .or_insert_with(|| Box::new(T::default()))
+        .downcast_mut::<T>()
+        .expect("keyed by its type")
 }
 
-/// A result.
-pub enum Done {
-    Page {
-        ext: ExtId,
-        page: u64,
-        bytes: Arc<Vec<u8>>,
-    },
-    Loaded {
-        ext: ExtId,
-        path: Vec<usize>,
-    },
-    Highlighted(Box<super::text::Highlighted>),
-    Search(SearchEvent),
-    Stepped(Box<crate::view::stepper::StepResult>),
-    /// A tensor panel's report (see `tensorview.rs`).
-    Tensors(super::tensorview::Report),
-    /// A metrics panel's report (see `metrics.rs`).
-    Metrics(super::metrics::Report),
+type Run = Box<dyn FnOnce(&Session, &mut Scratch) -> Option<Done> + Send>;
+
+/// A quick request for the I/O thread.
+pub struct Job {
+    /// Jobs of one lane replace each other: only the newest waiting runs.
+    lane: Option<&'static str>,
+    run: Run,
 }
 
-/// Kinds of long work; a new task stops the running one of its kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    Search,
-    Table,
-    Stats,
-    Export,
-    /// Reading a W&B log's history (see `metrics.rs`).
-    Metrics,
-}
+impl Job {
+    /// A job; its result (if any) is handed to the explorer.
+    pub fn new(run: impl FnOnce(&Session, &mut Scratch) -> Option<Done> + Send + 'static) -> Job {
+        Job {
+            lane: None,
+            run: Box::new(run),
+        }
+    }
 
-/// Progress and results of a background search.
-pub enum SearchEvent {
-    Progress {
-        id: u64,
-        done: u64,
-        total: u64,
-    },
-    /// A byte match (hex search) at this offset.
-    Offset {
-        id: u64,
-        ext: ExtId,
-        at: u64,
-    },
-    /// Tree matches, in tree order.
-    Exts {
-        id: u64,
-        hits: Vec<ExtId>,
-    },
-    Nodes {
-        id: u64,
-        ext: ExtId,
-        hits: Vec<Vec<usize>>,
-    },
-    /// The search ended without a (further) match.
-    NotFound {
-        id: u64,
-    },
+    /// A job that makes the older waiting jobs of `lane` stale (only the
+    /// newest step of the stepper is drawn).
+    pub fn newest_of(
+        lane: &'static str,
+        run: impl FnOnce(&Session, &mut Scratch) -> Option<Done> + Send + 'static,
+    ) -> Job {
+        Job {
+            lane: Some(lane),
+            run: Box::new(run),
+        }
+    }
 }
 
 struct Queue {
@@ -107,7 +81,8 @@ pub struct Worker {
     session: Arc<Session>,
     done: Sender<Done>,
     task_gen: Arc<AtomicU64>,
-    stops: Mutex<[Arc<AtomicBool>; 5]>,
+    /// The stop flag of the running task of each slot.
+    stops: Mutex<HashMap<&'static str, Arc<AtomicBool>>>,
 }
 
 impl Worker {
@@ -131,7 +106,7 @@ impl Worker {
             session,
             done,
             task_gen: Arc::new(AtomicU64::new(0)),
-            stops: Mutex::new(Default::default()),
+            stops: Mutex::new(HashMap::new()),
         }
     }
 
@@ -146,45 +121,31 @@ impl Worker {
         self.busy.load(Ordering::Acquire)
     }
 
-    /// Stops the running search, if any.
-    pub fn stop_search(&self) {
-        self.stop(Slot::Search);
-    }
-
     /// Stops the running task of `slot`, if any.
-    pub fn stop(&self, slot: Slot) {
-        self.stops.lock()[slot as usize].store(true, Ordering::Release);
+    pub fn stop(&self, slot: &'static str) {
+        if let Some(flag) = self.stops.lock().get(slot) {
+            flag.store(true, Ordering::Release);
+        }
     }
 
-    /// Runs a search on its own thread, replacing any running one; returns
-    /// its id. `f` gets the session, a stop flag and a way to report.
-    pub fn search(
-        &self,
-        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
-    ) -> u64 {
-        self.spawn(Slot::Search, move |s, stop, report, id| {
-            f(s, stop, &|e| report(Done::Search(e)), id)
-        })
-    }
-
-    /// Runs `f` on its own thread, stopping the running task of `slot`;
-    /// returns the task's id (ids grow, so stale reports can be told apart).
+    /// Runs `f` on its own thread, stopping the running task of `slot` (one
+    /// kind of long work: a search, a table, an export); returns the task's
+    /// id (ids grow, so stale reports can be told apart). `f` gets the
+    /// session, its stop flag, a way to report and its id.
     pub fn spawn(
         &self,
-        slot: Slot,
+        slot: &'static str,
         f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(Done), u64) + Send + 'static,
     ) -> u64 {
         let stop = Arc::new(AtomicBool::new(false));
-        {
-            let mut stops = self.stops.lock();
-            stops[slot as usize].store(true, Ordering::Release);
-            stops[slot as usize] = stop.clone();
+        if let Some(old) = self.stops.lock().insert(slot, stop.clone()) {
+            old.store(true, Ordering::Release);
         }
         let id = self.task_gen.fetch_add(1, Ordering::AcqRel) + 1;
         let (session, done, busy) = (self.session.clone(), self.done.clone(), self.busy.clone());
         busy.fetch_add(1, Ordering::AcqRel);
         std::thread::Builder::new()
-            .name(format!("pparse-{slot:?}").to_lowercase())
+            .name(format!("pparse-{slot}"))
             .spawn(move || {
                 let report = |d: Done| {
                     let _ = done.send(d);
@@ -198,17 +159,16 @@ impl Worker {
 }
 
 fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Done>) {
-    let mut steps = crate::view::stepper::StepCache::default();
+    let mut scratch = Scratch::new();
     loop {
         let job = {
             let mut q = queue.jobs.lock();
             loop {
                 // Newest first: the request for what is on screen now.
                 if let Some(j) = q.pop_back() {
-                    if matches!(j, Job::Step(_)) {
-                        // Older steps are stale: only the newest is drawn.
+                    if let Some(lane) = j.lane {
                         let before = q.len();
-                        q.retain(|o| !matches!(o, Job::Step(_)));
+                        q.retain(|o| o.lane != Some(lane));
                         busy.fetch_sub((before - q.len()) as u64, Ordering::AcqRel);
                     }
                     break j;
@@ -216,24 +176,7 @@ fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Don
                 queue.ready.wait(&mut q);
             }
         };
-        let out = match job {
-            Job::Page { ext, data, page } => {
-                let mut buf = vec![0u8; PAGE as usize];
-                let n = data.read_at(page * PAGE, &mut buf).unwrap_or(0);
-                buf.truncate(n);
-                Some(Done::Page {
-                    ext,
-                    page,
-                    bytes: Arc::new(buf),
-                })
-            }
-            Job::Load { ext, path } => {
-                session.load(ext, &path);
-                Some(Done::Loaded { ext, path })
-            }
-            Job::Highlight(h) => Some(Done::Highlighted(Box::new(h.run()))),
-            Job::Step(r) => Some(Done::Stepped(Box::new(r.run(&mut steps)))),
-        };
+        let out = (job.run)(session, &mut scratch);
         let gone = out.is_some_and(|o| done.send(o).is_err());
         busy.fetch_sub(1, Ordering::AcqRel);
         if gone {

@@ -36,7 +36,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[&[
     "tui/metrics",
     "tui/stepper",
     "tui/tensorview",
-    "tui/worker",
 ]];
 
 type Module = Vec<String>;
