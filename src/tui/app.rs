@@ -1229,7 +1229,7 @@ impl App {
                 if self.text_mode {
                     return;
                 }
-                if let Some(off) = super::draw::hex_offset_at(self, x, y) {
+                if let Some(off) = self.hex_offset_at(x, y) {
                     let len = self.data_len();
                     if off < len {
                         self.set_cursor(off, true);
@@ -1280,6 +1280,20 @@ impl App {
         };
         self.worker
             .submit(Job::new(move |_, _| Some(Box::new(job.run()))));
+    }
+
+    /// The byte offset under a mouse position in the hex pane.
+    fn hex_offset_at(&self, x: u16, y: u16) -> Option<u64> {
+        let area = self.layout.hex;
+        if y <= area.y || y >= area.y + area.height.saturating_sub(1) {
+            return None;
+        }
+        let ext = self.exts.selected.unwrap_or(0);
+        let top = self.views.get(&ext).map_or(0, |v| v.top);
+        let len = self.session.tree().get(ext).map_or(0, |e| e.available());
+        let grid = super::hexgrid::HexGrid::new(area.x + 1, len, self.layout.bpr);
+        let row = (y - area.y - 1) as u64;
+        Some(top + row * grid.bpr + grid.byte_at(x)?)
     }
 
     /// The phase of the whole parse, for the status bar.

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::app::PAGE;
 use super::app::{App, Layout, Overlay, Pane, Panel, PromptKind};
+use super::hexgrid::{self, HexGrid};
 use super::keys::HELP;
 use super::models::{Exts, Nodes};
 use super::readings::readings;
@@ -55,9 +56,7 @@ pub fn draw(app: &mut App, f: &mut Frame) {
         .get(app.ext())
         .is_some_and(|e| e.available() > u32::MAX as u64);
     let offw = if wide { 12 } else { 8 };
-    // offset, 2 spaces, 3 columns and 1 text column per byte, a gap every
-    // 8 bytes, the separator and a space.
-    let need = |bpr: u64| offw + 2 + bpr * 4 + (bpr / 8).saturating_sub(1) + 2;
+    let need = |bpr: u64| hexgrid::row_width(offw, bpr);
     let bpr = [32, 16, 8, 4]
         .into_iter()
         .find(|&b| inner_w >= need(b))
@@ -443,7 +442,7 @@ fn hex_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
     let end = (start + rows * bpr).min(len);
     let marks = marks(app, start, end);
     let wide = len > u32::MAX as u64;
-    let offw: u16 = if wide { 12 } else { 8 };
+    let grid = HexGrid::new(inner.x, len, bpr);
     let mut page_cache: Option<(u64, std::sync::Arc<Vec<u8>>)> = None;
     for r in 0..rows {
         let row_off = start + r * bpr;
@@ -457,8 +456,7 @@ fn hex_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
             format!("{row_off:08x}")
         };
         put(buf, inner.x, y, inner.width, &off_text, app.theme.offset);
-        let hex_x = inner.x + offw + 2;
-        let ascii_x = hex_x + (bpr as u16) * 3 + 1 + (bpr as u16 / 8).saturating_sub(1);
+        let ascii_x = grid.ascii_x;
         for i in 0..bpr {
             let off = row_off + i;
             if off >= len {
@@ -472,9 +470,8 @@ fn hex_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
                 .as_ref()
                 .filter(|(p, _)| *p == page)
                 .and_then(|(_, b)| b.get((off - page * PAGE) as usize).copied());
-            let gap = (i / 8) as u16;
-            let hx = hex_x + (i as u16) * 3 + gap;
-            let ax = ascii_x + i as u16 + 1;
+            let hx = grid.hex_col(i);
+            let ax = grid.text_col(i);
             if hx + 2 > inner.x + inner.width {
                 continue;
             }
@@ -541,39 +538,6 @@ fn ascii(b: u8) -> char {
         0x01..=0x7f => '•',
         _ => '×',
     }
-}
-
-/// The byte offset under a mouse position in the hex pane.
-pub fn hex_offset_at(app: &App, x: u16, y: u16) -> Option<u64> {
-    let area = app.layout.hex;
-    if y <= area.y || y >= area.y + area.height.saturating_sub(1) {
-        return None;
-    }
-    let inner_x = area.x + 1;
-    let ext = app.exts.selected.unwrap_or(0);
-    let v = app.views.get(&ext).cloned().unwrap_or_default();
-    let wide = app
-        .session
-        .tree()
-        .get(ext)
-        .is_some_and(|e| e.available() > u32::MAX as u64);
-    let offw: u16 = if wide { 12 } else { 8 };
-    let bpr = app.layout.bpr;
-    let row = (y - area.y - 1) as u64;
-    let hex_x = inner_x + offw + 2;
-    let ascii_x = hex_x + (bpr as u16) * 3 + 1 + (bpr as u16 / 8).saturating_sub(1);
-    let col = if x > ascii_x && x < ascii_x + 1 + bpr as u16 {
-        (x - ascii_x - 1) as u64
-    } else if x >= hex_x && x < ascii_x {
-        let rel = x - hex_x;
-        // Each group of 8 bytes takes 24 columns plus one gap.
-        let group = rel / 25;
-        let within = (rel % 25).min(23);
-        (group * 8 + within / 3) as u64
-    } else {
-        return None;
-    };
-    (col < bpr).then_some(v.top + row * bpr + col)
 }
 
 fn text_pane(app: &mut App, buf: &mut Buffer, area: Rect) {

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod draw;
+mod hexgrid;
 pub mod keys;
 pub mod metrics;
 pub mod models;
