@@ -6,6 +6,8 @@
 //! chunks wastes at most one chunk and never moves an element, so indexes
 //! and memory stay predictable at ten million members.
 
+#![warn(missing_docs)]
+
 use std::ops::{Index, IndexMut};
 
 /// Elements per chunk.
@@ -27,15 +29,19 @@ impl<T> Default for Chunked<T> {
 }
 
 impl<T> Chunked<T> {
+    /// An empty vector.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Elements held.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Appends an element; no element already held moves.
     pub fn push(&mut self, value: T) {
         if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
@@ -45,15 +51,19 @@ impl<T> Chunked<T> {
         }
         self.len += 1;
     }
+    /// Element `i`, if there is one.
     pub fn get(&self, i: usize) -> Option<&T> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
+    /// Element `i`, mutable, if there is one.
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
     }
+    /// The elements in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
         self.chunks.iter().flatten()
     }
+    /// The elements in order, mutable.
     pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
         self.chunks.iter_mut().flatten()
     }

@@ -4,6 +4,8 @@
 //! decoded stream of a gzip file, a tar member, a zip entry) makes it a child
 //! extraction, which is then sniffed and parsed in turn, to any depth.
 
+#![warn(missing_docs)]
+
 use thin_vec::ThinVec;
 
 use crate::data::{Data, Range};
@@ -21,17 +23,24 @@ pub enum EntryKind {
     Root,
     /// Bytes decoded from the parent (a gzip stream).
     Stream,
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link, with its target.
     Symlink(Box<str>),
+    /// A hard link, with the member it links to.
     HardLink(Box<str>),
+    /// A character or block device.
     Device,
+    /// A named pipe.
     Fifo,
     /// A container entry type pparse does not interpret (tar typeflag ...).
     Other(Box<str>),
 }
 
 impl EntryKind {
+    /// A short word for listings (`file`, `dir`, `symlink`, ...).
     pub fn as_str(&self) -> &str {
         match self {
             EntryKind::Root => "file",
@@ -87,18 +96,25 @@ pub enum Phase {
 /// How far the parse of one extraction has got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// Bytes parsed so far.
     pub done: u64,
+    /// Bytes to parse in all, when known.
     pub total: Option<u64>,
 }
 
 /// One node of the extraction tree.
 pub struct Extraction {
+    /// Its index in [`Tree::exts`].
     pub id: ExtId,
+    /// The extraction it was found in (`None` for the root).
     pub parent: Option<ExtId>,
     /// Position among the parent's children.
     pub index: usize,
+    /// Extractions found in it, in the order found.
     pub children: ThinVec<ExtId>,
+    /// Its name as its container gives it (raw bytes).
     pub name: Name,
+    /// What its container says it is.
     pub kind: EntryKind,
     /// Its own source, or with `window`, the parent's source: see
     /// [`Extraction::data`].
@@ -110,13 +126,18 @@ pub struct Extraction {
     pub origin: Option<Range>,
     /// Size the container declares, when it does (tar size, zip size).
     pub declared_size: Option<u64>,
+    /// The format it was parsed as (a registry name).
     pub parser: Option<&'static str>,
+    /// What is truncated or corrupt in it, in its own offsets.
     pub damage: ThinVec<Damage>,
     /// What few extractions have, kept out of line: a tar of ten million
     /// members pays 8 bytes per member for it, not 72.
     pub extra: Option<Box<Extra>>,
+    /// Its parsed structure's top-level nodes.
     pub nodes: ThinVec<Node>,
+    /// How far its parse has got.
     pub phase: Phase,
+    /// Containers above it (the root is at 0).
     pub depth: u32,
 }
 
@@ -175,6 +196,7 @@ impl Extraction {
     pub fn extra_mut(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Default::default)
     }
+    /// Its own status: the worst of its damage.
     pub fn status(&self) -> Status {
         worst(&self.damage)
     }
@@ -199,6 +221,7 @@ impl Extraction {
             Some(first)
         }
     }
+    /// Whether it holds no child extraction.
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
@@ -245,6 +268,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
 /// All extractions of one opened file; index 0 is the root.
 #[derive(Default)]
 pub struct Tree {
+    /// Every extraction, indexed by [`ExtId`]; the root is 0.
     pub exts: crate::chunked::Chunked<Extraction>,
     /// Damage records anywhere in the tree (kept up to date by the engine,
     /// so a status line does not have to walk a million extractions).
@@ -252,15 +276,19 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// The extraction of the opened file.
     pub fn root(&self) -> &Extraction {
         &self.exts[0]
     }
+    /// Extraction `id`, if it exists.
     pub fn get(&self, id: ExtId) -> Option<&Extraction> {
         self.exts.get(id)
     }
+    /// Extractions in the tree.
     pub fn len(&self) -> usize {
         self.exts.len()
     }
+    /// Whether the tree holds no extraction (never, once opened).
     pub fn is_empty(&self) -> bool {
         self.exts.is_empty()
     }

@@ -6,6 +6,8 @@
 //! control character and invalid byte is spelled out (`\x1b`, `\n`, `\xff`),
 //! so a hostile name cannot move the cursor or recolour the terminal.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 /// A name as stored in the file.
@@ -13,9 +15,11 @@ use std::fmt;
 pub struct Name(Box<[u8]>);
 
 impl Name {
+    /// A name from its raw bytes.
     pub fn new(raw: impl Into<Vec<u8>>) -> Name {
         Name(raw.into().into_boxed_slice())
     }
+    /// The raw bytes, as the container holds them.
     pub fn raw(&self) -> &[u8] {
         &self.0
     }

@@ -7,6 +7,8 @@
 //! node tree costs memory only for what someone looks at, and any subtree can
 //! be thrown away and re-read from the bytes.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 use thin_vec::ThinVec;
@@ -17,8 +19,11 @@ use crate::status::{Damage, Status};
 /// A scalar value shown with a node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// An unsigned integer.
     UInt(u64),
+    /// A signed integer.
     Int(i64),
+    /// A boolean.
     Bool(bool),
     /// Text, already escaped for display (see [`crate::name`]).
     Str(Box<str>),
@@ -55,6 +60,7 @@ pub enum Children {
     Leaf,
     /// Children exist but are not in memory; the parser can load them.
     Unloaded,
+    /// Children in memory.
     Loaded(ThinVec<Node>),
 }
 
@@ -67,13 +73,16 @@ pub struct Node {
     pub name: Box<str>,
     /// Bytes of the extraction this node covers.
     pub range: Range,
+    /// What it holds, shown beside its name.
     pub value: Option<Value>,
     /// Set when this node is truncated or corrupt.
     pub damage: Option<Box<Damage>>,
+    /// Its children: none, not loaded, or loaded.
     pub children: Children,
 }
 
 impl Node {
+    /// A leaf node of `kind` named `name` covering `range`.
     pub fn new(kind: &'static str, name: impl Into<Box<str>>, range: Range) -> Node {
         Node {
             kind,
@@ -84,13 +93,16 @@ impl Node {
             children: Children::Leaf,
         }
     }
+    /// With a value.
     pub fn value(mut self, v: Value) -> Node {
         self.value = Some(v);
         self
     }
+    /// With an unsigned integer value.
     pub fn uint(self, v: u64) -> Node {
         self.value(Value::UInt(v))
     }
+    /// With a text value (escaped for display by the caller).
     pub fn text(self, s: impl Into<Box<str>>) -> Node {
         self.value(Value::Str(s.into()))
     }
@@ -99,14 +111,17 @@ impl Node {
         self.children = Children::Unloaded;
         self
     }
+    /// With these children, loaded.
     pub fn with_children(mut self, children: Vec<Node>) -> Node {
         self.children = Children::Loaded(children.into());
         self
     }
+    /// Marked truncated or corrupt.
     pub fn damaged(mut self, d: Damage) -> Node {
         self.damage = Some(Box::new(d));
         self
     }
+    /// Its status: complete unless marked.
     pub fn status(&self) -> Status {
         self.damage.as_ref().map_or(Status::Complete, |d| d.status)
     }
@@ -116,6 +131,7 @@ impl Node {
             self.children = Children::Unloaded;
         }
     }
+    /// Its children in memory (none when not loaded).
     pub fn loaded_children(&self) -> &[Node] {
         match &self.children {
             Children::Loaded(c) => c,
@@ -130,6 +146,7 @@ impl Node {
         }
         Some(n)
     }
+    /// The node at `path` below this one (child indexes), mutable.
     pub fn descend_mut(&mut self, path: &[usize]) -> Option<&mut Node> {
         let mut n = self;
         for &i in path {

@@ -1,5 +1,7 @@
 //! What happened to the bytes: complete, truncated or corrupt, and where.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 use crate::data::Range;
@@ -37,12 +39,16 @@ impl fmt::Display for Status {
 /// in, with the reason in words a user can act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Damage {
+    /// Truncated or corrupt.
     pub status: Status,
+    /// Where, in the extraction's own offsets (empty: a point).
     pub range: Range,
+    /// Why, in words.
     pub reason: String,
 }
 
 impl Damage {
+    /// Bytes missing at `range` (or from there on).
     pub fn truncated(range: Range, reason: impl Into<String>) -> Damage {
         Damage {
             status: Status::Truncated,
@@ -50,6 +56,7 @@ impl Damage {
             reason: reason.into(),
         }
     }
+    /// Bytes at `range` that are wrong.
     pub fn corrupt(range: Range, reason: impl Into<String>) -> Damage {
         Damage {
             status: Status::Corrupt,

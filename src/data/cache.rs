@@ -54,6 +54,7 @@ struct Lru {
 pub const DEFAULT_CACHE_BYTES: usize = 32 << 20;
 
 impl ChunkCache {
+    /// A cache that keeps at most `budget` bytes of chunks.
     pub fn new(budget: usize) -> ChunkCache {
         ChunkCache {
             inner: Mutex::new(Lru {
@@ -87,6 +88,7 @@ impl ChunkCache {
         l.bytes = 0;
     }
 
+    /// The chunk at `key`, marked as just used.
     pub fn get(&self, key: Key) -> Option<Arc<Chunk>> {
         let mut l = self.inner.lock();
         l.tick += 1;
@@ -102,6 +104,7 @@ impl ChunkCache {
         Some(data)
     }
 
+    /// Keeps a chunk, evicting the least recently used ones over the budget.
     pub fn insert(&self, key: Key, data: Arc<Chunk>) {
         let mut l = self.inner.lock();
         l.tick += 1;

@@ -8,6 +8,7 @@ pub struct MemSource {
 }
 
 impl MemSource {
+    /// A source over bytes held in memory.
     pub fn new(bytes: Vec<u8>) -> MemSource {
         MemSource { bytes }
     }

@@ -11,6 +11,7 @@ pub struct SliceSource {
 }
 
 impl SliceSource {
+    /// The window `range` of `parent`.
     pub fn new(parent: Data, range: Range) -> SliceSource {
         SliceSource { parent, range }
     }

@@ -61,26 +61,33 @@ pub type Data = Arc<dyn Source>;
 /// A half-open byte range `[start, end)` within one source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Range {
+    /// First offset in the range.
     pub start: u64,
+    /// Offset just past the range.
     pub end: u64,
 }
 
 impl Range {
+    /// `[start, end)`; an `end` before `start` makes an empty range at `start`.
     pub fn new(start: u64, end: u64) -> Range {
         Range {
             start,
             end: end.max(start),
         }
     }
+    /// Bytes in the range.
     pub fn len(&self) -> u64 {
         self.end - self.start
     }
+    /// Whether the range holds no byte.
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }
+    /// Whether `offset` is in the range.
     pub fn contains(&self, offset: u64) -> bool {
         self.start <= offset && offset < self.end
     }
+    /// Whether the two ranges share a byte.
     pub fn overlaps(&self, other: &Range) -> bool {
         self.start < other.end && other.start < self.end
     }
@@ -140,11 +147,14 @@ pub fn view<'a>(
 /// walk a structure field by field use it; it never reads past `end`.
 pub struct Cursor<'a> {
     src: &'a dyn Source,
+    /// Offset of the next byte to read.
     pub pos: u64,
+    /// Offset the reads stop at.
     pub end: u64,
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor reading `range` of `src`.
     pub fn new(src: &'a dyn Source, range: Range) -> Cursor<'a> {
         Cursor {
             src,
@@ -165,18 +175,22 @@ impl<'a> Cursor<'a> {
             _ => None,
         }
     }
+    /// Reads one byte; `None` past the end.
     pub fn u8(&mut self) -> Option<u8> {
         let mut b = [0u8; 1];
         self.read(&mut b).map(|_| b[0])
     }
+    /// Reads a little-endian u16; `None` past the end.
     pub fn u16le(&mut self) -> Option<u16> {
         let mut b = [0u8; 2];
         self.read(&mut b).map(|_| u16::from_le_bytes(b))
     }
+    /// Reads a little-endian u32; `None` past the end.
     pub fn u32le(&mut self) -> Option<u32> {
         let mut b = [0u8; 4];
         self.read(&mut b).map(|_| u32::from_le_bytes(b))
     }
+    /// Reads a little-endian u64; `None` past the end.
     pub fn u64le(&mut self) -> Option<u64> {
         let mut b = [0u8; 8];
         self.read(&mut b).map(|_| u64::from_le_bytes(b))
@@ -190,6 +204,7 @@ impl<'a> Cursor<'a> {
         let mut v = vec![0u8; n as usize];
         self.read(&mut v).map(|_| v)
     }
+    /// Skips `n` bytes; `None` if that passes the end.
     pub fn skip(&mut self, n: u64) -> Option<()> {
         if self.pos + n > self.end {
             return None;
@@ -201,12 +216,15 @@ impl<'a> Cursor<'a> {
 
 /// Little-endian field readers over a fixed buffer (plain structs read from bytes).
 pub mod le {
+    /// The little-endian u16 at `b[at..]`.
     pub fn u16(b: &[u8], at: usize) -> u16 {
         u16::from_le_bytes([b[at], b[at + 1]])
     }
+    /// The little-endian u32 at `b[at..]`.
     pub fn u32(b: &[u8], at: usize) -> u32 {
         u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
     }
+    /// The little-endian u64 at `b[at..]`.
     pub fn u64(b: &[u8], at: usize) -> u64 {
         let mut x = [0u8; 8];
         x.copy_from_slice(&b[at..at + 8]);

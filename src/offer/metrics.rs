@@ -38,10 +38,13 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Every value, NaN and infinities included.
     pub count: u64,
+    /// NaN values.
     pub nan: u64,
+    /// Infinite values.
     pub inf: u64,
     /// Of the finite values.
     pub min: f64,
+    /// See `min`.
     pub max: f64,
     /// The value of the last record holding the metric.
     pub last: f64,
@@ -67,6 +70,7 @@ impl Default for Series {
 }
 
 impl Series {
+    /// Adds a value at `step`; past [`MAX_BUCKETS`] buckets, neighbours merge.
     pub fn push(&mut self, step: f64, v: f64) {
         self.count += 1;
         self.last = v;
@@ -148,7 +152,9 @@ pub struct Scan {
     pub names: Vec<(String, u64)>,
     /// Values of names past [`MAX_NAMES`], not listed.
     pub unlisted: u64,
+    /// Records read.
     pub records: u64,
+    /// History records among them.
     pub history: u64,
     /// Damage in the log, and records that do not decode.
     pub damaged: u64,

@@ -7,6 +7,8 @@
 //! that a parser can build a [`tensor::Tensor`] without importing the views
 //! that list them.
 
+#![warn(missing_docs)]
+
 pub mod metrics;
 pub mod tensor;
 

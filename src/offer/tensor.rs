@@ -12,35 +12,63 @@ use crate::status::Status;
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
+    /// One byte, 0 or 1.
     BOOL,
+    /// 4-bit float (E2M1, OCP MX).
     F4,
+    /// 6-bit float, 2 exponent bits (OCP MX).
     F6_E2M3,
+    /// 6-bit float, 3 exponent bits (OCP MX).
     F6_E3M2,
+    /// Unsigned 8-bit integer.
     U8,
+    /// Signed 8-bit integer.
     I8,
+    /// 8-bit float, 5 exponent bits.
     F8_E5M2,
+    /// 8-bit float, 4 exponent bits (the FN variant: no infinities).
     F8_E4M3,
+    /// 8-bit exponent-only scale (OCP MX).
     F8_E8M0,
+    /// 8-bit float, 4 exponent bits, no negative zero (AMD).
     F8_E4M3FNUZ,
+    /// 8-bit float, 5 exponent bits, no negative zero (AMD).
     F8_E5M2FNUZ,
+    /// Signed 16-bit integer.
     I16,
+    /// Unsigned 16-bit integer.
     U16,
+    /// IEEE half precision.
     F16,
+    /// bfloat16.
     BF16,
+    /// Signed 32-bit integer.
     I32,
+    /// Unsigned 32-bit integer.
     U32,
+    /// IEEE single precision.
     F32,
+    /// Complex of two F32.
     C64,
+    /// IEEE double precision.
     F64,
+    /// Signed 64-bit integer.
     I64,
+    /// Unsigned 64-bit integer.
     U64,
     /// torch: complex128, complex32, quantized and bit types.
     C128,
+    /// Complex of two F16 (torch).
     C32,
+    /// Quantized signed 8-bit (torch).
     QI8,
+    /// Quantized unsigned 8-bit (torch).
     QU8,
+    /// Quantized signed 32-bit (torch).
     QI32,
+    /// Two quantized unsigned 4-bit values per byte (torch).
     QU4X2,
+    /// Four quantized unsigned 2-bit values per byte (torch).
     QU2X4,
 }
 
@@ -155,7 +183,9 @@ pub struct Tensor {
     /// Path in the checkpoint's object (`model_state.linear.weight`), or the
     /// safetensors key.
     pub name: String,
+    /// Element type.
     pub dtype: Dtype,
+    /// Dimensions, outermost first.
     pub shape: Vec<u64>,
     /// torch: strides in elements.
     pub stride: Option<Vec<u64>>,
@@ -165,9 +195,11 @@ pub struct Tensor {
     pub source: ExtId,
     /// Byte offset and length in `source`.
     pub offset: u64,
+    /// See `offset`.
     pub length: u64,
     /// Complete, or truncated/corrupt when bytes are missing or wrong.
     pub status: Status,
+    /// Why it is truncated or corrupt.
     pub detail: Option<String>,
     /// Big-endian bytes (a torch `byteorder` record saying so).
     pub big_endian: bool,

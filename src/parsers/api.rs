@@ -9,6 +9,8 @@
 //! the source is final and the bytes never came it records the damage and
 //! carries on or finishes.
 
+#![warn(missing_docs)]
+
 use thin_vec::ThinVec;
 
 use crate::data::{Data, Range, Source};
@@ -62,6 +64,7 @@ pub const SNIFF_LEN: usize = 1024;
 
 /// One format: how to recognise it, parse it and re-load its nodes.
 pub struct Format {
+    /// Its name in the registry, `tree` output and JSON (`tar`, `zip`, ...).
     pub name: &'static str,
     /// Cheap recognition from the first bytes and the name.
     pub sniff: fn(&Sniff) -> bool,
@@ -79,7 +82,9 @@ pub struct Sniff<'a> {
     pub head: &'a [u8],
     /// The extraction's display name.
     pub name: &'a str,
+    /// All of the extraction's bytes.
     pub data: &'a Data,
+    /// What its container says it is.
     pub kind: &'a EntryKind,
     /// The file on disk, for a whole file (see [`crate::Extraction::file`]).
     pub file: Option<&'a std::path::Path>,
@@ -100,19 +105,26 @@ pub enum Step {
 
 /// A resumable parser. See the module docs.
 pub trait Parser: Send {
+    /// Does a bounded amount of work; see [`Step`].
     fn step(&mut self, cx: &mut StepCx) -> Step;
 }
 
 /// A child extraction a parser found.
 pub struct ChildSpec {
+    /// Its name in its container (raw bytes).
     pub name: Name,
+    /// What the container says it is.
     pub kind: EntryKind,
+    /// Its bytes (or, see `window`, its parent's).
     pub data: Data,
     /// `data` is the parent's source and the child's bytes are its window
     /// over `origin` (see [`ChildSpec::window`]).
     window: bool,
+    /// The parent's bytes it comes from (a member's data, compressed bytes).
     pub origin: Option<Range>,
+    /// The size its container declares.
     pub declared_size: Option<u64>,
+    /// What is already known to be wrong with it.
     pub damage: Vec<Damage>,
     /// Set when the child is a whole file on disk.
     pub file: Option<std::path::PathBuf>,
@@ -122,6 +134,7 @@ pub struct ChildSpec {
 }
 
 impl ChildSpec {
+    /// A child with its own bytes `data`.
     pub fn new(name: Name, kind: EntryKind, data: Data) -> ChildSpec {
         ChildSpec {
             name,

@@ -30,12 +30,7 @@ const LAYERS: &[&[&str]] = &[
 /// its app still reach into each other (issue 12, panels as components).
 /// The test fails when a cycle outside this list appears, and when a listed
 /// one is gone (so the list only shrinks).
-const KNOWN_CYCLES: &[&[&str]] = &[&[
-    "tui/app",
-    "tui/metrics",
-    "tui/stepper",
-    "tui/tensorview",
-]];
+const KNOWN_CYCLES: &[&[&str]] = &[&["tui/app", "tui/metrics", "tui/stepper", "tui/tensorview"]];
 
 type Module = Vec<String>;
 

@@ -349,14 +349,30 @@ pub enum InflateEvent {
     /// The input has no more bytes yet but is still growing.
     NeedInput,
     /// The deflate stream ended; `in_end` is the input offset just after it.
-    End { in_end: u64 },
+    End {
+        /// Input offset just after the stream.
+        in_end: u64,
+    },
     /// The input ended for good inside the deflate stream.
-    Truncated { in_end: u64 },
+    Truncated {
+        /// Where the input ended.
+        in_end: u64,
+    },
     /// Invalid deflate data, detected at or just before input offset `at`.
-    Error { at: u64, message: String },
+    Error {
+        /// Input offset.
+        at: u64,
+        /// zlib's message.
+        message: String,
+    },
     /// The stream decodes to more than the limit set with
     /// [`Inflater::set_limit`]; decoding stopped at the limit.
-    Overflow { at: u64, message: String },
+    Overflow {
+        /// Input offset.
+        at: u64,
+        /// What the limit was.
+        message: String,
+    },
 }
 
 /// The producer side: decodes one raw deflate stream from `input` into an

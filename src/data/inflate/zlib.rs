@@ -30,8 +30,11 @@ pub enum Code {
 /// Outcome of one call: bytes consumed and produced, and the code.
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
+    /// Input bytes consumed.
     pub consumed: usize,
+    /// Output bytes produced.
     pub produced: usize,
+    /// zlib's return code.
     pub code: Code,
 }
 
@@ -45,6 +48,7 @@ pub struct RawInflate {
 unsafe impl Send for RawInflate {}
 
 impl RawInflate {
+    /// A raw deflate decoder (no zlib or gzip header).
     pub fn new() -> RawInflate {
         let mut strm = Box::new(z::z_stream::default());
         // SAFETY: strm is a valid, default-initialised stream with the
