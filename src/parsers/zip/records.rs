@@ -1,6 +1,10 @@
-//! The fixed records of a zip file, read from bytes (APPNOTE 6.3).
+//! The fixed records of a zip file, read from bytes (APPNOTE 6.3), and the
+//! search for the end record, which both modes and the sniffer need.
 
-use crate::data::le;
+use memchr::memmem;
+
+use crate::data::{Data, Range, le, view};
+use crate::status::Damage;
 
 pub const LFH: &[u8; 4] = b"PK\x03\x04";
 pub const CDH: &[u8; 4] = b"PK\x01\x02";
@@ -348,6 +352,77 @@ pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor
         usize,
         len: len as u64,
     })
+}
+
+/// Every layout of a data descriptor that reads at the start of `b`, the
+/// `zip64` width first: the caller judges which one the writer meant.
+pub fn descriptor_candidates(b: &[u8], zip64: bool) -> Vec<Descriptor> {
+    let mut v = Vec::new();
+    for wide in [zip64, !zip64] {
+        for signed in [true, false] {
+            if let Some(d) = parse_descriptor(b, signed, wide) {
+                v.push(d);
+            }
+        }
+    }
+    v
+}
+
+/// Finds the end of central directory record in the last 64 KiB; with
+/// `exact`, only one whose comment ends exactly at the end of the bytes.
+pub fn find_end(data: &Data, exact: bool) -> Option<End> {
+    let len = data.available();
+    if len < 22 {
+        return None;
+    }
+    let from = len.saturating_sub(22 + 65535);
+    let mut buf = Vec::new();
+    let tail = view(&**data, from, (len - from) as usize, &mut buf)
+        .ok()?
+        .to_vec();
+    for i in memmem::rfind_iter(&tail, EOCD) {
+        let pos = from + i as u64;
+        let Some(mut e) = parse_end(&tail[i..], pos) else {
+            continue;
+        };
+        if pos + 22 + e.comment_len > len || (exact && pos + 22 + e.comment_len != len) {
+            continue;
+        }
+        if i >= 20 && &tail[i - 20..i - 16] == Z64_LOC {
+            let declared = crate::data::le::u64(&tail, i - 12);
+            let loc = pos - 20;
+            // The zip64 end record sits right before its locator unless
+            // something is in between; try there first, then where it says.
+            let mut zb = [0u8; 56];
+            for c in [loc.checked_sub(56), Some(declared)].into_iter().flatten() {
+                if matches!(crate::data::read_exact_at(&**data, c, &mut zb), Ok(true))
+                    && let Some((n, size, off)) = parse_end64(&zb)
+                {
+                    // Classic fields either overflow (all ones) or must agree.
+                    let fields = [
+                        (e.entries, 0xffff, n, "entry count"),
+                        (e.cd_size, 0xffff_ffff, size, "directory size"),
+                        (e.cd_offset, 0xffff_ffff, off, "directory offset"),
+                    ];
+                    for (classic, ones, wide, what) in fields {
+                        if classic != ones && classic != wide {
+                            e.problems.push(Damage::corrupt(
+                                Range::new(pos, pos + 22),
+                                format!("end record's {what} {classic} contradicts the zip64 record's {wide}"),
+                            ));
+                        }
+                    }
+                    e.entries = n;
+                    e.cd_size = size;
+                    e.cd_offset = off;
+                    e.zip64 = Some((c, loc));
+                    break;
+                }
+            }
+        }
+        return Some(e);
+    }
+    None
 }
 
 #[cfg(test)]
