@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use memchr::memmem;
 
 use super::records::{self, Bad, Central, Local};
-use super::{Directory, LOCAL_MAX, Pending, Plan, Probe, State, ZipParser, shifted, slice};
+use super::{Directory, Pending, Plan, Probe, State, ZipParser, shifted, slice};
 use crate::data::{Range, view};
 use crate::extraction::EntryKind;
 use crate::name::escape_bytes;
@@ -31,7 +31,7 @@ fn overlaps(
     let extent = |c: &Central| {
         let start = shifted(c.offset, shift);
         let end = start
-            .saturating_add(30)
+            .saturating_add(records::lfh::LEN as u64)
             .saturating_add(c.name.len() as u64)
             .saturating_add(c.csize);
         (start, end)
@@ -64,8 +64,13 @@ impl ZipParser {
             let mut buf = Vec::new();
             let data = &self.data;
             self.overlaps = overlaps(&dir.records, self.shift, |c| {
-                view(&**data, shifted(c.offset, self.shift), LOCAL_MAX, &mut buf)
-                    .is_ok_and(|b| records::parse_local(b).is_ok())
+                view(
+                    &**data,
+                    shifted(c.offset, self.shift),
+                    records::lfh::MAX,
+                    &mut buf,
+                )
+                .is_ok_and(|b| records::parse_local(b).is_ok())
             });
         }
         let stop = (next + 1024).min(dir.records.len());
@@ -102,7 +107,7 @@ impl ZipParser {
                 let start = actual.or(declared).or(seen)?;
                 if actual.is_none() {
                     problems.push(Damage::corrupt(
-                        Range::new(e.pos, e.pos + 22),
+                        Range::new(e.pos, e.pos + records::eocd::LEN as u64),
                         format!(
                             "end record's directory size {} does not lead to the directory",
                             e.cd_size
@@ -117,7 +122,7 @@ impl ZipParser {
         let mut pos = start;
         let mut buf = Vec::new();
         while (records.len() as u64) < count && pos - start < size {
-            let Ok(b) = view(&*self.data, pos, 46 + 3 * 65535, &mut buf) else {
+            let Ok(b) = view(&*self.data, pos, records::cdh::MAX, &mut buf) else {
                 break;
             };
             match records::parse_central(b) {
@@ -136,7 +141,10 @@ impl ZipParser {
             self.shift = self.best_shift(computed, &records);
             if self.shift != computed {
                 problems.push(Damage::corrupt(
-                    Range::new(e.pos + 16, e.pos + 20),
+                    Range::new(
+                        e.pos + records::eocd::CD_OFFSET as u64,
+                        e.pos + records::eocd::CD_OFFSET as u64 + 4,
+                    ),
                     format!(
                         "end record says the directory is at {:#x}; it is at {start:#x}",
                         e.cd_offset
@@ -155,7 +163,7 @@ impl ZipParser {
                 ));
             } else if pos - start != e.cd_size {
                 problems.push(Damage::corrupt(
-                    Range::new(e.pos, e.pos + 22),
+                    Range::new(e.pos, e.pos + records::eocd::LEN as u64),
                     format!(
                         "end record says the directory is {} bytes; its records take {}",
                         e.cd_size,
@@ -210,7 +218,7 @@ impl ZipParser {
                 .take(8)
                 .filter(|c| {
                     let lfh = shifted(c.offset, shift);
-                    view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+                    view(&*self.data, lfh, records::lfh::MAX, &mut buf)
                         .ok()
                         .and_then(|b| records::parse_local(b).ok())
                         .is_some_and(|l| l.name == c.name)
@@ -245,11 +253,13 @@ impl ZipParser {
         }
         let Some(end) = &dir.end else { return };
         if let Some((z, loc)) = end.zip64 {
+            let z_end = z + records::z64_eocd::LEN as u64;
+            let loc_end = loc + records::z64_loc::LEN as u64;
             cx.push_node(
                 Node::new(
                     "zip64 end",
                     "zip64 end of central directory",
-                    Range::new(z, z + 56),
+                    Range::new(z, z_end),
                 )
                 .lazy(),
             );
@@ -257,14 +267,17 @@ impl ZipParser {
                 Node::new(
                     "zip64 locator",
                     "zip64 end locator",
-                    Range::new(loc, loc + 20),
+                    Range::new(loc, loc_end),
                 )
                 .lazy(),
             );
-            self.structures.push(Range::new(z, z + 56));
-            self.structures.push(Range::new(loc, loc + 20));
+            self.structures.push(Range::new(z, z_end));
+            self.structures.push(Range::new(loc, loc_end));
         }
-        let eocd = Range::new(end.pos, end.pos + 22 + end.comment_len);
+        let eocd = Range::new(
+            end.pos,
+            end.pos + records::eocd::LEN as u64 + end.comment_len,
+        );
         cx.push_node(Node::new("end", "end of central directory", eocd).lazy());
         self.structures.push(eocd);
     }
@@ -279,7 +292,7 @@ impl ZipParser {
     ) {
         let mut lfh = shifted(c.offset, self.shift);
         let mut buf = Vec::new();
-        let mut local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+        let mut local = view(&*self.data, lfh, records::lfh::MAX, &mut buf)
             .ok()
             .and_then(|b| records::parse_local(b).ok());
         let mut problem = None;
@@ -296,7 +309,7 @@ impl ZipParser {
                     ),
                 ));
                 lfh = real;
-                local = view(&*self.data, lfh, LOCAL_MAX, &mut buf)
+                local = view(&*self.data, lfh, records::lfh::MAX, &mut buf)
                     .ok()
                     .and_then(|b| records::parse_local(b).ok());
             }
@@ -327,7 +340,7 @@ impl ZipParser {
             }
         };
         if c.flags & records::FLAG_DESCRIPTOR != 0 {
-            let mut b = [0u8; 24];
+            let mut b = [0u8; records::dd::MAX];
             let n = self.data.read_at(end, &mut b).unwrap_or(0);
             if let Some(d) = records::descriptor_candidates(&b[..n], zip64)
                 .into_iter()
@@ -457,7 +470,7 @@ impl ZipParser {
                 }
                 for i in memmem::find_iter(&w, records::LFH) {
                     let at = pos + i as u64;
-                    if let Some(l) = view(&*self.data, at, LOCAL_MAX, &mut buf)
+                    if let Some(l) = view(&*self.data, at, records::lfh::MAX, &mut buf)
                         .ok()
                         .and_then(|b| records::parse_local(b).ok())
                     {
@@ -479,23 +492,24 @@ impl ZipParser {
     /// lead to data that checks out against the directory (CRC of stored
     /// bytes, a clean start of deflate data), else the directory's.
     fn guess_header_len(&self, lfh: u64, c: &Central) -> u64 {
-        let mut h = [0u8; 30];
+        let mut h = [0u8; records::lfh::LEN];
         let n = self.data.read_at(lfh, &mut h).unwrap_or(0);
-        let (nl, xl) = if n == 30 {
+        let (nl, xl) = if n == h.len() {
             (
-                crate::data::le::u16(&h, 26) as u64,
-                crate::data::le::u16(&h, 28) as u64,
+                crate::data::le::u16(&h, records::lfh::NAME_LEN) as u64,
+                crate::data::le::u16(&h, records::lfh::EXTRA_LEN) as u64,
             )
         } else {
             (0, 0)
         };
+        let fixed = records::lfh::LEN as u64;
         let cn = c.name.len() as u64;
         let mut cands = vec![
-            30 + nl + xl,
-            30 + cn + xl,
-            30 + nl + c.extra_len,
-            30 + cn + c.extra_len,
-            30 + cn,
+            fixed + nl + xl,
+            fixed + cn + xl,
+            fixed + nl + c.extra_len,
+            fixed + cn + c.extra_len,
+            fixed + cn,
         ];
         cands.dedup();
         let good = |len: u64| {
@@ -538,6 +552,6 @@ impl ZipParser {
             .iter()
             .copied()
             .find(|&l| good(l))
-            .unwrap_or(30 + cn + xl)
+            .unwrap_or(fixed + cn + xl)
     }
 }

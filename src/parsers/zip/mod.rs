@@ -81,9 +81,6 @@ fn sniff(s: &Sniff) -> bool {
             || (s.data.is_final() && records::find_end(s.data, false).is_some()))
 }
 
-/// Longest local header: 30 + 64 KiB name + 64 KiB extra.
-const LOCAL_MAX: usize = 30 + 2 * 65535;
-
 /// One entry found, kept for merging and for coverage.
 struct Entry {
     lfh: u64,

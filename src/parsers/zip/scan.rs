@@ -12,8 +12,7 @@ use memchr::memmem;
 use super::records::{self, Bad, Descriptor, Local};
 use super::verify::check_crc;
 use super::{
-    Current, LOCAL_MAX, Outcome, Probe, State, StoredScan, Work, ZipParser, method_text, shifted,
-    work,
+    Current, Outcome, Probe, State, StoredScan, Work, ZipParser, method_text, shifted, work,
 };
 use crate::data::{Data, Range, view};
 use crate::name::escape_bytes;
@@ -87,7 +86,7 @@ impl ZipParser {
     pub(super) fn try_local(&mut self, at: u64) -> Probe {
         let fin = self.data.is_final();
         let mut buf = Vec::new();
-        let Ok(b) = view(&*self.data, at, LOCAL_MAX, &mut buf) else {
+        let Ok(b) = view(&*self.data, at, records::lfh::MAX, &mut buf) else {
             return Probe::Invalid;
         };
         let local = match records::parse_local(b) {
@@ -176,9 +175,9 @@ impl ZipParser {
         usize: u64,
     ) -> Outcome {
         let fin = self.data.is_final();
-        let mut b = [0u8; 24];
+        let mut b = [0u8; records::dd::MAX];
         let n = self.data.read_at(at, &mut b).unwrap_or(0);
-        if n < 24 && !fin {
+        if n < b.len() && !fin {
             return Outcome::Blocked;
         }
         let csize = at - cur.data;
@@ -187,15 +186,15 @@ impl ZipParser {
         // layout read from a 64-bit descriptor can match CRC and size but
         // not the second size field).
         let matches = |d: &&Descriptor| {
-            let size = if d.len >= 20 {
+            let size = if d.len >= records::dd::len(false, true) as u64 {
                 usize
             } else {
                 usize & 0xffff_ffff
             };
             d.crc == crc && d.csize == csize && d.usize == size
         };
-        let signed = n >= 4 && &b[..4] == records::DD;
-        let need = if signed { 4 } else { 0 } + if cur.local.zip64 { 20 } else { 12 };
+        let signed = n >= records::dd::SIG_LEN && &b[..records::dd::SIG_LEN] == records::DD;
+        let need = records::dd::len(signed, cur.local.zip64);
         let found = match cands.iter().find(matches) {
             Some(d) => Some(*d),
             // Judge a descriptor that disagrees only once all of it is there.
@@ -255,9 +254,9 @@ impl ZipParser {
             }
             cands.sort_unstable();
             for c in cands {
-                let mut b = [0u8; 24];
+                let mut b = [0u8; records::dd::MAX];
                 let n = data.read_at(c, &mut b).unwrap_or(0);
-                if n < 24 && !fin {
+                if n < b.len() && !fin {
                     // Judge this candidate once its descriptor bytes exist.
                     s.pos = c;
                     return Outcome::Blocked;
@@ -275,7 +274,7 @@ impl ZipParser {
                 }
                 // Candidates come in order: hash up to the earliest byte a
                 // later candidate can ask about.
-                advance_hash(&data, s, c.saturating_sub(24));
+                advance_hash(&data, s, c.saturating_sub(records::dd::MAX as u64));
             }
             let step = (window.len() as u64).saturating_sub(3).max(1);
             s.pos += step;
@@ -363,7 +362,8 @@ impl ZipParser {
                     if let Some(ch) = child {
                         cx.child_damage(ch, Damage::corrupt(Range::new(0, 0), why.clone()));
                     }
-                    cx.damage(Damage::corrupt(Range::new(lfh, lfh + 30), why));
+                    let header = Range::new(lfh, lfh + records::lfh::LEN as u64);
+                    cx.damage(Damage::corrupt(header, why));
                     self.entry_from_central(cx, &c, None);
                 } else if c.name != self.entries[i].name {
                     // Another record for the scanned entry's bytes.
@@ -450,11 +450,11 @@ fn descriptor_before(
         (true, zip64),
         (true, !zip64),
     ] {
-        let len = if signed { 4 } else { 0 } + if wide { 20 } else { 12 };
+        let len = records::dd::len(signed, wide) as u64;
         let Some(dpos) = c.checked_sub(len).filter(|&p| p >= start) else {
             continue;
         };
-        let mut b = [0u8; 24];
+        let mut b = [0u8; records::dd::MAX];
         if data.read_at(dpos, &mut b[..len as usize]).unwrap_or(0) < len as usize {
             continue;
         }
