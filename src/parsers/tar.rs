@@ -31,6 +31,7 @@ pub static FORMAT: Format = Format {
 };
 
 const BLOCK: u64 = 512;
+
 /// Consecutive entries shown as one lazy node. A tar of ten million small
 /// members would otherwise hold ten million entry nodes (about 120 bytes
 /// each) for a view that shows a screenful; a group costs one node and is
@@ -40,6 +41,33 @@ const GROUP: usize = 1024;
 const GROUP_SPAN: u64 = 16 << 20;
 /// Longest GNU long name or PAX header accepted; longer is treated as damage.
 const MAX_META: u64 = 1 << 20;
+
+/// Where the fields of a header block are (POSIX ustar; v7 headers end
+/// after `LINKNAME`, and GNU headers keep their own fields where ustar has
+/// `PREFIX`). Numbers are octal text, or GNU base-256; strings end at the
+/// first NUL.
+mod field {
+    use std::ops::Range;
+
+    pub const NAME: Range<usize> = 0..100;
+    pub const MODE: Range<usize> = 100..108;
+    pub const UID: Range<usize> = 108..116;
+    pub const GID: Range<usize> = 116..124;
+    pub const SIZE: Range<usize> = 124..136;
+    pub const MTIME: Range<usize> = 136..148;
+    /// Summed as spaces when the checksum is computed.
+    pub const CHKSUM: Range<usize> = 148..156;
+    pub const TYPEFLAG: usize = 156;
+    pub const LINKNAME: Range<usize> = 157..257;
+    /// `ustar\0` (POSIX) or `ustar ` (GNU, with `VERSION` ` \0`).
+    pub const MAGIC: Range<usize> = 257..263;
+    pub const VERSION: Range<usize> = 263..265;
+    pub const UNAME: Range<usize> = 265..297;
+    pub const GNAME: Range<usize> = 297..329;
+    pub const DEVMAJOR: Range<usize> = 329..337;
+    pub const DEVMINOR: Range<usize> = 337..345;
+    pub const PREFIX: Range<usize> = 345..500;
+}
 
 /// A valid header at the start; or, when the first header is damaged, a
 /// `.tar` name or a valid ustar header in the first 8 KiB (the parser then
@@ -59,10 +87,12 @@ fn sniff(s: &Sniff) -> bool {
     let n = s.data.read_at(0, &mut buf).unwrap_or(0);
     buf.truncate(n);
     memmem::find_iter(&buf, b"ustar").any(|i| {
-        i >= 257 && (i - 257) % BLOCK as usize == 0 && i - 257 + 512 <= buf.len() && {
-            let blk: &[u8; 512] = buf[i - 257..i + 255].try_into().expect("512");
-            matches!(check(blk), Check::Valid)
-        }
+        i.checked_sub(field::MAGIC.start).is_some_and(|at| {
+            at % BLOCK as usize == 0 && at + 512 <= buf.len() && {
+                let blk: &[u8; 512] = buf[at..at + 512].try_into().expect("512");
+                matches!(check(blk), Check::Valid)
+            }
+        })
     })
 }
 
@@ -87,28 +117,30 @@ fn check(b: &[u8; 512]) -> Check {
     let mut unsigned: u64 = 0;
     let mut signed: i64 = 0;
     for (i, &x) in b.iter().enumerate() {
-        let x = if (148..156).contains(&i) { b' ' } else { x };
+        let x = if field::CHKSUM.contains(&i) { b' ' } else { x };
         unsigned += x as u64;
         signed += x as i8 as i64;
     }
-    let stored = octal(&b[148..156]);
+    let stored = octal(&b[field::CHKSUM]);
     match stored {
         Some(s) if s == unsigned || s as i64 == signed => Check::Valid,
         _ => Check::Bad(stored, unsigned),
     }
 }
 
-fn has_magic(b: &[u8]) -> bool {
-    &b[257..262] == b"ustar"
+fn has_magic(b: &[u8; 512]) -> bool {
+    b[field::MAGIC].starts_with(b"ustar")
 }
 
-fn is_gnu(b: &[u8]) -> bool {
-    &b[257..265] == b"ustar  \0"
+fn is_gnu(b: &[u8; 512]) -> bool {
+    &b[field::MAGIC.start..field::VERSION.end] == b"ustar  \0"
 }
 
 /// A v7 header has no magic: accept it only with a plausible name and mode.
-fn plausible_v7(b: &[u8]) -> bool {
-    b[0] != 0 && octal(&b[100..108]).is_some() && octal(&b[124..136]).is_some()
+fn plausible_v7(b: &[u8; 512]) -> bool {
+    b[field::NAME.start] != 0
+        && octal(&b[field::MODE]).is_some()
+        && octal(&b[field::SIZE]).is_some()
 }
 
 /// Octal number terminated by NUL or space, leading spaces allowed; an
@@ -164,10 +196,10 @@ struct Header {
 }
 
 fn header_fields(b: &[u8; 512]) -> Option<Header> {
-    let size = number(&b[124..136])?;
-    let mut name = cstr(&b[0..100]).to_vec();
+    let size = number(&b[field::SIZE])?;
+    let mut name = cstr(&b[field::NAME]).to_vec();
     if has_magic(b) && !is_gnu(b) {
-        let prefix = cstr(&b[345..500]);
+        let prefix = cstr(&b[field::PREFIX]);
         if !prefix.is_empty() {
             let mut full = prefix.to_vec();
             full.push(b'/');
@@ -177,9 +209,9 @@ fn header_fields(b: &[u8; 512]) -> Option<Header> {
     }
     Some(Header {
         name,
-        link: cstr(&b[157..257]).to_vec(),
+        link: cstr(&b[field::LINKNAME]).to_vec(),
         size,
-        kind: b[156],
+        kind: b[field::TYPEFLAG],
     })
 }
 
@@ -851,7 +883,7 @@ impl TarParser {
             let mut best: Option<u64> = None;
             // Candidates by magic at any byte offset.
             for i in finder.find_iter(&w) {
-                let cand = (pos + i as u64).checked_sub(257);
+                let cand = (pos + i as u64).checked_sub(field::MAGIC.start as u64);
                 if let Some(c) = cand.filter(|&c| c >= from && c + BLOCK <= avail)
                     && matches!(self.block(c).map(|b| check(&b)), Some(Check::Valid))
                 {
@@ -1033,57 +1065,58 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
 }
 
 fn header_nodes(b: &[u8; 512], at: u64) -> Vec<Node> {
-    let r = |s: u64, e: u64| Range::new(at + s, at + e);
-    let num = |s: usize, e: usize| -> Value {
-        match number(&b[s..e]) {
+    use field::*;
+    type Field = std::ops::Range<usize>;
+    let r = |f: Field| Range::new(at + f.start as u64, at + f.end as u64);
+    let num = |f: Field| -> Value {
+        match number(&b[f.clone()]) {
             Some(v) => Value::UInt(v),
-            None => Value::Str(format!("unreadable: {}", escape_bytes(&b[s..e])).into()),
+            None => Value::Str(format!("unreadable: {}", escape_bytes(&b[f])).into()),
         }
     };
-    let text = |s: usize, e: usize| -> Value { Value::Str(escape_bytes(cstr(&b[s..e])).into()) };
+    let text = |f: Field| -> Value { Value::Str(escape_bytes(cstr(&b[f])).into()) };
     let mut v = vec![
-        Node::new("string", "name", r(0, 100)).value(text(0, 100)),
-        Node::new("octal", "mode", r(100, 108)).value(match octal(&b[100..108]) {
+        Node::new("string", "name", r(NAME)).value(text(NAME)),
+        Node::new("octal", "mode", r(MODE)).value(match octal(&b[MODE]) {
             Some(m) => Value::Str(format!("{m:o}").into()),
-            None => text(100, 108),
+            None => text(MODE),
         }),
-        Node::new("number", "uid", r(108, 116)).value(num(108, 116)),
-        Node::new("number", "gid", r(116, 124)).value(num(116, 124)),
-        Node::new("number", "size", r(124, 136)).value(num(124, 136)),
-        Node::new("number", "mtime", r(136, 148)).value(match number(&b[136..148]) {
+        Node::new("number", "uid", r(UID)).value(num(UID)),
+        Node::new("number", "gid", r(GID)).value(num(GID)),
+        Node::new("number", "size", r(SIZE)).value(num(SIZE)),
+        Node::new("number", "mtime", r(MTIME)).value(match number(&b[MTIME]) {
             Some(t) => Value::Str(format!("{t} ({})", crate::util::utc(t as i64)).into()),
-            None => text(136, 148),
+            None => text(MTIME),
         }),
     ];
-    let mut ck = Node::new("octal", "chksum", r(148, 156)).value(num(148, 156));
+    let mut ck = Node::new("octal", "chksum", r(CHKSUM)).value(num(CHKSUM));
     if let Check::Bad(stored, sum) = check(b) {
         ck = ck.damaged(Damage::corrupt(
-            r(148, 156),
+            r(CHKSUM),
             format!("stored {stored:?}, computed {sum}"),
         ));
     }
     v.push(ck);
-    v.push(Node::new("u8", "typeflag", r(156, 157)).text(format!(
-        "{} ({})",
-        escape_bytes(&[b[156]]),
-        type_name(b[156])
-    )));
-    v.push(Node::new("string", "linkname", r(157, 257)).value(text(157, 257)));
     v.push(
-        Node::new("magic", "magic", r(257, 263))
-            .value(Value::Str(escape_bytes(&b[257..263]).into())),
+        Node::new("u8", "typeflag", r(TYPEFLAG..TYPEFLAG + 1)).text(format!(
+            "{} ({})",
+            escape_bytes(&[b[TYPEFLAG]]),
+            type_name(b[TYPEFLAG])
+        )),
     );
+    v.push(Node::new("string", "linkname", r(LINKNAME)).value(text(LINKNAME)));
+    v.push(Node::new("magic", "magic", r(MAGIC)).value(Value::Str(escape_bytes(&b[MAGIC]).into())));
     v.push(
-        Node::new("magic", "version", r(263, 265))
-            .value(Value::Str(escape_bytes(&b[263..265]).into())),
+        Node::new("magic", "version", r(VERSION))
+            .value(Value::Str(escape_bytes(&b[VERSION]).into())),
     );
     if has_magic(b) {
-        v.push(Node::new("string", "uname", r(265, 297)).value(text(265, 297)));
-        v.push(Node::new("string", "gname", r(297, 329)).value(text(297, 329)));
-        v.push(Node::new("number", "devmajor", r(329, 337)).value(num(329, 337)));
-        v.push(Node::new("number", "devminor", r(337, 345)).value(num(337, 345)));
+        v.push(Node::new("string", "uname", r(UNAME)).value(text(UNAME)));
+        v.push(Node::new("string", "gname", r(GNAME)).value(text(GNAME)));
+        v.push(Node::new("number", "devmajor", r(DEVMAJOR)).value(num(DEVMAJOR)));
+        v.push(Node::new("number", "devminor", r(DEVMINOR)).value(num(DEVMINOR)));
         if !is_gnu(b) {
-            v.push(Node::new("string", "prefix", r(345, 500)).value(text(345, 500)));
+            v.push(Node::new("string", "prefix", r(PREFIX)).value(text(PREFIX)));
         }
     }
     v

@@ -1,6 +1,6 @@
 //! Rebuilding zip nodes from their bytes (lazy children).
 
-use super::records::{self, Central};
+use super::records::{self, Central, cdh, dd, eocd, lfh, z64_eocd, z64_loc};
 use crate::data::{Range, Source, le, read_exact_at, view};
 use crate::name::escape_bytes;
 use crate::node::{Node, Value};
@@ -19,22 +19,17 @@ pub fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     }
 }
 
+/// The bytes of a field: `len` bytes at `off` in the record at `at`.
+fn span(at: u64, off: usize, len: usize) -> Range {
+    Range::new(at + off as u64, at + (off + len) as u64)
+}
+
 fn u16_node(b: &[u8], at: u64, off: usize, name: &str) -> Node {
-    Node::new(
-        "u16",
-        name,
-        Range::new(at + off as u64, at + off as u64 + 2),
-    )
-    .uint(le::u16(b, off) as u64)
+    Node::new("u16", name, span(at, off, 2)).uint(le::u16(b, off) as u64)
 }
 
 fn u32_node(b: &[u8], at: u64, off: usize, name: &str) -> Node {
-    Node::new(
-        "u32",
-        name,
-        Range::new(at + off as u64, at + off as u64 + 4),
-    )
-    .uint(le::u32(b, off) as u64)
+    Node::new("u32", name, span(at, off, 4)).uint(le::u32(b, off) as u64)
 }
 
 fn flags_text(f: u16) -> String {
@@ -60,24 +55,15 @@ fn flags_text(f: u16) -> String {
 
 fn method_node(b: &[u8], at: u64, off: usize) -> Node {
     let m = le::u16(b, off);
-    Node::new(
-        "u16",
-        "method",
-        Range::new(at + off as u64, at + off as u64 + 2),
-    )
-    .text(format!(
+    Node::new("u16", "method", span(at, off, 2)).text(format!(
         "{m} ({})",
         records::method_name(m).unwrap_or("unknown")
     ))
 }
 
 fn time_node(b: &[u8], at: u64, off: usize) -> Node {
-    Node::new(
-        "dos time",
-        "modified",
-        Range::new(at + off as u64, at + off as u64 + 4),
-    )
-    .text(dos_datetime(le::u16(b, off + 2), le::u16(b, off)))
+    Node::new("dos time", "modified", span(at, off, 4))
+        .text(dos_datetime(le::u16(b, off + 2), le::u16(b, off)))
 }
 
 fn extra_nodes(x: &[u8], at: u64) -> Vec<Node> {
@@ -110,14 +96,14 @@ fn extra_nodes(x: &[u8], at: u64) -> Vec<Node> {
 fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
     let at = node.range.start;
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, 30 + 2 * 65535, &mut buf) else {
+    let Ok(b) = view(data, at, lfh::MAX, &mut buf) else {
         return Vec::new();
     };
-    if b.len() < 30 {
+    if b.len() < lfh::LEN {
         return vec![Node::new("error", "local header", node.range).text("cut off")];
     }
-    let nlen = le::u16(b, 26) as usize;
-    let xlen = le::u16(b, 28) as usize;
+    let nlen = le::u16(b, lfh::NAME_LEN) as usize;
+    let xlen = le::u16(b, lfh::EXTRA_LEN) as usize;
     let mut sig =
         Node::new("magic", "signature", Range::new(at, at + 4)).value(Value::Bytes(b[0..4].into()));
     if &b[0..4] != records::LFH {
@@ -125,29 +111,30 @@ fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
     }
     let mut header = vec![
         sig,
-        u16_node(b, at, 4, "version needed"),
-        Node::new("u16", "flags", Range::new(at + 6, at + 8)).text(flags_text(le::u16(b, 6))),
-        method_node(b, at, 8),
-        time_node(b, at, 10),
-        Node::new("u32", "crc32", Range::new(at + 14, at + 18))
-            .text(format!("{:#010x}", le::u32(b, 14))),
-        u32_node(b, at, 18, "compressed size"),
-        u32_node(b, at, 22, "size"),
-        u16_node(b, at, 26, "name length"),
-        u16_node(b, at, 28, "extra length"),
+        u16_node(b, at, lfh::VERSION, "version needed"),
+        Node::new("u16", "flags", span(at, lfh::FLAGS, 2)).text(flags_text(le::u16(b, lfh::FLAGS))),
+        method_node(b, at, lfh::METHOD),
+        time_node(b, at, lfh::TIME),
+        Node::new("u32", "crc32", span(at, lfh::CRC, 4))
+            .text(format!("{:#010x}", le::u32(b, lfh::CRC))),
+        u32_node(b, at, lfh::CSIZE, "compressed size"),
+        u32_node(b, at, lfh::USIZE, "size"),
+        u16_node(b, at, lfh::NAME_LEN, "name length"),
+        u16_node(b, at, lfh::EXTRA_LEN, "extra length"),
     ];
-    let hlen = 30 + nlen + xlen;
-    if b.len() >= 30 + nlen {
+    let name_at = lfh::LEN;
+    let hlen = name_at + nlen + xlen;
+    if b.len() >= name_at + nlen {
         header.push(
-            Node::new("string", "name", Range::new(at + 30, at + 30 + nlen as u64))
-                .text(escape_bytes(&b[30..30 + nlen])),
+            Node::new("string", "name", span(at, name_at, nlen))
+                .text(escape_bytes(&b[name_at..name_at + nlen])),
         );
     }
     if b.len() >= hlen && xlen > 0 {
-        let x0 = at + 30 + nlen as u64;
+        let x0 = at + (name_at + nlen) as u64;
         header.push(
             Node::new("extra", "extra fields", Range::new(x0, x0 + xlen as u64))
-                .with_children(extra_nodes(&b[30 + nlen..hlen], x0)),
+                .with_children(extra_nodes(&b[name_at + nlen..hlen], x0)),
         );
     }
     let data_start = at + hlen as u64;
@@ -164,19 +151,19 @@ fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
             (false, zip64),
             (false, !zip64),
         ] {
-            let len = if signed { 4 } else { 0 } + if wide { 20 } else { 12 };
+            let len = dd::len(signed, wide) as u64;
             let Some(p) = node.range.end.checked_sub(len).filter(|&p| p >= data_start) else {
                 continue;
             };
-            let mut d = [0u8; 24];
+            let mut d = [0u8; dd::MAX];
             if !matches!(read_exact_at(data, p, &mut d[..len as usize]), Ok(true)) {
                 continue;
             }
-            if let Some(dd) = records::parse_descriptor(&d[..len as usize], signed, wide)
-                && dd.csize == p - data_start
+            if let Some(found) = records::parse_descriptor(&d[..len as usize], signed, wide)
+                && found.csize == p - data_start
             {
                 data_end = p;
-                desc = Some((p, dd, signed, wide));
+                desc = Some((p, found, signed, wide));
                 break;
             }
         }
@@ -191,27 +178,29 @@ fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
         dn = dn.damaged((**d).clone());
     }
     out.push(dn);
-    if let Some((p, dd, signed, wide)) = desc {
+    if let Some((p, found, signed, wide)) = desc {
         let mut kids = Vec::new();
         let mut q = p;
         if signed {
             kids.push(
-                Node::new("magic", "signature", Range::new(q, q + 4))
+                Node::new("magic", "signature", span(q, 0, dd::SIG_LEN))
                     .value(Value::Bytes(records::DD[..].into())),
             );
-            q += 4;
+            q += dd::SIG_LEN as u64;
         }
         kids.push(
-            Node::new("u32", "crc32", Range::new(q, q + 4)).text(format!("{:#010x}", dd.crc)),
+            Node::new("u32", "crc32", span(q, dd::CRC, 4)).text(format!("{:#010x}", found.crc)),
         );
-        let w = if wide { 8 } else { 4 };
-        kids.push(
-            Node::new("size", "compressed size", Range::new(q + 4, q + 4 + w)).uint(dd.csize),
-        );
-        kids.push(Node::new("size", "size", Range::new(q + 4 + w, q + 4 + 2 * w)).uint(dd.usize));
+        let w = dd::size_len(wide);
+        kids.push(Node::new("size", "compressed size", span(q, dd::CSIZE, w)).uint(found.csize));
+        kids.push(Node::new("size", "size", span(q, dd::CSIZE + w, w)).uint(found.usize));
         out.push(
-            Node::new("descriptor", "data descriptor", Range::new(p, p + dd.len))
-                .with_children(kids),
+            Node::new(
+                "descriptor",
+                "data descriptor",
+                Range::new(p, p + found.len),
+            )
+            .with_children(kids),
         );
     }
     out
@@ -222,7 +211,7 @@ fn directory(data: &dyn Source, range: Range) -> Vec<Node> {
     let mut pos = range.start;
     let mut buf = Vec::new();
     while pos < range.end {
-        let Ok(b) = view(data, pos, 46 + 3 * 65535, &mut buf) else {
+        let Ok(b) = view(data, pos, cdh::MAX, &mut buf) else {
             break;
         };
         match records::parse_central(b) {
@@ -258,43 +247,42 @@ fn central_node(c: &Central, pos: u64) -> Node {
 
 fn central_fields(data: &dyn Source, at: u64) -> Vec<Node> {
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, 46 + 3 * 65535, &mut buf) else {
+    let Ok(b) = view(data, at, cdh::MAX, &mut buf) else {
         return Vec::new();
     };
     let Ok(c) = records::parse_central(b) else {
         return Vec::new();
     };
-    let nlen = le::u16(b, 28) as usize;
-    let xlen = le::u16(b, 30) as usize;
-    let clen = le::u16(b, 32) as usize;
+    let nlen = le::u16(b, cdh::NAME_LEN) as usize;
+    let xlen = le::u16(b, cdh::EXTRA_LEN) as usize;
+    let clen = le::u16(b, cdh::COMMENT_LEN) as usize;
     let mut v = vec![
         Node::new("magic", "signature", Range::new(at, at + 4)).value(Value::Bytes(b[0..4].into())),
-        Node::new("u16", "version made by", Range::new(at + 4, at + 6)).text(format!(
+        Node::new("u16", "version made by", span(at, cdh::MADE_BY, 2)).text(format!(
             "{} (host {}, spec {}.{})",
             c.made_by,
             c.made_by >> 8,
             (c.made_by & 0xff) / 10,
             (c.made_by & 0xff) % 10
         )),
-        u16_node(b, at, 6, "version needed"),
-        Node::new("u16", "flags", Range::new(at + 8, at + 10)).text(flags_text(c.flags)),
-        method_node(b, at, 10),
-        time_node(b, at, 12),
-        Node::new("u32", "crc32", Range::new(at + 16, at + 20)).text(format!("{:#010x}", c.crc)),
-        u32_node(b, at, 20, "compressed size"),
-        u32_node(b, at, 24, "size"),
-        u16_node(b, at, 28, "name length"),
-        u16_node(b, at, 30, "extra length"),
-        u16_node(b, at, 32, "comment length"),
-        u16_node(b, at, 34, "disk"),
-        u16_node(b, at, 36, "internal attributes"),
-        Node::new("u32", "external attributes", Range::new(at + 38, at + 42))
+        u16_node(b, at, cdh::VERSION, "version needed"),
+        Node::new("u16", "flags", span(at, cdh::FLAGS, 2)).text(flags_text(c.flags)),
+        method_node(b, at, cdh::METHOD),
+        time_node(b, at, cdh::TIME),
+        Node::new("u32", "crc32", span(at, cdh::CRC, 4)).text(format!("{:#010x}", c.crc)),
+        u32_node(b, at, cdh::CSIZE, "compressed size"),
+        u32_node(b, at, cdh::USIZE, "size"),
+        u16_node(b, at, cdh::NAME_LEN, "name length"),
+        u16_node(b, at, cdh::EXTRA_LEN, "extra length"),
+        u16_node(b, at, cdh::COMMENT_LEN, "comment length"),
+        u16_node(b, at, cdh::DISK, "disk"),
+        u16_node(b, at, cdh::INTERNAL, "internal attributes"),
+        Node::new("u32", "external attributes", span(at, cdh::EXTERNAL, 4))
             .text(format!("{:#010x}", c.external)),
-        u32_node(b, at, 42, "local header offset"),
-        Node::new("string", "name", Range::new(at + 46, at + 46 + nlen as u64))
-            .text(escape_bytes(&c.name)),
+        u32_node(b, at, cdh::OFFSET, "local header offset"),
+        Node::new("string", "name", span(at, cdh::LEN, nlen)).text(escape_bytes(&c.name)),
     ];
-    let x0 = 46 + nlen;
+    let x0 = cdh::LEN + nlen;
     if xlen > 0 {
         v.push(
             Node::new(
@@ -321,67 +309,63 @@ fn central_fields(data: &dyn Source, at: u64) -> Vec<Node> {
 
 fn end_fields(data: &dyn Source, at: u64) -> Vec<Node> {
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, 22 + 65535, &mut buf) else {
+    let Ok(b) = view(data, at, eocd::MAX, &mut buf) else {
         return Vec::new();
     };
-    if b.len() < 22 {
+    if b.len() < eocd::LEN {
         return Vec::new();
     }
-    let clen = le::u16(b, 20) as usize;
+    let clen = le::u16(b, eocd::COMMENT_LEN) as usize;
     let mut v = vec![
         Node::new("magic", "signature", Range::new(at, at + 4)).value(Value::Bytes(b[0..4].into())),
-        u16_node(b, at, 4, "disk"),
-        u16_node(b, at, 6, "directory disk"),
-        u16_node(b, at, 8, "entries on disk"),
-        u16_node(b, at, 10, "entries"),
-        u32_node(b, at, 12, "directory size"),
-        u32_node(b, at, 16, "directory offset"),
-        u16_node(b, at, 20, "comment length"),
+        u16_node(b, at, eocd::DISK, "disk"),
+        u16_node(b, at, eocd::CD_DISK, "directory disk"),
+        u16_node(b, at, eocd::DISK_ENTRIES, "entries on disk"),
+        u16_node(b, at, eocd::ENTRIES, "entries"),
+        u32_node(b, at, eocd::CD_SIZE, "directory size"),
+        u32_node(b, at, eocd::CD_OFFSET, "directory offset"),
+        u16_node(b, at, eocd::COMMENT_LEN, "comment length"),
     ];
-    if clen > 0 && b.len() >= 22 + clen {
+    if clen > 0 && b.len() >= eocd::LEN + clen {
         v.push(
-            Node::new(
-                "string",
-                "comment",
-                Range::new(at + 22, at + 22 + clen as u64),
-            )
-            .text(escape_bytes(&b[22..22 + clen])),
+            Node::new("string", "comment", span(at, eocd::LEN, clen))
+                .text(escape_bytes(&b[eocd::LEN..eocd::LEN + clen])),
         );
     }
     v
 }
 
 fn end64_fields(data: &dyn Source, at: u64) -> Vec<Node> {
-    let mut b = [0u8; 56];
+    let mut b = [0u8; z64_eocd::LEN];
     if !matches!(read_exact_at(data, at, &mut b), Ok(true)) {
         return Vec::new();
     }
-    let u64n = |off: u64, name: &str| {
-        Node::new("u64", name, Range::new(at + off, at + off + 8)).uint(le::u64(&b, off as usize))
-    };
+    let u64n =
+        |off: usize, name: &str| Node::new("u64", name, span(at, off, 8)).uint(le::u64(&b, off));
     vec![
         Node::new("magic", "signature", Range::new(at, at + 4)).value(Value::Bytes(b[0..4].into())),
-        u64n(4, "record size"),
-        u16_node(&b, at, 12, "version made by"),
-        u16_node(&b, at, 14, "version needed"),
-        u32_node(&b, at, 16, "disk"),
-        u32_node(&b, at, 20, "directory disk"),
-        u64n(24, "entries on disk"),
-        u64n(32, "entries"),
-        u64n(40, "directory size"),
-        u64n(48, "directory offset"),
+        u64n(z64_eocd::RECORD_SIZE, "record size"),
+        u16_node(&b, at, z64_eocd::MADE_BY, "version made by"),
+        u16_node(&b, at, z64_eocd::VERSION, "version needed"),
+        u32_node(&b, at, z64_eocd::DISK, "disk"),
+        u32_node(&b, at, z64_eocd::CD_DISK, "directory disk"),
+        u64n(z64_eocd::DISK_ENTRIES, "entries on disk"),
+        u64n(z64_eocd::ENTRIES, "entries"),
+        u64n(z64_eocd::CD_SIZE, "directory size"),
+        u64n(z64_eocd::CD_OFFSET, "directory offset"),
     ]
 }
 
 fn locator_fields(data: &dyn Source, at: u64) -> Vec<Node> {
-    let mut b = [0u8; 20];
+    let mut b = [0u8; z64_loc::LEN];
     if !matches!(read_exact_at(data, at, &mut b), Ok(true)) {
         return Vec::new();
     }
     vec![
         Node::new("magic", "signature", Range::new(at, at + 4)).value(Value::Bytes(b[0..4].into())),
-        u32_node(&b, at, 4, "disk"),
-        Node::new("u64", "zip64 end offset", Range::new(at + 8, at + 16)).uint(le::u64(&b, 8)),
-        u32_node(&b, at, 16, "disks"),
+        u32_node(&b, at, z64_loc::DISK, "disk"),
+        Node::new("u64", "zip64 end offset", span(at, z64_loc::END_OFFSET, 8))
+            .uint(le::u64(&b, z64_loc::END_OFFSET)),
+        u32_node(&b, at, z64_loc::DISKS, "disks"),
     ]
 }

@@ -1,6 +1,10 @@
-//! The fixed records of a zip file, read from bytes (APPNOTE 6.3).
+//! The fixed records of a zip file, read from bytes (APPNOTE 6.3), and the
+//! search for the end record, which both modes and the sniffer need.
 
-use crate::data::le;
+use memchr::memmem;
+
+use crate::data::{Data, Range, le, view};
+use crate::status::Damage;
 
 pub const LFH: &[u8; 4] = b"PK\x03\x04";
 pub const CDH: &[u8; 4] = b"PK\x01\x02";
@@ -12,6 +16,106 @@ pub const DD: &[u8; 4] = b"PK\x07\x08";
 pub const FLAG_ENCRYPTED: u16 = 1;
 pub const FLAG_DESCRIPTOR: u16 = 8;
 pub const FLAG_UTF8: u16 = 1 << 11;
+
+// Where the fields of each record are: byte offsets from its signature
+// (APPNOTE 4.3), each module named after the record's signature above.
+// Numbers are little-endian; `LEN` is the fixed part, `MAX` the longest
+// record with its variable fields.
+
+/// Local file header; the name and the extra field follow the fixed part.
+pub mod lfh {
+    pub const VERSION: usize = 4;
+    pub const FLAGS: usize = 6;
+    pub const METHOD: usize = 8;
+    /// DOS time, then DOS date.
+    pub const TIME: usize = 10;
+    pub const CRC: usize = 14;
+    pub const CSIZE: usize = 18;
+    pub const USIZE: usize = 22;
+    pub const NAME_LEN: usize = 26;
+    pub const EXTRA_LEN: usize = 28;
+    pub const LEN: usize = 30;
+    /// 64 KiB of name and 64 KiB of extra field.
+    pub const MAX: usize = LEN + 2 * 65535;
+}
+
+/// Central directory header; name, extra field and comment follow.
+pub mod cdh {
+    pub const MADE_BY: usize = 4;
+    pub const VERSION: usize = 6;
+    pub const FLAGS: usize = 8;
+    pub const METHOD: usize = 10;
+    /// DOS time, then DOS date.
+    pub const TIME: usize = 12;
+    pub const CRC: usize = 16;
+    pub const CSIZE: usize = 20;
+    pub const USIZE: usize = 24;
+    pub const NAME_LEN: usize = 28;
+    pub const EXTRA_LEN: usize = 30;
+    pub const COMMENT_LEN: usize = 32;
+    pub const DISK: usize = 34;
+    pub const INTERNAL: usize = 36;
+    pub const EXTERNAL: usize = 38;
+    /// Of the local header.
+    pub const OFFSET: usize = 42;
+    pub const LEN: usize = 46;
+    pub const MAX: usize = LEN + 3 * 65535;
+}
+
+/// End of central directory record; the comment follows.
+pub mod eocd {
+    pub const DISK: usize = 4;
+    pub const CD_DISK: usize = 6;
+    pub const DISK_ENTRIES: usize = 8;
+    pub const ENTRIES: usize = 10;
+    pub const CD_SIZE: usize = 12;
+    pub const CD_OFFSET: usize = 16;
+    pub const COMMENT_LEN: usize = 20;
+    pub const LEN: usize = 22;
+    pub const MAX: usize = LEN + 65535;
+}
+
+/// Zip64 end of central directory record (its extensible data is not read).
+pub mod z64_eocd {
+    pub const RECORD_SIZE: usize = 4;
+    pub const MADE_BY: usize = 12;
+    pub const VERSION: usize = 14;
+    pub const DISK: usize = 16;
+    pub const CD_DISK: usize = 20;
+    pub const DISK_ENTRIES: usize = 24;
+    pub const ENTRIES: usize = 32;
+    pub const CD_SIZE: usize = 40;
+    pub const CD_OFFSET: usize = 48;
+    pub const LEN: usize = 56;
+}
+
+/// Zip64 end of central directory locator, right before the end record.
+pub mod z64_loc {
+    pub const DISK: usize = 4;
+    /// Of the zip64 end record.
+    pub const END_OFFSET: usize = 8;
+    pub const DISKS: usize = 16;
+    pub const LEN: usize = 20;
+}
+
+/// Data descriptor, in four layouts: with or without its signature, with
+/// 4- or 8-byte sizes (zip64). Offsets count from after the signature.
+pub mod dd {
+    pub const SIG_LEN: usize = 4;
+    pub const CRC: usize = 0;
+    pub const CSIZE: usize = 4;
+
+    /// Width of each size field.
+    pub const fn size_len(wide: bool) -> usize {
+        if wide { 8 } else { 4 }
+    }
+
+    pub const fn len(signed: bool, wide: bool) -> usize {
+        (if signed { SIG_LEN } else { 0 }) + CSIZE + 2 * size_len(wide)
+    }
+
+    pub const MAX: usize = len(true, true);
+}
 
 /// Why a record could not be read.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,20 +154,20 @@ impl Local {
 /// Reads a local header at the start of `b`, validating it as a recovery
 /// scanner must: a `PK\3\4` in the middle of compressed data is common.
 pub fn parse_local(b: &[u8]) -> Result<Local, Bad> {
-    if b.len() < 30 {
+    if b.len() < lfh::LEN {
         if !LFH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no local header signature");
         }
-        return Err(Bad::Short(30));
+        return Err(Bad::Short(lfh::LEN));
     }
     if &b[0..4] != LFH {
         return invalid("no local header signature");
     }
-    let version = le::u16(b, 4);
-    let flags = le::u16(b, 6);
-    let method = le::u16(b, 8);
-    let nlen = le::u16(b, 26) as usize;
-    let xlen = le::u16(b, 28) as usize;
+    let version = le::u16(b, lfh::VERSION);
+    let flags = le::u16(b, lfh::FLAGS);
+    let method = le::u16(b, lfh::METHOD);
+    let nlen = le::u16(b, lfh::NAME_LEN) as usize;
+    let xlen = le::u16(b, lfh::EXTRA_LEN) as usize;
     if version & 0xff > 63 {
         return invalid(format!(
             "version needed {} is not a zip version",
@@ -76,24 +180,24 @@ pub fn parse_local(b: &[u8]) -> Result<Local, Bad> {
     if nlen == 0 {
         return invalid("empty entry name");
     }
-    let len = 30 + nlen + xlen;
+    let len = lfh::LEN + nlen + xlen;
     if b.len() < len {
         return Err(Bad::Short(len));
     }
-    let name = b[30..30 + nlen].to_vec();
+    let name = b[lfh::LEN..lfh::LEN + nlen].to_vec();
     if name.contains(&0) {
         return invalid("entry name contains NUL bytes");
     }
-    let extra = &b[30 + nlen..len];
+    let extra = &b[lfh::LEN + nlen..len];
     if !extras_valid(extra) {
         return invalid("extra field records do not parse");
     }
     let mut l = Local {
         flags,
         method,
-        crc: le::u32(b, 14),
-        csize: le::u32(b, 18) as u64,
-        usize: le::u32(b, 22) as u64,
+        crc: le::u32(b, lfh::CRC),
+        csize: le::u32(b, lfh::CSIZE) as u64,
+        usize: le::u32(b, lfh::USIZE) as u64,
         name,
         zip64: false,
         len: len as u64,
@@ -146,38 +250,38 @@ impl Central {
 }
 
 pub fn parse_central(b: &[u8]) -> Result<Central, Bad> {
-    if b.len() < 46 {
+    if b.len() < cdh::LEN {
         if !CDH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no central directory signature");
         }
-        return Err(Bad::Short(46));
+        return Err(Bad::Short(cdh::LEN));
     }
     if &b[0..4] != CDH {
         return invalid("no central directory signature");
     }
-    let nlen = le::u16(b, 28) as usize;
-    let xlen = le::u16(b, 30) as usize;
-    let clen = le::u16(b, 32) as usize;
-    let len = 46 + nlen + xlen + clen;
+    let nlen = le::u16(b, cdh::NAME_LEN) as usize;
+    let xlen = le::u16(b, cdh::EXTRA_LEN) as usize;
+    let clen = le::u16(b, cdh::COMMENT_LEN) as usize;
+    let len = cdh::LEN + nlen + xlen + clen;
     if b.len() < len {
         return Err(Bad::Short(len));
     }
-    let method = le::u16(b, 10);
+    let method = le::u16(b, cdh::METHOD);
     let mut c = Central {
-        made_by: le::u16(b, 4),
-        flags: le::u16(b, 8),
+        made_by: le::u16(b, cdh::MADE_BY),
+        flags: le::u16(b, cdh::FLAGS),
         method,
-        crc: le::u32(b, 16),
-        csize: le::u32(b, 20) as u64,
-        usize: le::u32(b, 24) as u64,
-        disk: le::u16(b, 34) as u32,
-        external: le::u32(b, 38),
-        offset: le::u32(b, 42) as u64,
-        name: b[46..46 + nlen].to_vec(),
+        crc: le::u32(b, cdh::CRC),
+        csize: le::u32(b, cdh::CSIZE) as u64,
+        usize: le::u32(b, cdh::USIZE) as u64,
+        disk: le::u16(b, cdh::DISK) as u32,
+        external: le::u32(b, cdh::EXTERNAL),
+        offset: le::u32(b, cdh::OFFSET) as u64,
+        name: b[cdh::LEN..cdh::LEN + nlen].to_vec(),
         extra_len: xlen as u64,
         len: len as u64,
     };
-    let extra = &b[46 + nlen..46 + nlen + xlen];
+    let extra = &b[cdh::LEN + nlen..cdh::LEN + nlen + xlen];
     if let Some(z) = find_extra(extra, 1) {
         // Only the fields that overflowed are present, in this order.
         let mut p = 0;
@@ -220,15 +324,15 @@ pub struct End {
 
 /// Parses the classic end record at the start of `b`.
 pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
-    if b.len() < 22 || &b[0..4] != EOCD {
+    if b.len() < eocd::LEN || &b[0..4] != EOCD {
         return None;
     }
     Some(End {
         pos,
-        entries: le::u16(b, 10) as u64,
-        cd_size: le::u32(b, 12) as u64,
-        cd_offset: le::u32(b, 16) as u64,
-        comment_len: le::u16(b, 20) as u64,
+        entries: le::u16(b, eocd::ENTRIES) as u64,
+        cd_size: le::u32(b, eocd::CD_SIZE) as u64,
+        cd_offset: le::u32(b, eocd::CD_OFFSET) as u64,
+        comment_len: le::u16(b, eocd::COMMENT_LEN) as u64,
         zip64: None,
         problems: Vec::new(),
     })
@@ -236,10 +340,14 @@ pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
 
 /// Values of a zip64 end record: (entries, cd_size, cd_offset).
 pub fn parse_end64(b: &[u8]) -> Option<(u64, u64, u64)> {
-    if b.len() < 56 || &b[0..4] != Z64_EOCD {
+    if b.len() < z64_eocd::LEN || &b[0..4] != Z64_EOCD {
         return None;
     }
-    Some((le::u64(b, 32), le::u64(b, 40), le::u64(b, 48)))
+    Some((
+        le::u64(b, z64_eocd::ENTRIES),
+        le::u64(b, z64_eocd::CD_SIZE),
+        le::u64(b, z64_eocd::CD_OFFSET),
+    ))
 }
 
 /// Whether extra-field bytes are a clean list of (id, len, data) records.
@@ -331,16 +439,20 @@ pub struct Descriptor {
 /// Reads a descriptor at the start of `b` in one of its four layouts
 /// (with or without signature, 32- or 64-bit sizes).
 pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor> {
-    let base = if signed { 4 } else { 0 };
-    let len = base + if wide { 20 } else { 12 };
+    let base = if signed { dd::SIG_LEN } else { 0 };
+    let len = dd::len(signed, wide);
     if b.len() < len || (signed && &b[0..4] != DD) {
         return None;
     }
-    let crc = le::u32(b, base);
+    let crc = le::u32(b, base + dd::CRC);
+    let at = base + dd::CSIZE;
     let (csize, usize) = if wide {
-        (le::u64(b, base + 4), le::u64(b, base + 12))
+        (le::u64(b, at), le::u64(b, at + dd::size_len(wide)))
     } else {
-        (le::u32(b, base + 4) as u64, le::u32(b, base + 8) as u64)
+        (
+            le::u32(b, at) as u64,
+            le::u32(b, at + dd::size_len(wide)) as u64,
+        )
     };
     Some(Descriptor {
         crc,
@@ -348,6 +460,81 @@ pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor
         usize,
         len: len as u64,
     })
+}
+
+/// Every layout of a data descriptor that reads at the start of `b`, the
+/// `zip64` width first: the caller judges which one the writer meant.
+pub fn descriptor_candidates(b: &[u8], zip64: bool) -> Vec<Descriptor> {
+    let mut v = Vec::new();
+    for wide in [zip64, !zip64] {
+        for signed in [true, false] {
+            if let Some(d) = parse_descriptor(b, signed, wide) {
+                v.push(d);
+            }
+        }
+    }
+    v
+}
+
+/// Finds the end of central directory record in the last 64 KiB; with
+/// `exact`, only one whose comment ends exactly at the end of the bytes.
+pub fn find_end(data: &Data, exact: bool) -> Option<End> {
+    let len = data.available();
+    if len < eocd::LEN as u64 {
+        return None;
+    }
+    let from = len.saturating_sub(eocd::MAX as u64);
+    let mut buf = Vec::new();
+    let tail = view(&**data, from, (len - from) as usize, &mut buf)
+        .ok()?
+        .to_vec();
+    for i in memmem::rfind_iter(&tail, EOCD) {
+        let pos = from + i as u64;
+        let Some(mut e) = parse_end(&tail[i..], pos) else {
+            continue;
+        };
+        let end = pos + eocd::LEN as u64 + e.comment_len;
+        if end > len || (exact && end != len) {
+            continue;
+        }
+        if let Some(l) = i.checked_sub(z64_loc::LEN)
+            && &tail[l..l + 4] == Z64_LOC
+        {
+            let declared = le::u64(&tail, l + z64_loc::END_OFFSET);
+            let loc = pos - z64_loc::LEN as u64;
+            // The zip64 end record sits right before its locator unless
+            // something is in between; try there first, then where it says.
+            let mut zb = [0u8; z64_eocd::LEN];
+            let before = loc.checked_sub(z64_eocd::LEN as u64);
+            for c in [before, Some(declared)].into_iter().flatten() {
+                if matches!(crate::data::read_exact_at(&**data, c, &mut zb), Ok(true))
+                    && let Some((n, size, off)) = parse_end64(&zb)
+                {
+                    // Classic fields either overflow (all ones) or must agree.
+                    let fields = [
+                        (e.entries, 0xffff, n, "entry count"),
+                        (e.cd_size, 0xffff_ffff, size, "directory size"),
+                        (e.cd_offset, 0xffff_ffff, off, "directory offset"),
+                    ];
+                    for (classic, ones, wide, what) in fields {
+                        if classic != ones && classic != wide {
+                            e.problems.push(Damage::corrupt(
+                                Range::new(pos, pos + eocd::LEN as u64),
+                                format!("end record's {what} {classic} contradicts the zip64 record's {wide}"),
+                            ));
+                        }
+                    }
+                    e.entries = n;
+                    e.cd_size = size;
+                    e.cd_offset = off;
+                    e.zip64 = Some((c, loc));
+                    break;
+                }
+            }
+        }
+        return Some(e);
+    }
+    None
 }
 
 #[cfg(test)]

@@ -12,6 +12,14 @@
 //! write lock, so readers (the CLI, the TUI) can look at the partial trees at
 //! any time while the parse goes on, and [`Session::cancel`] stops it between
 //! two steps.
+//!
+//! This file is the session API that readers use; `scheduler.rs` is the
+//! engine thread's loop, `shared.rs` what the two share, and `memory.rs`
+//! hands freed memory back to the system.
+
+mod memory;
+mod scheduler;
+mod shared;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, bounded};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
 
 use thin_vec::ThinVec;
@@ -28,36 +36,12 @@ use crate::data::{Data, MmapSource};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Tree};
 use crate::name::Name;
 use crate::node::{Children, Node};
+use crate::parsers;
 pub use crate::parsers::api::Options;
-use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
-use crate::status::Damage;
-
-/// A notification for a UI: something changed, or the parse is over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    Changed,
-    Finished,
-}
-
-struct Shared {
-    tree: RwLock<Tree>,
-    cancel: AtomicBool,
-    finished: AtomicBool,
-    /// Signalled when the parse is over (waiters also poll, see `wait_until`).
-    over: Mutex<()>,
-    over_cv: Condvar,
-    events: Sender<Event>,
-    steps: AtomicU64,
-    /// Set when the engine thread panicked: the parse is over, and readers
-    /// must say so rather than wait for results that will never come.
-    failure: Mutex<Option<String>>,
-}
-
-impl Shared {
-    fn notify(&self) {
-        let _ = self.events.try_send(Event::Changed);
-    }
-}
+pub use memory::release_free_memory;
+use scheduler::Engine;
+pub use shared::Event;
+use shared::Shared;
 
 /// An opened file: the shared extraction tree and the engine filling it.
 pub struct Session {
@@ -325,350 +309,6 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic".to_string()
-    }
-}
-
-/// Hands memory that the allocator holds but nobody uses back to the system.
-/// A parse allocates and frees decoder state for every nested stream (a tar
-/// of 23,000 `.gz` files makes as many decoders); glibc keeps the freed pages,
-/// and RSS crept up to twice the live heap without this.
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Keeps every range a finished parse reported inside the extraction's
-/// bytes: damaged length fields must not make pparse point past the end.
-fn clamp_ranges(e: &mut Extraction) {
-    let len = e.available();
-    let clamp = |r: &mut crate::data::Range| {
-        r.start = r.start.min(len);
-        r.end = r.end.clamp(r.start, len);
-    };
-    for d in &mut e.damage {
-        clamp(&mut d.range);
-    }
-    for n in &mut e.nodes {
-        clamp(&mut n.range);
-        if let Some(d) = &mut n.damage {
-            clamp(&mut d.range);
-        }
-    }
-}
-
-/// The format a sniff chose, and whether the name alone chose it.
-struct Sniffed {
-    format: &'static parsers::Format,
-    by_name: bool,
-}
-
-enum Work {
-    Sniff,
-    Parse(Box<dyn Parser>),
-}
-
-struct Job {
-    ext: ExtId,
-    depth: u32,
-    data: Data,
-    name: String,
-    kind: EntryKind,
-    file: Option<std::path::PathBuf>,
-    work: Work,
-    /// See [`StepCx::by_name`].
-    by_name: bool,
-    nodes: usize,
-    /// (available, final) of the source when the job last could not progress.
-    blocked_at: Option<(u64, bool)>,
-}
-
-impl Job {
-    fn runnable(&self) -> bool {
-        match self.blocked_at {
-            None => true,
-            Some((avail, fin)) => self.data.available() != avail || self.data.is_final() != fin,
-        }
-    }
-}
-
-struct Engine {
-    shared: Arc<Shared>,
-    opts: Options,
-    jobs: Vec<Job>,
-    ext_count: usize,
-    /// See [`StepCx::decode_left`].
-    decode_left: u64,
-}
-
-impl Engine {
-    fn new(shared: Arc<Shared>, opts: Options) -> Engine {
-        let (data, name, kind, file) = {
-            let t = shared.tree.read();
-            let r = t.root();
-            (
-                r.data(),
-                r.display_name(),
-                r.kind.clone(),
-                r.file().map(|f| f.to_path_buf()),
-            )
-        };
-        let size = shared.tree.read().root().available();
-        Engine {
-            decode_left: opts.decode_budget(size),
-            shared,
-            opts,
-            jobs: vec![Job {
-                ext: 0,
-                depth: 0,
-                data,
-                name,
-                kind,
-                file,
-                work: Work::Sniff,
-                by_name: false,
-                nodes: 0,
-                blocked_at: None,
-            }],
-            ext_count: 1,
-        }
-    }
-
-    fn pick(&self) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, j) in self.jobs.iter().enumerate() {
-            if !j.runnable() {
-                continue;
-            }
-            best = match best {
-                Some(b)
-                    if (self.jobs[b].depth, std::cmp::Reverse(self.jobs[b].ext))
-                        >= (j.depth, std::cmp::Reverse(j.ext)) =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
-        }
-        best
-    }
-
-    fn run(&mut self) {
-        // Lets tests check that a failing engine ends commands instead of
-        // leaving them waiting (debug builds only).
-        if cfg!(debug_assertions) && std::env::var_os("PPARSE_TEST_ENGINE_PANIC").is_some() {
-            panic!("engine panic requested by PPARSE_TEST_ENGINE_PANIC");
-        }
-        let mut last_trim = std::time::Instant::now();
-        while !self.shared.cancel.load(Ordering::Acquire) {
-            let Some(i) = self.pick() else {
-                // Everything waits for bytes. If some source can still grow
-                // (a file being written, a pipe), wait for it; otherwise stop.
-                if self.jobs.iter().any(|j| !j.data.is_final()) && self.root_growing() {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                }
-                break;
-            };
-            self.shared.steps.fetch_add(1, Ordering::Relaxed);
-            if last_trim.elapsed() > Duration::from_millis(500) {
-                release_free_memory();
-                last_trim = std::time::Instant::now();
-            }
-            if matches!(self.jobs[i].work, Work::Sniff) {
-                self.sniff_job(i);
-            } else {
-                self.parse_step(i);
-            }
-            self.shared.notify();
-            // Wake `wait_until` callers now rather than at their next poll.
-            self.shared.over_cv.notify_all();
-        }
-        if self.shared.cancel.load(Ordering::Acquire) {
-            return;
-        }
-        // Every remaining job waits for bytes that can no longer come; that
-        // would be a producer bug, but report it rather than hang.
-        let stuck: Vec<ExtId> = self.jobs.iter().map(|j| j.ext).collect();
-        let mut t = self.shared.tree.write();
-        for id in stuck {
-            let e = &mut t.exts[id];
-            let at = e.available();
-            e.damage.push(Damage::truncated(
-                crate::data::Range::new(at, at),
-                "parse stopped: its input never completed",
-            ));
-            e.phase = Phase::Done;
-            t.damage_count += 1;
-        }
-    }
-
-    fn root_growing(&self) -> bool {
-        !self.shared.tree.read().root().is_final()
-    }
-
-    fn sniff_job(&mut self, i: usize) {
-        let job = &self.jobs[i];
-        match self.sniff(job, job.depth) {
-            None => {
-                let snap = (job.data.available(), job.data.is_final());
-                self.jobs[i].blocked_at = Some(snap);
-            }
-            Some(None) => {
-                self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
-                self.jobs.swap_remove(i);
-            }
-            Some(Some(Sniffed { format, by_name })) => {
-                let parser = (format.parse)(&job.data, &self.opts);
-                {
-                    let mut t = self.shared.tree.write();
-                    let e = &mut t.exts[job.ext];
-                    e.parser = Some(format.name);
-                    e.phase = Phase::Parsing;
-                }
-                let job = &mut self.jobs[i];
-                job.work = Work::Parse(parser);
-                job.by_name = by_name;
-                job.blocked_at = None;
-            }
-        }
-    }
-
-    /// `None`: not enough bytes yet; `Some(None)`: a leaf; `Some(Some(f))`: parse with f.
-    fn sniff(&self, job: &Job, depth: u32) -> Option<Option<Sniffed>> {
-        let data = &job.data;
-        let fin = data.is_final();
-        if data.available() < SNIFF_LEN as u64 && !fin {
-            return None;
-        }
-        if depth > self.opts.max_depth {
-            return Some(None);
-        }
-        let head = parsers::api::head(&**data);
-        let sniff = Sniff {
-            head: &head,
-            name: &job.name,
-            data,
-            kind: &job.kind,
-            file: job.file.as_deref(),
-            options: &self.opts,
-        };
-        Some(parsers::sniff(&sniff).map(|format| Sniffed {
-            format,
-            // The opened file is what the user asked about: its problems
-            // are damage whatever told its format.
-            by_name: depth > 0 && parsers::by_name_only(format, &sniff),
-        }))
-    }
-
-    fn parse_step(&mut self, i: usize) {
-        let job = &mut self.jobs[i];
-        let Work::Parse(parser) = &mut job.work else {
-            return;
-        };
-        let mut cx = StepCx {
-            data: &job.data,
-            name: &job.name,
-            budget: self.opts.step_bytes,
-            file: job.file.as_deref(),
-            decode_left: self.decode_left,
-            me: job.ext,
-            next_ext: self.ext_count,
-            node_count: job.nodes,
-            edits: Vec::new(),
-            new_children: Vec::new(),
-            depth: job.depth,
-            by_name: job.by_name,
-        };
-        let step = parser.step(&mut cx);
-        self.decode_left = cx.decode_left;
-        // Children that are not parsed are not in `children`, but count.
-        self.ext_count = cx.next_ext;
-        let (edits, children, nodes) = cx.finish();
-        job.nodes = nodes;
-        match step {
-            Step::Yield => job.blocked_at = None,
-            Step::Blocked => job.blocked_at = Some((job.data.available(), job.data.is_final())),
-            Step::Done => {}
-        }
-        let ext = job.ext;
-        let depth = job.depth;
-        {
-            let mut t = self.shared.tree.write();
-            for e in edits {
-                e(&mut t);
-            }
-            if step == Step::Done {
-                let e = &mut t.exts[ext];
-                e.phase = Phase::Done;
-                clamp_ranges(e);
-            }
-        }
-        if step == Step::Done {
-            self.jobs.swap_remove(i);
-        }
-        self.start_children(children, depth + 1);
-    }
-
-    /// Sniffs new children right away when their first bytes are there (the
-    /// common case), so only the few that wait for bytes become jobs.
-    fn start_children(&mut self, ids: Vec<ExtId>, depth: u32) {
-        if ids.is_empty() {
-            return;
-        }
-        let infos: Vec<(Job, bool)> = {
-            let t = self.shared.tree.read();
-            ids.iter()
-                .map(|&id| {
-                    let e = &t.exts[id];
-                    // Contents, or a folder on disk, are worth sniffing.
-                    let content =
-                        e.kind.has_content() || (e.kind == EntryKind::Dir && e.file().is_some());
-                    let job = Job {
-                        ext: id,
-                        depth,
-                        data: e.data(),
-                        name: e.display_name(),
-                        kind: e.kind.clone(),
-                        file: e.file().map(|f| f.to_path_buf()),
-                        work: Work::Sniff,
-                        by_name: false,
-                        nodes: 0,
-                        blocked_at: None,
-                    };
-                    (job, content)
-                })
-                .collect()
-        };
-        let mut leaves = Vec::new();
-        let mut parsing = Vec::new();
-        for (mut job, content) in infos {
-            let id = job.ext;
-            if !content {
-                leaves.push(id);
-                continue;
-            }
-            match self.sniff(&job, depth) {
-                None => self.jobs.push(job),
-                Some(None) => leaves.push(id),
-                Some(Some(Sniffed { format, by_name })) => {
-                    parsing.push((id, format.name));
-                    job.work = Work::Parse((format.parse)(&job.data, &self.opts));
-                    job.by_name = by_name;
-                    self.jobs.push(job);
-                }
-            }
-        }
-        let mut t = self.shared.tree.write();
-        for id in leaves {
-            t.exts[id].phase = Phase::Leaf;
-        }
-        for (id, name) in parsing {
-            t.exts[id].parser = Some(name);
-            t.exts[id].phase = Phase::Parsing;
-        }
     }
 }
 

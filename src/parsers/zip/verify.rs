@@ -1,0 +1,356 @@
+//! Checking an entry's bytes, in both modes: how they will be checked
+//! ([`Plan`]), running that work a budget at a time (CRC of stored bytes,
+//! full decode of deflate data), reporting the result on the entry, and the
+//! final pass over bytes that belong to no entry.
+
+use super::records::{self, Local};
+use super::{Current, Outcome, Plan, State, Work, ZipParser, method_text, slice, work};
+use crate::data::{Data, InflateEvent, InflateSource, Range, view};
+use crate::extraction::EntryKind;
+use crate::name::escape_bytes;
+use crate::node::{Node, Value};
+use crate::parsers::api::{Step, StepCx};
+use crate::status::Damage;
+
+impl ZipParser {
+    /// Creates the entry's child (when its extent allows) and decides how
+    /// its bytes will be checked.
+    pub(super) fn plan(
+        &mut self,
+        cx: &mut StepCx,
+        idx: usize,
+        local: &Local,
+        data: u64,
+        csize: Option<u64>,
+        usize: u64,
+    ) -> Plan {
+        if local.name.ends_with(b"/") && csize.unwrap_or(0) == 0 && usize == 0 {
+            let d = slice(&self.data, data, data);
+            self.add_entry_child(cx, idx, local, EntryKind::Dir, d, Some(0));
+            return Plan::None;
+        }
+        let unsupported = if local.flags & records::FLAG_ENCRYPTED != 0 {
+            Some("encrypted: bytes not decoded".to_string())
+        } else if local.method != 0 && local.method != 8 {
+            Some(format!(
+                "compressed with {} (method {}): bytes not decoded",
+                records::method_name(local.method).unwrap_or("?"),
+                local.method
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            let raw = slice(&self.data, data, data.saturating_add(csize.unwrap_or(0)));
+            self.add_entry_child(cx, idx, local, EntryKind::Other(what.into()), raw, csize);
+            return Plan::None;
+        }
+        match (local.method, csize) {
+            (0, Some(c)) => {
+                let end = data.saturating_add(c);
+                let d = slice(&self.data, data, end);
+                self.add_entry_child(cx, idx, local, EntryKind::File, d, Some(c));
+                Plan::Stored { end }
+            }
+            (0, None) => Plan::StoredScan,
+            _ => {
+                let end = csize.map_or(u64::MAX, |c| data.saturating_add(c));
+                let src = InflateSource::new(slice(&self.data, data, end), "deflate");
+                let declared = (csize.is_some() || usize > 0).then_some(usize);
+                self.add_entry_child(
+                    cx,
+                    idx,
+                    local,
+                    EntryKind::File,
+                    src.clone() as Data,
+                    declared,
+                );
+                Plan::Deflate(src, declared)
+            }
+        }
+    }
+
+    /// Runs the current entry's work for one budget.
+    pub(super) fn entry(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let mut cur = self.current.take()?;
+        let before = match &cur.work {
+            Work::Deflate { inflater, src } if cx.decode_left == 0 => {
+                src.finish();
+                let d = cx.budget_damage(inflater.produced());
+                self.finish_entry(cx, cur, Err(d));
+                return None;
+            }
+            Work::Deflate { inflater, .. } => Some(inflater.produced()),
+            _ => None,
+        };
+        let budget = match before {
+            Some(_) => cx.budget.min(cx.decode_left),
+            None => cx.budget,
+        };
+        let outcome = self.run_work(&mut cur, budget);
+        if let (Some(before), Work::Deflate { inflater, .. }) = (before, &cur.work) {
+            cx.decoded(inflater.produced() - before);
+        }
+        match outcome {
+            Outcome::Yield => {
+                self.current = Some(cur);
+                Some(Step::Yield)
+            }
+            Outcome::Blocked => {
+                self.current = Some(cur);
+                Some(Step::Blocked)
+            }
+            Outcome::Again => {
+                self.current = Some(cur);
+                None
+            }
+            Outcome::Done(result) => {
+                self.finish_entry(cx, cur, result);
+                None
+            }
+        }
+    }
+
+    fn run_work(&mut self, cur: &mut Current, budget: u64) -> Outcome {
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        match &mut cur.work {
+            Work::None => Outcome::Done(Ok(())),
+            Work::Stored { pos, end, hasher } => {
+                let stop = (*end).min(avail);
+                let mut done = 0;
+                while *pos < stop && done < budget {
+                    let n = ((stop - *pos) as usize).min(1 << 20);
+                    match view(&*self.data, *pos, n, &mut self.scratch) {
+                        Ok(b) if !b.is_empty() => {
+                            hasher.update(b);
+                            *pos += b.len() as u64;
+                            done += b.len() as u64;
+                        }
+                        _ => break,
+                    }
+                }
+                if *pos >= *end {
+                    let crc = hasher.clone().finalize();
+                    Outcome::Done(check_crc(cur.expect, crc, *end - cur.data))
+                } else if *pos < stop {
+                    Outcome::Yield
+                } else if !fin {
+                    Outcome::Blocked
+                } else {
+                    let have = *pos - cur.data;
+                    Outcome::Done(Err(Damage::truncated(
+                        Range::new(have, have),
+                        format!("entry cut off: {have} of {} bytes present", *end - cur.data),
+                    )))
+                }
+            }
+            Work::StoredScan(_) => self.stored_scan(cur, budget),
+            Work::Deflate { inflater, src } => match inflater.run(budget) {
+                InflateEvent::Progress => Outcome::Yield,
+                InflateEvent::NeedInput => Outcome::Blocked,
+                InflateEvent::End { in_end } => {
+                    let crc = inflater.crc();
+                    let usize = inflater.produced();
+                    src.finish();
+                    let at = cur.data + in_end;
+                    if cur.local.has_descriptor() && !self.entries[cur.idx].from_central {
+                        cur.work = Work::Descriptor { at, crc, usize };
+                        return Outcome::Again;
+                    }
+                    let mut r = check_crc(cur.expect, crc, usize);
+                    if r.is_ok() && in_end != cur.local.csize {
+                        r = Err(Damage::corrupt(
+                            Range::new(0, 0),
+                            format!(
+                                "deflate data is {in_end} bytes but the header says {}",
+                                cur.local.csize
+                            ),
+                        ));
+                    }
+                    Outcome::Done(r)
+                }
+                InflateEvent::Truncated { in_end } => {
+                    src.finish();
+                    let have = inflater.produced();
+                    let e = &mut self.entries[cur.idx];
+                    e.end = Some(e.end.unwrap_or(cur.data + in_end).min(avail));
+                    Outcome::Done(Err(Damage::truncated(
+                        Range::new(have, have),
+                        format!("deflate data cut off after {have} decoded bytes"),
+                    )))
+                }
+                InflateEvent::Overflow { at, .. } => {
+                    src.finish();
+                    let have = inflater.produced();
+                    // Extent unknown: scanning resumes where decoding stopped.
+                    self.entries[cur.idx].end.get_or_insert(cur.data + at);
+                    Outcome::Done(Err(Damage::corrupt(
+                        Range::new(have, have),
+                        format!(
+                            "deflate data decodes to more than the declared {have} bytes; decoding stopped there"
+                        ),
+                    )))
+                }
+                InflateEvent::Error { at, message } => {
+                    src.finish();
+                    let have = inflater.produced();
+                    let e = &mut self.entries[cur.idx];
+                    // Extent unknown: scanning resumes after the error.
+                    e.end.get_or_insert(cur.data + at);
+                    Outcome::Done(Err(Damage::corrupt(
+                        Range::new(have, have),
+                        format!("invalid deflate data ({message}); bytes after this are lost"),
+                    )))
+                }
+            },
+            Work::Descriptor { at, crc, usize } => {
+                let (at, crc, usize) = (*at, *crc, *usize);
+                self.deflate_descriptor(cur, at, crc, usize)
+            }
+        }
+    }
+
+    fn finish_entry(&mut self, cx: &mut StepCx, cur: Current, result: Result<(), Damage>) {
+        let idx = cur.idx;
+        if let Some(dend) = cur.stored_end
+            && self.entries[idx].child.is_none()
+        {
+            let d = slice(&self.data, cur.data, dend);
+            let declared = cur.expect.map(|e| e.2);
+            self.add_entry_child(cx, idx, &cur.local, EntryKind::File, d, declared);
+        }
+        let entry = &self.entries[idx];
+        let end = entry.end.unwrap_or(u64::MAX).min(self.data.available());
+        let (lfh, node, child) = (entry.lfh, entry.node, entry.child);
+        let kind = if cur.local.has_descriptor() {
+            "entry+dd"
+        } else {
+            "entry"
+        };
+        let damage = result.err();
+        if let (Some(c), Some(d)) = (child, &damage) {
+            cx.child_damage(c, d.clone());
+        }
+        if let Some(d) = &damage {
+            cx.damage(Damage {
+                status: d.status,
+                range: Range::new(lfh, end),
+                reason: format!("entry {}: {}", escape_bytes(&cur.local.name), d.reason),
+            });
+        }
+        let node_damage = damage.map(|d| Damage {
+            range: Range::new(lfh, end),
+            ..d
+        });
+        let text = match cur.expect {
+            Some((_, c, u)) => format!(
+                "{}, {c} → {u} bytes",
+                records::method_name(cur.local.method).unwrap_or("?")
+            ),
+            None => method_text(&cur.local),
+        };
+        cx.edit_node(node, move |n| {
+            n.kind = kind;
+            n.range = Range::new(lfh, end);
+            n.value = Some(Value::Str(text.into()));
+            n.damage = node_damage.map(Box::new);
+        });
+        if self.entries[idx].from_central {
+            self.state = State::Verify;
+        } else {
+            self.scan_pos = end.max(lfh + 1);
+            self.state = State::Scan;
+        }
+        let avail = self.data.available();
+        cx.progress(end.min(avail), self.data.is_final().then_some(avail));
+    }
+
+    /// Starts the next queued entry, or ends the parse once none is left.
+    pub(super) fn verify(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let Some(p) = self.queue.pop_front() else {
+            self.coverage(cx);
+            let avail = self.data.available();
+            cx.progress(avail, Some(avail));
+            self.state = State::Done;
+            return Some(Step::Done);
+        };
+        self.current = Some(Current {
+            idx: p.idx,
+            work: work(p.plan, p.data),
+            local: p.local,
+            data: p.data,
+            expect: p.expect,
+            stored_end: None,
+        });
+        self.state = State::Entry;
+        None
+    }
+
+    /// Reports bytes that belong to no entry or directory record.
+    fn coverage(&mut self, cx: &mut StepCx) {
+        let avail = self.data.available();
+        let mut spans: Vec<Range> = self
+            .entries
+            .iter()
+            .map(|e| Range::new(e.lfh, e.end.unwrap_or(e.lfh).min(avail)))
+            .chain(self.structures.iter().copied())
+            .collect();
+        spans.sort_by_key(|r| r.start);
+        let first = spans.first().map_or(avail, |r| r.start);
+        let mut at = 0;
+        for r in spans {
+            if r.start > at {
+                let gap = Range::new(at, r.start);
+                if at == 0 && first == r.start && self.shift > 0 && gap.end == self.shift as u64 {
+                    cx.push_node(
+                        Node::new("prefix", "data before the archive", gap).uint(gap.len()),
+                    );
+                } else {
+                    cx.push_node(
+                        Node::new("gap", "unaccounted bytes", gap)
+                            .uint(gap.len())
+                            .damaged(Damage::corrupt(gap, "bytes that belong to no entry")),
+                    );
+                    cx.damage(Damage::corrupt(
+                        gap,
+                        format!(
+                            "{} bytes belong to no entry (damaged header or garbage)",
+                            gap.len()
+                        ),
+                    ));
+                }
+            }
+            at = at.max(r.end);
+        }
+        if at < avail {
+            let gap = Range::new(at, avail);
+            cx.push_node(Node::new("trailing", "bytes after the archive", gap).uint(gap.len()));
+        }
+    }
+}
+
+/// The CRC and size computed from an entry's bytes against what its
+/// headers say (nothing to check when they say nothing).
+pub(super) fn check_crc(
+    expect: Option<(u32, u64, u64)>,
+    crc: u32,
+    size: u64,
+) -> Result<(), Damage> {
+    let Some((want, _, usize)) = expect else {
+        return Ok(());
+    };
+    if want != crc {
+        return Err(Damage::corrupt(
+            Range::new(0, size),
+            format!("CRC-32 mismatch: stored {want:#010x}, computed {crc:#010x}"),
+        ));
+    }
+    if usize != size {
+        return Err(Damage::corrupt(
+            Range::new(0, size),
+            format!("size mismatch: header says {usize}, found {size}"),
+        ));
+    }
+    Ok(())
+}

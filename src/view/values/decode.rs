@@ -1,0 +1,414 @@
+//! Decoding one element of any [`Dtype`] from its bits: the small float
+//! formats bit-exactly to `f32`, everything else to a [`Value`]. Apart from
+//! the walk, so that the bit-level rules (packing, NaNs, subnormals) sit
+//! with their tests and the `.npy` export can reuse them.
+
+use crate::offer::tensor::Dtype;
+
+/// One decoded element.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// Every real float type, widened exactly to `f64`.
+    Float(f64),
+    /// Complex types: (real, imaginary).
+    Complex(f64, f64),
+    /// Signed integers (and `QI8`, `QI32`).
+    Int(i64),
+    /// Unsigned integers (and `QU8`, `QU4X2`, `QU2X4`).
+    UInt(u64),
+    Bool(bool),
+}
+
+impl Value {
+    /// The value as a real number: complex numbers give their modulus,
+    /// booleans 0 or 1, 64-bit integers the nearest `f64`.
+    #[inline]
+    pub fn as_f64(&self) -> f64 {
+        match *self {
+            Value::Float(x) => x,
+            Value::Complex(re, im) => re.hypot(im),
+            Value::Int(i) => i as f64,
+            Value::UInt(u) => u as f64,
+            Value::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+
+    /// The value as NumPy prints a `float64`/`complex128` scalar, which is
+    /// Python's `repr` of `float`/`complex`: the shortest decimal that
+    /// round-trips through `f64` (`0.1`, `1e-05`, `1e+16`, `-0.0`, `nan`,
+    /// `inf`, `(1+2j)`, `-0j`), integers in decimal, booleans `True`/`False`.
+    ///
+    /// Narrower floats are shown by their exact `f64` value (an `F32` 0.1
+    /// shows as `0.10000000149011612`), as `repr(float(x))` would.
+    pub fn display(&self) -> String {
+        match *self {
+            Value::Float(x) => py_repr(x, true, false),
+            Value::Complex(re, im) => {
+                if re == 0.0 && re.is_sign_positive() {
+                    format!("{}j", py_repr(im, false, false))
+                } else {
+                    format!(
+                        "({}{}j)",
+                        py_repr(re, false, false),
+                        py_repr(im, false, true)
+                    )
+                }
+            }
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
+        }
+    }
+}
+
+/// Python's `repr` of a float (format code `'r'`): shortest round-trip
+/// digits, positional when the decimal exponent is in `-4 < e <= 16`.
+/// `dot0` adds `.0` to integral positional values (`repr(float)` does, the
+/// parts of `repr(complex)` do not); `sign` forces a `+` on non-negatives.
+fn py_repr(x: f64, dot0: bool, sign: bool) -> String {
+    let plus = if sign { "+" } else { "" };
+    if x.is_nan() {
+        return format!("{plus}nan");
+    }
+    if x.is_infinite() {
+        return if x < 0.0 {
+            "-inf".into()
+        } else {
+            format!("{plus}inf")
+        };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits (`d.ddde±x`), but
+    // breaks a tie between two candidates of that length upwards where
+    // Python takes the one nearest to the value (ties to even): take the
+    // correctly rounded decimal of that length when it round-trips.
+    let shortest = format!("{:e}", x.abs());
+    let n = shortest
+        .split('e')
+        .next()
+        .map_or(1, |m| m.len().saturating_sub(1).max(1));
+    let nearest = format!("{:.*e}", n - 1, x.abs());
+    let sci = if nearest.parse::<f64>() == Ok(x.abs()) {
+        nearest
+    } else {
+        shortest
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let exp: i64 = exp.parse().unwrap_or(0);
+    // Python's decpt: the value is 0.DIGITS × 10^decpt.
+    let decpt = exp + 1;
+    let n = digits.len() as i64;
+    let body = if -4 < decpt && decpt <= 16 {
+        if decpt <= 0 {
+            format!("0.{}{}", "0".repeat((-decpt) as usize), digits)
+        } else if decpt >= n {
+            let zeros = "0".repeat((decpt - n) as usize);
+            if dot0 {
+                format!("{digits}{zeros}.0")
+            } else {
+                format!("{digits}{zeros}")
+            }
+        } else {
+            let (a, b) = digits.split_at(decpt as usize);
+            format!("{a}.{b}")
+        }
+    } else {
+        let (a, b) = digits.split_at(1);
+        let frac = if b.is_empty() {
+            String::new()
+        } else {
+            format!(".{b}")
+        };
+        let es = if exp < 0 { '-' } else { '+' };
+        format!("{a}{frac}e{es}{:02}", exp.unsigned_abs())
+    };
+    if x.is_sign_negative() {
+        format!("-{body}")
+    } else {
+        format!("{plus}{body}")
+    }
+}
+
+/// Decodes element number `index` of `bytes`: the element whose bits start
+/// at bit `index × dtype.bits()` (for byte-sized types, at byte
+/// `index × itemsize`; for `F4`/`F6` within the packed bit stream described
+/// in the module docs). `None` when `bytes` is too short.
+pub fn decode(dtype: Dtype, bytes: &[u8], index: u64, big_endian: bool) -> Option<Value> {
+    let bit = index.checked_mul(dtype.bits())?;
+    decode_at(dtype, bytes, bit, big_endian)
+}
+
+/// `n` (≤ 8) bits at bit offset `bit` of the little-endian bit stream `bytes`.
+#[inline]
+pub(super) fn bits_at(bytes: &[u8], bit: u64, n: u64) -> Option<u32> {
+    let start = usize::try_from(bit / 8).ok()?;
+    let shift = (bit % 8) as u32;
+    let need = (shift as usize + n as usize).div_ceil(8);
+    let b = bytes.get(start..start.checked_add(need)?)?;
+    let mut acc = 0u32;
+    for (i, byte) in b.iter().enumerate() {
+        acc |= u32::from(*byte) << (8 * i);
+    }
+    Some((acc >> shift) & ((1u32 << n) - 1))
+}
+
+/// `N` bytes at byte `start`, in little-endian order (swapped when `be`).
+#[inline]
+fn le<const N: usize>(bytes: &[u8], start: usize, be: bool) -> Option<[u8; N]> {
+    let mut a: [u8; N] = bytes.get(start..start.checked_add(N)?)?.try_into().ok()?;
+    if be {
+        a.reverse();
+    }
+    Some(a)
+}
+
+/// The byte offset of an element at bit `bit` of a byte-sized type.
+#[inline]
+pub(super) fn byte_of(bit: u64) -> Option<usize> {
+    bit.is_multiple_of(8)
+        .then_some(bit / 8)
+        .and_then(|b| usize::try_from(b).ok())
+}
+
+/// Decodes the element at bit offset `bit` of `bytes`.
+#[inline]
+pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Option<Value> {
+    use Dtype::*;
+    if let F4 | F6_E2M3 | F6_E3M2 = dtype {
+        let code = bits_at(bytes, bit, dtype.bits())?;
+        return Some(Value::Float(f64::from(f32::from_bits(small_f32(
+            dtype, code,
+        )))));
+    }
+    let at = byte_of(bit)?;
+    Some(match dtype {
+        BOOL => Value::Bool(*bytes.get(at)? != 0),
+        U8 | QU8 | QU4X2 | QU2X4 => Value::UInt(u64::from(*bytes.get(at)?)),
+        I8 | QI8 => Value::Int(i64::from(*bytes.get(at)? as i8)),
+        F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ => {
+            let code = u32::from(*bytes.get(at)?);
+            Value::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
+        }
+        I16 => Value::Int(i64::from(i16::from_le_bytes(le(bytes, at, be)?))),
+        U16 => Value::UInt(u64::from(u16::from_le_bytes(le(bytes, at, be)?))),
+        F16 | BF16 => {
+            let code = u32::from(u16::from_le_bytes(le(bytes, at, be)?));
+            Value::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
+        }
+        I32 | QI32 => Value::Int(i64::from(i32::from_le_bytes(le(bytes, at, be)?))),
+        U32 => Value::UInt(u64::from(u32::from_le_bytes(le(bytes, at, be)?))),
+        F32 => Value::Float(f64::from(f32::from_le_bytes(le(bytes, at, be)?))),
+        I64 => Value::Int(i64::from_le_bytes(le(bytes, at, be)?)),
+        U64 => Value::UInt(u64::from_le_bytes(le(bytes, at, be)?)),
+        F64 => Value::Float(f64::from_le_bytes(le(bytes, at, be)?)),
+        C32 => {
+            let re = u32::from(u16::from_le_bytes(le(bytes, at, be)?));
+            let im = u32::from(u16::from_le_bytes(le(bytes, at.checked_add(2)?, be)?));
+            Value::Complex(
+                f64::from(f32::from_bits(f16_to_f32(re))),
+                f64::from(f32::from_bits(f16_to_f32(im))),
+            )
+        }
+        C64 => Value::Complex(
+            f64::from(f32::from_le_bytes(le(bytes, at, be)?)),
+            f64::from(f32::from_le_bytes(le(bytes, at.checked_add(4)?, be)?)),
+        ),
+        C128 => Value::Complex(
+            f64::from_le_bytes(le(bytes, at, be)?),
+            f64::from_le_bytes(le(bytes, at.checked_add(8)?, be)?),
+        ),
+        F4 | F6_E2M3 | F6_E3M2 => return None,
+    })
+}
+
+/// What a small float format does with its top codes.
+#[derive(Clone, Copy)]
+enum Special {
+    /// IEEE: all-ones exponent is ±inf (zero mantissa) or NaN.
+    Ieee,
+    /// `fn`: only all-ones exponent and mantissa is NaN, no infinities.
+    Fn,
+    /// `fnuz`: only the negative-zero code is NaN.
+    Fnuz,
+    /// Every code is finite (`F4`, `F6`).
+    Finite,
+}
+
+const F32_QNAN: u32 = 0x7fc0_0000;
+
+/// The `f32` bits of code `code` of a small float format (every dtype
+/// narrower than 32 bits: F4, F6, F8, F16, BF16). Codes are taken modulo
+/// the format's width. Other dtypes give 0.
+#[inline]
+pub(super) fn small_f32(dtype: Dtype, code: u32) -> u32 {
+    use Dtype::*;
+    match dtype {
+        F16 => f16_to_f32(code & 0xffff),
+        BF16 => (code & 0xffff) << 16,
+        F8_E8M0 => {
+            let e = code & 0xff;
+            if e == 0xff {
+                F32_QNAN
+            } else if e == 0 {
+                // 2^-127: an f32 subnormal.
+                0x0040_0000
+            } else {
+                e << 23
+            }
+        }
+        F8_E4M3 => minifloat(code & 0xff, 4, 3, 7, Special::Fn),
+        F8_E5M2 => minifloat(code & 0xff, 5, 2, 15, Special::Ieee),
+        F8_E4M3FNUZ => minifloat(code & 0xff, 4, 3, 8, Special::Fnuz),
+        F8_E5M2FNUZ => minifloat(code & 0xff, 5, 2, 16, Special::Fnuz),
+        F4 => minifloat(code & 0xf, 2, 1, 1, Special::Finite),
+        F6_E2M3 => minifloat(code & 0x3f, 2, 3, 1, Special::Finite),
+        F6_E3M2 => minifloat(code & 0x3f, 3, 2, 3, Special::Finite),
+        _ => 0,
+    }
+}
+
+/// A sign-exponent-mantissa float of `1 + ebits + mbits` bits as `f32` bits
+/// (exact: every such format with `ebits <= 5`, `mbits <= 3` fits in f32).
+#[inline]
+fn minifloat(code: u32, ebits: u32, mbits: u32, bias: i32, special: Special) -> u32 {
+    let width = 1 + ebits + mbits;
+    let neg = code >> (width - 1) & 1 == 1;
+    let emax = (1u32 << ebits) - 1;
+    let mmax = (1u32 << mbits) - 1;
+    let e = (code >> mbits) & emax;
+    let m = code & mmax;
+    let sign = if neg { 0x8000_0000 } else { 0 };
+    match special {
+        Special::Ieee if e == emax => {
+            return if m == 0 {
+                sign | 0x7f80_0000
+            } else {
+                sign | F32_QNAN
+            };
+        }
+        Special::Fn if e == emax && m == mmax => return sign | F32_QNAN,
+        Special::Fnuz if neg && e == 0 && m == 0 => return 0x8000_0000 | F32_QNAN,
+        _ => {}
+    }
+    // value = m × 2^(1 − bias − mbits) for subnormals,
+    //         (2^mbits + m) × 2^(e − bias − mbits) otherwise.
+    let (sig, exp) = if e == 0 {
+        (m, 1 - bias - mbits as i32)
+    } else {
+        ((1 << mbits) | m, e as i32 - bias - mbits as i32)
+    };
+    // Exact: a small integer times a power of two, representable in f32.
+    let v = (f64::from(sig) * pow2(exp)) as f32;
+    sign | v.to_bits()
+}
+
+/// 2^e for -1022 <= e <= 1023, exactly.
+fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// IEEE half to single, bit-exact (NaN payloads kept), as NumPy converts.
+#[inline]
+pub(super) fn f16_to_f32(h: u32) -> u32 {
+    let sign = (h & 0x8000) << 16;
+    let exp = h & 0x7c00;
+    let man = h & 0x03ff;
+    if exp == 0x7c00 {
+        return sign | 0x7f80_0000 | (man << 13);
+    }
+    if exp == 0 {
+        // Zero or subnormal: man × 2^-24, exact in f32.
+        return sign | ((f64::from(man) * pow2(-24)) as f32).to_bits();
+    }
+    sign | (((h & 0x7fff) + 0x1_c000) << 13)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_repr() {
+        let cases: [(f64, &str); 16] = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1e-4, "0.0001"),
+            (1.5e-5, "1.5e-05"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123456.789, "123456.789"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (-2.5e300, "-2.5e+300"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(Value::Float(x).display(), want, "{x:e}");
+        }
+        let complex = [
+            ((1.0, 2.0), "(1+2j)"),
+            ((0.0, 1.0), "1j"),
+            ((0.0, -0.0), "-0j"),
+            ((-0.0, 1.0), "(-0+1j)"),
+            ((1.0, -0.0), "(1-0j)"),
+            ((f64::NAN, f64::NEG_INFINITY), "(nan-infj)"),
+            ((1.0, f64::NAN), "(1+nanj)"),
+            ((1e16, 1e-5), "(1e+16+1e-05j)"),
+            ((1.5, 0.1), "(1.5+0.1j)"),
+        ];
+        for ((re, im), want) in complex {
+            assert_eq!(Value::Complex(re, im).display(), want);
+        }
+        assert_eq!(Value::Bool(true).display(), "True");
+        assert_eq!(Value::Int(-3).display(), "-3");
+        assert_eq!(Value::UInt(u64::MAX).display(), "18446744073709551615");
+    }
+
+    #[test]
+    fn small_formats() {
+        let f = |d, c| f32::from_bits(small_f32(d, c));
+        assert_eq!(f(Dtype::F8_E4M3, 0x7e), 448.0);
+        assert!(f(Dtype::F8_E4M3, 0x7f).is_nan());
+        assert_eq!(f(Dtype::F8_E5M2, 0x7c), f32::INFINITY);
+        assert_eq!(f(Dtype::F8_E4M3FNUZ, 0x7f), 240.0);
+        assert!(f(Dtype::F8_E4M3FNUZ, 0x80).is_nan());
+        assert_eq!(f(Dtype::F8_E5M2FNUZ, 0x7f), 57344.0);
+        assert_eq!(f(Dtype::F8_E8M0, 127), 1.0);
+        assert_eq!(f(Dtype::F8_E8M0, 0), pow2(-127) as f32);
+        assert_eq!(f(Dtype::F4, 7), 6.0);
+        assert_eq!(f(Dtype::F6_E2M3, 31), 7.5);
+        assert_eq!(f(Dtype::F6_E3M2, 31), 28.0);
+        assert_eq!(f(Dtype::F16, 0x7bff), 65504.0);
+        assert_eq!(f(Dtype::F16, 1), pow2(-24) as f32);
+        assert_eq!(f(Dtype::BF16, 0x3f80), 1.0);
+    }
+
+    #[test]
+    fn packed_bits() {
+        // F6 codes 1, 2, 3, 4 packed little-endian.
+        let codes = [1u32, 2, 3, 4];
+        let mut acc = 0u32;
+        for (i, c) in codes.iter().enumerate() {
+            acc |= c << (6 * i);
+        }
+        let bytes = acc.to_le_bytes();
+        for (i, c) in codes.iter().enumerate() {
+            assert_eq!(bits_at(&bytes[..3], 6 * i as u64, 6), Some(*c));
+        }
+        assert_eq!(bits_at(&bytes[..2], 18, 6), None);
+        assert_eq!(
+            decode(Dtype::F4, &[0x71], 0, false),
+            Some(Value::Float(0.5))
+        );
+        assert_eq!(
+            decode(Dtype::F4, &[0x71], 1, false),
+            Some(Value::Float(6.0))
+        );
+        assert_eq!(decode(Dtype::F4, &[0x71], 2, false), None);
+    }
+}
