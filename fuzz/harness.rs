@@ -17,6 +17,10 @@
 //! through the memo, long runs of one opcode, deep nesting, huge length and
 //! count fields, tars of many members, PAX and zip64 sizes near 2^64.
 
+// Included as a module by every fuzz target and by the integration tests,
+// each of which uses a different part: `pub` is its interface to them.
+#![allow(unreachable_pub)]
+
 #![allow(dead_code)]
 
 use std::io::{Read, Write};

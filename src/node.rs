@@ -42,7 +42,7 @@ impl fmt::Display for Value {
             Value::Bool(v) => write!(f, "{v}"),
             Value::Str(s) => f.write_str(s),
             Value::Bytes(b) => {
-                for x in b.iter() {
+                for x in b {
                     write!(f, "{x:02x}")?;
                 }
                 Ok(())

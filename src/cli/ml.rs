@@ -32,7 +32,7 @@ pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
 }
 
-pub fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
+pub(super) fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // The target's parse gives the pickles' ranges.
@@ -295,7 +295,7 @@ pub(super) fn list_text(
             }
             // The parse knows more than a scan of the pickle's range.
             End::Short { .. } | End::Invalid { .. } if damage.is_some() => {
-                writeln!(out, "!!! {}", damage.as_deref().unwrap_or_default())?
+                writeln!(out, "!!! {}", damage.as_deref().unwrap_or_default())?;
             }
             End::Short { at, why } => writeln!(out, "!!! pickle cut off at {at}: {why}")?,
             End::Invalid { at, why } => writeln!(out, "!!! {why} at {at}")?,
@@ -308,7 +308,7 @@ pub(super) fn list_text(
     Ok(())
 }
 
-pub fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, Fatal> {
+pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, Fatal> {
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     wait(&session, |t| tensors::ready(t, id));

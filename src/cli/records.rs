@@ -20,7 +20,7 @@ use crate::status::Status;
 const RELEASE_EVERY: u64 = 16 << 20;
 
 /// What to print.
-pub struct Show<'a> {
+pub(super) struct Show<'a> {
     /// Record types to keep (none: all).
     pub types: &'a [String],
     pub verbose: bool,
@@ -36,7 +36,7 @@ fn log_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .find(|&x| format_of(&t.exts[x]).is_some_and(|f| f.offers.records))
 }
 
-pub fn records(input: &Input, path: &str, show: &Show) -> Result<Status, Fatal> {
+pub(super) fn records(input: &Input, path: &str, show: &Show) -> Result<Status, Fatal> {
     let file = input.file.as_path();
     // A log file itself is read straight from its mapping: no parse of the
     // tree runs beside the listing.
@@ -163,7 +163,7 @@ impl Counts {
 /// The chunk layer (CRCs, reassembly, resync) is read here, in order; the
 /// records are decoded and formatted in batches by one worker per core,
 /// and their text is written in file order.
-pub fn list(
+pub(super) fn list(
     src: &dyn Source,
     show: &Show,
     out: &mut impl Write,

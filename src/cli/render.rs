@@ -51,7 +51,7 @@ fn kind_text(e: &Extraction) -> String {
 /// One line per extraction, drawn as a tree. The walk keeps one frame per
 /// level (which child comes next), not one entry per member: a million
 /// members cost no memory here.
-pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
     // (extraction, index of its next child to print)
     let mut stack: Vec<(ExtId, usize)> = Vec::new();
     let mut lead = String::new();
@@ -114,7 +114,7 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
 
 /// The extraction tree as JSON (docs/contract.md shape, plus `kind`, `damage`,
 /// `declared_size` and `origin`).
-pub fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     write_ext(t, id, out)?;
     writeln!(out)
 }
@@ -151,7 +151,7 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     }
     match &e.kind {
         EntryKind::Symlink(target) | EntryKind::HardLink(target) => {
-            write!(out, ",\"target\":{}", json_str(target))?
+            write!(out, ",\"target\":{}", json_str(target))?;
         }
         EntryKind::Other(what) => write!(out, ",\"what\":{}", json_str(what))?,
         _ => {}
@@ -185,7 +185,7 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
 
 /// Nodes as indented lines: name, kind, range, value, status.
 /// The first line of `nodes` text output: the extraction itself.
-pub fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "{}  [{}]  {} B",
@@ -196,7 +196,12 @@ pub fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// One node and its loaded children, `depth` levels.
-pub fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn node_text(
+    n: &Node,
+    indent: usize,
+    depth: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
     if depth == 0 {
         return Ok(());
     }
@@ -229,7 +234,7 @@ pub fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) ->
 }
 
 /// Nodes as a JSON array (docs/contract.md shape, plus `detail` and `more`).
-pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Result<()> {
     write!(out, "[")?;
     for (i, n) in nodes.iter().enumerate() {
         if i > 0 {
@@ -241,7 +246,7 @@ pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Res
 }
 
 /// One node and its loaded children as JSON, `depth` levels.
-pub fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
+pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":{},\"kind\":{},\"start\":{},\"end\":{}",

@@ -51,7 +51,7 @@ struct Lru {
 }
 
 /// Default budget of the global cache.
-pub const DEFAULT_CACHE_BYTES: usize = 32 << 20;
+pub(super) const DEFAULT_CACHE_BYTES: usize = 32 << 20;
 
 impl ChunkCache {
     /// A cache that keeps at most `budget` bytes of chunks.

@@ -203,7 +203,7 @@ impl<'a> StepCx<'a> {
         let me = self.me;
         self.edits.push(Box::new(move |t: &mut Tree| {
             if let Some(n) = t.exts[me].nodes.get_mut(index) {
-                f(n)
+                f(n);
             }
         }));
     }
@@ -243,7 +243,7 @@ impl<'a> StepCx<'a> {
         let me = self.me;
         let text = text.into();
         self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[me].extra_mut().notes.push(text)
+            t.exts[me].extra_mut().notes.push(text);
         }));
     }
 

@@ -375,7 +375,7 @@ impl GzipParser {
                     n.kind = "partial member";
                     n.range.end = in_end;
                     n.value = Some(Value::Str(
-                        format!("decoded {:#x}..{:#x}, cut off", out_start, out_end).into(),
+                        format!("decoded {out_start:#x}..{out_end:#x}, cut off").into(),
                     ));
                     n.damage = Some(Box::new(Damage::truncated(
                         Range::new(in_end, in_end),
@@ -404,7 +404,7 @@ impl GzipParser {
                     n.kind = "partial member";
                     n.range.end = at;
                     n.value = Some(Value::Str(
-                        format!("decoded {:#x}..{:#x}, then invalid", out_start, out_end).into(),
+                        format!("decoded {out_start:#x}..{out_end:#x}, then invalid").into(),
                     ));
                     n.damage = Some(Box::new(Damage::corrupt(
                         Range::new(at, at),
@@ -532,9 +532,8 @@ impl GzipParser {
         let mut p = at;
         let mut scanned = 0;
         while p < avail && scanned < cx.budget {
-            let bytes = match view(&*data, p, 1 << 20, &mut self.scratch) {
-                Ok(b) => b,
-                Err(_) => return Some(self.finish(cx)),
+            let Ok(bytes) = view(&*data, p, 1 << 20, &mut self.scratch) else {
+                return Some(self.finish(cx));
             };
             if p == pad {
                 if bytes.len() < 3 && !fin && MAGIC.starts_with(bytes) {
@@ -797,9 +796,8 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     ) else {
         return Vec::new();
     };
-    let h = match parse_header(b) {
-        Ok(h) => h,
-        Err(_) => return vec![Node::new("error", "header", node.range).text("unparseable header")],
+    let Ok(h) = parse_header(b) else {
+        return vec![Node::new("error", "header", node.range).text("unparseable header")];
     };
     let at = |s: usize, e: usize| Range::new(start + s as u64, start + e as u64);
     let mut out = vec![

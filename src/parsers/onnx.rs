@@ -191,9 +191,9 @@ fn graph_tensors(
                     t.name = format!("{prefix}{}", t.name);
                 }
                 if depth == 0 {
-                    inits.push(t)
+                    inits.push(t);
                 } else {
-                    others.push(t)
+                    others.push(t);
                 }
             }
             (1, Wire::Len) => node_tensors(src, f.value, prefix, depth, others),
@@ -221,7 +221,7 @@ fn node_tensors(src: &dyn Source, node: Range, prefix: &str, depth: u32, out: &m
                 for a in Scanner::new(src, f.value).flatten() {
                     match (a.number, a.wire) {
                         (1, Wire::Len) => attr = text(src, a.value),
-                        (5, Wire::Len) | (10, Wire::Len) => {
+                        (5 | 10, Wire::Len) => {
                             let mut t = tensor(src, &a);
                             if t.name.is_empty() {
                                 t.name = if op == "Constant" && !output.is_empty() {
@@ -233,7 +233,7 @@ fn node_tensors(src: &dyn Source, node: Range, prefix: &str, depth: u32, out: &m
                             t.name = format!("{prefix}{}", t.name);
                             out.push(t);
                         }
-                        (6, Wire::Len) | (11, Wire::Len) => {
+                        (6 | 11, Wire::Len) => {
                             let p = format!("{prefix}{who}.{attr}/");
                             let mut inits = Vec::new();
                             graph_tensors(src, a.value, &p, depth + 1, &mut inits, out);
@@ -336,7 +336,7 @@ fn tensor(src: &dyn Source, field: &Field) -> Found {
                     "external data with an invalid offset or length ({:?}, {:?})",
                     ext.get("offset"),
                     ext.get("length")
-                ))
+                ));
             }
             (Some(loc), off, len) => {
                 t.bytes = Values::External {

@@ -49,24 +49,24 @@ const MAX_META: u64 = 1 << 20;
 mod field {
     use std::ops::Range;
 
-    pub const NAME: Range<usize> = 0..100;
-    pub const MODE: Range<usize> = 100..108;
-    pub const UID: Range<usize> = 108..116;
-    pub const GID: Range<usize> = 116..124;
-    pub const SIZE: Range<usize> = 124..136;
-    pub const MTIME: Range<usize> = 136..148;
+    pub(super) const NAME: Range<usize> = 0..100;
+    pub(super) const MODE: Range<usize> = 100..108;
+    pub(super) const UID: Range<usize> = 108..116;
+    pub(super) const GID: Range<usize> = 116..124;
+    pub(super) const SIZE: Range<usize> = 124..136;
+    pub(super) const MTIME: Range<usize> = 136..148;
     /// Summed as spaces when the checksum is computed.
-    pub const CHKSUM: Range<usize> = 148..156;
-    pub const TYPEFLAG: usize = 156;
-    pub const LINKNAME: Range<usize> = 157..257;
+    pub(super) const CHKSUM: Range<usize> = 148..156;
+    pub(super) const TYPEFLAG: usize = 156;
+    pub(super) const LINKNAME: Range<usize> = 157..257;
     /// `ustar\0` (POSIX) or `ustar ` (GNU, with `VERSION` ` \0`).
-    pub const MAGIC: Range<usize> = 257..263;
-    pub const VERSION: Range<usize> = 263..265;
-    pub const UNAME: Range<usize> = 265..297;
-    pub const GNAME: Range<usize> = 297..329;
-    pub const DEVMAJOR: Range<usize> = 329..337;
-    pub const DEVMINOR: Range<usize> = 337..345;
-    pub const PREFIX: Range<usize> = 345..500;
+    pub(super) const MAGIC: Range<usize> = 257..263;
+    pub(super) const VERSION: Range<usize> = 263..265;
+    pub(super) const UNAME: Range<usize> = 265..297;
+    pub(super) const GNAME: Range<usize> = 297..329;
+    pub(super) const DEVMAJOR: Range<usize> = 329..337;
+    pub(super) const DEVMINOR: Range<usize> = 337..345;
+    pub(super) const PREFIX: Range<usize> = 345..500;
 }
 
 /// A valid header at the start; or, when the first header is damaged, a

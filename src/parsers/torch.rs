@@ -476,12 +476,12 @@ fn rebuild_call(vm: &Vm, module: &str, name: &str, a: &[Id], depth: usize) -> Op
                 at: 0,
             })
         }
-        ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state")
-        | ("torch._utils", "_rebuild_device_tensor_from_cpu_tensor")
-            if !a.is_empty() =>
-        {
-            rebuild(vm, a[0], depth + 1)
-        }
+        (
+            "torch._utils",
+            "_rebuild_parameter"
+            | "_rebuild_parameter_with_state"
+            | "_rebuild_device_tensor_from_cpu_tensor",
+        ) if !a.is_empty() => rebuild(vm, a[0], depth + 1),
         ("torch._utils", "_rebuild_meta_tensor_no_storage") if a.len() >= 3 => {
             let (offset, shape, stride, bad) = layout(vm, None, a[1], a[2]);
             Some(Found {

@@ -325,7 +325,7 @@ impl App {
                     input.pop();
                 }
                 KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                    self.quit = true
+                    self.quit = true;
                 }
                 KeyCode::Char(c) => input.push(c),
                 _ => {}
@@ -392,9 +392,9 @@ impl App {
                 Pane::Hex if matches!(self.panel, Panel::Metrics(_)) => self.metrics_key(a),
                 Pane::Hex => {
                     if self.text_mode {
-                        self.text_key(a)
+                        self.text_key(a);
                     } else {
-                        self.hex_key(a)
+                        self.hex_key(a);
                     }
                 }
             },
@@ -442,7 +442,7 @@ impl App {
                 match a {
                     Action::Expand if open => self.exts.collapse(&id),
                     Action::Expand | Action::Right if has_kids && !open => {
-                        self.exts.expand(&m, &id)
+                        self.exts.expand(&m, &id);
                     }
                     Action::Right if open => self.exts.select_row(&m, cur + 1, h),
                     Action::Left if open => self.exts.collapse(&id),
@@ -507,7 +507,7 @@ impl App {
                 let Some(n) = m.get(&path) else { return };
                 let open = v.is_expanded(&path);
                 match (a, models::expandable(n)) {
-                    (Action::Expand, _) | (Action::Left, _) if open => v.collapse(&path),
+                    (Action::Expand | Action::Left, _) if open => v.collapse(&path),
                     (Action::Expand | Action::Right, Some(true)) => load = Some(path),
                     (Action::Expand | Action::Right, Some(false)) if !open => v.expand(&m, &path),
                     (Action::Right, Some(false)) => v.select_row(&m, cur + 1, h),
@@ -856,7 +856,7 @@ impl App {
         self.search.running = true;
         self.search.id = self.search_task(move |_, stop, report, id| {
             let found = search::bytes(&data, &pattern, from, forward, stop, &|done, total| {
-                report(SearchEvent::Progress { id, done, total })
+                report(SearchEvent::Progress { id, done, total });
             });
             match found {
                 Some(at) => report(SearchEvent::Offset { id, ext, at }),
@@ -995,7 +995,7 @@ impl App {
         f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
     ) -> u64 {
         self.worker.spawn(SEARCH, move |s, stop, report, id| {
-            f(s, stop, &|e| report(Box::new(e)), id)
+            f(s, stop, &|e| report(Box::new(e)), id);
         })
     }
 

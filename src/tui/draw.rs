@@ -378,7 +378,7 @@ fn marks(app: &mut App, start: u64, end: u64) -> Marks {
         0
     };
     let mut covered = Vec::new();
-    for n in e.nodes[lo..].iter() {
+    for n in &e.nodes[lo..] {
         if sorted && n.range.start >= end {
             break;
         }

@@ -9,7 +9,7 @@ use pparse::extraction::Tree;
 use crate::util::*;
 
 /// A 512-byte ustar header with a valid checksum.
-pub fn tar_header(name: &str, kind: u8, size: u64) -> Vec<u8> {
+pub(crate) fn tar_header(name: &str, kind: u8, size: u64) -> Vec<u8> {
     let mut h = vec![0u8; 512];
     h[..name.len()].copy_from_slice(name.as_bytes());
     h[100..108].copy_from_slice(b"0000644\0");
@@ -33,7 +33,7 @@ pub fn tar_header(name: &str, kind: u8, size: u64) -> Vec<u8> {
 }
 
 /// `data` padded to whole 512-byte blocks.
-pub fn blocks(data: &[u8]) -> Vec<u8> {
+pub(crate) fn blocks(data: &[u8]) -> Vec<u8> {
     let mut v = data.to_vec();
     v.resize(data.len().div_ceil(512) * 512, 0);
     v

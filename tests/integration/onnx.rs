@@ -386,7 +386,7 @@ fn truncated_models_keep_what_is_there() {
         let whole = tensors_of(&fixture_path(&format!("onnx/{model}"))).json;
         let step = (data.len() / 25).max(1);
         for cut in (1..data.len()).step_by(step).chain([data.len() - 1]) {
-            let p = dir.path().join(format!("cut-{cut}-{}", model));
+            let p = dir.path().join(format!("cut-{cut}-{model}"));
             std::fs::write(&p, &data[..cut]).unwrap();
             let listed = tensors_of(&p);
             if listed.code != 1 {

@@ -111,7 +111,7 @@ fn sweep(name: &str) {
 
 /// Sweeps the fixture at `name` (relative to fixtures/, also the name it is
 /// parsed under) and runs `extra` on every damaged tree as well.
-pub fn sweep_with(name: &str, extra: &dyn Fn(&Tree, &str, &mut Failures)) {
+pub(crate) fn sweep_with(name: &str, extra: &dyn Fn(&Tree, &str, &mut Failures)) {
     let data = fixture(name);
     let mut rng = Rng::new(seed_of(name));
     let mut f = Failures::default();

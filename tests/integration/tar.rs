@@ -44,7 +44,7 @@ fn entries(session: &Session, id: usize) -> (Vec<(u64, u64, String)>, usize) {
                     panic!("group {i} has no children after a load");
                 };
                 assert_eq!(kids.len(), 1024, "a group holds 1024 entries");
-                for k in kids.iter() {
+                for k in kids {
                     assert_eq!(k.kind, "entry");
                     out.push((k.range.start, k.range.end, k.name.to_string()));
                 }

@@ -14,7 +14,7 @@ use crate::util::*;
 /// `must_be_complete` (its whole record is there, e.g. not when only the
 /// last bits of a deflate stream are cut off).
 #[allow(clippy::too_many_arguments)]
-pub fn check_leaf_prefix(
+pub(crate) fn check_leaf_prefix(
     t: &Tree,
     what: &str,
     path: &str,
@@ -69,7 +69,7 @@ pub fn check_leaf_prefix(
 /// expect/nested_truncation.json lists only members whose headers are
 /// present ("only regular-file leaves whose headers are present appear"),
 /// and a member named by a partial header would be invented.
-pub fn check_absent(t: &Tree, what: &str, path: &str, f: &mut Failures) {
+pub(crate) fn check_absent(t: &Tree, what: &str, path: &str, f: &mut Failures) {
     let Some(id) = t.resolve(path) else { return };
     let n = t.exts[id].size();
     let st = t.status_of(id);
@@ -150,7 +150,7 @@ fn nested_cuts(zip_level: bool) {
                 Some(n) => {
                     checked += 1;
                     let whole = record_present(path, c);
-                    check_leaf_prefix(&t, &what, path, u(n), size, whole, &sources[path], &mut f)
+                    check_leaf_prefix(&t, &what, path, u(n), size, whole, &sources[path], &mut f);
                 }
                 None => check_absent(&t, &what, path, &mut f),
             }

@@ -15,17 +15,17 @@ use ratatui::crossterm::event::{
 
 use crate::util::*;
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub app: App,
     pub term: Terminal<TestBackend>,
 }
 
 impl Harness {
-    pub fn open(name: &str, bytes: Vec<u8>) -> Harness {
+    pub(crate) fn open(name: &str, bytes: Vec<u8>) -> Harness {
         Harness::sized(name, bytes, 120, 40)
     }
 
-    pub fn sized(name: &str, bytes: Vec<u8>, w: u16, h: u16) -> Harness {
+    pub(crate) fn sized(name: &str, bytes: Vec<u8>, w: u16, h: u16) -> Harness {
         let session = Arc::new(Session::from_bytes(name, bytes, Options::default()));
         let app = App::new(session, Theme::load("dark").unwrap());
         let term = Terminal::new(TestBackend::new(w, h)).unwrap();
@@ -36,7 +36,7 @@ impl Harness {
 
     /// Draws and feeds background results until nothing is pending: the
     /// parse is over, the worker is idle, and a frame asks for nothing new.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             assert!(Instant::now() < deadline, "the explorer did not settle");
@@ -61,7 +61,7 @@ impl Harness {
     /// Sends keys: plain characters, or `<Enter>`, `<Tab>`, `<S-Tab>`, `<Esc>`,
     /// `<Up>`, `<Down>`, `<Left>`, `<Right>`, `<PgUp>`, `<PgDn>`, `<Home>`,
     /// `<End>`, `<BS>`, `<C-c>`; settles after each key.
-    pub fn keys(&mut self, seq: &str) {
+    pub(crate) fn keys(&mut self, seq: &str) {
         let mut rest = seq;
         while !rest.is_empty() {
             let (code, mods, used) = if rest.starts_with('<') && rest.contains('>') {
@@ -95,12 +95,12 @@ impl Harness {
         }
     }
 
-    pub fn click(&mut self, x: u16, y: u16) {
+    pub(crate) fn click(&mut self, x: u16, y: u16) {
         self.mouse(MouseEventKind::Down(MouseButton::Left), x, y);
         self.mouse(MouseEventKind::Up(MouseButton::Left), x, y);
     }
 
-    pub fn mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) {
+    pub(crate) fn mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) {
         self.app.on_mouse(MouseEvent {
             kind,
             column: x,
@@ -111,7 +111,7 @@ impl Harness {
     }
 
     /// The screen as text, one line per row.
-    pub fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let buf = self.term.backend().buffer();
         let mut out = String::new();
         for y in 0..buf.area.height {
@@ -124,14 +124,14 @@ impl Harness {
     }
 
     /// Screen row (y) whose text contains `needle`.
-    pub fn row_of(&self, needle: &str) -> Option<u16> {
+    pub(crate) fn row_of(&self, needle: &str) -> Option<u16> {
         self.screen()
             .lines()
             .position(|l| l.contains(needle))
             .map(|y| y as u16)
     }
 
-    pub fn selected_ext_path(&self) -> String {
+    pub(crate) fn selected_ext_path(&self) -> String {
         let t = self.app.session.tree();
         t.path_of(self.app.ext())
     }

@@ -12,16 +12,16 @@ use pparse::{ExtId, Options, Session, Status, Tree};
 use serde_json::Value;
 
 /// The fixtures directory.
-pub const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+pub(crate) const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 /// The pparse binary built for these tests.
-pub const BIN: &str = env!("CARGO_BIN_EXE_pparse");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_pparse");
 /// How long one parse of a small fixture may take before it counts as a hang.
-pub const DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Plain tar fixtures.
-pub const TARS: &[&str] = &["ustar.tar", "gnu.tar", "pax.tar", "v7.tar", "base256.tar"];
+pub(crate) const TARS: &[&str] = &["ustar.tar", "gnu.tar", "pax.tar", "v7.tar", "base256.tar"];
 /// Zip fixtures.
-pub const ZIPS: &[&str] = &[
+pub(crate) const ZIPS: &[&str] = &[
     "plain.zip",
     "dd.zip",
     "dd0.zip",
@@ -30,12 +30,12 @@ pub const ZIPS: &[&str] = &[
     "nested_stored.zip",
 ];
 
-pub fn fixture_path(name: &str) -> PathBuf {
+pub(crate) fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(FIX).join(name)
 }
 
 /// The bytes of a file under fixtures/ (an archive, or `src/...`).
-pub fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(fixture_path(name)).unwrap_or_else(|e| panic!("read fixture {name}: {e}"))
 }
 
@@ -46,47 +46,47 @@ fn load_json(rel: &str) -> Value {
 }
 
 /// fixtures/manifest.json.
-pub fn manifest() -> &'static Value {
+pub(crate) fn manifest() -> &'static Value {
     static M: OnceLock<Value> = OnceLock::new();
     M.get_or_init(|| load_json("manifest.json"))
 }
 
 /// fixtures/expect/nested_truncation.json.
-pub fn nested_truncation() -> &'static Value {
+pub(crate) fn nested_truncation() -> &'static Value {
     static M: OnceLock<Value> = OnceLock::new();
     M.get_or_init(|| load_json("expect/nested_truncation.json"))
 }
 
 /// One archive's manifest entry.
-pub fn archive(name: &str) -> &'static Value {
+pub(crate) fn archive(name: &str) -> &'static Value {
     let a = &manifest()[name];
     assert!(a.is_object(), "manifest has no archive {name}");
     a
 }
 
-pub fn u(v: &Value) -> u64 {
+pub(crate) fn u(v: &Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| panic!("expected an integer, got {v}"))
 }
 
-pub fn s(v: &Value) -> &str {
+pub(crate) fn s(v: &Value) -> &str {
     v.as_str()
         .unwrap_or_else(|| panic!("expected a string, got {v}"))
 }
 
-pub fn opt_s(v: &Value) -> Option<&str> {
+pub(crate) fn opt_s(v: &Value) -> Option<&str> {
     v.as_str()
 }
 
 /// A regular-file leaf of an archive: PATH, size, source file.
 #[derive(Clone, Debug)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     pub path: String,
     pub size: u64,
     pub source: String,
 }
 
-pub fn leaves(archive_name: &str) -> Vec<Leaf> {
+pub(crate) fn leaves(archive_name: &str) -> Vec<Leaf> {
     archive(archive_name)["leaves"]
         .as_array()
         .expect("leaves")
@@ -100,13 +100,13 @@ pub fn leaves(archive_name: &str) -> Vec<Leaf> {
 }
 
 /// Whether a PATH lies inside a zip (needs the zip parser to resolve).
-pub fn inside_zip(path: &str) -> bool {
+pub(crate) fn inside_zip(path: &str) -> bool {
     path.contains(".zip/")
 }
 
 /// A tar member as the manifest describes it.
 #[derive(Clone, Debug)]
-pub struct TarMember {
+pub(crate) struct TarMember {
     pub name: String,
     pub path: String,
     pub kind: String,
@@ -119,17 +119,17 @@ pub struct TarMember {
 }
 
 impl TarMember {
-    pub fn is_file(&self) -> bool {
+    pub(crate) fn is_file(&self) -> bool {
         self.kind == "file"
     }
     /// End of the member's data blocks (where the next header starts).
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         let data = if self.is_file() { self.size } else { 0 };
         self.data_offset + data.div_ceil(512) * 512
     }
 }
 
-pub fn tar_members(archive_name: &str) -> Vec<TarMember> {
+pub(crate) fn tar_members(archive_name: &str) -> Vec<TarMember> {
     archive(archive_name)["members"]
         .as_array()
         .expect("members")
@@ -154,7 +154,7 @@ pub fn tar_members(archive_name: &str) -> Vec<TarMember> {
 
 /// A zip data descriptor as the manifest describes it.
 #[derive(Clone, Debug)]
-pub struct Descriptor {
+pub(crate) struct Descriptor {
     pub offset: u64,
     pub length: u64,
     pub signature: bool,
@@ -163,7 +163,7 @@ pub struct Descriptor {
 
 /// A zip entry as the manifest describes it.
 #[derive(Clone, Debug)]
-pub struct ZipMember {
+pub(crate) struct ZipMember {
     pub name: String,
     pub kind: String,
     pub header_offset: u64,
@@ -177,18 +177,18 @@ pub struct ZipMember {
 }
 
 impl ZipMember {
-    pub fn is_file(&self) -> bool {
+    pub(crate) fn is_file(&self) -> bool {
         self.kind == "file"
     }
-    pub fn stored(&self) -> bool {
+    pub(crate) fn stored(&self) -> bool {
         self.method == 0
     }
     /// End of the entry's compressed data.
-    pub fn data_end(&self) -> u64 {
+    pub(crate) fn data_end(&self) -> u64 {
         self.data_offset + self.compressed_size
     }
     /// End of the entry's record (data plus descriptor).
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         match &self.descriptor {
             Some(d) => d.offset + d.length,
             None => self.data_end(),
@@ -196,7 +196,7 @@ impl ZipMember {
     }
 }
 
-pub fn zip_members_of(v: &Value) -> Vec<ZipMember> {
+pub(crate) fn zip_members_of(v: &Value) -> Vec<ZipMember> {
     v["members"]
         .as_array()
         .expect("members")
@@ -221,19 +221,19 @@ pub fn zip_members_of(v: &Value) -> Vec<ZipMember> {
         .collect()
 }
 
-pub fn zip_members(archive_name: &str) -> Vec<ZipMember> {
+pub(crate) fn zip_members(archive_name: &str) -> Vec<ZipMember> {
     zip_members_of(archive(archive_name))
 }
 
 /// Collects failures so one run shows every broken cut, not just the first.
 #[derive(Default)]
-pub struct Failures(Vec<String>);
+pub(crate) struct Failures(Vec<String>);
 
 impl Failures {
-    pub fn push(&mut self, s: String) {
+    pub(crate) fn push(&mut self, s: String) {
         self.0.push(s);
     }
-    pub fn check(self, what: &str) {
+    pub(crate) fn check(self, what: &str) {
         if self.0.is_empty() {
             return;
         }
@@ -284,7 +284,7 @@ fn install_panic_hook() {
 /// Parses `bytes` (named `name`) to the end; fails the test if the engine
 /// panics or the parse is not over within [`DEADLINE`]. `what` describes the
 /// input (fixture and damage) for the failure message.
-pub fn parse_named(name: &str, bytes: Vec<u8>, what: &str) -> Session {
+pub(crate) fn parse_named(name: &str, bytes: Vec<u8>, what: &str) -> Session {
     install_panic_hook();
     let before = PANICS.load(Ordering::SeqCst);
     let session = Session::from_bytes(name, bytes, Options::default());
@@ -310,13 +310,13 @@ pub fn parse_named(name: &str, bytes: Vec<u8>, what: &str) -> Session {
 }
 
 /// [`parse_named`] with the name used as the description.
-pub fn parse(name: &str, bytes: Vec<u8>) -> Session {
+pub(crate) fn parse(name: &str, bytes: Vec<u8>) -> Session {
     let what = format!("{name} ({} bytes)", bytes.len());
     parse_named(name, bytes, &what)
 }
 
 /// Every available byte of an extraction.
-pub fn read_all(tree: &Tree, id: ExtId) -> Vec<u8> {
+pub(crate) fn read_all(tree: &Tree, id: ExtId) -> Vec<u8> {
     let data = &tree.exts[id].data();
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -339,7 +339,7 @@ pub fn read_all(tree: &Tree, id: ExtId) -> Vec<u8> {
 }
 
 /// The PATHs of an extraction's children, in order.
-pub fn child_names(tree: &Tree, id: ExtId) -> Vec<String> {
+pub(crate) fn child_names(tree: &Tree, id: ExtId) -> Vec<String> {
     tree.exts[id]
         .children
         .iter()
@@ -348,7 +348,7 @@ pub fn child_names(tree: &Tree, id: ExtId) -> Vec<String> {
 }
 
 /// A readable summary of an extraction's damage (for failure messages).
-pub fn damage_text(tree: &Tree, id: ExtId) -> String {
+pub(crate) fn damage_text(tree: &Tree, id: ExtId) -> String {
     let e = &tree.exts[id];
     if e.damage.is_empty() {
         return "no damage".into();
@@ -361,7 +361,7 @@ pub fn damage_text(tree: &Tree, id: ExtId) -> String {
 }
 
 /// A summary of the whole tree (for failure messages).
-pub fn tree_text(tree: &Tree) -> String {
+pub(crate) fn tree_text(tree: &Tree) -> String {
     let mut out = String::new();
     for id in tree.subtree(0) {
         let e = &tree.exts[id];
@@ -381,7 +381,13 @@ pub fn tree_text(tree: &Tree) -> String {
 
 /// Whether any damage of extraction `id` with one of `statuses` covers
 /// `[start, end)` (for an empty span: contains `start`, or is empty at it).
-pub fn damage_covers(tree: &Tree, id: ExtId, start: u64, end: u64, statuses: &[Status]) -> bool {
+pub(crate) fn damage_covers(
+    tree: &Tree,
+    id: ExtId,
+    start: u64,
+    end: u64,
+    statuses: &[Status],
+) -> bool {
     tree.exts[id].damage.iter().any(|d| {
         statuses.contains(&d.status)
             && if end > start {
@@ -398,14 +404,14 @@ pub fn damage_covers(tree: &Tree, id: ExtId, start: u64, end: u64, statuses: &[S
 
 /// xorshift64* — small, seeded, reproducible.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         // Never zero; mix the seed so nearby seeds diverge.
         Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xd1b5_4a32_d192_ed03 | 1)
     }
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -414,37 +420,37 @@ impl Rng {
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
     /// Uniform-ish in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0);
         self.next_u64() % n
     }
     /// In `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.below(hi - lo + 1)
     }
-    pub fn byte(&mut self) -> u8 {
+    pub(crate) fn byte(&mut self) -> u8 {
         (self.next_u64() >> 56) as u8
     }
-    pub fn fill(&mut self, buf: &mut [u8]) {
+    pub(crate) fn fill(&mut self, buf: &mut [u8]) {
         for b in buf {
             *b = self.byte();
         }
     }
 }
 
-pub fn truncated(data: &[u8], cut: u64) -> Vec<u8> {
+pub(crate) fn truncated(data: &[u8], cut: u64) -> Vec<u8> {
     data[..(cut as usize).min(data.len())].to_vec()
 }
 
 /// XORs the byte at `at` with `mask` (non-zero, so the byte always changes).
-pub fn flip(data: &mut [u8], at: u64, mask: u8) {
+pub(crate) fn flip(data: &mut [u8], at: u64, mask: u8) {
     assert!(mask != 0);
     data[at as usize] ^= mask;
 }
 
 /// Overwrites `[start, start+len)` with seeded random bytes, making sure at
 /// least the first byte really changes.
-pub fn overwrite(data: &mut [u8], start: u64, len: u64, rng: &mut Rng) {
+pub(crate) fn overwrite(data: &mut [u8], start: u64, len: u64, rng: &mut Rng) {
     let (s, e) = (start as usize, (start + len) as usize);
     let old0 = data[s];
     rng.fill(&mut data[s..e]);
@@ -453,7 +459,7 @@ pub fn overwrite(data: &mut [u8], start: u64, len: u64, rng: &mut Rng) {
     }
 }
 
-pub fn insert(data: &[u8], at: u64, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn insert(data: &[u8], at: u64, bytes: &[u8]) -> Vec<u8> {
     let mut out = data[..at as usize].to_vec();
     out.extend_from_slice(bytes);
     out.extend_from_slice(&data[at as usize..]);
@@ -461,7 +467,7 @@ pub fn insert(data: &[u8], at: u64, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Copies `[start, start+len)` and inserts the copy at `at`.
-pub fn duplicate_span(data: &[u8], start: u64, len: u64, at: u64) -> Vec<u8> {
+pub(crate) fn duplicate_span(data: &[u8], start: u64, len: u64, at: u64) -> Vec<u8> {
     let span = data[start as usize..(start + len) as usize].to_vec();
     insert(data, at, &span)
 }
@@ -470,13 +476,13 @@ pub fn duplicate_span(data: &[u8], start: u64, len: u64, at: u64) -> Vec<u8> {
 /// `zlib.decompressobj(-15).decompress(compressed)` does: everything that
 /// decodes from the bytes given, stopping quietly at their end, at the end of
 /// the deflate stream, or at the first invalid code.
-pub fn inflate_prefix(compressed: &[u8]) -> Vec<u8> {
+pub(crate) fn inflate_prefix(compressed: &[u8]) -> Vec<u8> {
     inflate_with(flate2::Decompress::new(false), compressed).0
 }
 
 /// Like [`inflate_prefix`] for a gzip stream's deflate data, also returning
 /// how many input bytes were consumed.
-pub fn inflate_with(mut z: flate2::Decompress, compressed: &[u8]) -> (Vec<u8>, usize) {
+pub(crate) fn inflate_with(mut z: flate2::Decompress, compressed: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(compressed.len() * 4 + 64);
     loop {
         let consumed = z.total_in() as usize;
@@ -504,17 +510,17 @@ pub fn inflate_with(mut z: flate2::Decompress, compressed: &[u8]) -> (Vec<u8>, u
 }
 
 /// Decoded length produced by a raw inflater from `compressed[..n]`.
-pub fn inflated_len_from(compressed: &[u8], n: usize) -> usize {
+pub(crate) fn inflated_len_from(compressed: &[u8], n: usize) -> usize {
     inflate_prefix(&compressed[..n]).len()
 }
 
 /// The source file named by a manifest `source` (relative to fixtures/).
-pub fn source_bytes(source: &str) -> Vec<u8> {
+pub(crate) fn source_bytes(source: &str) -> Vec<u8> {
     fixture(source)
 }
 
 /// Asserts that extraction `path` holds exactly `expected`, with status Complete.
-pub fn assert_exact(tree: &Tree, path: &str, expected: &[u8], what: &str) {
+pub(crate) fn assert_exact(tree: &Tree, path: &str, expected: &[u8], what: &str) {
     let Some(id) = tree.resolve(path) else {
         panic!(
             "{what}: {path:?} does not resolve\ntree:\n{}",
@@ -548,24 +554,24 @@ pub fn assert_exact(tree: &Tree, path: &str, expected: &[u8], what: &str) {
 // ---------------------------------------------------------------------------
 
 /// What one run of the pparse binary gave.
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
 }
 
 impl Run {
-    pub fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
 }
 
 /// Runs `pparse ARGS...`; fails the test if it does not exit within 60 s or
 /// is killed by a signal.
-pub fn pparse<I, S>(args: I) -> Run
+pub(crate) fn pparse<I, S>(args: I) -> Run
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
@@ -574,7 +580,7 @@ where
 }
 
 /// [`pparse`] with extra environment variables.
-pub fn pparse_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
+pub(crate) fn pparse_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
@@ -635,7 +641,7 @@ where
 // ---------------------------------------------------------------------------
 
 /// A protobuf varint.
-pub fn varint(mut v: u64) -> Vec<u8> {
+pub(crate) fn varint(mut v: u64) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
         let b = (v & 0x7f) as u8;
@@ -649,7 +655,7 @@ pub fn varint(mut v: u64) -> Vec<u8> {
 }
 
 /// A length-delimited protobuf field: tag, length, payload.
-pub fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
     let mut out = varint(u64::from(n) << 3 | 2);
     out.extend(varint(payload.len() as u64));
     out.extend(payload);

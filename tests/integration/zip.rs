@@ -648,7 +648,7 @@ fn unsupported_method_is_listed_not_decoded() {
                 assert!(
                     w.contains("bzip2") && w.contains("not decoded"),
                     "{what}: {w}"
-                )
+                );
             }
             k => panic!("{what}: bzip2 entry is a {}", k.as_str()),
         }

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 
 /// Handle to one stored window.
 #[derive(Clone, Copy, Debug)]
-pub struct WindowRef {
+pub(super) struct WindowRef {
     off: u64,
     len: u32,
 }
@@ -38,7 +38,7 @@ fn store() -> &'static Store {
 }
 
 /// Saves a window and returns its handle.
-pub fn put(window: &[u8]) -> io::Result<WindowRef> {
+pub(super) fn put(window: &[u8]) -> io::Result<WindowRef> {
     let len = window.len() as u32;
     match store() {
         Store::File { file, end } => {
@@ -56,7 +56,7 @@ pub fn put(window: &[u8]) -> io::Result<WindowRef> {
 }
 
 /// Reads a window back into `out`.
-pub fn get(r: WindowRef, out: &mut Vec<u8>) -> io::Result<()> {
+pub(super) fn get(r: WindowRef, out: &mut Vec<u8>) -> io::Result<()> {
     out.resize(r.len as usize, 0);
     match store() {
         Store::File { file, .. } => file.read_exact_at(out, r.off),

@@ -460,7 +460,7 @@ impl Scanner {
                     }
                     b']' if ctx == Ctx::First => self.close(off),
                     b']' if ctx == Ctx::Next => {
-                        self.syntax(off, "trailing comma: expected a value after ','", src, sink)
+                        self.syntax(off, "trailing comma: expected a value after ','", src, sink);
                     }
                     _ => self.syntax(
                         off,

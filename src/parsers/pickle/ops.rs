@@ -454,7 +454,7 @@ pub fn twos_to_decimal(b: &[u8]) -> String {
     // Magnitude, little-endian.
     let mut mag: Vec<u8> = if neg {
         let mut m: Vec<u8> = b.iter().map(|x| !x).collect();
-        for x in m.iter_mut() {
+        for x in &mut m {
             let (v, carry) = x.overflowing_add(1);
             *x = v;
             if !carry {
@@ -470,7 +470,7 @@ pub fn twos_to_decimal(b: &[u8]) -> String {
     let mut chunks = Vec::new();
     while mag.iter().any(|&x| x != 0) {
         let mut rem: u64 = 0;
-        for x in mag.iter_mut() {
+        for x in &mut mag {
             let cur = (rem << 8) | *x as u64;
             *x = (cur / 1_000_000_000) as u8;
             rem = cur % 1_000_000_000;
@@ -562,7 +562,7 @@ pub fn raw_unicode_escape(s: &[u8]) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
-        if s[i] == b'\\' && matches!(s.get(i + 1), Some(b'u') | Some(b'U')) {
+        if s[i] == b'\\' && matches!(s.get(i + 1), Some(b'u' | b'U')) {
             // An odd run of backslashes escapes; count them.
             let n = if s[i + 1] == b'u' { 4 } else { 8 };
             let hex = s

@@ -176,7 +176,7 @@ pub fn classify(module: &str, name: &str) -> Verdict {
     }
     if matches!(
         (module, name),
-        ("torch", "load") | ("torch.serialization", "load") | ("torch.storage", "_load_from_bytes")
+        ("torch" | "torch.serialization", "load") | ("torch.storage", "_load_from_bytes")
     ) {
         return Verdict::Dangerous;
     }

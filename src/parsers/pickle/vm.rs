@@ -787,7 +787,7 @@ pub fn py_str_into(s: &str, out: &mut String) {
                 out.push(c);
             }
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
+                out.push_str(&format!("\\x{:02x}", c as u32));
             }
             c if !py_printable(c) => {
                 let n = c as u32;

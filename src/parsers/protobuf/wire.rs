@@ -369,7 +369,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                 let mut b = [0u8; 8];
                 match self.fast {
                     Some(s) => {
-                        b[..size as usize].copy_from_slice(&s[at as usize..(at + size) as usize])
+                        b[..size as usize].copy_from_slice(&s[at as usize..(at + size) as usize]);
                     }
                     None => {
                         self.bytes.read(at, &mut b[..size as usize]);

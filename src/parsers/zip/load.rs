@@ -7,7 +7,7 @@ use crate::node::{Node, Value};
 use crate::status::Damage;
 use crate::util::dos_datetime;
 
-pub fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+pub(super) fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     match node.kind {
         "entry" | "entry+dd" => entry(data, node),
         "central directory" => directory(data, node.range),

@@ -6,16 +6,16 @@ use memchr::memmem;
 use crate::data::{Data, Range, le, view};
 use crate::status::Damage;
 
-pub const LFH: &[u8; 4] = b"PK\x03\x04";
-pub const CDH: &[u8; 4] = b"PK\x01\x02";
-pub const EOCD: &[u8; 4] = b"PK\x05\x06";
-pub const Z64_EOCD: &[u8; 4] = b"PK\x06\x06";
-pub const Z64_LOC: &[u8; 4] = b"PK\x06\x07";
-pub const DD: &[u8; 4] = b"PK\x07\x08";
+pub(super) const LFH: &[u8; 4] = b"PK\x03\x04";
+pub(super) const CDH: &[u8; 4] = b"PK\x01\x02";
+pub(super) const EOCD: &[u8; 4] = b"PK\x05\x06";
+pub(super) const Z64_EOCD: &[u8; 4] = b"PK\x06\x06";
+pub(super) const Z64_LOC: &[u8; 4] = b"PK\x06\x07";
+pub(super) const DD: &[u8; 4] = b"PK\x07\x08";
 
-pub const FLAG_ENCRYPTED: u16 = 1;
-pub const FLAG_DESCRIPTOR: u16 = 8;
-pub const FLAG_UTF8: u16 = 1 << 11;
+pub(super) const FLAG_ENCRYPTED: u16 = 1;
+pub(super) const FLAG_DESCRIPTOR: u16 = 8;
+pub(super) const FLAG_UTF8: u16 = 1 << 11;
 
 // Where the fields of each record are: byte offsets from its signature
 // (APPNOTE 4.3), each module named after the record's signature above.
@@ -23,103 +23,103 @@ pub const FLAG_UTF8: u16 = 1 << 11;
 // record with its variable fields.
 
 /// Local file header; the name and the extra field follow the fixed part.
-pub mod lfh {
-    pub const VERSION: usize = 4;
-    pub const FLAGS: usize = 6;
-    pub const METHOD: usize = 8;
+pub(super) mod lfh {
+    pub(crate) const VERSION: usize = 4;
+    pub(crate) const FLAGS: usize = 6;
+    pub(crate) const METHOD: usize = 8;
     /// DOS time, then DOS date.
-    pub const TIME: usize = 10;
-    pub const CRC: usize = 14;
-    pub const CSIZE: usize = 18;
-    pub const USIZE: usize = 22;
-    pub const NAME_LEN: usize = 26;
-    pub const EXTRA_LEN: usize = 28;
-    pub const LEN: usize = 30;
+    pub(crate) const TIME: usize = 10;
+    pub(crate) const CRC: usize = 14;
+    pub(crate) const CSIZE: usize = 18;
+    pub(crate) const USIZE: usize = 22;
+    pub(crate) const NAME_LEN: usize = 26;
+    pub(crate) const EXTRA_LEN: usize = 28;
+    pub(crate) const LEN: usize = 30;
     /// 64 KiB of name and 64 KiB of extra field.
-    pub const MAX: usize = LEN + 2 * 65535;
+    pub(crate) const MAX: usize = LEN + 2 * 65535;
 }
 
 /// Central directory header; name, extra field and comment follow.
-pub mod cdh {
-    pub const MADE_BY: usize = 4;
-    pub const VERSION: usize = 6;
-    pub const FLAGS: usize = 8;
-    pub const METHOD: usize = 10;
+pub(super) mod cdh {
+    pub(crate) const MADE_BY: usize = 4;
+    pub(crate) const VERSION: usize = 6;
+    pub(crate) const FLAGS: usize = 8;
+    pub(crate) const METHOD: usize = 10;
     /// DOS time, then DOS date.
-    pub const TIME: usize = 12;
-    pub const CRC: usize = 16;
-    pub const CSIZE: usize = 20;
-    pub const USIZE: usize = 24;
-    pub const NAME_LEN: usize = 28;
-    pub const EXTRA_LEN: usize = 30;
-    pub const COMMENT_LEN: usize = 32;
-    pub const DISK: usize = 34;
-    pub const INTERNAL: usize = 36;
-    pub const EXTERNAL: usize = 38;
+    pub(crate) const TIME: usize = 12;
+    pub(crate) const CRC: usize = 16;
+    pub(crate) const CSIZE: usize = 20;
+    pub(crate) const USIZE: usize = 24;
+    pub(crate) const NAME_LEN: usize = 28;
+    pub(crate) const EXTRA_LEN: usize = 30;
+    pub(crate) const COMMENT_LEN: usize = 32;
+    pub(crate) const DISK: usize = 34;
+    pub(crate) const INTERNAL: usize = 36;
+    pub(crate) const EXTERNAL: usize = 38;
     /// Of the local header.
-    pub const OFFSET: usize = 42;
-    pub const LEN: usize = 46;
-    pub const MAX: usize = LEN + 3 * 65535;
+    pub(crate) const OFFSET: usize = 42;
+    pub(crate) const LEN: usize = 46;
+    pub(crate) const MAX: usize = LEN + 3 * 65535;
 }
 
 /// End of central directory record; the comment follows.
-pub mod eocd {
-    pub const DISK: usize = 4;
-    pub const CD_DISK: usize = 6;
-    pub const DISK_ENTRIES: usize = 8;
-    pub const ENTRIES: usize = 10;
-    pub const CD_SIZE: usize = 12;
-    pub const CD_OFFSET: usize = 16;
-    pub const COMMENT_LEN: usize = 20;
-    pub const LEN: usize = 22;
-    pub const MAX: usize = LEN + 65535;
+pub(super) mod eocd {
+    pub(crate) const DISK: usize = 4;
+    pub(crate) const CD_DISK: usize = 6;
+    pub(crate) const DISK_ENTRIES: usize = 8;
+    pub(crate) const ENTRIES: usize = 10;
+    pub(crate) const CD_SIZE: usize = 12;
+    pub(crate) const CD_OFFSET: usize = 16;
+    pub(crate) const COMMENT_LEN: usize = 20;
+    pub(crate) const LEN: usize = 22;
+    pub(crate) const MAX: usize = LEN + 65535;
 }
 
 /// Zip64 end of central directory record (its extensible data is not read).
-pub mod z64_eocd {
-    pub const RECORD_SIZE: usize = 4;
-    pub const MADE_BY: usize = 12;
-    pub const VERSION: usize = 14;
-    pub const DISK: usize = 16;
-    pub const CD_DISK: usize = 20;
-    pub const DISK_ENTRIES: usize = 24;
-    pub const ENTRIES: usize = 32;
-    pub const CD_SIZE: usize = 40;
-    pub const CD_OFFSET: usize = 48;
-    pub const LEN: usize = 56;
+pub(super) mod z64_eocd {
+    pub(crate) const RECORD_SIZE: usize = 4;
+    pub(crate) const MADE_BY: usize = 12;
+    pub(crate) const VERSION: usize = 14;
+    pub(crate) const DISK: usize = 16;
+    pub(crate) const CD_DISK: usize = 20;
+    pub(crate) const DISK_ENTRIES: usize = 24;
+    pub(crate) const ENTRIES: usize = 32;
+    pub(crate) const CD_SIZE: usize = 40;
+    pub(crate) const CD_OFFSET: usize = 48;
+    pub(crate) const LEN: usize = 56;
 }
 
 /// Zip64 end of central directory locator, right before the end record.
-pub mod z64_loc {
-    pub const DISK: usize = 4;
+pub(super) mod z64_loc {
+    pub(crate) const DISK: usize = 4;
     /// Of the zip64 end record.
-    pub const END_OFFSET: usize = 8;
-    pub const DISKS: usize = 16;
-    pub const LEN: usize = 20;
+    pub(crate) const END_OFFSET: usize = 8;
+    pub(crate) const DISKS: usize = 16;
+    pub(crate) const LEN: usize = 20;
 }
 
 /// Data descriptor, in four layouts: with or without its signature, with
 /// 4- or 8-byte sizes (zip64). Offsets count from after the signature.
-pub mod dd {
-    pub const SIG_LEN: usize = 4;
-    pub const CRC: usize = 0;
-    pub const CSIZE: usize = 4;
+pub(super) mod dd {
+    pub(crate) const SIG_LEN: usize = 4;
+    pub(crate) const CRC: usize = 0;
+    pub(crate) const CSIZE: usize = 4;
 
     /// Width of each size field.
-    pub const fn size_len(wide: bool) -> usize {
+    pub(crate) const fn size_len(wide: bool) -> usize {
         if wide { 8 } else { 4 }
     }
 
-    pub const fn len(signed: bool, wide: bool) -> usize {
+    pub(crate) const fn len(signed: bool, wide: bool) -> usize {
         (if signed { SIG_LEN } else { 0 }) + CSIZE + 2 * size_len(wide)
     }
 
-    pub const MAX: usize = len(true, true);
+    pub(crate) const MAX: usize = len(true, true);
 }
 
 /// Why a record could not be read.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Bad {
+pub(super) enum Bad {
     /// The bytes end inside the record; this many bytes would be needed.
     Short(usize),
     /// Not a valid record.
@@ -132,7 +132,7 @@ fn invalid<T>(why: impl Into<String>) -> Result<T, Bad> {
 
 /// A local file header.
 #[derive(Debug, Clone)]
-pub struct Local {
+pub(super) struct Local {
     pub flags: u16,
     pub method: u16,
     pub crc: u32,
@@ -146,14 +146,14 @@ pub struct Local {
 }
 
 impl Local {
-    pub fn has_descriptor(&self) -> bool {
+    pub(super) fn has_descriptor(&self) -> bool {
         self.flags & FLAG_DESCRIPTOR != 0
     }
 }
 
 /// Reads a local header at the start of `b`, validating it as a recovery
 /// scanner must: a `PK\3\4` in the middle of compressed data is common.
-pub fn parse_local(b: &[u8]) -> Result<Local, Bad> {
+pub(super) fn parse_local(b: &[u8]) -> Result<Local, Bad> {
     if b.len() < lfh::LEN {
         if !LFH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no local header signature");
@@ -226,7 +226,7 @@ pub fn parse_local(b: &[u8]) -> Result<Local, Bad> {
 
 /// A central directory file header.
 #[derive(Debug, Clone)]
-pub struct Central {
+pub(super) struct Central {
     pub made_by: u16,
     pub flags: u16,
     pub method: u16,
@@ -244,12 +244,12 @@ pub struct Central {
 
 impl Central {
     /// A Unix symlink (file type bits in the external attributes).
-    pub fn is_symlink(&self) -> bool {
+    pub(super) fn is_symlink(&self) -> bool {
         self.made_by >> 8 == 3 && (self.external >> 16) & 0o170000 == 0o120000
     }
 }
 
-pub fn parse_central(b: &[u8]) -> Result<Central, Bad> {
+pub(super) fn parse_central(b: &[u8]) -> Result<Central, Bad> {
     if b.len() < cdh::LEN {
         if !CDH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no central directory signature");
@@ -309,7 +309,7 @@ pub fn parse_central(b: &[u8]) -> Result<Central, Bad> {
 
 /// The end of central directory record, with zip64 values applied.
 #[derive(Debug, Clone)]
-pub struct End {
+pub(super) struct End {
     /// Offset of the `PK\5\6` record.
     pub pos: u64,
     pub entries: u64,
@@ -323,7 +323,7 @@ pub struct End {
 }
 
 /// Parses the classic end record at the start of `b`.
-pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
+pub(super) fn parse_end(b: &[u8], pos: u64) -> Option<End> {
     if b.len() < eocd::LEN || &b[0..4] != EOCD {
         return None;
     }
@@ -339,7 +339,7 @@ pub fn parse_end(b: &[u8], pos: u64) -> Option<End> {
 }
 
 /// Values of a zip64 end record: (entries, cd_size, cd_offset).
-pub fn parse_end64(b: &[u8]) -> Option<(u64, u64, u64)> {
+pub(super) fn parse_end64(b: &[u8]) -> Option<(u64, u64, u64)> {
     if b.len() < z64_eocd::LEN || &b[0..4] != Z64_EOCD {
         return None;
     }
@@ -352,7 +352,7 @@ pub fn parse_end64(b: &[u8]) -> Option<(u64, u64, u64)> {
 
 /// Whether extra-field bytes are a clean list of (id, len, data) records.
 /// A tail of under 4 zero bytes is tolerated (alignment padding).
-pub fn extras_valid(mut x: &[u8]) -> bool {
+pub(super) fn extras_valid(mut x: &[u8]) -> bool {
     while x.len() >= 4 {
         let len = le::u16(x, 2) as usize;
         if 4 + len > x.len() {
@@ -364,7 +364,7 @@ pub fn extras_valid(mut x: &[u8]) -> bool {
 }
 
 /// Iterates extra-field records: (id, offset of data within `x`, data).
-pub fn extras(x: &[u8]) -> Vec<(u16, usize, &[u8])> {
+pub(super) fn extras(x: &[u8]) -> Vec<(u16, usize, &[u8])> {
     let mut out = Vec::new();
     let mut p = 0;
     while p + 4 <= x.len() {
@@ -382,7 +382,7 @@ fn find_extra(x: &[u8], want: u16) -> Option<&[u8]> {
 }
 
 /// Name of a compression method; `None` for numbers no writer uses.
-pub fn method_name(m: u16) -> Option<&'static str> {
+pub(super) fn method_name(m: u16) -> Option<&'static str> {
     Some(match m {
         0 => "stored",
         1 => "shrunk",
@@ -408,7 +408,7 @@ pub fn method_name(m: u16) -> Option<&'static str> {
 }
 
 /// Name of an extra field id.
-pub fn extra_name(id: u16) -> &'static str {
+pub(super) fn extra_name(id: u16) -> &'static str {
     match id {
         0x0001 => "zip64",
         0x000a => "NTFS times",
@@ -428,7 +428,7 @@ pub fn extra_name(id: u16) -> &'static str {
 
 /// A data descriptor found after an entry's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Descriptor {
+pub(super) struct Descriptor {
     pub crc: u32,
     pub csize: u64,
     pub usize: u64,
@@ -438,7 +438,7 @@ pub struct Descriptor {
 
 /// Reads a descriptor at the start of `b` in one of its four layouts
 /// (with or without signature, 32- or 64-bit sizes).
-pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor> {
+pub(super) fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor> {
     let base = if signed { dd::SIG_LEN } else { 0 };
     let len = dd::len(signed, wide);
     if b.len() < len || (signed && &b[0..4] != DD) {
@@ -464,7 +464,7 @@ pub fn parse_descriptor(b: &[u8], signed: bool, wide: bool) -> Option<Descriptor
 
 /// Every layout of a data descriptor that reads at the start of `b`, the
 /// `zip64` width first: the caller judges which one the writer meant.
-pub fn descriptor_candidates(b: &[u8], zip64: bool) -> Vec<Descriptor> {
+pub(super) fn descriptor_candidates(b: &[u8], zip64: bool) -> Vec<Descriptor> {
     let mut v = Vec::new();
     for wide in [zip64, !zip64] {
         for signed in [true, false] {
@@ -478,7 +478,7 @@ pub fn descriptor_candidates(b: &[u8], zip64: bool) -> Vec<Descriptor> {
 
 /// Finds the end of central directory record in the last 64 KiB; with
 /// `exact`, only one whose comment ends exactly at the end of the bytes.
-pub fn find_end(data: &Data, exact: bool) -> Option<End> {
+pub(super) fn find_end(data: &Data, exact: bool) -> Option<End> {
     let len = data.available();
     if len < eocd::LEN as u64 {
         return None;

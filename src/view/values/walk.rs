@@ -216,7 +216,7 @@ pub(super) fn walk(
 /// indices `level..` become 0 and dimension `level - 1` goes up by one,
 /// with carry. Returns false past the last element.
 fn next_run(idx: &mut [u64], dims: &[(u64, u64)], level: usize) -> bool {
-    for i in idx[level..].iter_mut() {
+    for i in &mut idx[level..] {
         *i = 0;
     }
     let mut k = level;
