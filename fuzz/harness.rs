@@ -20,7 +20,6 @@
 // Included as a module by every fuzz target and by the integration tests,
 // each of which uses a different part: `pub` is its interface to them.
 #![allow(unreachable_pub)]
-
 #![allow(dead_code)]
 
 use std::io::{Read, Write};

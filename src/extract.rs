@@ -13,6 +13,8 @@
 //!   `O_EXCL`, and pparse itself never creates links;
 //! * an existing file or a clash gets a `~N` suffix, so nothing is overwritten.
 
+#![warn(missing_docs)]
+
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -92,6 +94,7 @@ impl Extractor {
         })
     }
 
+    /// The directory everything is written below.
     pub fn root(&self) -> &Path {
         &self.root
     }

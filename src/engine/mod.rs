@@ -17,6 +17,8 @@
 //! engine thread's loop, `shared.rs` what the two share, and `memory.rs`
 //! hands freed memory back to the system.
 
+#![warn(missing_docs)]
+
 mod memory;
 mod scheduler;
 mod shared;
@@ -182,6 +184,7 @@ impl Session {
         self.shared.failure.lock().clone()
     }
 
+    /// Whether the parse is over (or was cancelled).
     pub fn is_finished(&self) -> bool {
         self.shared.finished.load(Ordering::Acquire)
     }

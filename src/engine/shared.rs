@@ -12,7 +12,9 @@ use crate::extraction::Tree;
 /// A notification for a UI: something changed, or the parse is over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// The tree changed.
     Changed,
+    /// The parse is over.
     Finished,
 }
 

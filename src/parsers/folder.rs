@@ -25,6 +25,7 @@ use crate::node::Node;
 use crate::offer::{Offers, TensorOffer};
 use crate::status::Damage;
 
+/// A folder opened as a whole (shards of a model).
 pub static FORMAT: Format = Format {
     name: "folder",
     sniff,

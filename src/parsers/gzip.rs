@@ -24,6 +24,7 @@ use crate::node::{Node, Value};
 use crate::offer::Offers;
 use crate::status::Damage;
 
+/// gzip: members, their headers, decoded streams.
 pub static FORMAT: Format = Format {
     name: "gzip",
     sniff,

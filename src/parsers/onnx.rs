@@ -26,6 +26,7 @@ use crate::offer::tensor::{self, Dtype, Tensor};
 use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
 
+/// ONNX models (protobuf `ModelProto`).
 pub static FORMAT: Format = Format {
     name: "onnx",
     sniff,

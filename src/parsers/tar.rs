@@ -22,6 +22,7 @@ use crate::node::{Node, Value};
 use crate::offer::Offers;
 use crate::status::Damage;
 
+/// tar: ustar, GNU and PAX.
 pub static FORMAT: Format = Format {
     name: "tar",
     sniff,

@@ -25,6 +25,7 @@ use crate::offer::tensor::{self, Dtype, Tensor, TensorJob};
 use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
 
+/// Legacy (pre-zip) torch checkpoints; zip ones are read by the zip format.
 pub static FORMAT: Format = Format {
     name: "torch",
     sniff: |s: &Sniff| pickle::is_legacy_torch(s.head),

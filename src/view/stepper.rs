@@ -30,18 +30,26 @@ pub enum Target {
 
 /// Asks for the state after an opcode of the pickle at `range`.
 pub struct StepRequest {
+    /// The extraction holding the pickle.
     pub ext: ExtId,
+    /// Its bytes.
     pub data: Data,
+    /// The pickle's bytes in it.
     pub range: Range,
+    /// Where to go.
     pub target: Target,
+    /// The asker's count, returned with the result to tell stale ones apart.
     pub generation: u64,
 }
 
 /// The machine after one opcode, ready to draw.
 #[derive(Clone, Debug, Default)]
 pub struct StepResult {
+    /// See [`StepRequest::ext`].
     pub ext: ExtId,
+    /// See [`StepRequest::generation`].
     pub generation: u64,
+    /// See [`StepRequest::range`].
     pub range: Range,
     /// The step shown.
     pub step: usize,
@@ -49,17 +57,21 @@ pub struct StepResult {
     pub total: usize,
     /// Index of the first listed opcode and the listing, one line each.
     pub first: usize,
+    /// Offset and text of each listed opcode.
     pub listing: Vec<(u64, String)>,
     /// Bytes of the current opcode.
     pub op: Range,
     /// Stack depth and its top entries (bottom first).
     pub depth: usize,
+    /// Text of each stack entry shown.
     pub stack: Vec<String>,
     /// Metastack frames (innermost last), each with its top entries.
     pub meta: Vec<(usize, Vec<String>)>,
     /// Memo size and its highest keys.
     pub memo_len: usize,
+    /// Key and text of each memo entry shown.
     pub memo: Vec<(u64, String)>,
+    /// What the machine found wrong so far.
     pub problems: Vec<String>,
     /// How the pickle ends when it does not end with STOP.
     pub end: Option<String>,
@@ -131,6 +143,7 @@ impl StepCache {
 }
 
 impl StepRequest {
+    /// The machine's state at the target, reusing what `cache` kept.
     pub fn run(&self, cache: &mut StepCache) -> StepResult {
         let data = &*self.data;
         let key = (

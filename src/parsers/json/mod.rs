@@ -36,6 +36,7 @@ use crate::offer::Offers;
 use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
+/// JSON and JSON Lines.
 pub static FORMAT: Format = Format {
     name: "json",
     sniff,

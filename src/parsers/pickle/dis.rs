@@ -118,6 +118,7 @@ const NO_MARK: &str = "no MARK exists on stack";
 /// What the listing adds to an opcode's line.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Notes {
+    /// The note pickletools prints after the argument, if any.
     pub mark: Option<Mark>,
     /// What pickletools would stop with after printing the line.
     pub error: Option<String>,

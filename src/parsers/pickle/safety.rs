@@ -21,6 +21,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as a word (`allowed`, `unknown`, `DANGEROUS`).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Allowed => "allowed",

@@ -49,6 +49,7 @@ pub struct Writer<'t> {
 }
 
 impl<'t> Writer<'t> {
+    /// A writer for messages of the schemas in `t`.
     pub fn new(t: &'t Table) -> Self {
         Writer {
             t,

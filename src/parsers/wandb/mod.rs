@@ -26,6 +26,7 @@ pub use record::{
     JSON, Record, SUMMARY_CHARS, bad_node, decode, decode_with, record_node, record_type, table,
 };
 
+/// W&B run logs (`.wandb`).
 pub static FORMAT: Format = Format {
     name: "wandb",
     sniff,

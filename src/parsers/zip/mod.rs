@@ -44,6 +44,7 @@ use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
 use records::{Central, Descriptor, End, Local};
 
+/// zip, zip64, and everything built on it (torch checkpoints, wheels).
 pub static FORMAT: Format = Format {
     name: "zip",
     sniff,

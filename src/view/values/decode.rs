@@ -16,6 +16,7 @@ pub enum Value {
     Int(i64),
     /// Unsigned integers (and `QU8`, `QU4X2`, `QU2X4`).
     UInt(u64),
+    /// A boolean element.
     Bool(bool),
 }
 

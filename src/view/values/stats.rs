@@ -16,12 +16,15 @@ use crate::offer::tensor::Tensor;
 pub struct Stats {
     /// Finite values: the ones min, max, mean, std and the histogram are over.
     pub count: u64,
+    /// NaN values.
     pub nan: u64,
     /// Infinite values, either sign.
     pub inf: u64,
     /// NaN when `count` is 0.
     pub min: f64,
+    /// NaN when `count` is 0.
     pub max: f64,
+    /// NaN when `count` is 0.
     pub mean: f64,
     /// Population standard deviation (ddof = 0).
     pub std: f64,
