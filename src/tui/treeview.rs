@@ -82,11 +82,6 @@ impl<Id: Clone + Eq + Hash + std::fmt::Debug> TreeView<Id> {
         }
     }
 
-    /// Expanded nodes (for unloading cold subtrees and tests).
-    pub fn expanded_ids(&self) -> impl Iterator<Item = &Id> {
-        self.is_expanded.keys()
-    }
-
     /// Visible rows below `parent` (not counting `parent` itself).
     pub fn count<M: TreeModel<Id = Id>>(&self, m: &M, parent: Option<&Id>) -> usize {
         let mut n = m.len(parent);

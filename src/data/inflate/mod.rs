@@ -141,16 +141,6 @@ impl InflateSource {
         self.done.store(true, Ordering::Release);
     }
 
-    /// Input offset where each segment starts and the decoded offset it maps
-    /// to, for showing physical offsets of decoded bytes.
-    pub fn segment_starts(&self) -> Vec<(u64, u64)> {
-        self.segments
-            .read()
-            .iter()
-            .map(|s| (s.points[0].input, s.out_start))
-            .collect()
-    }
-
     fn begin_segment(&self, input: u64) {
         let out = self.avail.load(Ordering::Acquire);
         self.segments.write().push(Segment {
