@@ -17,11 +17,12 @@ use ratatui::layout::Rect;
 
 use super::keys::{self, Action};
 use super::models::{self, Exts, Nodes};
+use super::stepper::Stepper;
 use super::text::{self, HighlightJob, Highlighted};
 use super::theme::Theme;
 use super::treeview::{TreeModel, TreeView};
 use super::worker::{Done, Job, Worker};
-use crate::data::Data;
+use crate::data::{Data, Range};
 use crate::engine::Session;
 use crate::extraction::{ExtId, Phase};
 use crate::view::search;
@@ -55,7 +56,7 @@ pub enum PromptKind {
 pub enum Panel {
     None,
     /// The pickle stepper (`p`).
-    Stepper(Box<super::stepper::Stepper>),
+    Stepper(Box<Stepper>),
     /// The tensor table (`T`).
     Tensors(Box<super::tensorview::TensorPanel>),
     /// A W&B log's metrics (`M`): their list here, a plot in place of the
@@ -384,7 +385,12 @@ impl App {
                 Pane::Extractions => self.ext_key(a),
                 Pane::Nodes => match self.panel {
                     Panel::None => self.node_key(a),
-                    Panel::Stepper(_) => self.stepper_key(a),
+                    Panel::Stepper(_) => {
+                        let page = self.height(Pane::Nodes);
+                        if let Panel::Stepper(s) = &mut self.panel {
+                            s.on_key(a, page, &self.session, &self.worker);
+                        }
+                    }
                     Panel::Tensors(_) => self.tensor_key(a),
                     Panel::Metrics(_) => self.metrics_key(a),
                 },
@@ -587,11 +593,13 @@ impl App {
         }
         if follow {
             // In the stepper, moving through the bytes moves through the opcodes.
-            if let Panel::Stepper(s) = &self.panel
-                && s.ext == self.ext()
+            let ext = self.ext();
+            if let Panel::Stepper(s) = &mut self.panel
+                && s.ext == ext
                 && s.range.contains(offset)
             {
-                self.step_to(crate::view::stepper::Target::Offset(offset));
+                let target = crate::view::stepper::Target::Offset(offset);
+                s.step_to(target, &self.session, &self.worker);
             } else {
                 self.select_node_at(offset);
             }
@@ -946,7 +954,15 @@ impl App {
             Err(d) => d,
         };
         let d = match d.downcast::<crate::view::stepper::StepResult>() {
-            Ok(r) => return self.on_stepped(*r),
+            Ok(r) => {
+                if let Panel::Stepper(s) = &mut self.panel
+                    && let Some((ext, at)) = s.on_stepped(*r)
+                    && ext == self.ext()
+                {
+                    self.set_cursor(at, false);
+                }
+                return;
+            }
             Err(d) => d,
         };
         let d = match d.downcast::<super::tensorview::Report>() {
@@ -1152,10 +1168,10 @@ impl App {
         if pane == Pane::Nodes && y > l.nodes.y && y + 1 < l.nodes.y + l.nodes.height {
             let row = (y - l.nodes.y - 1) as usize;
             match &self.panel {
-                Panel::Stepper(s) => {
-                    let to = s.first_row + row;
-                    if s.result.as_ref().is_some_and(|r| to < r.total) {
-                        self.step_to(crate::view::stepper::Target::Step(to));
+                Panel::Stepper(_) => {
+                    let rows = self.height(Pane::Nodes);
+                    if let Panel::Stepper(s) = &mut self.panel {
+                        s.click(row, rows, &self.session, &self.worker);
                     }
                     return;
                 }
@@ -1280,6 +1296,44 @@ impl App {
         };
         self.worker
             .submit(Job::new(move |_, _| Some(Box::new(job.run()))));
+    }
+
+    /// Opens the stepper on the selected pickle (or the extraction's first),
+    /// or closes it.
+    fn toggle_stepper(&mut self) {
+        if matches!(self.panel, Panel::Stepper(_)) {
+            self.panel = Panel::None;
+            return;
+        }
+        let ext = self.ext();
+        let selected = self
+            .views
+            .get(&ext)
+            .and_then(|v| v.nodes.selected.as_ref())
+            .and_then(|p| p.first().copied());
+        let opened = Stepper::open(&self.session.tree(), ext, selected);
+        let Some(mut stepper) = opened else {
+            self.say("no pickle here: select a .pkl or pickle extraction, then press p");
+            return;
+        };
+        if matches!(self.panel, Panel::Metrics(_)) {
+            self.close_panel();
+        }
+        stepper.step_to(
+            crate::view::stepper::Target::Step(0),
+            &self.session,
+            &self.worker,
+        );
+        self.panel = Panel::Stepper(Box::new(stepper));
+        self.focus = Pane::Nodes;
+    }
+
+    /// The stepper's current opcode, to mark in the hex view.
+    pub fn stepper_op(&self) -> Option<(ExtId, Range)> {
+        match &self.panel {
+            Panel::Stepper(s) => s.op(),
+            _ => None,
+        }
     }
 
     /// The byte offset under a mouse position in the hex pane.

@@ -192,18 +192,9 @@ fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
     let mut panel = std::mem::replace(&mut app.panel, Panel::None);
     match &mut panel {
         Panel::Stepper(s) => {
-            let title = match &s.result {
-                Some(r) => format!(
-                    " Pickle: {}  {}/{} ",
-                    escape_str(&s.name),
-                    r.step + 1,
-                    r.total
-                ),
-                None => format!(" Pickle: {} ", escape_str(&s.name)),
-            };
-            let b = block(app, Some(Pane::Nodes), title);
+            let b = block(app, Some(Pane::Nodes), s.title());
             ratatui::widgets::Widget::render(b, area, buf);
-            super::stepper::draw_listing(app, s, buf, area);
+            super::stepper::draw_listing(&app.theme, s, buf, area);
         }
         Panel::Tensors(p) => {
             let n = p
@@ -610,7 +601,7 @@ fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
     let (title, lines) = match &app.panel {
         Panel::Stepper(s) => (
             " Pickle VM (never executes) ",
-            super::stepper::state_lines(app, s, area.width),
+            super::stepper::state_lines(&app.theme, s, area.width),
         ),
         Panel::Tensors(p) => (
             " Tensor ",

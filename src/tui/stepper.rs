@@ -1,16 +1,20 @@
 //! The pickle stepper panel (`p`): the VM's state after any opcode, forward
 //! and back. The replay itself is [`crate::view::stepper`]; this is the
-//! panel that asks for steps and draws what comes back.
+//! panel that asks for steps and draws what comes back. It owns its state
+//! and knows nothing of the app: the app hands it the session, the worker
+//! and its pane's size, and applies what it returns (where the hex cursor
+//! goes).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::app::{App, Pane, Panel};
 use super::keys::Action;
-use super::worker::Job;
+use super::theme::Theme;
+use super::worker::{Job, Worker, scratch};
 use crate::data::Range;
-use crate::extraction::ExtId;
+use crate::engine::Session;
+use crate::extraction::{ExtId, Tree};
 use crate::view::stepper::{StepCache, StepRequest, StepResult, Target};
 
 /// The stepper's state in the explorer.
@@ -24,97 +28,60 @@ pub struct Stepper {
     pub step: usize,
     pub generation: u64,
     pub result: Option<StepResult>,
-    /// The opcode on the listing's first row, as last drawn.
-    pub first_row: usize,
 }
 
-impl App {
-    /// Opens the stepper on the selected pickle (or the extraction's first),
-    /// or closes it.
-    pub fn toggle_stepper(&mut self) {
-        if matches!(self.panel, Panel::Stepper(_)) {
-            self.panel = Panel::None;
-            return;
-        }
-        let ext = self.ext();
-        let found = {
-            let t = self.session.tree();
-            let Some(e) = t.get(ext) else { return };
-            let sel = self
-                .views
-                .get(&ext)
-                .and_then(|v| v.nodes.selected.as_ref())
-                .and_then(|p| p.first().copied());
-            let is_pickle = |i: &usize| e.nodes.get(*i).is_some_and(|n| n.kind == "pickle");
-            sel.filter(is_pickle)
-                .or_else(|| (0..e.nodes.len()).find(is_pickle))
-                .map(|i| {
-                    let n = &e.nodes[i];
-                    // A pickle still being read ends where the bytes do.
-                    let end = if n.range.is_empty() {
-                        e.available()
-                    } else {
-                        n.range.end
-                    };
-                    (
-                        Range::new(n.range.start, end),
-                        format!("{} {}", e.display_name(), n.name),
-                    )
-                })
+impl Stepper {
+    /// A stepper on the selected top-level node of `ext` if it is a pickle,
+    /// else on its first pickle; `None` if it holds none.
+    pub fn open(tree: &Tree, ext: ExtId, selected: Option<usize>) -> Option<Stepper> {
+        let e = tree.get(ext)?;
+        let is_pickle = |i: &usize| e.nodes.get(*i).is_some_and(|n| n.kind == "pickle");
+        let i = selected
+            .filter(is_pickle)
+            .or_else(|| (0..e.nodes.len()).find(is_pickle))?;
+        let n = &e.nodes[i];
+        // A pickle still being read ends where the bytes do.
+        let end = if n.range.is_empty() {
+            e.available()
+        } else {
+            n.range.end
         };
-        let Some((range, name)) = found else {
-            self.say("no pickle here: select a .pkl or pickle extraction, then press p");
-            return;
-        };
-        if matches!(self.panel, Panel::Metrics(_)) {
-            self.close_panel();
-        }
-        self.panel = Panel::Stepper(Box::new(Stepper {
+        Some(Stepper {
             ext,
-            range,
-            name,
+            range: Range::new(n.range.start, end),
+            name: format!("{} {}", e.display_name(), n.name),
             step: 0,
             generation: 0,
             result: None,
-            first_row: 0,
-        }));
-        self.focus = Pane::Nodes;
-        self.step_to(Target::Step(0));
+        })
     }
 
     /// Asks the worker for the state at `target`.
-    pub fn step_to(&mut self, target: Target) {
-        let Panel::Stepper(s) = &mut self.panel else {
+    pub fn step_to(&mut self, target: Target, session: &Session, worker: &Worker) {
+        let Some(data) = session.tree().get(self.ext).map(|e| e.data()) else {
             return;
         };
-        let Some(data) = self.session.tree().get(s.ext).map(|e| e.data()) else {
-            return;
-        };
-        s.generation += 1;
+        self.generation += 1;
         if let Target::Step(n) = target {
-            s.step = n;
+            self.step = n;
         }
         let req = StepRequest {
-            ext: s.ext,
+            ext: self.ext,
             data,
-            range: s.range,
+            range: self.range,
             target,
-            generation: s.generation,
+            generation: self.generation,
         };
-        self.worker
-            .submit(Job::newest_of("step", move |_, scratch| {
-                let cache = super::worker::scratch::<StepCache>(scratch);
-                Some(Box::new(req.run(cache)))
-            }));
+        worker.submit(Job::newest_of("step", move |_, s| {
+            let cache = scratch::<StepCache>(s);
+            Some(Box::new(req.run(cache)))
+        }));
     }
 
-    pub fn stepper_key(&mut self, a: Action) {
-        let Panel::Stepper(s) = &self.panel else {
-            return;
-        };
-        let page = self.height(Pane::Nodes);
-        let total = s.result.as_ref().map_or(usize::MAX, |r| r.total.max(1));
-        let cur = s.step;
+    /// Moves by a key; `page` is the rows of the listing.
+    pub fn on_key(&mut self, a: Action, page: usize, session: &Session, worker: &Worker) {
+        let total = self.result.as_ref().map_or(usize::MAX, |r| r.total.max(1));
+        let cur = self.step;
         let to = match a {
             Action::Down | Action::Right => cur + 1,
             Action::Up | Action::Left => cur.saturating_sub(1),
@@ -126,37 +93,62 @@ impl App {
         };
         let to = to.min(total - 1);
         if to != cur {
-            self.step_to(Target::Step(to));
+            self.step_to(Target::Step(to), session, worker);
         }
     }
 
-    pub fn on_stepped(&mut self, r: StepResult) {
-        let Panel::Stepper(s) = &mut self.panel else {
-            return;
-        };
-        if r.generation != s.generation {
-            return;
+    /// Takes a result; returns where the hex cursor should go (the current
+    /// opcode's extraction and offset) when it is this stepper's newest.
+    pub fn on_stepped(&mut self, r: StepResult) -> Option<(ExtId, u64)> {
+        if r.generation != self.generation {
+            return None;
         }
-        s.step = r.step;
-        let (ext, start) = (r.ext, r.op.start);
-        s.result = Some(r);
-        if ext == self.ext() {
-            self.set_cursor(start, false);
+        self.step = r.step;
+        let to = (r.ext, r.op.start);
+        self.result = Some(r);
+        Some(to)
+    }
+
+    /// Selects the opcode on row `row` of a listing of `rows` rows.
+    pub fn click(&mut self, row: usize, rows: usize, session: &Session, worker: &Worker) {
+        let to = self.first_row(rows) + row;
+        if self.result.as_ref().is_some_and(|r| to < r.total) {
+            self.step_to(Target::Step(to), session, worker);
         }
     }
 
     /// The current opcode's bytes, to mark in the hex view.
-    pub fn stepper_op(&self) -> Option<(ExtId, Range)> {
-        match &self.panel {
-            Panel::Stepper(s) => s.result.as_ref().map(|r| (s.ext, r.op)),
-            _ => None,
+    pub fn op(&self) -> Option<(ExtId, Range)> {
+        self.result.as_ref().map(|r| (self.ext, r.op))
+    }
+
+    /// The title of its pane.
+    pub fn title(&self) -> String {
+        match &self.result {
+            Some(r) => format!(
+                " Pickle: {}  {}/{} ",
+                crate::name::escape_str(&self.name),
+                r.step + 1,
+                r.total
+            ),
+            None => format!(" Pickle: {} ", crate::name::escape_str(&self.name)),
         }
+    }
+
+    /// The opcode on the listing's first row when it has `rows` rows: the
+    /// current one is kept in the middle third.
+    fn first_row(&self, rows: usize) -> usize {
+        self.result.as_ref().map_or(0, |r| {
+            let at = r.step - r.first;
+            r.first
+                + at.saturating_sub(rows / 3)
+                    .min(r.listing.len().saturating_sub(rows))
+        })
     }
 }
 
 /// The opcode listing, drawn in place of the node tree.
-pub fn draw_listing(app: &App, s: &mut Stepper, buf: &mut Buffer, area: Rect) {
-    let th = &app.theme;
+pub fn draw_listing(th: &Theme, s: &Stepper, buf: &mut Buffer, area: Rect) {
     let inner = Rect::new(
         area.x + 1,
         area.y + 1,
@@ -173,12 +165,7 @@ pub fn draw_listing(app: &App, s: &mut Stepper, buf: &mut Buffer, area: Rect) {
         return;
     }
     let rows = inner.height as usize;
-    // Keep the current opcode in the middle third.
-    let at = r.step - r.first;
-    let top = at
-        .saturating_sub(rows / 3)
-        .min(r.listing.len().saturating_sub(rows));
-    s.first_row = r.first + top;
+    let top = s.first_row(rows) - r.first;
     for (row, (i, (pos, text))) in r
         .listing
         .iter()
@@ -207,8 +194,7 @@ pub fn draw_listing(app: &App, s: &mut Stepper, buf: &mut Buffer, area: Rect) {
 }
 
 /// The machine's state, drawn in the inspector.
-pub fn state_lines<'a>(app: &App, s: &Stepper, width: u16) -> Vec<Line<'a>> {
-    let th = &app.theme;
+pub fn state_lines<'a>(th: &Theme, s: &Stepper, width: u16) -> Vec<Line<'a>> {
     let w = width.saturating_sub(4) as usize;
     let clip = |t: &str| -> String { crate::name::escape_str(t).chars().take(w).collect() };
     let mut lines = Vec::new();
