@@ -18,6 +18,7 @@ use ratatui::layout::Rect;
 use super::keys::{self, Action};
 use super::models::{self, Exts, Nodes};
 use super::stepper::Stepper;
+use super::tensorview::TensorPanel;
 use super::text::{self, HighlightJob, Highlighted};
 use super::theme::Theme;
 use super::treeview::{TreeModel, TreeView};
@@ -58,7 +59,7 @@ pub enum Panel {
     /// The pickle stepper (`p`).
     Stepper(Box<Stepper>),
     /// The tensor table (`T`).
-    Tensors(Box<super::tensorview::TensorPanel>),
+    Tensors(Box<TensorPanel>),
     /// A W&B log's metrics (`M`): their list here, a plot in place of the
     /// hex view.
     Metrics(Box<super::metrics::MetricsPanel>),
@@ -391,7 +392,13 @@ impl App {
                             s.on_key(a, page, &self.session, &self.worker);
                         }
                     }
-                    Panel::Tensors(_) => self.tensor_key(a),
+                    Panel::Tensors(_) => {
+                        let page = self.height(Pane::Nodes);
+                        if let Panel::Tensors(p) = &mut self.panel {
+                            let reply = p.on_key(a, page, &self.session, &self.worker);
+                            self.apply(reply);
+                        }
+                    }
                     Panel::Metrics(_) => self.metrics_key(a),
                 },
                 // The plot covers the hex view: keys still choose the metric.
@@ -966,7 +973,14 @@ impl App {
             Err(d) => d,
         };
         let d = match d.downcast::<super::tensorview::Report>() {
-            Ok(r) => return self.on_tensors(*r),
+            Ok(r) => {
+                let page = self.height(Pane::Nodes);
+                if let Panel::Tensors(p) = &mut self.panel {
+                    let reply = p.on_report(*r, page, &self.session, &self.worker);
+                    self.apply(reply);
+                }
+                return;
+            }
             Err(d) => d,
         };
         if let Ok(r) = d.downcast::<super::metrics::Report>() {
@@ -1105,7 +1119,12 @@ impl App {
         // Searches and re-reads free as much as they allocate; give it back.
         crate::engine::release_free_memory();
         self.rss = resident_bytes();
-        self.refresh_tensors();
+        // The table made during the parse is made again once it is over.
+        if let Panel::Tensors(p) = &self.panel
+            && let Some(fresh) = p.refreshed(&self.session, &self.worker)
+        {
+            self.panel = Panel::Tensors(Box::new(fresh));
+        }
         self.refresh_metrics();
     }
 
@@ -1175,10 +1194,11 @@ impl App {
                     }
                     return;
                 }
-                Panel::Tensors(p) => {
-                    let to = p.offset + row;
-                    if p.tensors.as_ref().is_some_and(|t| to < t.len()) {
-                        self.select_tensor(to);
+                Panel::Tensors(_) => {
+                    let rows = self.height(Pane::Nodes);
+                    if let Panel::Tensors(p) = &mut self.panel {
+                        let reply = p.click(row, rows, &self.session, &self.worker);
+                        self.apply(reply);
                     }
                     return;
                 }
@@ -1332,6 +1352,86 @@ impl App {
     pub fn stepper_op(&self) -> Option<(ExtId, Range)> {
         match &self.panel {
             Panel::Stepper(s) => s.op(),
+            _ => None,
+        }
+    }
+
+    /// Opens the tensor table of the selected extraction (or the nearest
+    /// one above it that has tensors), or closes it.
+    fn toggle_tensors(&mut self) {
+        if matches!(self.panel, Panel::Tensors(_)) {
+            self.close_panel();
+            return;
+        }
+        let mut ext = self.ext();
+        loop {
+            if let Some(p) = TensorPanel::open(&self.session, &self.worker, ext) {
+                if matches!(self.panel, Panel::Metrics(_)) {
+                    self.close_panel();
+                }
+                self.panel = Panel::Tensors(Box::new(p));
+                self.focus = Pane::Nodes;
+                return;
+            }
+            match self.session.tree().get(ext).and_then(|e| e.parent) {
+                Some(p) => ext = p,
+                None => break,
+            }
+        }
+        self.say("no tensors here: select a safetensors, torch or pickle checkpoint, then press T");
+    }
+
+    /// Does what a panel asked for.
+    fn apply(&mut self, reply: super::tensorview::Reply) {
+        if let Some(msg) = reply.say {
+            self.say(msg);
+        }
+        if let Some((ext, offset)) = reply.show {
+            self.show_bytes(ext, offset);
+        }
+    }
+
+    /// Shows `offset` of extraction `ext` in the hex view without moving the
+    /// focus.
+    fn show_bytes(&mut self, ext: ExtId, offset: u64) {
+        if ext != self.ext() {
+            let h = self.height(Pane::Extractions);
+            let session = self.session.clone();
+            let t = session.tree();
+            self.exts.reveal(&Exts(&t), &ext, h);
+            drop(t);
+            self.on_ext_changed();
+        }
+        self.text_mode = false;
+        self.set_cursor(offset, false);
+    }
+
+    /// Asks where to write the selected tensor as .npy.
+    fn ask_export(&mut self) {
+        let Panel::Tensors(p) = &self.panel else {
+            self.say("export works on a tensor: press T for the tensor table");
+            return;
+        };
+        let Some(name) = p.export_name() else { return };
+        self.overlay = Overlay::Prompt {
+            kind: PromptKind::Export,
+            input: name,
+        };
+    }
+
+    /// Writes the selected tensor to `path` in the background.
+    fn export(&mut self, path: &str) {
+        if let Panel::Tensors(p) = &mut self.panel
+            && let Err(msg) = p.export(path, &self.session, &self.worker)
+        {
+            self.say(msg);
+        }
+    }
+
+    /// The selected tensor's bytes, to mark in the hex view.
+    pub fn tensor_bytes(&self) -> Option<(ExtId, Range)> {
+        match &self.panel {
+            Panel::Tensors(p) => p.bytes(),
             _ => None,
         }
     }

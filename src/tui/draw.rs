@@ -197,15 +197,10 @@ fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
             super::stepper::draw_listing(&app.theme, s, buf, area);
         }
         Panel::Tensors(p) => {
-            let n = p
-                .tensors
-                .as_ref()
-                .map_or(String::new(), |t| format!(" ({})", t.len()));
-            let title = format!(" Tensors: {}{n} ", escape_str(&p.name));
-            let b = block(app, Some(Pane::Nodes), title);
+            let b = block(app, Some(Pane::Nodes), p.title());
             let inner = b.inner(area);
             ratatui::widgets::Widget::render(b, area, buf);
-            super::tensorview::draw_table(app, p, buf, inner);
+            super::tensorview::draw_table(&app.theme, p, buf, inner);
         }
         Panel::Metrics(p) => {
             let n = p
@@ -605,7 +600,7 @@ fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
         ),
         Panel::Tensors(p) => (
             " Tensor ",
-            super::tensorview::detail_lines(app, p, area.width),
+            super::tensorview::detail_lines(&app.theme, &app.session.tree(), p, area.width),
         ),
         Panel::Metrics(p) => (" Metric ", super::metrics::detail_lines(app, p)),
         Panel::None => return byte_inspector(app, f, area),

@@ -2,8 +2,11 @@
 //! view, its first values, statistics and a histogram, and export to .npy.
 //!
 //! The table, the statistics and the export each run on a background task
-//! (see [`Slot`]); selecting another tensor stops the statistics of the last
-//! one, so scrolling through a 1,000-tensor checkpoint never queues work.
+//! in a slot of their own; selecting another tensor stops the statistics of
+//! the last one, so scrolling through a 1,000-tensor checkpoint never queues
+//! work. The panel owns its state and knows nothing of the app: the app
+//! hands it the session, the worker and its pane's size, and applies the
+//! [`Reply`] (a message, bytes to show).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,9 +16,11 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::app::{App, Overlay, Pane, Panel, PromptKind};
 use super::keys::Action;
-use super::models::Exts;
+use super::theme::Theme;
+use super::worker::Worker;
+use crate::engine::Session;
+use crate::extraction::Tree;
 
 use crate::data::Range;
 use crate::extraction::ExtId;
@@ -93,126 +98,105 @@ pub struct TensorPanel {
     pub export: Option<(u64, u64, u64)>,
 }
 
+/// What the app should do after the panel handled something.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// A message for the status bar.
+    pub say: Option<String>,
+    /// Bytes to show in the hex view: an extraction and an offset.
+    pub show: Option<(ExtId, u64)>,
+}
+
 impl TensorPanel {
+    /// The selected tensor.
     pub fn current(&self) -> Option<&Tensor> {
         self.tensors.as_ref()?.get(self.selected)
     }
-}
 
-impl App {
-    /// Opens the tensor table of the selected extraction (or the nearest
-    /// one above it that has tensors), or closes it.
-    pub fn toggle_tensors(&mut self) {
-        if matches!(self.panel, Panel::Tensors(_)) {
-            self.close_panel();
-            return;
-        }
-        let mut ext = self.ext();
-        loop {
-            if self.open_table(ext) {
-                return;
-            }
-            match self.session.tree().get(ext).and_then(|e| e.parent) {
-                Some(p) => ext = p,
-                None => break,
-            }
-        }
-        self.say("no tensors here: select a safetensors, torch or pickle checkpoint, then press T");
-    }
-
-    /// Starts making the table of `ext`; false if it has no tensors.
-    fn open_table(&mut self, ext: ExtId) -> bool {
+    /// Starts making the table of `ext`; `None` if it has no tensors.
+    pub fn open(session: &Session, worker: &Worker, ext: ExtId) -> Option<TensorPanel> {
         let (pending, name) = {
-            let t = self.session.tree();
-            let Some(p) = tensors::prepare(&t, ext) else {
-                return false;
-            };
-            (p, t.exts[ext].display_name())
+            let t = session.tree();
+            (tensors::prepare(&t, ext)?, t.exts[ext].display_name())
         };
-        let partial = !self.session.is_finished();
-        if matches!(self.panel, Panel::Metrics(_)) {
-            self.close_panel();
-        }
-        let id = self.worker.spawn(TABLE, move |_, _, report, id| {
+        let id = worker.spawn(TABLE, move |_, _, report, id| {
             let tensors = pending();
             report(Box::new(Report::Table { id, tensors }));
         });
-        self.panel = Panel::Tensors(Box::new(TensorPanel {
+        Some(TensorPanel {
             ext,
             name,
             id,
-            partial,
+            partial: !session.is_finished(),
             tensors: None,
             selected: 0,
             offset: 0,
             detail: None,
             export: None,
-        }));
-        self.focus = Pane::Nodes;
-        true
+        })
     }
 
-    /// Makes the table again once the parse that it was made during ends.
-    pub fn refresh_tensors(&mut self) {
-        let Panel::Tensors(p) = &self.panel else {
-            return;
-        };
-        if p.partial && p.tensors.is_some() && self.session.is_finished() {
-            let (ext, selected) = (p.ext, p.selected);
-            if self.open_table(ext)
-                && let Panel::Tensors(p) = &mut self.panel
-            {
-                p.selected = selected;
-            }
+    /// The table made again once the parse it was made during is over,
+    /// keeping the selection; `None` while there is no need.
+    pub fn refreshed(&self, session: &Session, worker: &Worker) -> Option<TensorPanel> {
+        if !(self.partial && self.tensors.is_some() && session.is_finished()) {
+            return None;
         }
+        let mut p = TensorPanel::open(session, worker, self.ext)?;
+        p.selected = self.selected;
+        Some(p)
     }
 
-    pub fn tensor_key(&mut self, a: Action) {
-        let h = self.height(Pane::Nodes);
-        let Panel::Tensors(p) = &mut self.panel else {
-            return;
-        };
-        let n = p.tensors.as_ref().map_or(0, |t| t.len());
+    /// Moves by a key; `page` is the rows of the table.
+    pub fn on_key(&mut self, a: Action, page: usize, session: &Session, worker: &Worker) -> Reply {
+        let n = self.tensors.as_ref().map_or(0, Vec::len);
         if n == 0 {
-            return;
+            return Reply::default();
         }
-        let cur = p.selected;
+        let cur = self.selected;
         let to = match a {
             Action::Down | Action::Right => cur + 1,
             Action::Up | Action::Left => cur.saturating_sub(1),
-            Action::PageDown => cur + h,
-            Action::PageUp => cur.saturating_sub(h),
+            Action::PageDown => cur + page,
+            Action::PageUp => cur.saturating_sub(page),
             Action::Home => 0,
             Action::End => n - 1,
             Action::Expand => cur,
-            _ => return,
+            _ => return Reply::default(),
         }
         .min(n - 1);
         if to != cur || a == Action::Expand {
-            self.select_tensor(to);
+            return self.select(to, page, session, worker);
         }
+        Reply::default()
     }
 
-    /// Selects tensor `i`: shows its bytes and starts its statistics.
-    pub fn select_tensor(&mut self, i: usize) {
-        let h = self.height(Pane::Nodes);
-        let Panel::Tensors(p) = &mut self.panel else {
-            return;
-        };
-        let Some(t) = p.tensors.as_ref().and_then(|t| t.get(i)).cloned() else {
-            return;
-        };
-        p.selected = i;
-        if i < p.offset {
-            p.offset = i;
-        } else if i >= p.offset + h {
-            p.offset = i + 1 - h;
+    /// Selects the tensor on row `row` of a table of `rows` rows.
+    pub fn click(&mut self, row: usize, rows: usize, session: &Session, worker: &Worker) -> Reply {
+        let to = self.top(rows) + row;
+        if self.tensors.as_ref().is_some_and(|t| to < t.len()) {
+            return self.select(to, rows, session, worker);
         }
-        self.show_bytes(t.source, t.offset);
-        let Some(data) = self.session.tree().get(t.source).map(|e| e.data()) else {
-            return;
+        Reply::default()
+    }
+
+    /// Selects tensor `i`: its bytes are to be shown, and its statistics
+    /// start.
+    pub fn select(&mut self, i: usize, page: usize, session: &Session, worker: &Worker) -> Reply {
+        let Some(t) = self.tensors.as_ref().and_then(|t| t.get(i)).cloned() else {
+            return Reply::default();
         };
-        let id = self.worker.spawn(STATS, move |_, stop, report, id| {
+        self.selected = i;
+        if i < self.offset {
+            self.offset = i;
+        } else if i >= self.offset + page {
+            self.offset = i + 1 - page;
+        }
+        let show = Some((t.source, t.offset));
+        let Some(data) = session.tree().get(t.source).map(|e| e.data()) else {
+            return Reply { say: None, show };
+        };
+        let id = worker.spawn(STATS, move |_, stop, report, id| {
             let send = |r: Report| report(Box::new(r));
             if tensor::numel(&t.shape).is_none() {
                 let why = tensor::overflow_text(&t.shape);
@@ -223,7 +207,7 @@ impl App {
             let first = values::values(&t, &*data, 0, n);
             send(Report::Values {
                 id,
-                values: first.iter().map(|v| show(*v, t.dtype)).collect(),
+                values: first.iter().map(|v| show_value(*v, t.dtype)).collect(),
             });
             let progress = |done, total| send(Report::Progress { id, done, total });
             match values::stats(&t, &*data, BINS, stop, &progress) {
@@ -238,151 +222,150 @@ impl App {
                 Err(_) => {}
             }
         });
-        if let Panel::Tensors(p) = &mut self.panel {
-            p.detail = Some(Detail {
-                index: i,
-                id,
-                ..Detail::default()
-            });
-        }
+        self.detail = Some(Detail {
+            index: i,
+            id,
+            ..Detail::default()
+        });
+        Reply { say: None, show }
     }
 
-    /// Shows `offset` of extraction `ext` in the hex view without moving the
-    /// focus.
-    fn show_bytes(&mut self, ext: ExtId, offset: u64) {
-        if ext != self.ext() {
-            let h = self.height(Pane::Extractions);
-            let session = self.session.clone();
-            let t = session.tree();
-            self.exts.reveal(&Exts(&t), &ext, h);
-            drop(t);
-            self.on_ext_changed();
-        }
-        self.text_mode = false;
-        self.set_cursor(offset, false);
-    }
-
-    /// Asks where to write the selected tensor as .npy.
-    pub fn ask_export(&mut self) {
-        let Panel::Tensors(p) = &self.panel else {
-            self.say("export works on a tensor: press T for the tensor table");
-            return;
-        };
-        let Some(t) = p.current() else { return };
+    /// A file name for the selected tensor as .npy, for the export prompt.
+    pub fn export_name(&self) -> Option<String> {
+        let t = self.current()?;
         let flat = t.name.replace(['/', '\\'], "_");
         let name =
             crate::extract::sanitize_component(flat.as_bytes()).unwrap_or_else(|| "tensor".into());
-        self.overlay = Overlay::Prompt {
-            kind: PromptKind::Export,
-            input: format!("{name}.npy"),
-        };
+        Some(format!("{name}.npy"))
     }
 
-    /// Writes the selected tensor to `path` (a new file) in the background.
-    pub fn export(&mut self, path: &str) {
-        let Panel::Tensors(p) = &mut self.panel else {
-            return;
-        };
-        let Some(t) = p.current().cloned() else {
-            return;
+    /// Writes the selected tensor to `path` (a new file) in the background;
+    /// `Err` says why it does not start.
+    pub fn export(&mut self, path: &str, session: &Session, worker: &Worker) -> Result<(), String> {
+        let Some(t) = self.current().cloned() else {
+            return Ok(());
         };
         let path = PathBuf::from(path.trim());
         if path.as_os_str().is_empty() {
-            return;
+            return Ok(());
         }
         if path.exists() {
-            self.say(format!(
+            return Err(format!(
                 "{} exists: choose another name",
                 crate::name::escape_str(&path.display().to_string())
             ));
-            return;
         }
-        let Some(data) = self.session.tree().get(t.source).map(|e| e.data()) else {
-            return;
+        let Some(data) = session.tree().get(t.source).map(|e| e.data()) else {
+            return Ok(());
         };
         let length = t.length;
-        let id = self.worker.spawn(EXPORT, move |_, stop, report, id| {
+        let id = worker.spawn(EXPORT, move |_, stop, report, id| {
             let progress = |done, total| {
                 report(Box::new(Report::Progress { id, done, total }));
             };
             let result = export_npy(&t, &*data, &path, stop, &progress);
             report(Box::new(Report::Exported { id, path, result }));
         });
-        if let Panel::Tensors(p) = &mut self.panel {
-            p.export = Some((id, 0, length));
-        }
+        self.export = Some((id, 0, length));
+        Ok(())
     }
 
-    pub fn on_tensors(&mut self, r: Report) {
-        let Panel::Tensors(p) = &mut self.panel else {
-            return;
-        };
+    /// Takes a background task's report.
+    pub fn on_report(
+        &mut self,
+        r: Report,
+        page: usize,
+        session: &Session,
+        worker: &Worker,
+    ) -> Reply {
         match r {
-            Report::Table { id, tensors } if id == p.id => {
+            Report::Table { id, tensors } if id == self.id => {
                 let n = tensors.len();
-                p.tensors = Some(tensors);
+                self.tensors = Some(tensors);
                 if n > 0 {
-                    let i = p.selected.min(n - 1);
-                    self.select_tensor(i);
+                    let i = self.selected.min(n - 1);
+                    return self.select(i, page, session, worker);
                 }
             }
-            Report::Exported { id, path, result } if p.export.is_some_and(|e| e.0 == id) => {
-                p.export = None;
+            Report::Exported { id, path, result } if self.export.is_some_and(|e| e.0 == id) => {
+                self.export = None;
                 let shown = crate::name::escape_str(&path.display().to_string());
-                match result {
-                    Ok(n) => self.say(format!("wrote {shown} ({})", human(n))),
-                    Err(e) => self.say(format!("could not write {shown}: {e}")),
-                }
+                let say = match result {
+                    Ok(n) => format!("wrote {shown} ({})", human(n)),
+                    Err(e) => format!("could not write {shown}: {e}"),
+                };
+                return Reply {
+                    say: Some(say),
+                    show: None,
+                };
             }
             Report::Progress { id, done, total } => {
-                if let Some(e) = &mut p.export
+                if let Some(e) = &mut self.export
                     && e.0 == id
                 {
                     (e.1, e.2) = (done, total);
-                } else if let Some(d) = &mut p.detail
+                } else if let Some(d) = &mut self.detail
                     && d.id == id
                 {
                     d.progress = Some((done, total));
                 }
             }
             Report::Values { id, values } => {
-                if let Some(d) = p.detail.as_mut().filter(|d| d.id == id) {
+                if let Some(d) = self.detail.as_mut().filter(|d| d.id == id) {
                     d.values = Some(values);
                 }
             }
             Report::Stats { id, stats } => {
-                if let Some(d) = p.detail.as_mut().filter(|d| d.id == id) {
+                if let Some(d) = self.detail.as_mut().filter(|d| d.id == id) {
                     d.stats = Some(stats);
                     d.progress = None;
                 }
             }
             Report::Failed { id, why } => {
-                if let Some(d) = p.detail.as_mut().filter(|d| d.id == id) {
+                if let Some(d) = self.detail.as_mut().filter(|d| d.id == id) {
                     d.error = Some(why);
                     d.progress = None;
                 }
             }
             _ => {}
         }
+        Reply::default()
     }
 
     /// The selected tensor's bytes, to mark in the hex view.
-    pub fn tensor_bytes(&self) -> Option<(ExtId, Range)> {
-        match &self.panel {
-            Panel::Tensors(p) => p.current().map(|t| {
-                (
-                    t.source,
-                    Range::new(t.offset, t.offset.saturating_add(t.length)),
-                )
-            }),
-            _ => None,
+    pub fn bytes(&self) -> Option<(ExtId, Range)> {
+        self.current().map(|t| {
+            (
+                t.source,
+                Range::new(t.offset, t.offset.saturating_add(t.length)),
+            )
+        })
+    }
+
+    /// The title of its pane.
+    pub fn title(&self) -> String {
+        let n = self
+            .tensors
+            .as_ref()
+            .map_or(String::new(), |t| format!(" ({})", t.len()));
+        format!(" Tensors: {}{n} ", crate::name::escape_str(&self.name))
+    }
+
+    /// The first row shown when the table has `rows` rows: the selection is
+    /// kept in view.
+    fn top(&self, rows: usize) -> usize {
+        let len = self.tensors.as_ref().map_or(0, Vec::len);
+        let top = self.offset.min(len.saturating_sub(rows));
+        if self.selected < top || self.selected >= top + rows {
+            self.selected.saturating_sub(rows / 2)
+        } else {
+            top
         }
     }
 }
 
 /// The tensor table, drawn in place of the node tree.
-pub fn draw_table(app: &App, p: &mut TensorPanel, buf: &mut Buffer, inner: Rect) {
-    let th = &app.theme;
+pub fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
     let Some(ts) = &p.tensors else {
         buf.set_stringn(
             inner.x + 1,
@@ -404,12 +387,9 @@ pub fn draw_table(app: &App, p: &mut TensorPanel, buf: &mut Buffer, inner: Rect)
         return;
     }
     let h = inner.height as usize;
-    p.offset = p.offset.min(ts.len().saturating_sub(h));
-    if p.selected < p.offset || p.selected >= p.offset + h {
-        p.offset = p.selected.saturating_sub(h / 2);
-    }
-    for (row, t) in ts.iter().enumerate().skip(p.offset).take(h) {
-        let y = inner.y + (row - p.offset) as u16;
+    let top = p.top(h);
+    for (row, t) in ts.iter().enumerate().skip(top).take(h) {
+        let y = inner.y + (row - top) as u16;
         let base = if row == p.selected {
             th.row_selected
         } else {
@@ -441,8 +421,7 @@ fn shape(s: &[u64]) -> String {
 }
 
 /// The selected tensor's details, drawn in the inspector.
-pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>> {
-    let th = &app.theme;
+pub fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec<Line<'a>> {
     let w = width.saturating_sub(2) as usize;
     let mut lines = Vec::new();
     let label = |s: &str| Span::styled(format!("{s:<9}"), th.dim);
@@ -474,9 +453,7 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
         layout.push_str("  big-endian");
     }
     lines.push(Line::from(vec![label("layout"), Span::raw(layout)]));
-    let src = app
-        .session
-        .tree()
+    let src = tree
         .get(t.source)
         .map(|e| e.display_name())
         .unwrap_or_default();
@@ -564,7 +541,7 @@ pub fn detail_lines<'a>(app: &App, p: &TensorPanel, width: u16) -> Vec<Line<'a>>
 
 /// A value as NumPy prints its own dtype: float32 and narrower at float32
 /// precision (`0.1`, not the `f64` expansion of it).
-fn show(v: Value, dtype: Dtype) -> String {
+fn show_value(v: Value, dtype: Dtype) -> String {
     match v {
         Value::Float(x) if dtype.bits() <= 32 && x.is_finite() => {
             let f = x as f32;
