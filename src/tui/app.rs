@@ -16,6 +16,7 @@ use ratatui::crossterm::event::{
 use ratatui::layout::Rect;
 
 use super::keys::{self, Action};
+use super::metrics::MetricsPanel;
 use super::models::{self, Exts, Nodes};
 use super::stepper::Stepper;
 use super::tensorview::TensorPanel;
@@ -62,7 +63,7 @@ pub enum Panel {
     Tensors(Box<TensorPanel>),
     /// A W&B log's metrics (`M`): their list here, a plot in place of the
     /// hex view.
-    Metrics(Box<super::metrics::MetricsPanel>),
+    Metrics(Box<MetricsPanel>),
 }
 
 /// Per-extraction view state, kept when another extraction is selected.
@@ -984,7 +985,10 @@ impl App {
             Err(d) => d,
         };
         if let Ok(r) = d.downcast::<super::metrics::Report>() {
-            self.on_metrics(*r);
+            let page = self.height(Pane::Nodes);
+            if let Panel::Metrics(p) = &mut self.panel {
+                p.on_report(*r, page, &self.session, &self.worker);
+            }
         }
     }
 
@@ -1125,7 +1129,11 @@ impl App {
         {
             self.panel = Panel::Tensors(Box::new(fresh));
         }
-        self.refresh_metrics();
+        if let Panel::Metrics(p) = &self.panel
+            && let Some(fresh) = p.refreshed(&self.session, &self.worker, self.metric_budget)
+        {
+            self.panel = Panel::Metrics(Box::new(fresh));
+        }
     }
 
     // ----- mouse ---------------------------------------------------------------
@@ -1202,10 +1210,10 @@ impl App {
                     }
                     return;
                 }
-                Panel::Metrics(p) => {
-                    let to = p.offset + row;
-                    if p.scan.as_ref().is_some_and(|s| to < s.names.len()) {
-                        self.select_metric(to);
+                Panel::Metrics(_) => {
+                    let rows = self.height(Pane::Nodes);
+                    if let Panel::Metrics(p) = &mut self.panel {
+                        p.click(row, rows, &self.session, &self.worker);
                     }
                     return;
                 }
@@ -1433,6 +1441,31 @@ impl App {
         match &self.panel {
             Panel::Tensors(p) => p.bytes(),
             _ => None,
+        }
+    }
+
+    /// Opens the metrics of the selected run log, or closes them.
+    fn toggle_metrics(&mut self) {
+        if matches!(self.panel, Panel::Metrics(_)) {
+            self.close_panel();
+            return;
+        }
+        let found = MetricsPanel::find(&self.session, &self.worker, self.ext(), self.metric_budget);
+        match found {
+            Some(p) => {
+                self.close_panel();
+                self.panel = Panel::Metrics(Box::new(p));
+                self.focus = Pane::Nodes;
+            }
+            None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
+        }
+    }
+
+    /// A key for the metrics panel (from its list or its plot).
+    fn metrics_key(&mut self, a: Action) {
+        let page = self.height(Pane::Nodes);
+        if let Panel::Metrics(p) = &mut self.panel {
+            p.on_key(a, page, &self.session, &self.worker);
         }
     }
 

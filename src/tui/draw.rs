@@ -76,7 +76,13 @@ pub fn draw(app: &mut App, f: &mut Frame) {
     ext_pane(app, f.buffer_mut(), left[0]);
     node_pane(app, f.buffer_mut(), left[1]);
     if let Panel::Metrics(p) = &app.panel {
-        super::metrics::draw_chart(app, p, f.buffer_mut(), right[0]);
+        super::metrics::draw_chart(
+            &app.theme,
+            app.focus == Pane::Hex,
+            p,
+            f.buffer_mut(),
+            right[0],
+        );
     } else if app.text_mode {
         text_pane(app, f.buffer_mut(), right[0]);
     } else {
@@ -189,8 +195,7 @@ fn ext_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
 }
 
 fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
-    let mut panel = std::mem::replace(&mut app.panel, Panel::None);
-    match &mut panel {
+    match &app.panel {
         Panel::Stepper(s) => {
             let b = block(app, Some(Pane::Nodes), s.title());
             ratatui::widgets::Widget::render(b, area, buf);
@@ -203,19 +208,13 @@ fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
             super::tensorview::draw_table(&app.theme, p, buf, inner);
         }
         Panel::Metrics(p) => {
-            let n = p
-                .scan
-                .as_ref()
-                .map_or(String::new(), |s| format!(" ({})", s.names.len()));
-            let title = format!(" Metrics: {}{n} ", escape_str(&p.name));
-            let b = block(app, Some(Pane::Nodes), title);
+            let b = block(app, Some(Pane::Nodes), p.title());
             let inner = b.inner(area);
             ratatui::widgets::Widget::render(b, area, buf);
-            super::metrics::draw_list(app, p, buf, inner);
+            super::metrics::draw_list(&app.theme, p, buf, inner);
         }
         Panel::None => node_tree(app, buf, area),
     }
-    app.panel = panel;
 }
 
 fn node_tree(app: &mut App, buf: &mut Buffer, area: Rect) {
@@ -602,7 +601,7 @@ fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
             " Tensor ",
             super::tensorview::detail_lines(&app.theme, &app.session.tree(), p, area.width),
         ),
-        Panel::Metrics(p) => (" Metric ", super::metrics::detail_lines(app, p)),
+        Panel::Metrics(p) => (" Metric ", super::metrics::detail_lines(&app.theme, p)),
         Panel::None => return byte_inspector(app, f, area),
     };
     let b = block(app, None, title.into());

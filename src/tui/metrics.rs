@@ -19,8 +19,10 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
-use super::app::{App, Pane, Panel};
 use super::keys::Action;
+use super::theme::Theme;
+use super::worker::Worker;
+use crate::engine::Session;
 
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
@@ -104,47 +106,41 @@ fn find_log(t: &Tree, id: ExtId) -> Option<(ExtId, MetricsScan)> {
         .find_map(|x| Some((x, scan_of(x)?)))
 }
 
-impl App {
-    /// Opens the metrics of the selected W&B log, or closes them.
-    pub fn toggle_metrics(&mut self) {
-        if matches!(self.panel, Panel::Metrics(_)) {
-            self.close_panel();
-            return;
-        }
-        let found = find_log(&self.session.tree(), self.ext());
-        match found {
-            Some((ext, scan)) => {
-                self.close_panel();
-                self.open_metrics(ext, scan, 0);
-            }
-            None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
-        }
+impl MetricsPanel {
+    /// The metrics of the log at or near `ext` (itself, an ancestor, or the
+    /// first below it); `None` if there is none.
+    pub fn find(session: &Session, worker: &Worker, ext: ExtId, budget: usize) -> Option<Self> {
+        let (ext, reader) = find_log(&session.tree(), ext)?;
+        MetricsPanel::open(session, worker, ext, reader, budget, 0)
     }
 
-    /// Starts the first pass over the log `ext`, selecting metric `selected`.
-    fn open_metrics(&mut self, ext: ExtId, scan: MetricsScan, selected: usize) {
-        let Some((data, name)) = self
-            .session
+    /// Starts the first pass over the log `ext`, selecting metric
+    /// `selected`; `budget` is how many points all series may hold.
+    fn open(
+        session: &Session,
+        worker: &Worker,
+        ext: ExtId,
+        reader: MetricsScan,
+        budget: usize,
+        selected: usize,
+    ) -> Option<MetricsPanel> {
+        let (data, name) = session
             .tree()
             .get(ext)
-            .map(|e| (e.data(), e.display_name()))
-        else {
-            return;
-        };
+            .map(|e| (e.data(), e.display_name()))?;
         let partial = !data.is_final();
-        let budget = self.metric_budget;
-        let id = self.worker.spawn(SLOT, move |_, stop, report, id| {
+        let id = worker.spawn(SLOT, move |_, stop, report, id| {
             let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
-            if let Some(scan) = scan(&*data, None, budget, stop, &progress) {
+            if let Some(scan) = reader(&*data, None, budget, stop, &progress) {
                 report(Box::new(Report::Scanned {
                     id,
                     scan: Box::new(scan),
                 }));
             }
         });
-        self.panel = Panel::Metrics(Box::new(MetricsPanel {
+        Some(MetricsPanel {
             ext,
-            reader: scan,
+            reader,
             name,
             id,
             partial,
@@ -155,40 +151,41 @@ impl App {
             series: HashMap::new(),
             read: VecDeque::new(),
             reading: None,
-        }));
-        self.focus = Pane::Nodes;
+        })
     }
 
-    /// Reads the log again once the bytes it was read from are complete.
-    pub fn refresh_metrics(&mut self) {
-        let Panel::Metrics(p) = &self.panel else {
-            return;
-        };
-        if !p.partial || p.scan.is_none() {
-            return;
+    /// The log read again once the bytes it was read from are complete,
+    /// keeping the selection; `None` while there is no need.
+    pub fn refreshed(&self, session: &Session, worker: &Worker, budget: usize) -> Option<Self> {
+        if !self.partial || self.scan.is_none() {
+            return None;
         }
-        let (ext, reader, selected) = (p.ext, p.reader, p.selected);
-        let fin = self.session.tree().get(ext).is_some_and(|e| e.is_final());
-        if fin {
-            self.open_metrics(ext, reader, selected);
+        let fin = session.tree().get(self.ext).is_some_and(|e| e.is_final());
+        if !fin {
+            return None;
         }
+        MetricsPanel::open(
+            session,
+            worker,
+            self.ext,
+            self.reader,
+            budget,
+            self.selected,
+        )
     }
 
-    pub fn metrics_key(&mut self, a: Action) {
-        let h = self.height(Pane::Nodes);
-        let Panel::Metrics(p) = &self.panel else {
-            return;
-        };
-        let n = p.scan.as_ref().map_or(0, |s| s.names.len());
+    /// Moves by a key; `page` is the rows of the list.
+    pub fn on_key(&mut self, a: Action, page: usize, session: &Session, worker: &Worker) {
+        let n = self.scan.as_ref().map_or(0, |s| s.names.len());
         if n == 0 {
             return;
         }
-        let cur = p.selected;
+        let cur = self.selected;
         let to = match a {
             Action::Down | Action::Right => cur + 1,
             Action::Up | Action::Left => cur.saturating_sub(1),
-            Action::PageDown => cur + h,
-            Action::PageUp => cur.saturating_sub(h),
+            Action::PageDown => cur + page,
+            Action::PageUp => cur.saturating_sub(page),
             Action::Home => 0,
             Action::End => n - 1,
             Action::Expand => cur,
@@ -196,17 +193,21 @@ impl App {
         }
         .min(n - 1);
         if to != cur || a == Action::Expand {
-            self.select_metric(to);
+            self.select(to, page, session, worker);
+        }
+    }
+
+    /// Selects the metric on row `row` of a list of `rows` rows.
+    pub fn click(&mut self, row: usize, rows: usize, session: &Session, worker: &Worker) {
+        let to = self.top(rows) + row;
+        if self.scan.as_ref().is_some_and(|s| to < s.names.len()) {
+            self.select(to, rows, session, worker);
         }
     }
 
     /// Selects metric `i`; reads its series unless it is at hand.
-    pub fn select_metric(&mut self, i: usize) {
-        let h = self.height(Pane::Nodes);
-        let Panel::Metrics(p) = &mut self.panel else {
-            return;
-        };
-        let Some(name) = p
+    pub fn select(&mut self, i: usize, page: usize, session: &Session, worker: &Worker) {
+        let Some(name) = self
             .scan
             .as_ref()
             .and_then(|s| s.names.get(i))
@@ -214,29 +215,29 @@ impl App {
         else {
             return;
         };
-        p.selected = i;
-        if i < p.offset {
-            p.offset = i;
-        } else if i >= p.offset + h {
-            p.offset = i + 1 - h;
+        self.selected = i;
+        if i < self.offset {
+            self.offset = i;
+        } else if i >= self.offset + page {
+            self.offset = i + 1 - page;
         }
-        if p.series.contains_key(&name) {
-            if let Some(k) = p.read.iter().position(|r| *r == name) {
-                let r = p.read.remove(k).expect("found");
-                p.read.push_back(r);
+        if self.series.contains_key(&name) {
+            if let Some(k) = self.read.iter().position(|r| *r == name) {
+                let r = self.read.remove(k).expect("found");
+                self.read.push_back(r);
             }
-            if p.reading.take().is_some() {
-                self.worker.stop(SLOT);
-                p.progress = None;
+            if self.reading.take().is_some() {
+                worker.stop(SLOT);
+                self.progress = None;
             }
             return;
         }
-        let Some(data) = self.session.tree().get(p.ext).map(|e| e.data()) else {
+        let Some(data) = session.tree().get(self.ext).map(|e| e.data()) else {
             return;
         };
         let want = name.clone();
-        let scan = p.reader;
-        p.id = self.worker.spawn(SLOT, move |_, stop, report, id| {
+        let scan = self.reader;
+        self.id = worker.spawn(SLOT, move |_, stop, report, id| {
             let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
             if let Some(mut scan) = scan(&*data, Some(&want), 0, stop, &progress) {
                 let series = scan.series.remove(&want).unwrap_or_default();
@@ -247,42 +248,63 @@ impl App {
                 }));
             }
         });
-        p.reading = Some(name);
-        p.progress = None;
+        self.reading = Some(name);
+        self.progress = None;
     }
 
-    pub fn on_metrics(&mut self, r: Report) {
-        let Panel::Metrics(p) = &mut self.panel else {
-            return;
-        };
+    /// Takes a background task's report.
+    pub fn on_report(&mut self, r: Report, page: usize, session: &Session, worker: &Worker) {
         match r {
-            Report::Progress { id, done, total } if id == p.id => p.progress = Some((done, total)),
-            Report::Scanned { id, scan } if id == p.id => {
+            Report::Progress { id, done, total } if id == self.id => {
+                self.progress = Some((done, total));
+            }
+            Report::Scanned { id, scan } if id == self.id => {
                 let mut scan = *scan;
-                p.progress = None;
-                p.series = std::mem::take(&mut scan.series)
+                self.progress = None;
+                self.series = std::mem::take(&mut scan.series)
                     .into_iter()
                     .map(|(k, v)| (k, Arc::new(v)))
                     .collect();
                 let n = scan.names.len();
-                p.scan = Some(Arc::new(scan));
+                self.scan = Some(Arc::new(scan));
                 if n > 0 {
-                    let i = p.selected.min(n - 1);
-                    self.select_metric(i);
+                    let i = self.selected.min(n - 1);
+                    self.select(i, page, session, worker);
                 }
             }
-            Report::Series { id, name, series } if id == p.id => {
-                p.progress = None;
-                p.reading = None;
-                p.series.insert(name.clone(), Arc::new(*series));
-                p.read.push_back(name);
-                while p.read.len() > KEEP_READ {
-                    if let Some(old) = p.read.pop_front() {
-                        p.series.remove(&old);
+            Report::Series { id, name, series } if id == self.id => {
+                self.progress = None;
+                self.reading = None;
+                self.series.insert(name.clone(), Arc::new(*series));
+                self.read.push_back(name);
+                while self.read.len() > KEEP_READ {
+                    if let Some(old) = self.read.pop_front() {
+                        self.series.remove(&old);
                     }
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The title of its pane.
+    pub fn title(&self) -> String {
+        let n = self
+            .scan
+            .as_ref()
+            .map_or(String::new(), |s| format!(" ({})", s.names.len()));
+        format!(" Metrics: {}{n} ", escape_str(&self.name))
+    }
+
+    /// The first row shown when the list has `rows` rows: the selection is
+    /// kept in view.
+    fn top(&self, rows: usize) -> usize {
+        let n = self.scan.as_ref().map_or(0, |s| s.names.len());
+        let top = self.offset.min(n.saturating_sub(rows));
+        if self.selected < top || self.selected >= top + rows {
+            self.selected.saturating_sub(rows / 2)
+        } else {
+            top
         }
     }
 }
@@ -319,8 +341,7 @@ fn pct(done: u64, total: u64) -> u64 {
 }
 
 /// The metric list, drawn in place of the node tree.
-pub fn draw_list(app: &App, p: &mut MetricsPanel, buf: &mut Buffer, inner: Rect) {
-    let th = &app.theme;
+pub fn draw_list(th: &Theme, p: &MetricsPanel, buf: &mut Buffer, inner: Rect) {
     let w = inner.width.saturating_sub(1) as usize;
     let Some(scan) = &p.scan else {
         let msg = match p.progress {
@@ -339,13 +360,9 @@ pub fn draw_list(app: &App, p: &mut MetricsPanel, buf: &mut Buffer, inner: Rect)
         return;
     }
     let h = inner.height as usize;
-    let n = scan.names.len();
-    p.offset = p.offset.min(n.saturating_sub(h));
-    if p.selected < p.offset || p.selected >= p.offset + h {
-        p.offset = p.selected.saturating_sub(h / 2);
-    }
-    for (row, (name, count)) in scan.names.iter().enumerate().skip(p.offset).take(h) {
-        let y = inner.y + (row - p.offset) as u16;
+    let top = p.top(h);
+    for (row, (name, count)) in scan.names.iter().enumerate().skip(top).take(h) {
+        let y = inner.y + (row - top) as u16;
         let base = if row == p.selected {
             th.row_selected
         } else {
@@ -393,12 +410,13 @@ fn thin(points: &[(f64, f64)], cols: usize, x0: f64, x1: f64) -> Vec<(f64, f64)>
 
 /// The selected metric plotted against its steps, drawn in place of the
 /// hex view.
-pub fn draw_chart(app: &App, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
-    let th = &app.theme;
+/// The selected metric's plot, drawn in place of the hex view; `focused`
+/// when that pane has the focus.
+pub fn draw_chart(th: &Theme, focused: bool, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
     let name = p.current().map(escape_str).unwrap_or_default();
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(if app.focus == Pane::Hex {
+        .border_style(if focused {
             th.border_focused
         } else {
             th.border
@@ -474,8 +492,7 @@ pub fn draw_chart(app: &App, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
 }
 
 /// The selected metric's figures, drawn in the inspector.
-pub fn detail_lines<'a>(app: &App, p: &MetricsPanel) -> Vec<Line<'a>> {
-    let th = &app.theme;
+pub fn detail_lines<'a>(th: &Theme, p: &MetricsPanel) -> Vec<Line<'a>> {
     let label = |s: &str| Span::styled(format!("{s:<9}"), th.dim);
     let mut lines = Vec::new();
     let Some(scan) = &p.scan else {

@@ -26,14 +26,6 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Cycles that are known and being taken apart: the explorer's metrics
-/// panel and its app still reach into each other (issue 12, panels as
-/// components; the stepper and the tensor panel show the way: they own
-/// their state and import nothing of the app).
-/// The test fails when a cycle outside this list appears, and when a listed
-/// one is gone (so the list only shrinks).
-const KNOWN_CYCLES: &[&[&str]] = &[&["tui/app", "tui/metrics"]];
-
 type Module = Vec<String>;
 
 fn rank(top: &str) -> Option<usize> {
@@ -321,17 +313,7 @@ fn layers_import_downward_only() {
 #[test]
 fn no_two_files_import_each_other() {
     let found = cycles(&graph());
-    let known: Vec<Vec<String>> = KNOWN_CYCLES
-        .iter()
-        .map(|c| c.iter().map(|s| s.to_string()).collect())
-        .collect();
-    let new: Vec<_> = found.iter().filter(|c| !known.contains(c)).collect();
-    let gone: Vec<_> = known.iter().filter(|c| !found.contains(c)).collect();
-    assert!(new.is_empty(), "files that import each other: {new:#?}");
-    assert!(
-        gone.is_empty(),
-        "KNOWN_CYCLES lists cycles that are gone: {gone:#?}"
-    );
+    assert!(found.is_empty(), "files that import each other: {found:#?}");
 }
 
 /// The checker itself finds what it must: an upward import and a cycle in
