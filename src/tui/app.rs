@@ -66,6 +66,18 @@ pub enum Panel {
     Metrics(Box<MetricsPanel>),
 }
 
+impl Panel {
+    /// The bytes the panel points at, to mark in the hex view: the
+    /// stepper's opcode, the selected tensor.
+    pub fn marked(&self) -> Option<(ExtId, Range)> {
+        match self {
+            Panel::Stepper(s) => s.op(),
+            Panel::Tensors(p) => p.bytes(),
+            Panel::Metrics(_) | Panel::None => None,
+        }
+    }
+}
+
 /// Per-extraction view state, kept when another extraction is selected.
 #[derive(Debug, Clone, Default)]
 pub struct ExtView {
@@ -1356,14 +1368,6 @@ impl App {
         self.focus = Pane::Nodes;
     }
 
-    /// The stepper's current opcode, to mark in the hex view.
-    pub fn stepper_op(&self) -> Option<(ExtId, Range)> {
-        match &self.panel {
-            Panel::Stepper(s) => s.op(),
-            _ => None,
-        }
-    }
-
     /// Opens the tensor table of the selected extraction (or the nearest
     /// one above it that has tensors), or closes it.
     fn toggle_tensors(&mut self) {
@@ -1433,14 +1437,6 @@ impl App {
             && let Err(msg) = p.export(path, &self.session, &self.worker)
         {
             self.say(msg);
-        }
-    }
-
-    /// The selected tensor's bytes, to mark in the hex view.
-    pub fn tensor_bytes(&self) -> Option<(ExtId, Range)> {
-        match &self.panel {
-            Panel::Tensors(p) => p.bytes(),
-            _ => None,
         }
     }
 

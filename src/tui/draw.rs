@@ -380,10 +380,7 @@ fn marks(app: &mut App, start: u64, end: u64) -> Marks {
         }
     }
     // The stepper's opcode or the selected tensor, else the selected node.
-    let panel = app
-        .stepper_op()
-        .or_else(|| app.tensor_bytes())
-        .filter(|(x, _)| *x == ext);
+    let panel = app.panel.marked().filter(|(x, _)| *x == ext);
     if let Some((_, r)) = panel {
         return Marks {
             selected: Some(r),

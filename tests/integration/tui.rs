@@ -479,7 +479,7 @@ fn pickle_stepper_walks_forward_and_back_through_genops() {
     for i in 1..40 {
         h.keys("j");
         assert_on_screen(&h, &opcode_line(&pos, i, size));
-        assert_eq!(h.app.stepper_op().unwrap().1.start, pos[i]);
+        assert_eq!(h.app.panel.marked().unwrap().1.start, pos[i]);
         assert_eq!(h.app.view().cursor, pos[i]);
     }
     // And back.
