@@ -212,7 +212,7 @@ pub fn main() -> i32 {
         }) => records::records(
             &input(file),
             path.as_deref().unwrap_or(""),
-            &records::Show {
+            &crate::offer::RecordQuery {
                 types: &types,
                 verbose,
                 json,

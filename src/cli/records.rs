@@ -1,66 +1,65 @@
-//! `pparse records`: the records of a `.wandb` log, damage and all.
-//!
-//! The log is read straight from its bytes, record by record, and written
-//! as it is read: a listing of a multi-GB log starts at once and needs no
-//! more memory than its largest record.
+//! `pparse records`: the records of a log (a W&B `.wandb`), damage and all.
+//! The listing is the format's own (see [`crate::offer::RecordsList`]); this
+//! finds the log, runs it on stdout and reports damage on stderr.
 
-use std::borrow::Cow;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
-use crate::data::{MmapSource, Range, Source};
-use crate::extraction::{ExtId, Phase, Tree};
-use crate::parsers::format_of;
-use crate::parsers::protobuf::json;
-use crate::parsers::wandb::view as records;
-use crate::parsers::wandb::{self, log};
+use crate::data::{Data, MmapSource, Source};
+use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::offer::{RecordQuery, RecordsList};
+use crate::parsers::{REGISTRY, SNIFF_LEN, Sniff, format_of};
 use crate::status::Status;
 
-/// Bytes read between two releases of the pages read.
-const RELEASE_EVERY: u64 = 16 << 20;
-
-/// What to print.
-pub(super) struct Show<'a> {
-    /// Record types to keep (none: all).
-    pub types: &'a [String],
-    pub verbose: bool,
-    pub json: bool,
-    /// Counts per type instead of the records.
-    pub count: bool,
-}
-
-/// The `.wandb` extraction named by PATH, or the first below it.
-fn log_target(t: &Tree, id: ExtId) -> Option<ExtId> {
+/// The log named by PATH, or the first below it, and its format's listing.
+fn log_target(t: &Tree, id: ExtId) -> Option<(ExtId, RecordsList)> {
     t.subtree(id)
         .into_iter()
-        .find(|&x| format_of(&t.exts[x]).is_some_and(|f| f.offers.records))
+        .find_map(|x| Some((x, format_of(&t.exts[x])?.offers.records?)))
 }
 
-pub(super) fn records(input: &Input, path: &str, show: &Show) -> Result<Status, Fatal> {
+pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<Status, Fatal> {
     let file = input.file.as_path();
     // A log file itself is read straight from its mapping: no parse of the
     // tree runs beside the listing.
     if path.is_empty()
         && let Ok(src) = MmapSource::open(file)
     {
-        let head = src.as_slice().unwrap_or_default();
-        if wandb::is_log(&head[..head.len().min(8)], &file.to_string_lossy()) {
+        let data: Data = Arc::new(src);
+        let mut head = vec![0u8; SNIFF_LEN];
+        let n = data.read_at(0, &mut head).unwrap_or(0);
+        head.truncate(n);
+        let name = file.to_string_lossy();
+        let sniff = Sniff {
+            head: &head,
+            name: &name,
+            data: &data,
+            kind: &EntryKind::Root,
+            file: Some(file),
+            options: &input.options,
+        };
+        let list = REGISTRY
+            .iter()
+            .find(|f| (f.sniff)(&sniff))
+            .and_then(|f| f.offers.records);
+        if let Some(list) = list {
             let label = file.display().to_string();
-            return write_listing(&src, show, &label);
+            return write_listing(list, &*data, show, &label);
         }
     }
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // Wait until the extraction (or one below it) is known to be a log.
     wait(&session, |t| {
-        log_target(t, id).is_some_and(|x| t.exts[x].is_final())
+        log_target(t, id).is_some_and(|(x, _)| t.exts[x].is_final())
             || t.subtree(id)
                 .iter()
                 .all(|&x| !matches!(t.exts[x].phase, Phase::Waiting | Phase::Parsing))
     });
-    let (target, data, label) = {
+    let (target, list, data, label) = {
         let t = session.tree();
-        let Some(x) = log_target(&t, id) else {
+        let Some((x, list)) = log_target(&t, id) else {
             return Err(Fatal(format!(
                 "{} is not a W&B log (.wandb): no records to list",
                 if path.is_empty() {
@@ -75,11 +74,11 @@ pub(super) fn records(input: &Input, path: &str, show: &Show) -> Result<Status, 
         } else {
             t.path_of(x)
         };
-        (x, t.exts[x].data(), label)
+        (x, list, t.exts[x].data(), label)
     };
     // The records are read here; the tree's own parse is not needed.
     session.cancel();
-    let worst = write_listing(&*data, show, &label)?;
+    let worst = write_listing(list, &*data, show, &label)?;
     let t = session.tree();
     // The container's own damage (a truncated tar holding the log) counts too.
     let above = if id == target {
@@ -91,7 +90,12 @@ pub(super) fn records(input: &Input, path: &str, show: &Show) -> Result<Status, 
 }
 
 /// Lists the log in `src` on stdout, its damage on stderr.
-fn write_listing(src: &dyn Source, show: &Show, label: &str) -> Result<Status, Fatal> {
+fn write_listing(
+    list: RecordsList,
+    src: &dyn Source,
+    show: &RecordQuery,
+    label: &str,
+) -> Result<Status, Fatal> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut damage = 0usize;
@@ -108,277 +112,4 @@ fn write_listing(src: &dyn Source, show: &Show, label: &str) -> Result<Status, F
         say!("pparse: ... and {} more problems", damage - 50);
     }
     Ok(worst)
-}
-
-/// Payload bytes handed to a worker at once.
-const BATCH_BYTES: u64 = 1 << 20;
-/// Records or damages handed to a worker at once.
-const BATCH_ITEMS: usize = 4096;
-
-/// What one stretch of the log adds to the listing and to the damage report.
-#[derive(Default)]
-struct Piece {
-    text: String,
-    bad: Vec<(Status, String)>,
-    /// Records per type (with `--count`).
-    counts: Counts,
-}
-
-/// Records per type, in the order the types were first seen.
-#[derive(Default)]
-struct Counts(Vec<(Cow<'static, str>, u64)>);
-
-impl Counts {
-    fn add(&mut self, kind: Cow<'static, str>, n: u64) {
-        match self.0.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, c)) => *c += n,
-            None => self.0.push((kind, n)),
-        }
-    }
-
-    /// `--count`'s output: most frequent type first.
-    fn write(mut self, damage: usize, json: bool, out: &mut dyn Write) -> io::Result<()> {
-        self.0
-            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let total: u64 = self.0.iter().map(|(_, n)| n).sum();
-        if json {
-            let types: serde_json::Map<String, serde_json::Value> = self
-                .0
-                .iter()
-                .map(|(k, n)| (k.to_string(), (*n).into()))
-                .collect();
-            let v = serde_json::json!({"records": total, "types": types, "damage": damage});
-            return writeln!(out, "{v}");
-        }
-        for (k, n) in &self.0 {
-            writeln!(out, "{n:>10}  {k}")?;
-        }
-        writeln!(out, "{total:>10}  records")?;
-        writeln!(out, "{damage:>10}  damaged spans")
-    }
-}
-
-/// Writes the listing of the log in `src`; `bad` hears of each damage.
-///
-/// The chunk layer (CRCs, reassembly, resync) is read here, in order; the
-/// records are decoded and formatted in batches by one worker per core,
-/// and their text is written in file order.
-pub(super) fn list(
-    src: &dyn Source,
-    show: &Show,
-    out: &mut impl Write,
-    bad: &mut dyn FnMut(Status, String),
-) -> io::Result<()> {
-    let mut head = [0u8; 7];
-    let n = crate::parsers::protobuf::wire::Bytes::read(src, 0, &mut head);
-    if let Err(e) = log::check_header(&head[..n]) {
-        bad(Status::Corrupt, format!("corrupt at 0x0..0x7: {e}"));
-    }
-    let layout = log::detect(src);
-    if layout == log::Layout::Shifted && !show.json {
-        writeln!(out, "# layout: {}", layout.describe())?;
-    }
-    let mut records = log::Records::new(src, layout);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    // The next batch of the log and where reading stopped after it.
-    let mut next_batch = || {
-        let mut items = Vec::new();
-        let mut bytes = 0;
-        while bytes < BATCH_BYTES && items.len() < BATCH_ITEMS {
-            let Some(item) = records.next() else { break };
-            bytes += item.range().len();
-            items.push(item);
-        }
-        (items, records.reader.chunks.pos)
-    };
-    let mut counts = Counts::default();
-    let mut damage = 0;
-    let mut write = |p: Piece, out: &mut dyn Write| -> io::Result<()> {
-        out.write_all(p.text.as_bytes())?;
-        damage += p.bad.len();
-        for (status, what) in p.bad {
-            bad(status, what);
-        }
-        for (k, n) in p.counts.0 {
-            counts.add(k, n);
-        }
-        Ok(())
-    };
-    if workers == 1 {
-        let mut released = 0;
-        loop {
-            let (items, pos) = next_batch();
-            if items.is_empty() {
-                break;
-            }
-            let mut p = Piece::default();
-            for item in items {
-                render(src, item, show, &mut p);
-            }
-            write(p, out)?;
-            release(src, &mut released, pos);
-        }
-    } else {
-        parallel(src, show, workers, out, &mut next_batch, &mut write)?;
-    }
-    if show.count {
-        counts.write(damage, show.json, out)?;
-    }
-    Ok(())
-}
-
-/// Reads batches with `next_batch`, has `workers` threads render them and
-/// hands the pieces to `write` in file order.
-fn parallel(
-    src: &dyn Source,
-    show: &Show,
-    workers: usize,
-    out: &mut dyn Write,
-    next_batch: &mut dyn FnMut() -> (Vec<log::Item>, u64),
-    write: &mut dyn FnMut(Piece, &mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    std::thread::scope(|s| {
-        let (job_tx, job_rx) = crossbeam_channel::unbounded::<(u64, Vec<log::Item>)>();
-        let (done_tx, done_rx) = crossbeam_channel::unbounded::<(u64, Piece)>();
-        for _ in 0..workers {
-            let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
-            s.spawn(move || {
-                for (seq, items) in job_rx {
-                    let mut p = Piece::default();
-                    for item in items {
-                        render(src, item, show, &mut p);
-                    }
-                    if done_tx.send((seq, p)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(done_tx);
-        // Batches sent and not yet written stay few: memory is bounded by
-        // a few batches whatever the size of the log.
-        let limit = 2 * workers as u64;
-        let (mut sent, mut written) = (0u64, 0u64);
-        let mut ends = std::collections::VecDeque::new();
-        let mut waiting = std::collections::BTreeMap::new();
-        let mut released = 0;
-        let mut eof = false;
-        loop {
-            while !eof && sent - written < limit {
-                let (items, pos) = next_batch();
-                if items.is_empty() {
-                    eof = true;
-                    break;
-                }
-                ends.push_back(pos);
-                let _ = job_tx.send((sent, items));
-                sent += 1;
-            }
-            if written == sent {
-                return Ok(());
-            }
-            let Ok((seq, p)) = done_rx.recv() else {
-                return Ok(());
-            };
-            waiting.insert(seq, p);
-            while let Some(p) = waiting.remove(&written) {
-                write(p, out)?;
-                written += 1;
-                if let Some(pos) = ends.pop_front() {
-                    release(src, &mut released, pos);
-                }
-            }
-        }
-        // Leaving the scope drops `job_tx`: the workers end.
-    })
-}
-
-/// Gives back the pages read up to `pos` once enough of them pile up: the
-/// resident set stays small however long the log.
-fn release(src: &dyn Source, released: &mut u64, pos: u64) {
-    if pos - *released >= RELEASE_EVERY {
-        src.release(*released, pos);
-        *released = pos;
-    }
-}
-
-/// Formats one record or damage into `p`.
-fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
-    let chunks = match item {
-        log::Item::Record(chunks) => chunks,
-        log::Item::Bad(b) => {
-            let what = format!("{} at {}: {}", b.status, b.range, b.reason);
-            if !show.json && !show.count {
-                p.text.push_str("      !  ");
-                pad(&mut p.text, b.status.as_str(), 12);
-                p.text.push(' ');
-                p.text.push_str(&what);
-                p.text.push('\n');
-            }
-            p.bad.push((b.status, what));
-            return;
-        }
-    };
-    let range = Range::new(chunks[0].range.start, chunks[chunks.len() - 1].range.end);
-    let rec = wandb::decode_with(log::payload(src, &chunks), show.json);
-    if let Err(e) = &rec.msg {
-        p.bad.push((
-            Status::Corrupt,
-            format!("corrupt at {range}: record does not decode as wandb_internal.Record: {e}"),
-        ));
-    }
-    if !show.types.is_empty() && !show.types.iter().any(|t| *t == rec.kind) {
-        return;
-    }
-    if show.count {
-        p.counts.add(rec.kind.clone(), 1);
-        return;
-    }
-    let mut num = itoa::Buffer::new();
-    let t = &mut p.text;
-    if show.json {
-        // Written by hand to keep the documented key order.
-        t.push_str("{\"number\":");
-        t.push_str(num.format(rec.number));
-        t.push_str(",\"type\":");
-        json::string_lit(t, &rec.kind);
-        t.push_str(",\"offset\":");
-        t.push_str(num.format(range.start));
-        t.push_str(",\"data\":");
-        t.push_str(if rec.msg.is_ok() { &rec.data } else { "null" });
-        t.push_str("}\n");
-        return;
-    }
-    let n = num.format(rec.number);
-    for _ in n.len()..7 {
-        t.push(' ');
-    }
-    t.push_str(n);
-    t.push_str("  ");
-    pad(t, &rec.kind, 12);
-    t.push(' ');
-    rec.summary_into(t);
-    t.push('\n');
-    if show.verbose {
-        let full = records::full(&rec);
-        let text = serde_json::to_string_pretty(&full).unwrap_or_default();
-        for l in text.lines() {
-            t.push_str("         ");
-            t.push_str(l);
-            t.push('\n');
-        }
-        let s = if chunks.len() == 1 { "" } else { "s" };
-        t.push_str(&format!(
-            "         (bytes {range}, {} chunk{s})\n",
-            chunks.len()
-        ));
-    }
-}
-
-/// `s` left-aligned in `width` columns.
-fn pad(t: &mut String, s: &str, width: usize) {
-    t.push_str(s);
-    for _ in s.chars().count()..width {
-        t.push(' ');
-    }
 }

@@ -56,13 +56,13 @@ pub fn records_json(
     out: &mut dyn Write,
     bad: &mut dyn FnMut(Status, String),
 ) -> io::Result<()> {
-    let show = super::records::Show {
+    let show = crate::offer::RecordQuery {
         types: &[],
         verbose: false,
         json: true,
         count: false,
     };
-    super::records::list(src, &show, &mut &mut *out, bad)
+    crate::parsers::wandb::listing::list(src, &show, out, bad)
 }
 
 /// `pparse pickle [--trace]` of extraction `id`: the pickletools-like

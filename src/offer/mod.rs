@@ -12,10 +12,12 @@
 pub mod metrics;
 pub mod tensor;
 
+use std::io::{self, Write};
 use std::sync::atomic::AtomicBool;
 
 use crate::data::Source;
 use crate::extraction::{ExtId, Tree};
+use crate::status::Status;
 use tensor::{Tensor, TensorJob};
 
 /// What one format offers. See the module docs.
@@ -26,8 +28,8 @@ pub struct Offers {
     /// Its nodes of kind `pickle` each cover one pickle that can be listed
     /// (`pparse pickle`) and stepped (the explorer's stepper).
     pub pickles: bool,
-    /// It is a log of records (`pparse records`).
-    pub records: bool,
+    /// It is a log of records: how `pparse records` lists them.
+    pub records: Option<RecordsList>,
     /// The metrics a log holds, as series (the explorer's metrics panel).
     pub metrics: Option<MetricsScan>,
     /// Whether an extraction of this format is parsed far enough for the
@@ -41,7 +43,7 @@ impl Offers {
     pub const NONE: Offers = Offers {
         tensors: None,
         pickles: false,
-        records: false,
+        records: None,
         metrics: None,
         settled: None,
     };
@@ -70,3 +72,25 @@ pub type MetricsScan = fn(
     stop: &AtomicBool,
     progress: &dyn Fn(u64, u64),
 ) -> Option<metrics::Scan>;
+
+/// What `pparse records` asks of a log's listing.
+pub struct RecordQuery<'a> {
+    /// Record types to keep (none: all).
+    pub types: &'a [String],
+    /// Whole records instead of a summary.
+    pub verbose: bool,
+    /// JSON Lines instead of text.
+    pub json: bool,
+    /// Counts per type instead of the records.
+    pub count: bool,
+}
+
+/// Writes the records of the log in `src` to `out` as `query` asks, in
+/// file order; `bad` hears of each damage with its status and where it is
+/// (the contract's `records` command, docs/contract.md).
+pub type RecordsList = fn(
+    src: &dyn Source,
+    query: &RecordQuery,
+    out: &mut dyn Write,
+    bad: &mut dyn FnMut(Status, String),
+) -> io::Result<()>;

@@ -9,6 +9,7 @@
 //! reading goes on after it.
 
 pub mod history;
+pub mod listing;
 pub mod log;
 pub mod record;
 pub mod view;
@@ -33,7 +34,7 @@ pub static FORMAT: Format = Format {
     parse,
     load,
     offers: Offers {
-        records: true,
+        records: Some(listing::list),
         metrics: Some(history::scan),
         ..Offers::NONE
     },
