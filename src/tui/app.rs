@@ -18,6 +18,7 @@ use ratatui::layout::Rect;
 use super::keys::{self, Action};
 use super::metrics::MetricsPanel;
 use super::models::{self, Exts, Nodes};
+use super::panel::{Cx, Reply, SidePanel};
 use super::stepper::Stepper;
 use super::tensorview::TensorPanel;
 use super::text::{self, HighlightJob, Highlighted};
@@ -67,14 +68,27 @@ pub enum Panel {
 }
 
 impl Panel {
+    /// The open side panel, if any.
+    pub fn side(&self) -> Option<&dyn SidePanel> {
+        match self {
+            Panel::Stepper(s) => Some(&**s),
+            Panel::Tensors(p) => Some(&**p),
+            Panel::Metrics(p) => Some(&**p),
+            Panel::None => None,
+        }
+    }
+    fn side_mut(&mut self) -> Option<&mut dyn SidePanel> {
+        match self {
+            Panel::Stepper(s) => Some(&mut **s),
+            Panel::Tensors(p) => Some(&mut **p),
+            Panel::Metrics(p) => Some(&mut **p),
+            Panel::None => None,
+        }
+    }
     /// The bytes the panel points at, to mark in the hex view: the
     /// stepper's opcode, the selected tensor.
     pub fn marked(&self) -> Option<(ExtId, Range)> {
-        match self {
-            Panel::Stepper(s) => s.op(),
-            Panel::Tensors(p) => p.bytes(),
-            Panel::Metrics(_) | Panel::None => None,
-        }
+        self.side()?.marked()
     }
 }
 
@@ -397,25 +411,10 @@ impl App {
             Action::ToggleText => self.toggle_text(),
             _ => match self.focus {
                 Pane::Extractions => self.ext_key(a),
-                Pane::Nodes => match self.panel {
-                    Panel::None => self.node_key(a),
-                    Panel::Stepper(_) => {
-                        let page = self.height(Pane::Nodes);
-                        if let Panel::Stepper(s) = &mut self.panel {
-                            s.on_key(a, page, &self.session, &self.worker);
-                        }
-                    }
-                    Panel::Tensors(_) => {
-                        let page = self.height(Pane::Nodes);
-                        if let Panel::Tensors(p) = &mut self.panel {
-                            let reply = p.on_key(a, page, &self.session, &self.worker);
-                            self.apply(reply);
-                        }
-                    }
-                    Panel::Metrics(_) => self.metrics_key(a),
-                },
+                Pane::Nodes if matches!(self.panel, Panel::None) => self.node_key(a),
+                Pane::Nodes => self.panel_key(a),
                 // The plot covers the hex view: keys still choose the metric.
-                Pane::Hex if matches!(self.panel, Panel::Metrics(_)) => self.metrics_key(a),
+                Pane::Hex if matches!(self.panel, Panel::Metrics(_)) => self.panel_key(a),
                 Pane::Hex => {
                     if self.text_mode {
                         self.text_key(a);
@@ -429,13 +428,8 @@ impl App {
 
     /// Closes the stepper, tensor or metrics panel, stopping its work.
     pub fn close_panel(&mut self) {
-        match self.panel {
-            Panel::Tensors(_) => {
-                self.worker.stop(super::tensorview::TABLE);
-                self.worker.stop(super::tensorview::STATS);
-            }
-            Panel::Metrics(_) => self.worker.stop(super::metrics::SLOT),
-            _ => {}
+        if let Some(p) = self.panel.side_mut() {
+            p.close(&self.worker);
         }
         self.panel = Panel::None;
     }
@@ -973,34 +967,17 @@ impl App {
             Ok(e) => return self.on_search(*e),
             Err(d) => d,
         };
-        let d = match d.downcast::<crate::view::stepper::StepResult>() {
-            Ok(r) => {
-                if let Panel::Stepper(s) = &mut self.panel
-                    && let Some((ext, at)) = s.on_stepped(*r)
-                    && ext == self.ext()
-                {
-                    self.set_cursor(at, false);
-                }
-                return;
-            }
-            Err(d) => d,
+        // The rest belongs to the open panel, if it is still open.
+        let rows = self.height(Pane::Nodes);
+        let cx = Cx {
+            session: &self.session,
+            worker: &self.worker,
+            rows,
         };
-        let d = match d.downcast::<super::tensorview::Report>() {
-            Ok(r) => {
-                let page = self.height(Pane::Nodes);
-                if let Panel::Tensors(p) = &mut self.panel {
-                    let reply = p.on_report(*r, page, &self.session, &self.worker);
-                    self.apply(reply);
-                }
-                return;
-            }
-            Err(d) => d,
-        };
-        if let Ok(r) = d.downcast::<super::metrics::Report>() {
-            let page = self.height(Pane::Nodes);
-            if let Panel::Metrics(p) = &mut self.panel {
-                p.on_report(*r, page, &self.session, &self.worker);
-            }
+        if let Some(p) = self.panel.side_mut()
+            && let Ok(reply) = p.on_done(d, &cx)
+        {
+            self.apply(reply);
         }
     }
 
@@ -1207,25 +1184,15 @@ impl App {
         if pane == Pane::Nodes && y > l.nodes.y && y + 1 < l.nodes.y + l.nodes.height {
             let row = (y - l.nodes.y - 1) as usize;
             match &self.panel {
-                Panel::Stepper(_) => {
-                    let rows = self.height(Pane::Nodes);
-                    if let Panel::Stepper(s) = &mut self.panel {
-                        s.click(row, rows, &self.session, &self.worker);
-                    }
-                    return;
-                }
-                Panel::Tensors(_) => {
-                    let rows = self.height(Pane::Nodes);
-                    if let Panel::Tensors(p) = &mut self.panel {
-                        let reply = p.click(row, rows, &self.session, &self.worker);
+                Panel::Stepper(_) | Panel::Tensors(_) | Panel::Metrics(_) => {
+                    let cx = Cx {
+                        session: &self.session,
+                        worker: &self.worker,
+                        rows: self.height(Pane::Nodes),
+                    };
+                    if let Some(p) = self.panel.side_mut() {
+                        let reply = p.click(row, &cx);
                         self.apply(reply);
-                    }
-                    return;
-                }
-                Panel::Metrics(_) => {
-                    let rows = self.height(Pane::Nodes);
-                    if let Panel::Metrics(p) = &mut self.panel {
-                        p.click(row, rows, &self.session, &self.worker);
                     }
                     return;
                 }
@@ -1394,12 +1361,17 @@ impl App {
     }
 
     /// Does what a panel asked for.
-    fn apply(&mut self, reply: super::tensorview::Reply) {
+    fn apply(&mut self, reply: Reply) {
         if let Some(msg) = reply.say {
             self.say(msg);
         }
         if let Some((ext, offset)) = reply.show {
             self.show_bytes(ext, offset);
+        }
+        if let Some((ext, offset)) = reply.cursor
+            && ext == self.ext()
+        {
+            self.set_cursor(offset, false);
         }
     }
 
@@ -1457,11 +1429,16 @@ impl App {
         }
     }
 
-    /// A key for the metrics panel (from its list or its plot).
-    fn metrics_key(&mut self, a: Action) {
-        let page = self.height(Pane::Nodes);
-        if let Panel::Metrics(p) = &mut self.panel {
-            p.on_key(a, page, &self.session, &self.worker);
+    /// A key for the open side panel.
+    fn panel_key(&mut self, a: Action) {
+        let cx = Cx {
+            session: &self.session,
+            worker: &self.worker,
+            rows: self.height(Pane::Nodes),
+        };
+        if let Some(p) = self.panel.side_mut() {
+            let reply = p.on_key(a, &cx);
+            self.apply(reply);
         }
     }
 

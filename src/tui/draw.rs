@@ -195,26 +195,13 @@ fn ext_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
 }
 
 fn node_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
-    match &app.panel {
-        Panel::Stepper(s) => {
-            let b = block(app, Some(Pane::Nodes), s.title());
-            ratatui::widgets::Widget::render(b, area, buf);
-            super::stepper::draw_listing(&app.theme, s, buf, area);
-        }
-        Panel::Tensors(p) => {
-            let b = block(app, Some(Pane::Nodes), p.title());
-            let inner = b.inner(area);
-            ratatui::widgets::Widget::render(b, area, buf);
-            super::tensorview::draw_table(&app.theme, p, buf, inner);
-        }
-        Panel::Metrics(p) => {
-            let b = block(app, Some(Pane::Nodes), p.title());
-            let inner = b.inner(area);
-            ratatui::widgets::Widget::render(b, area, buf);
-            super::metrics::draw_list(&app.theme, p, buf, inner);
-        }
-        Panel::None => node_tree(app, buf, area),
-    }
+    let Some(p) = app.panel.side() else {
+        return node_tree(app, buf, area);
+    };
+    let b = block(app, Some(Pane::Nodes), p.title());
+    let inner = b.inner(area);
+    ratatui::widgets::Widget::render(b, area, buf);
+    p.draw(&app.theme, buf, inner);
 }
 
 fn node_tree(app: &mut App, buf: &mut Buffer, area: Rect) {
@@ -589,18 +576,10 @@ fn text_pane(app: &mut App, buf: &mut Buffer, area: Rect) {
 }
 
 fn inspector(app: &mut App, f: &mut Frame, area: Rect) {
-    let (title, lines) = match &app.panel {
-        Panel::Stepper(s) => (
-            " Pickle VM (never executes) ",
-            super::stepper::state_lines(&app.theme, s, area.width),
-        ),
-        Panel::Tensors(p) => (
-            " Tensor ",
-            super::tensorview::detail_lines(&app.theme, &app.session.tree(), p, area.width),
-        ),
-        Panel::Metrics(p) => (" Metric ", super::metrics::detail_lines(&app.theme, p)),
-        Panel::None => return byte_inspector(app, f, area),
+    let Some(p) = app.panel.side() else {
+        return byte_inspector(app, f, area);
     };
+    let (title, lines) = p.inspector(&app.theme, &app.session.tree(), area.width);
     let b = block(app, None, title.into());
     f.render_widget(Paragraph::new(lines).block(b), area);
 }

@@ -20,8 +20,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
 use super::keys::Action;
+use super::panel::{Cx, Reply, SidePanel};
 use super::theme::Theme;
-use super::worker::Worker;
+use super::worker::{Done, Worker};
 use crate::engine::Session;
 
 use crate::extraction::{ExtId, Tree};
@@ -340,8 +341,41 @@ fn pct(done: u64, total: u64) -> u64 {
     (done.min(total) * 100).checked_div(total).unwrap_or(0)
 }
 
+impl SidePanel for MetricsPanel {
+    fn title(&self) -> String {
+        MetricsPanel::title(self)
+    }
+    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
+        MetricsPanel::on_key(self, a, cx.rows, cx.session, cx.worker);
+        Reply::default()
+    }
+    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
+        MetricsPanel::click(self, row, cx.rows, cx.session, cx.worker);
+        Reply::default()
+    }
+    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+        let r = d.downcast::<Report>()?;
+        self.on_report(*r, cx.rows, cx.session, cx.worker);
+        Ok(Reply::default())
+    }
+    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
+        draw_list(th, self, buf, inner);
+    }
+    fn inspector<'a>(
+        &self,
+        th: &Theme,
+        _tree: &Tree,
+        _width: u16,
+    ) -> (&'static str, Vec<Line<'a>>) {
+        (" Metric ", detail_lines(th, self))
+    }
+    fn close(&mut self, worker: &Worker) {
+        worker.stop(SLOT);
+    }
+}
+
 /// The metric list, drawn in place of the node tree.
-pub fn draw_list(th: &Theme, p: &MetricsPanel, buf: &mut Buffer, inner: Rect) {
+fn draw_list(th: &Theme, p: &MetricsPanel, buf: &mut Buffer, inner: Rect) {
     let w = inner.width.saturating_sub(1) as usize;
     let Some(scan) = &p.scan else {
         let msg = match p.progress {
@@ -492,7 +526,7 @@ pub fn draw_chart(th: &Theme, focused: bool, p: &MetricsPanel, buf: &mut Buffer,
 }
 
 /// The selected metric's figures, drawn in the inspector.
-pub fn detail_lines<'a>(th: &Theme, p: &MetricsPanel) -> Vec<Line<'a>> {
+fn detail_lines<'a>(th: &Theme, p: &MetricsPanel) -> Vec<Line<'a>> {
     let label = |s: &str| Span::styled(format!("{s:<9}"), th.dim);
     let mut lines = Vec::new();
     let Some(scan) = &p.scan else {

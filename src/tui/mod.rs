@@ -12,6 +12,7 @@ mod hexgrid;
 pub mod keys;
 pub mod metrics;
 pub mod models;
+pub mod panel;
 pub mod readings;
 pub mod stepper;
 pub mod tensorview;

@@ -10,8 +10,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::keys::Action;
+use super::panel::{Cx, Reply, SidePanel};
 use super::theme::Theme;
-use super::worker::{Job, Worker, scratch};
+use super::worker::{Done, Job, Worker, scratch};
 use crate::data::Range;
 use crate::engine::Session;
 use crate::extraction::{ExtId, Tree};
@@ -147,14 +148,38 @@ impl Stepper {
     }
 }
 
+impl SidePanel for Stepper {
+    fn title(&self) -> String {
+        Stepper::title(self)
+    }
+    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
+        Stepper::on_key(self, a, cx.rows, cx.session, cx.worker);
+        Reply::default()
+    }
+    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
+        Stepper::click(self, row, cx.rows, cx.session, cx.worker);
+        Reply::default()
+    }
+    fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
+        let r = d.downcast::<StepResult>()?;
+        Ok(Reply {
+            cursor: self.on_stepped(*r),
+            ..Reply::default()
+        })
+    }
+    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
+        draw_listing(th, self, buf, inner);
+    }
+    fn inspector<'a>(&self, th: &Theme, _tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>) {
+        (" Pickle VM (never executes) ", state_lines(th, self, width))
+    }
+    fn marked(&self) -> Option<(ExtId, Range)> {
+        self.op()
+    }
+}
+
 /// The opcode listing, drawn in place of the node tree.
-pub fn draw_listing(th: &Theme, s: &Stepper, buf: &mut Buffer, area: Rect) {
-    let inner = Rect::new(
-        area.x + 1,
-        area.y + 1,
-        area.width.saturating_sub(2),
-        area.height.saturating_sub(2),
-    );
+fn draw_listing(th: &Theme, s: &Stepper, buf: &mut Buffer, inner: Rect) {
     let Some(r) = &s.result else {
         buf.set_stringn(inner.x, inner.y, "stepping…", inner.width as usize, th.dim);
         return;
@@ -194,7 +219,7 @@ pub fn draw_listing(th: &Theme, s: &Stepper, buf: &mut Buffer, area: Rect) {
 }
 
 /// The machine's state, drawn in the inspector.
-pub fn state_lines<'a>(th: &Theme, s: &Stepper, width: u16) -> Vec<Line<'a>> {
+fn state_lines<'a>(th: &Theme, s: &Stepper, width: u16) -> Vec<Line<'a>> {
     let w = width.saturating_sub(4) as usize;
     let clip = |t: &str| -> String { crate::name::escape_str(t).chars().take(w).collect() };
     let mut lines = Vec::new();

@@ -17,8 +17,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::keys::Action;
+use super::panel::{Cx, Reply, SidePanel};
 use super::theme::Theme;
-use super::worker::Worker;
+use super::worker::{Done, Worker};
 use crate::engine::Session;
 use crate::extraction::Tree;
 
@@ -36,8 +37,8 @@ const FIRST_VALUES: u64 = 64;
 const BINS: usize = 64;
 
 /// The worker's slots for the table, a tensor's statistics and an export.
-pub(super) const TABLE: &str = "table";
-pub(super) const STATS: &str = "stats";
+const TABLE: &str = "table";
+const STATS: &str = "stats";
 const EXPORT: &str = "export";
 
 /// A background task's report.
@@ -96,15 +97,6 @@ pub struct TensorPanel {
     pub detail: Option<Detail>,
     /// A running export: its id and progress.
     pub export: Option<(u64, u64, u64)>,
-}
-
-/// What the app should do after the panel handled something.
-#[derive(Debug, Default)]
-pub struct Reply {
-    /// A message for the status bar.
-    pub say: Option<String>,
-    /// Bytes to show in the hex view: an extraction and an offset.
-    pub show: Option<(ExtId, u64)>,
 }
 
 impl TensorPanel {
@@ -194,7 +186,10 @@ impl TensorPanel {
         }
         let show = Some((t.source, t.offset));
         let Some(data) = session.tree().get(t.source).map(|e| e.data()) else {
-            return Reply { say: None, show };
+            return Reply {
+                show,
+                ..Reply::default()
+            };
         };
         let id = worker.spawn(STATS, move |_, stop, report, id| {
             let send = |r: Report| report(Box::new(r));
@@ -227,7 +222,10 @@ impl TensorPanel {
             id,
             ..Detail::default()
         });
-        Reply { say: None, show }
+        Reply {
+            show,
+            ..Reply::default()
+        }
     }
 
     /// A file name for the selected tensor as .npy, for the export prompt.
@@ -296,7 +294,7 @@ impl TensorPanel {
                 };
                 return Reply {
                     say: Some(say),
-                    show: None,
+                    ..Reply::default()
                 };
             }
             Report::Progress { id, done, total } => {
@@ -364,8 +362,37 @@ impl TensorPanel {
     }
 }
 
+impl SidePanel for TensorPanel {
+    fn title(&self) -> String {
+        TensorPanel::title(self)
+    }
+    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
+        TensorPanel::on_key(self, a, cx.rows, cx.session, cx.worker)
+    }
+    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
+        TensorPanel::click(self, row, cx.rows, cx.session, cx.worker)
+    }
+    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+        let r = d.downcast::<Report>()?;
+        Ok(self.on_report(*r, cx.rows, cx.session, cx.worker))
+    }
+    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
+        draw_table(th, self, buf, inner);
+    }
+    fn inspector<'a>(&self, th: &Theme, tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>) {
+        (" Tensor ", detail_lines(th, tree, self, width))
+    }
+    fn marked(&self) -> Option<(ExtId, Range)> {
+        self.bytes()
+    }
+    fn close(&mut self, worker: &Worker) {
+        worker.stop(TABLE);
+        worker.stop(STATS);
+    }
+}
+
 /// The tensor table, drawn in place of the node tree.
-pub fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
+fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
     let Some(ts) = &p.tensors else {
         buf.set_stringn(
             inner.x + 1,
@@ -421,7 +448,7 @@ fn shape(s: &[u64]) -> String {
 }
 
 /// The selected tensor's details, drawn in the inspector.
-pub fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec<Line<'a>> {
+fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec<Line<'a>> {
     let w = width.saturating_sub(2) as usize;
     let mut lines = Vec::new();
     let label = |s: &str| Span::styled(format!("{s:<9}"), th.dim);

@@ -1,0 +1,59 @@
+//! The interface of the explorer's side panels (the stepper, the tensor
+//! table, the metrics): each owns its state, takes keys, clicks and the
+//! results of its background work, draws from `&self`, and answers with a
+//! [`Reply`] the app applies. The app never reaches inside a panel, and a
+//! panel never imports the app.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+
+use super::keys::Action;
+use super::theme::Theme;
+use super::worker::{Done, Worker};
+use crate::data::Range;
+use crate::engine::Session;
+use crate::extraction::{ExtId, Tree};
+
+/// What a panel works with.
+pub struct Cx<'a> {
+    /// The open file.
+    pub session: &'a Session,
+    /// Where its background work runs.
+    pub worker: &'a Worker,
+    /// Rows of the pane it is drawn in.
+    pub rows: usize,
+}
+
+/// What the app should do after a panel handled something.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// A message for the status bar.
+    pub say: Option<String>,
+    /// Bytes to show in the hex view (selecting their extraction).
+    pub show: Option<(ExtId, u64)>,
+    /// Where the hex cursor goes if that extraction is the one shown.
+    pub cursor: Option<(ExtId, u64)>,
+}
+
+/// A side panel, drawn in place of the node tree. See the module docs.
+pub trait SidePanel {
+    /// The title of its pane.
+    fn title(&self) -> String;
+    /// A key, while its pane has the focus.
+    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply;
+    /// A click on row `row` of its pane.
+    fn click(&mut self, row: usize, cx: &Cx) -> Reply;
+    /// A result of the worker: taken if it is this panel's, else given back.
+    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done>;
+    /// Draws into `inner`, the pane inside its border.
+    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect);
+    /// The inspector's title and lines for it.
+    fn inspector<'a>(&self, th: &Theme, tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>);
+    /// The bytes it points at, to mark in the hex view.
+    fn marked(&self) -> Option<(ExtId, Range)> {
+        None
+    }
+    /// Stops its background work (the panel is closed).
+    fn close(&mut self, _worker: &Worker) {}
+}
