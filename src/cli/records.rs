@@ -9,7 +9,7 @@ use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wa
 use crate::data::{Data, MmapSource, Source};
 use crate::extraction::{EntryKind, ExtId, Phase, Tree};
 use crate::offer::{RecordQuery, RecordsList};
-use crate::parsers::{REGISTRY, SNIFF_LEN, Sniff, format_of};
+use crate::parsers::{self, Sniff, format_of};
 use crate::status::Status;
 
 /// The log named by PATH, or the first below it, and its format's listing.
@@ -27,9 +27,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
         && let Ok(src) = MmapSource::open(file)
     {
         let data: Data = Arc::new(src);
-        let mut head = vec![0u8; SNIFF_LEN];
-        let n = data.read_at(0, &mut head).unwrap_or(0);
-        head.truncate(n);
+        let head = parsers::api::head(&*data);
         let name = file.to_string_lossy();
         let sniff = Sniff {
             head: &head,
@@ -39,10 +37,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
             file: Some(file),
             options: &input.options,
         };
-        let list = REGISTRY
-            .iter()
-            .find(|f| (f.sniff)(&sniff))
-            .and_then(|f| f.offers.records);
+        let list = parsers::sniff(&sniff).and_then(|f| f.offers.records);
         if let Some(list) = list {
             let label = file.display().to_string();
             return write_listing(list, &*data, show, &label);

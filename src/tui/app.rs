@@ -968,15 +968,19 @@ impl App {
             Err(d) => d,
         };
         // The rest belongs to the open panel, if it is still open.
-        let rows = self.height(Pane::Nodes);
+        self.with_panel(|p, cx| p.on_done(d, cx).unwrap_or_default());
+    }
+
+    /// Runs `f` on the open side panel, if any, with its context, and does
+    /// what it answers.
+    fn with_panel(&mut self, f: impl FnOnce(&mut dyn SidePanel, &Cx) -> Reply) {
         let cx = Cx {
             session: &self.session,
             worker: &self.worker,
-            rows,
+            rows: self.height(Pane::Nodes),
         };
-        if let Some(p) = self.panel.side_mut()
-            && let Ok(reply) = p.on_done(d, &cx)
-        {
+        if let Some(p) = self.panel.side_mut() {
+            let reply = f(p, &cx);
             self.apply(reply);
         }
     }
@@ -1112,17 +1116,10 @@ impl App {
         // Searches and re-reads free as much as they allocate; give it back.
         crate::engine::release_free_memory();
         self.rss = resident_bytes();
-        // The table made during the parse is made again once it is over.
-        if let Panel::Tensors(p) = &self.panel
-            && let Some(fresh) = p.refreshed(&self.session, &self.worker)
-        {
-            self.panel = Panel::Tensors(Box::new(fresh));
-        }
-        if let Panel::Metrics(p) = &self.panel
-            && let Some(fresh) = p.refreshed(&self.session, &self.worker, self.metric_budget)
-        {
-            self.panel = Panel::Metrics(Box::new(fresh));
-        }
+        self.with_panel(|p, cx| {
+            p.tick(cx);
+            Reply::default()
+        });
     }
 
     // ----- mouse ---------------------------------------------------------------
@@ -1185,16 +1182,7 @@ impl App {
             let row = (y - l.nodes.y - 1) as usize;
             match &self.panel {
                 Panel::Stepper(_) | Panel::Tensors(_) | Panel::Metrics(_) => {
-                    let cx = Cx {
-                        session: &self.session,
-                        worker: &self.worker,
-                        rows: self.height(Pane::Nodes),
-                    };
-                    if let Some(p) = self.panel.side_mut() {
-                        let reply = p.click(row, &cx);
-                        self.apply(reply);
-                    }
-                    return;
+                    return self.with_panel(|p, cx| p.click(row, cx));
                 }
                 Panel::None => {}
             }
@@ -1431,15 +1419,7 @@ impl App {
 
     /// A key for the open side panel.
     fn panel_key(&mut self, a: Action) {
-        let cx = Cx {
-            session: &self.session,
-            worker: &self.worker,
-            rows: self.height(Pane::Nodes),
-        };
-        if let Some(p) = self.panel.side_mut() {
-            let reply = p.on_key(a, &cx);
-            self.apply(reply);
-        }
+        self.with_panel(|p, cx| p.on_key(a, cx));
     }
 
     /// The byte offset under a mouse position in the hex pane.

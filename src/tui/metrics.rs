@@ -3,7 +3,7 @@
 //!
 //! A first pass over the log, on a background task that reports its
 //! progress, lists the metric names with their counts and, while they fit
-//! in [`App::metric_budget`] points, keeps every series, so moving through
+//! in the explorer's `metric_budget` points, keeps every series, so moving through
 //! the list is instant. The series of a log too large for that are read
 //! again for each metric selected (selecting another stops the read) and the
 //! last few are kept. A series longer than [`MAX_BUCKETS`] values is kept
@@ -61,6 +61,8 @@ pub struct MetricsPanel {
     pub ext: ExtId,
     /// How its format reads metrics.
     reader: MetricsScan,
+    /// Points all series may hold before the first pass gives them up.
+    budget: usize,
     pub name: String,
     /// The running task (reports of others are stale).
     pub id: u64,
@@ -142,6 +144,7 @@ impl MetricsPanel {
         Some(MetricsPanel {
             ext,
             reader,
+            budget,
             name,
             id,
             partial,
@@ -157,7 +160,7 @@ impl MetricsPanel {
 
     /// The log read again once the bytes it was read from are complete,
     /// keeping the selection; `None` while there is no need.
-    pub fn refreshed(&self, session: &Session, worker: &Worker, budget: usize) -> Option<Self> {
+    pub fn refreshed(&self, session: &Session, worker: &Worker) -> Option<Self> {
         if !self.partial || self.scan.is_none() {
             return None;
         }
@@ -170,7 +173,7 @@ impl MetricsPanel {
             worker,
             self.ext,
             self.reader,
-            budget,
+            self.budget,
             self.selected,
         )
     }
@@ -371,6 +374,11 @@ impl SidePanel for MetricsPanel {
     }
     fn close(&mut self, worker: &Worker) {
         worker.stop(SLOT);
+    }
+    fn tick(&mut self, cx: &Cx) {
+        if let Some(fresh) = self.refreshed(cx.session, cx.worker) {
+            *self = fresh;
+        }
     }
 }
 

@@ -56,4 +56,7 @@ pub trait SidePanel {
     }
     /// Stops its background work (the panel is closed).
     fn close(&mut self, _worker: &Worker) {}
+    /// Called twice a second: a panel made while the parse was running
+    /// makes itself again once it is over.
+    fn tick(&mut self, _cx: &Cx) {}
 }

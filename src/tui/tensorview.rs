@@ -389,6 +389,11 @@ impl SidePanel for TensorPanel {
         worker.stop(TABLE);
         worker.stop(STATS);
     }
+    fn tick(&mut self, cx: &Cx) {
+        if let Some(fresh) = self.refreshed(cx.session, cx.worker) {
+            *self = fresh;
+        }
+    }
 }
 
 /// The tensor table, drawn in place of the node tree.
