@@ -20,7 +20,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
 use super::keys::Action;
-use super::panel::{Cx, Reply, SidePanel};
+use super::panel::{self, Cx, Reply, SidePanel};
 use super::theme::Theme;
 use super::worker::{Done, Worker};
 use crate::engine::Session;
@@ -185,17 +185,9 @@ impl MetricsPanel {
             return;
         }
         let cur = self.selected;
-        let to = match a {
-            Action::Down | Action::Right => cur + 1,
-            Action::Up | Action::Left => cur.saturating_sub(1),
-            Action::PageDown => cur + page,
-            Action::PageUp => cur.saturating_sub(page),
-            Action::Home => 0,
-            Action::End => n - 1,
-            Action::Expand => cur,
-            _ => return,
-        }
-        .min(n - 1);
+        let Some(to) = panel::list_target(a, cur, n, page) else {
+            return;
+        };
         if to != cur || a == Action::Expand {
             self.select(to, page, session, worker);
         }
@@ -220,11 +212,7 @@ impl MetricsPanel {
             return;
         };
         self.selected = i;
-        if i < self.offset {
-            self.offset = i;
-        } else if i >= self.offset + page {
-            self.offset = i + 1 - page;
-        }
+        panel::scroll_to(&mut self.offset, i, page);
         if self.series.contains_key(&name) {
             if let Some(k) = self.read.iter().position(|r| *r == name) {
                 let r = self.read.remove(k).expect("found");
@@ -303,13 +291,8 @@ impl MetricsPanel {
     /// The first row shown when the list has `rows` rows: the selection is
     /// kept in view.
     fn top(&self, rows: usize) -> usize {
-        let n = self.scan.as_ref().map_or(0, |s| s.names.len());
-        let top = self.offset.min(n.saturating_sub(rows));
-        if self.selected < top || self.selected >= top + rows {
-            self.selected.saturating_sub(rows / 2)
-        } else {
-            top
-        }
+        let len = self.scan.as_ref().map_or(0, |s| s.names.len());
+        panel::first_row(self.offset, self.selected, len, rows)
     }
 }
 

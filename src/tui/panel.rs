@@ -60,3 +60,42 @@ pub trait SidePanel {
     /// makes itself again once it is over.
     fn tick(&mut self, _cx: &Cx) {}
 }
+
+/// Where a list key moves the selection in a list of `len` rows (`len` >
+/// 0) that shows `page` rows; `None` for keys a list does not take.
+/// `Expand` stays on the row (it asks for it again).
+pub fn list_target(a: Action, cur: usize, len: usize, page: usize) -> Option<usize> {
+    let to = match a {
+        Action::Down | Action::Right => cur + 1,
+        Action::Up | Action::Left => cur.saturating_sub(1),
+        Action::PageDown => cur + page,
+        Action::PageUp => cur.saturating_sub(page),
+        Action::Home => 0,
+        Action::End => len - 1,
+        Action::Expand => cur,
+        _ => return None,
+    };
+    Some(to.min(len - 1))
+}
+
+/// Scrolls `offset` (the first row shown of `page` rows) as little as
+/// keeps row `i` in view.
+pub fn scroll_to(offset: &mut usize, i: usize, page: usize) {
+    if i < *offset {
+        *offset = i;
+    } else if i >= *offset + page {
+        *offset = i + 1 - page;
+    }
+}
+
+/// The first row drawn of a list of `len` rows in `rows` rows: `offset`,
+/// unless that leaves the end short or `selected` out of view (after a
+/// resize).
+pub fn first_row(offset: usize, selected: usize, len: usize, rows: usize) -> usize {
+    let top = offset.min(len.saturating_sub(rows));
+    if selected < top || selected >= top + rows {
+        selected.saturating_sub(rows / 2)
+    } else {
+        top
+    }
+}

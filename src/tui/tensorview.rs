@@ -17,7 +17,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::keys::Action;
-use super::panel::{Cx, Reply, SidePanel};
+use super::panel::{self, Cx, Reply, SidePanel};
 use super::theme::Theme;
 use super::worker::{Done, Worker};
 use crate::engine::Session;
@@ -146,17 +146,9 @@ impl TensorPanel {
             return Reply::default();
         }
         let cur = self.selected;
-        let to = match a {
-            Action::Down | Action::Right => cur + 1,
-            Action::Up | Action::Left => cur.saturating_sub(1),
-            Action::PageDown => cur + page,
-            Action::PageUp => cur.saturating_sub(page),
-            Action::Home => 0,
-            Action::End => n - 1,
-            Action::Expand => cur,
-            _ => return Reply::default(),
-        }
-        .min(n - 1);
+        let Some(to) = panel::list_target(a, cur, n, page) else {
+            return Reply::default();
+        };
         if to != cur || a == Action::Expand {
             return self.select(to, page, session, worker);
         }
@@ -179,11 +171,7 @@ impl TensorPanel {
             return Reply::default();
         };
         self.selected = i;
-        if i < self.offset {
-            self.offset = i;
-        } else if i >= self.offset + page {
-            self.offset = i + 1 - page;
-        }
+        panel::scroll_to(&mut self.offset, i, page);
         let show = Some((t.source, t.offset));
         let Some(data) = session.tree().get(t.source).map(|e| e.data()) else {
             return Reply {
@@ -353,12 +341,7 @@ impl TensorPanel {
     /// kept in view.
     fn top(&self, rows: usize) -> usize {
         let len = self.tensors.as_ref().map_or(0, Vec::len);
-        let top = self.offset.min(len.saturating_sub(rows));
-        if self.selected < top || self.selected >= top + rows {
-            self.selected.saturating_sub(rows / 2)
-        } else {
-            top
-        }
+        panel::first_row(self.offset, self.selected, len, rows)
     }
 }
 
