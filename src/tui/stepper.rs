@@ -83,16 +83,9 @@ impl Stepper {
     pub fn on_key(&mut self, a: Action, page: usize, session: &Session, worker: &Worker) {
         let total = self.result.as_ref().map_or(usize::MAX, |r| r.total.max(1));
         let cur = self.step;
-        let to = match a {
-            Action::Down | Action::Right => cur + 1,
-            Action::Up | Action::Left => cur.saturating_sub(1),
-            Action::PageDown => cur + page,
-            Action::PageUp => cur.saturating_sub(page),
-            Action::Home => 0,
-            Action::End => usize::MAX,
-            _ => return,
+        let Some(to) = super::panel::list_target(a, cur, total, page) else {
+            return;
         };
-        let to = to.min(total - 1);
         if to != cur {
             self.step_to(Target::Step(to), session, worker);
         }
