@@ -10,8 +10,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pparse::tui::Theme;
 use pparse::tui::app::App;
-use pparse::tui::{Theme, draw};
 use pparse::{Options, Session};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -50,7 +50,7 @@ fn key(app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode) -> Durati
     while let Ok(d) = app.done.try_recv() {
         app.on_done(d);
     }
-    term.draw(|f| draw::draw(app, f)).unwrap();
+    pparse::tui::render(app, term).unwrap();
     t.elapsed()
 }
 
@@ -95,7 +95,7 @@ fn main() {
     }
     let mut app = App::new(session, Theme::load("dark").unwrap());
     let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
-    term.draw(|f| draw::draw(&mut app, f)).unwrap();
+    pparse::tui::render(&mut app, &mut term).unwrap();
 
     use KeyCode::*;
     // While the parse runs: the same file opened again, keys every 5 ms.

@@ -1,54 +1,64 @@
-//! The explorer's state and how input changes it. Drawing is in `draw.rs`.
+//! The explorer: its panes, and what links them. Each pane owns its state
+//! (see [`super::panel`]); the app routes keys, clicks and background
+//! results to them and applies what they answer: a node selected moves the
+//! hex cursor, a cursor moved selects the node there, a search moves to
+//! its match.
 //!
 //! Everything here runs on the UI thread and only ever takes the shared
 //! tree's read lock briefly; bytes, node loads, searches and highlighting
-//! come back from the worker as [`Done`] messages.
+//! come back from the worker as [`Done`] messages. Before each frame,
+//! [`App::prepare`] lays the screen out and lets the panes ask for what they
+//! will show; drawing ([`super::draw`]) then only reads.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 
 use super::keys::{self, Action};
-use super::metrics::MetricsPanel;
-use super::models::{self, Exts, Nodes};
-use super::panel::{Cx, Reply, SidePanel};
-use super::stepper::Stepper;
-use super::tensorview::TensorPanel;
-use super::text::{self, HighlightJob, Highlighted};
+pub use super::layout::Pane;
+use super::layout::{Layout, Room};
+use super::panel::{Component, Cx, Reply, SidePanel};
+use super::panes::exts::ExtPane;
+use super::panes::hex::{AT_CURSOR, HexPane, Place, Selection};
+use super::panes::inspector::Inspector;
+use super::panes::metrics::MetricsPanel;
+use super::panes::nodes::NodePane;
+use super::panes::stepper::Stepper;
+use super::panes::tensors::TensorPanel;
+use super::search::{Found, From, Search, SearchEvent};
 use super::theme::Theme;
-use super::treeview::{TreeModel, TreeView};
-use super::worker::{Done, Job, Worker};
-use crate::data::{Data, Range};
+use super::worker::{Done, Worker};
+use crate::data::Range;
 use crate::engine::Session;
-use crate::extraction::{ExtId, Phase};
-use crate::view::search;
-
-/// The three panes that take the focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    Extractions,
-    Nodes,
-    Hex,
-}
+use crate::extraction::ExtId;
 
 /// What covers the screen besides the panes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
+    /// Nothing.
     None,
+    /// The keys (`?`).
     Help,
-    Prompt { kind: PromptKind, input: String },
+    /// A line of input in the status bar.
+    Prompt {
+        /// What the input is for.
+        kind: PromptKind,
+        /// What was typed so far.
+        input: String,
+    },
 }
 
+/// What a prompt asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptKind {
+    /// An offset to go to.
     Goto,
+    /// What to search for.
     Search,
     /// Where to write the selected tensor as .npy.
     Export,
@@ -57,6 +67,7 @@ pub enum PromptKind {
 /// What the Nodes pane shows instead of the node tree.
 #[derive(Debug, Clone)]
 pub enum Panel {
+    /// The node tree.
     None,
     /// The pickle stepper (`p`).
     Stepper(Box<Stepper>),
@@ -90,191 +101,87 @@ impl Panel {
     pub fn marked(&self) -> Option<(ExtId, Range)> {
         self.side()?.marked()
     }
+    /// Whether the panel draws in place of the hex view (and takes its keys).
+    fn takes_main(&self) -> bool {
+        self.side().is_some_and(|p| p.takes_main())
+    }
 }
 
-/// Per-extraction view state, kept when another extraction is selected.
-#[derive(Debug, Clone, Default)]
-pub struct ExtView {
-    pub nodes: TreeView<Vec<usize>>,
-    /// Hex cursor (offset in the extraction's bytes).
-    pub cursor: u64,
-    /// Offset of the first hex row shown.
-    pub top: u64,
-    /// Offset of the first text line shown (a line start).
-    pub text_top: u64,
+/// Parse rate and memory, for the status bar.
+pub(super) struct Meter {
+    pub(super) rate: f64,
+    pub(super) rss: u64,
+    last_tick: Instant,
+    last_done: u64,
 }
 
-/// Results of the current search.
-#[derive(Debug, Clone, Default)]
-pub struct Search {
-    pub query: String,
-    pub pane: Option<Pane>,
-    pub id: u64,
-    pub exts: Vec<ExtId>,
-    pub nodes: Vec<Vec<usize>>,
-    pub index: usize,
-    pub progress: Option<(u64, u64)>,
-    pub running: bool,
-}
-
-/// Where the panes were drawn last, for mouse hits and page sizes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Layout {
-    pub exts: Rect,
-    pub nodes: Rect,
-    pub hex: Rect,
-    pub inspector: Rect,
-    pub status: Rect,
-    /// Column of the border between the left and right columns.
-    pub split_x: u16,
-    /// Bytes per hex row.
-    pub bpr: u64,
-}
-
-/// The worker's slot for searches.
-const SEARCH: &str = "search";
-
-/// A page of an extraction's bytes, read.
-struct PageRead {
-    ext: ExtId,
-    page: u64,
-    bytes: Arc<Vec<u8>>,
-}
-
-/// A node's children, loaded into the tree.
-struct NodesLoaded {
-    ext: ExtId,
-    path: Vec<usize>,
-}
-
-/// Bytes per cached page of the hex and text views.
-pub const PAGE: u64 = 4096;
-
-/// Progress and results of a background search.
-pub enum SearchEvent {
-    Progress {
-        id: u64,
-        done: u64,
-        total: u64,
-    },
-    /// A byte match (hex search) at this offset.
-    Offset {
-        id: u64,
-        ext: ExtId,
-        at: u64,
-    },
-    /// Tree matches, in tree order.
-    Exts {
-        id: u64,
-        hits: Vec<ExtId>,
-    },
-    Nodes {
-        id: u64,
-        ext: ExtId,
-        hits: Vec<Vec<usize>>,
-    },
-    /// The search ended without a (further) match.
-    NotFound {
-        id: u64,
-    },
-}
-
-/// A cached page and when it was last used.
-type PageEntry = (Arc<Vec<u8>>, u64);
-
-/// Cached pages of extraction bytes.
+/// A mouse drag under way.
 #[derive(Default)]
-pub struct Pages {
-    map: HashMap<(ExtId, u64), PageEntry>,
-    requested: HashSet<(ExtId, u64)>,
-    tick: u64,
+struct Drag {
+    pane: Option<Pane>,
+    split: bool,
 }
 
-const MAX_PAGES: usize = 2048;
-
-impl Pages {
-    pub fn get(&mut self, ext: ExtId, page: u64) -> Option<Arc<Vec<u8>>> {
-        self.tick += 1;
-        let t = self.tick;
-        self.map.get_mut(&(ext, page)).map(|e| {
-            e.1 = t;
-            e.0.clone()
-        })
-    }
-    fn put(&mut self, ext: ExtId, page: u64, bytes: Arc<Vec<u8>>) {
-        self.requested.remove(&(ext, page));
-        self.tick += 1;
-        self.map.insert((ext, page), (bytes, self.tick));
-        if self.map.len() > MAX_PAGES {
-            let mut ticks: Vec<u64> = self.map.values().map(|v| v.1).collect();
-            ticks.sort_unstable();
-            let cut = ticks[ticks.len() / 2];
-            self.map.retain(|_, v| v.1 > cut);
+/// A pane's context: the session, the worker, the rows of `$pane`, the
+/// shown extraction. A macro, not a method, so that the borrow of these
+/// fields leaves the panes free to be borrowed mutably beside it.
+macro_rules! cx {
+    ($app:expr, $pane:expr) => {
+        Cx {
+            session: &$app.session,
+            worker: &$app.worker,
+            rows: $app.layout.rows($pane),
+            ext: $app.exts.selected(),
         }
-    }
-}
-
-/// Tree nodes loaded on request, oldest first, with their child counts.
-struct Loaded {
-    order: VecDeque<(ExtId, Vec<usize>, usize)>,
-    total: usize,
+    };
 }
 
 /// The explorer.
 pub struct App {
+    /// The open file.
     pub session: Arc<Session>,
+    /// Background work for the panes.
     pub worker: Worker,
+    /// Results of the worker, for [`App::on_done`].
     pub done: Receiver<Done>,
-    pub theme: Theme,
-    pub focus: Pane,
-    pub exts: TreeView<ExtId>,
-    pub views: HashMap<ExtId, ExtView>,
-    pub pages: Pages,
-    pub overlay: Overlay,
-    pub panel: Panel,
-    pub search: Search,
-    pub message: Option<String>,
-    pub layout: Layout,
+    pub(super) theme: Theme,
+    pub(super) focus: Pane,
+    pub(super) exts: ExtPane,
+    pub(super) nodes: NodePane,
+    pub(super) hex: HexPane,
+    pub(super) inspector: Inspector,
+    pub(super) panel: Panel,
+    pub(super) overlay: Overlay,
+    pub(super) search: Search,
+    pub(super) message: Option<String>,
+    pub(super) layout: Layout,
     /// Width of the left column, in percent.
-    pub split: u16,
-    dragging: Option<Pane>,
-    dragging_split: bool,
-    pub text_mode: bool,
-    pub highlight: Option<Highlighted>,
-    highlight_gen: u64,
-    highlight_asked: Option<(ExtId, u64, u64)>,
-    pub loading: HashSet<(ExtId, Vec<usize>)>,
-    loaded: Loaded,
-    /// Most node children kept loaded before cold ones are dropped.
-    pub node_budget: usize,
+    split: u16,
+    drag: Drag,
     /// Most points the metrics panel keeps for all series at once; past
     /// it, series are read one metric at a time.
-    pub metric_budget: usize,
-    sorted: HashMap<ExtId, (usize, bool)>,
-    pub rate: f64,
-    pub rss: u64,
-    last_tick: Instant,
-    last_done: u64,
-    pub quit: bool,
+    metric_budget: usize,
+    pub(super) meter: Meter,
+    quit: bool,
 }
 
 impl App {
+    /// An explorer on `session`.
     pub fn new(session: Arc<Session>, theme: Theme) -> App {
         let (tx, rx) = unbounded();
         let worker = Worker::new(session.clone(), tx);
-        let mut exts = TreeView::default();
-        exts.selected = Some(0);
         App {
             session,
             worker,
             done: rx,
+            hex: HexPane::new(&theme),
             theme,
             focus: Pane::Extractions,
-            exts,
-            views: HashMap::new(),
-            pages: Pages::default(),
-            overlay: Overlay::None,
+            exts: ExtPane::default(),
+            nodes: NodePane::default(),
+            inspector: Inspector::default(),
             panel: Panel::None,
+            overlay: Overlay::None,
             search: Search::default(),
             message: None,
             layout: Layout {
@@ -282,57 +189,163 @@ impl App {
                 ..Layout::default()
             },
             split: 34,
-            dragging: None,
-            dragging_split: false,
-            text_mode: false,
-            highlight: None,
-            highlight_gen: 0,
-            highlight_asked: None,
-            loading: HashSet::new(),
-            loaded: Loaded {
-                order: VecDeque::new(),
-                total: 0,
-            },
-            node_budget: 200_000,
+            drag: Drag::default(),
             metric_budget: crate::offer::metrics::SERIES_BUDGET,
-            sorted: HashMap::new(),
-            rate: 0.0,
-            rss: 0,
-            last_tick: Instant::now(),
-            last_done: 0,
+            meter: Meter {
+                rate: 0.0,
+                rss: 0,
+                last_tick: Instant::now(),
+                last_done: 0,
+            },
             quit: false,
         }
     }
 
     /// The selected extraction.
     pub fn ext(&self) -> ExtId {
-        self.exts.selected.unwrap_or(0)
+        self.exts.selected()
     }
 
-    pub fn view(&mut self) -> &mut ExtView {
-        let e = self.ext();
-        self.views.entry(e).or_default()
+    /// The colours.
+    pub fn theme(&self) -> &Theme {
+        &self.theme
     }
 
-    fn data(&self, ext: ExtId) -> Option<Data> {
-        self.session.tree().get(ext).map(|e| e.data())
+    /// The pane with the focus.
+    pub fn focus(&self) -> Pane {
+        self.focus
     }
 
+    /// Where the panes were laid out for the last frame.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Width of the left column, in percent.
+    pub fn split(&self) -> u16 {
+        self.split
+    }
+
+    /// Where the bytes view stands in the selected extraction.
+    pub fn place(&self) -> Place {
+        self.hex.place(self.ext())
+    }
+
+    /// The selected node of the selected extraction.
+    pub fn selected_node(&self) -> Option<Vec<usize>> {
+        self.nodes.selected(self.ext()).cloned()
+    }
+
+    /// Whether the bytes are shown as text.
+    pub fn text_mode(&self) -> bool {
+        self.hex.text_mode()
+    }
+
+    /// Whether the text on screen came back highlighted.
+    pub fn highlighted(&self) -> bool {
+        self.hex.highlighted()
+    }
+
+    /// The open side panel.
+    pub fn panel(&self) -> &Panel {
+        &self.panel
+    }
+
+    /// Whether the user asked to quit.
+    pub fn quitting(&self) -> bool {
+        self.quit
+    }
+
+    /// Keeps at most `n` node children loaded before cold ones are dropped.
+    pub fn set_node_budget(&mut self, n: usize) {
+        self.nodes.budget = n;
+    }
+
+    /// Children loaded through the explorer and still held.
+    pub fn loaded_nodes(&self) -> usize {
+        self.nodes.loaded()
+    }
+
+    /// Keeps at most `n` metric points for all series at once.
+    pub fn set_metric_budget(&mut self, n: usize) {
+        self.metric_budget = n;
+    }
+
+    /// Rows inside a pane's border.
     pub fn height(&self, pane: Pane) -> usize {
-        let r = match pane {
-            Pane::Extractions => self.layout.exts,
-            Pane::Nodes => self.layout.nodes,
-            Pane::Hex => self.layout.hex,
-        };
-        (r.height.saturating_sub(2) as usize).max(1)
+        self.layout.rows(pane)
     }
 
-    pub(super) fn say(&mut self, msg: impl Into<String>) {
+    fn say(&mut self, msg: impl Into<String>) {
         self.message = Some(msg.into());
+    }
+
+    // ----- before a frame --------------------------------------------------
+
+    /// Lays the screen of size `area` out and lets each pane keep its
+    /// selection in view and ask for the bytes it will show. Drawing then
+    /// changes nothing.
+    pub fn prepare(&mut self, area: Rect) {
+        let ext = self.ext();
+        let len = self.session.tree().get(ext).map_or(0, |e| e.available());
+        let room = match self.panel.side() {
+            None => Room::Readings,
+            Some(p) if p.takes_main() => Room::Plot,
+            Some(_) => Room::Panel,
+        };
+        self.layout = Layout::new(area, self.split, room, len);
+        self.exts.prepare(&cx!(self, Pane::Extractions));
+        self.nodes.prepare(&cx!(self, Pane::Nodes));
+        if !self.panel.takes_main() {
+            let (selection, sorted) = self.selection(ext);
+            let width = self.layout.hex.width.saturating_sub(2);
+            let bpr = self.layout.bpr;
+            self.hex
+                .prepare(&cx!(self, Pane::Hex), bpr, width, selection, sorted);
+        }
+        let place = self.hex.place(ext);
+        let bytes = self
+            .hex
+            .peek(place.cursor, (place.cursor + AT_CURSOR).min(len));
+        let here = if self.hex.text_mode() {
+            place.text_top
+        } else {
+            place.cursor
+        };
+        let node = self.nodes.selected(ext).cloned();
+        self.inspector
+            .prepare(ext, node, (place.cursor, here), bytes);
+    }
+
+    /// What to mark in the bytes of `ext`: the side panel's bytes, else the
+    /// selected node and its children; and whether its nodes are sorted.
+    fn selection(&self, ext: ExtId) -> (Selection, bool) {
+        let t = self.session.tree();
+        let Some(e) = t.get(ext) else {
+            return (Selection::default(), false);
+        };
+        let sorted = self.nodes.known_sorted(ext, &e.nodes);
+        if let Some((_, r)) = self.panel.marked().filter(|(x, _)| *x == ext) {
+            let s = Selection {
+                range: Some(r),
+                children: Vec::new(),
+            };
+            return (s, sorted);
+        }
+        let m = super::models::Nodes(&e.nodes);
+        let node = self.nodes.selected(ext).and_then(|p| m.get(p));
+        let s = Selection {
+            range: node.map(|n| n.range),
+            children: node.map_or(Vec::new(), |n| {
+                n.loaded_children().iter().map(|c| c.range).collect()
+            }),
+        };
+        (s, sorted)
     }
 
     // ----- input -------------------------------------------------------------
 
+    /// A key press.
     pub fn on_key(&mut self, k: KeyEvent) {
         if k.kind != ratatui::crossterm::event::KeyEventKind::Press {
             return;
@@ -375,16 +388,13 @@ impl App {
         self.act(a);
     }
 
+    /// Does what a key asks for.
     pub fn act(&mut self, a: Action) {
         match a {
             Action::Quit => self.quit = true,
             Action::Help => self.overlay = Overlay::Help,
             Action::Cancel => {
-                if self.search.running {
-                    self.worker.stop(SEARCH);
-                    self.search.running = false;
-                    self.search.progress = None;
-                } else {
+                if !self.search.cancel(&self.worker) {
                     self.close_panel();
                 }
             }
@@ -394,36 +404,39 @@ impl App {
             Action::Export => self.ask_export(),
             Action::NextPane => self.cycle(1),
             Action::PrevPane => self.cycle(2),
-            Action::Goto => {
-                self.overlay = Overlay::Prompt {
-                    kind: PromptKind::Goto,
-                    input: String::new(),
-                }
-            }
-            Action::Search => {
-                self.overlay = Overlay::Prompt {
-                    kind: PromptKind::Search,
-                    input: String::new(),
-                }
-            }
+            Action::Goto => self.prompt(PromptKind::Goto, String::new()),
+            Action::Search => self.prompt(PromptKind::Search, String::new()),
             Action::NextMatch => self.next_match(true),
             Action::PrevMatch => self.next_match(false),
-            Action::ToggleText => self.toggle_text(),
-            _ => match self.focus {
-                Pane::Extractions => self.ext_key(a),
-                Pane::Nodes if matches!(self.panel, Panel::None) => self.node_key(a),
-                Pane::Nodes => self.panel_key(a),
-                // The plot covers the hex view: keys still choose the metric.
-                Pane::Hex if matches!(self.panel, Panel::Metrics(_)) => self.panel_key(a),
-                Pane::Hex => {
-                    if self.text_mode {
-                        self.text_key(a);
-                    } else {
-                        self.hex_key(a);
+            Action::ToggleText => {
+                self.focus = Pane::Hex;
+                let r = self.hex.toggle_text(&cx!(self, Pane::Hex));
+                self.apply(r);
+            }
+            _ => {
+                let before = self.ext();
+                let reply = match self.focus {
+                    Pane::Extractions => self.exts.on_key(a, &cx!(self, Pane::Extractions)),
+                    Pane::Nodes if matches!(self.panel, Panel::None) => {
+                        self.nodes.on_key(a, &cx!(self, Pane::Nodes))
                     }
+                    Pane::Nodes => return self.with_panel(|p, cx| p.on_key(a, cx)),
+                    // The plot covers the hex view: keys still choose the metric.
+                    Pane::Hex if self.panel.takes_main() => {
+                        return self.with_panel(|p, cx| p.on_key(a, cx));
+                    }
+                    Pane::Hex => self.hex.on_key(a, &cx!(self, Pane::Hex)),
+                };
+                if self.ext() != before {
+                    self.hex.forget_highlight();
                 }
-            },
+                self.apply(reply);
+            }
         }
+    }
+
+    fn prompt(&mut self, kind: PromptKind, input: String) {
+        self.overlay = Overlay::Prompt { kind, input };
     }
 
     /// Closes the stepper, tensor or metrics panel, stopping its work.
@@ -440,127 +453,54 @@ impl App {
         self.focus = order[(i + by) % 3];
     }
 
-    fn ext_key(&mut self, a: Action) {
-        let h = self.height(Pane::Extractions);
-        let session = self.session.clone();
-        let t = session.tree();
-        let m = Exts(&t);
-        let cur = self.exts.cursor(&m);
-        let total = self.exts.count(&m, None);
-        let before = self.exts.selected;
-        match a {
-            Action::Up => self.exts.select_row(&m, cur.saturating_sub(1), h),
-            Action::Down => self.exts.select_row(&m, cur + 1, h),
-            Action::PageUp => self.exts.select_row(&m, cur.saturating_sub(h), h),
-            Action::PageDown => self.exts.select_row(&m, cur + h, h),
-            Action::Home => self.exts.select_row(&m, 0, h),
-            Action::End => self.exts.select_row(&m, total.saturating_sub(1), h),
-            Action::Expand | Action::Right | Action::Left => {
-                let Some(id) = self.exts.selected else { return };
-                let has_kids = !t.exts[id].children.is_empty();
-                let open = self.exts.is_expanded(&id);
-                match a {
-                    Action::Expand if open => self.exts.collapse(&id),
-                    Action::Expand | Action::Right if has_kids && !open => {
-                        self.exts.expand(&m, &id);
-                    }
-                    Action::Right if open => self.exts.select_row(&m, cur + 1, h),
-                    Action::Left if open => self.exts.collapse(&id),
-                    Action::Left => {
-                        if let Some(p) = m.parent(&id) {
-                            self.exts.reveal(&m, &p, h);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
+    /// Does what a pane asked for.
+    fn apply(&mut self, reply: Reply) {
+        if let Some(msg) = reply.say {
+            self.say(msg);
         }
-        let changed = self.exts.selected != before;
-        drop(t);
-        if changed {
-            self.on_ext_changed();
+        if let Some((ext, offset)) = reply.show {
+            self.show_bytes(ext, offset);
         }
-    }
-
-    pub(super) fn on_ext_changed(&mut self) {
-        self.highlight = None;
-        self.highlight_gen += 1;
-    }
-
-    fn node_key(&mut self, a: Action) {
-        let ext = self.ext();
-        let h = self.height(Pane::Nodes);
-        let session = self.session.clone();
-        let t = session.tree();
-        let Some(e) = t.get(ext) else { return };
-        let m = Nodes(&e.nodes);
-        let view = self.views.entry(ext).or_default();
-        let v = &mut view.nodes;
-        let total = v.count(&m, None);
-        let before = v.selected.clone();
-        if before.is_none() && total > 0 {
-            // Nothing selected yet: the first key selects the first node.
-            v.select_row(&m, 0, h);
-            if !matches!(a, Action::Expand | Action::Right | Action::Left) {
-                let start = m.get(&[0]).map(|n| n.range.start);
-                drop(t);
-                if let Some(s) = start {
-                    self.set_cursor(s, false);
-                }
-                return;
-            }
-        }
-        let cur = v.cursor(&m);
-        let mut load = None;
-        match a {
-            Action::Up => v.select_row(&m, cur.saturating_sub(1), h),
-            Action::Down => v.select_row(&m, cur + 1, h),
-            Action::PageUp => v.select_row(&m, cur.saturating_sub(h), h),
-            Action::PageDown => v.select_row(&m, cur + h, h),
-            Action::Home => v.select_row(&m, 0, h),
-            Action::End => v.select_row(&m, total.saturating_sub(1), h),
-            Action::Expand | Action::Right | Action::Left => {
-                let Some(path) = v.selected.clone() else {
-                    return;
-                };
-                let Some(n) = m.get(&path) else { return };
-                let open = v.is_expanded(&path);
-                match (a, models::expandable(n)) {
-                    (Action::Expand | Action::Left, _) if open => v.collapse(&path),
-                    (Action::Expand | Action::Right, Some(true)) => load = Some(path),
-                    (Action::Expand | Action::Right, Some(false)) if !open => v.expand(&m, &path),
-                    (Action::Right, Some(false)) => v.select_row(&m, cur + 1, h),
-                    (Action::Left, _) => {
-                        if let Some(p) = m.parent(&path) {
-                            v.reveal(&m, &p, h);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-        let after = v.selected.clone();
-        let start = after.as_ref().and_then(|p| m.get(p)).map(|n| n.range.start);
-        drop(t);
-        if let Some(path) = load {
-            self.request_load(ext, path);
-        }
-        if after != before
-            && let Some(s) = start
+        if let Some((ext, offset)) = reply.cursor
+            && ext == self.ext()
         {
-            self.set_cursor(s, false);
+            self.hex.set_cursor(offset, &cx!(self, Pane::Hex));
+        }
+        if let Some(offset) = reply.follow {
+            self.follow(offset);
         }
     }
 
-    fn request_load(&mut self, ext: ExtId, path: Vec<usize>) {
-        if self.loading.insert((ext, path.clone())) {
-            self.worker.submit(Job::new(move |session, _| {
-                session.load(ext, &path);
-                Some(Box::new(NodesLoaded { ext, path }))
-            }));
+    /// Moves the hex cursor to `offset` and selects what lies there.
+    fn set_cursor(&mut self, offset: u64) {
+        self.hex.set_cursor(offset, &cx!(self, Pane::Hex));
+        self.follow(offset);
+    }
+
+    /// The hex cursor moved to `offset`: selects the deepest node there, or
+    /// in the stepper, the opcode there.
+    fn follow(&mut self, offset: u64) {
+        let ext = self.ext();
+        if let Panel::Stepper(s) = &mut self.panel
+            && s.ext == ext
+            && s.range.contains(offset)
+        {
+            let target = crate::view::stepper::Target::Offset(offset);
+            s.step_to(target, &self.session, &self.worker);
+        } else {
+            self.nodes.select_at(offset, &cx!(self, Pane::Nodes));
         }
+    }
+
+    /// Shows `offset` of extraction `ext` in the hex view without moving the
+    /// focus.
+    fn show_bytes(&mut self, ext: ExtId, offset: u64) {
+        if ext != self.ext() {
+            self.exts.reveal(ext, &cx!(self, Pane::Extractions));
+            self.hex.forget_highlight();
+        }
+        self.hex.show_hex();
+        self.hex.set_cursor(offset, &cx!(self, Pane::Hex));
     }
 
     fn data_len(&self) -> u64 {
@@ -570,97 +510,8 @@ impl App {
             .map_or(0, |e| e.available())
     }
 
-    fn hex_key(&mut self, a: Action) {
-        let bpr = self.layout.bpr.max(1);
-        let page = self.height(Pane::Hex) as u64 * bpr;
-        let len = self.data_len();
-        let c = self.view().cursor;
-        let to = match a {
-            Action::Up => c.saturating_sub(bpr),
-            Action::Down => c + bpr,
-            Action::Left => c.saturating_sub(1),
-            Action::Right => c + 1,
-            Action::PageUp => c.saturating_sub(page),
-            Action::PageDown => c + page,
-            Action::Home => 0,
-            Action::End => len.saturating_sub(1),
-            _ => return,
-        };
-        let to = if matches!(a, Action::Down | Action::Right | Action::PageDown) && to >= len {
-            len.saturating_sub(1).max(c.min(len))
-        } else {
-            to
-        };
-        self.set_cursor(to, true);
-    }
-
-    /// Moves the hex cursor; with `follow`, selects the deepest node there.
-    pub fn set_cursor(&mut self, offset: u64, follow: bool) {
-        let bpr = self.layout.bpr.max(1);
-        let rows = self.height(Pane::Hex) as u64;
-        let v = self.view();
-        v.cursor = offset;
-        if offset < v.top {
-            v.top = offset - offset % bpr;
-        } else if offset >= v.top + rows * bpr {
-            v.top = (offset / bpr + 1).saturating_sub(rows) * bpr;
-        }
-        if follow {
-            // In the stepper, moving through the bytes moves through the opcodes.
-            let ext = self.ext();
-            if let Panel::Stepper(s) = &mut self.panel
-                && s.ext == ext
-                && s.range.contains(offset)
-            {
-                let target = crate::view::stepper::Target::Offset(offset);
-                s.step_to(target, &self.session, &self.worker);
-            } else {
-                self.select_node_at(offset);
-            }
-        }
-    }
-
-    /// Selects the deepest loaded node holding `offset`; if it has unloaded
-    /// children, asks for them so the selection can go deeper.
-    fn select_node_at(&mut self, offset: u64) {
-        let ext = self.ext();
-        let h = self.height(Pane::Nodes);
-        let session = self.session.clone();
-        let t = session.tree();
-        let Some(e) = t.get(ext) else { return };
-        let sorted = self.sorted_nodes(ext, &e.nodes);
-        let Some(path) = models::deepest_at(&e.nodes, sorted, offset) else {
-            return;
-        };
-        let m = Nodes(&e.nodes);
-        let unloaded = m
-            .get(&path)
-            .is_some_and(|n| models::expandable(n) == Some(true));
-        self.views
-            .entry(ext)
-            .or_default()
-            .nodes
-            .reveal(&m, &path, h);
-        drop(t);
-        if unloaded {
-            self.request_load(ext, path);
-        }
-    }
-
-    /// Whether an extraction's top-level nodes are sorted (cached by count).
-    pub fn sorted_nodes(&mut self, ext: ExtId, nodes: &[crate::node::Node]) -> bool {
-        match self.sorted.get(&ext) {
-            Some(&(n, s)) if n == nodes.len() => s,
-            _ => {
-                let s = models::is_sorted(nodes);
-                self.sorted.insert(ext, (nodes.len(), s));
-                s
-            }
-        }
-    }
-
     fn goto(&mut self, text: &str) {
-        let cur = self.view().cursor;
+        let cur = self.place().cursor;
         match keys::parse_offset(text, cur) {
             Some(o) => {
                 let len = self.data_len();
@@ -668,8 +519,8 @@ impl App {
                     self.say(format!("{o:#x} is past the end ({len:#x} bytes)"));
                 }
                 self.focus = Pane::Hex;
-                self.text_mode = false;
-                self.set_cursor(o.min(len.saturating_sub(1)), true);
+                self.hex.show_hex();
+                self.set_cursor(o.min(len.saturating_sub(1)));
             }
             None => self.say(format!(
                 "not an offset: {text:?} (try 0x1f, 4096, +16, -0x10)"
@@ -677,294 +528,79 @@ impl App {
         }
     }
 
-    fn toggle_text(&mut self) {
-        self.text_mode = !self.text_mode;
-        self.focus = Pane::Hex;
-        let ext = self.ext();
-        if self.text_mode {
-            // Start at the line holding the cursor.
-            let c = self.view().cursor;
-            let from = c.saturating_sub(text::MAX_LINE);
-            let start = match self.cached(ext, from, c) {
-                Some(b) => text::line_start(&b, from, c),
-                None => c,
-            };
-            self.view().text_top = start;
-        } else {
-            let top = self.view().text_top;
-            self.set_cursor(top, true);
-        }
-        self.highlight = None;
-        self.highlight_gen += 1;
-    }
-
-    fn text_key(&mut self, a: Action) {
-        let ext = self.ext();
-        let len = self.data_len();
-        let rows = self.height(Pane::Hex);
-        let mut top = self.view().text_top;
-        let steps = match a {
-            Action::Up | Action::Down => 1,
-            Action::PageUp | Action::PageDown => rows.saturating_sub(1).max(1),
-            Action::Home => {
-                self.set_text_top(0);
-                return;
-            }
-            Action::End => {
-                // Back up one page of lines from the end.
-                top = len;
-                rows.max(1)
-            }
-            _ => return,
-        };
-        let down = matches!(a, Action::Down | Action::PageDown);
-        for _ in 0..steps {
-            let next = if down {
-                self.line_after(ext, top, len)
-            } else {
-                self.line_before(ext, top)
-            };
-            match next {
-                Some(n) => top = n,
-                None => break,
-            }
-        }
-        self.set_text_top(top.min(len));
-    }
-
-    /// Start of the line after the one at `at`, reading only as far as its
-    /// end; `None` at the end of the bytes or while its bytes are loading.
-    fn line_after(&mut self, ext: ExtId, at: u64, len: u64) -> Option<u64> {
-        let mut from = at;
-        while from < len && from - at < text::MAX_LINE {
-            let end = (from + PAGE).min(len);
-            let b = self.cached(ext, from, end)?;
-            if let Some(i) = memchr::memchr(b'\n', &b) {
-                let n = from + i as u64 + 1;
-                return (n < len).then_some(n);
-            }
-            from = end;
-        }
-        (from < len).then_some(from)
-    }
-
-    /// Start of the line before the one at `at` (`None` at the top).
-    fn line_before(&mut self, ext: ExtId, at: u64) -> Option<u64> {
-        if at == 0 {
-            return None;
-        }
-        // The line before ends at `at - 1`; find the newline before that.
-        let mut end = at - 1;
-        while at - end < text::MAX_LINE {
-            let from = end.saturating_sub(PAGE);
-            let b = self.cached(ext, from, end)?;
-            if let Some(i) = memchr::memrchr(b'\n', &b) {
-                return Some(from + i as u64 + 1);
-            }
-            if from == 0 {
-                return Some(0);
-            }
-            end = from;
-        }
-        Some(end)
-    }
-
-    fn set_text_top(&mut self, top: u64) {
-        if self.view().text_top != top {
-            self.view().text_top = top;
-            self.highlight = None;
-            self.highlight_gen += 1;
-        }
-    }
-
-    /// Bytes `[start, end)` if every page is cached; else asks for the
-    /// missing pages and returns `None`.
-    pub fn cached(&mut self, ext: ExtId, start: u64, end: u64) -> Option<Vec<u8>> {
-        if end <= start {
-            return Some(Vec::new());
-        }
-        let data = self.data(ext)?;
-        let end = end.min(data.available());
-        let mut out = Vec::with_capacity((end.saturating_sub(start)) as usize);
-        let mut ok = true;
-        for page in start / PAGE..end.div_ceil(PAGE) {
-            match self.page(ext, &data, page) {
-                Some(p) => {
-                    let p0 = page * PAGE;
-                    let s = start.max(p0) - p0;
-                    let e = (end.min(p0 + PAGE) - p0).min(p.len() as u64);
-                    if s < e {
-                        out.extend_from_slice(&p[s as usize..e as usize]);
-                    }
-                }
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
-    }
-
-    /// A cached page, asking the worker for it (or a fresher copy of a page
-    /// that was short because the bytes were still arriving).
-    pub fn page(&mut self, ext: ExtId, data: &Data, page: u64) -> Option<Arc<Vec<u8>>> {
-        let got = self.pages.get(ext, page);
-        let stale = got.as_ref().is_some_and(|p| {
-            (p.len() as u64) < PAGE && data.available() > page * PAGE + p.len() as u64
-        });
-        if (got.is_none() || stale) && self.pages.requested.insert((ext, page)) {
-            let data = data.clone();
-            self.worker.submit(Job::new(move |_, _| {
-                let mut buf = vec![0u8; PAGE as usize];
-                let n = data.read_at(page * PAGE, &mut buf).unwrap_or(0);
-                buf.truncate(n);
-                Some(Box::new(PageRead {
-                    ext,
-                    page,
-                    bytes: Arc::new(buf),
-                }))
-            }));
-        }
-        got
-    }
-
     // ----- search ------------------------------------------------------------
 
-    fn start_search(&mut self, query: String) {
-        if query.is_empty() {
-            return;
-        }
-        self.search = Search {
-            query: query.clone(),
-            pane: Some(self.focus),
-            running: true,
-            ..Search::default()
-        };
-        match self.focus {
-            Pane::Extractions => {
-                self.search.id = self.search_task(move |s, stop, report, id| {
-                    let progress = |done, total| report(SearchEvent::Progress { id, done, total });
-                    if let Some(hits) = search::extractions(s, &query, stop, &progress) {
-                        report(SearchEvent::Exts { id, hits });
-                    }
-                });
-            }
-            Pane::Nodes => {
-                let ext = self.ext();
-                self.search.id = self.search_task(move |s, stop, report, id| {
-                    if let Some(hits) = search::nodes(&s.tree(), ext, &query, stop) {
-                        report(SearchEvent::Nodes { id, ext, hits });
-                    }
-                });
-            }
-            Pane::Hex => self.search_bytes(true, true),
+    fn search_from(&self) -> From {
+        let ext = self.ext();
+        From {
+            ext,
+            data: self.session.tree().get(ext).map(|e| e.data()),
+            cursor: self.place().cursor,
         }
     }
 
-    /// Searches the extraction's bytes from the cursor, forward or back.
-    fn search_bytes(&mut self, forward: bool, include_cursor: bool) {
-        let pattern = keys::parse_pattern(&self.search.query);
-        if pattern.is_empty() {
-            return;
-        }
-        let ext = self.ext();
-        let Some(data) = self.data(ext) else { return };
-        let cursor = self.view().cursor;
-        let from = if include_cursor {
-            cursor
-        } else if forward {
-            cursor + 1
-        } else {
-            cursor
-        };
-        self.search.running = true;
-        self.search.id = self.search_task(move |_, stop, report, id| {
-            let found = search::bytes(&data, &pattern, from, forward, stop, &|done, total| {
-                report(SearchEvent::Progress { id, done, total });
-            });
-            match found {
-                Some(at) => report(SearchEvent::Offset { id, ext, at }),
-                None if !stop.load(Ordering::Acquire) => report(SearchEvent::NotFound { id }),
-                None => {}
-            }
-        });
+    fn start_search(&mut self, query: String) {
+        let from = self.search_from();
+        self.search.start(query, self.focus, from, &self.worker);
     }
 
     fn next_match(&mut self, forward: bool) {
-        if self.search.query.is_empty() {
-            self.say("no search yet: press / to search");
-            return;
-        }
-        match self.search.pane {
-            Some(Pane::Hex) => self.search_bytes(forward, false),
-            Some(Pane::Extractions) if !self.search.exts.is_empty() => {
-                let n = self.search.exts.len();
-                self.search.index = step(self.search.index, n, forward);
-                let id = self.search.exts[self.search.index];
-                self.reveal_ext(id);
-            }
-            Some(Pane::Nodes) if !self.search.nodes.is_empty() => {
-                let n = self.search.nodes.len();
-                self.search.index = step(self.search.index, n, forward);
-                let path = self.search.nodes[self.search.index].clone();
-                self.reveal_node(path);
-            }
-            _ => self.say(format!("no matches for {:?}", self.search.query)),
-        }
+        let from = self.search_from();
+        let (found, say) = self.search.next(forward, from, &self.worker);
+        self.go_to_match(found, say);
     }
 
-    fn reveal_ext(&mut self, id: ExtId) {
-        let h = self.height(Pane::Extractions);
-        let session = self.session.clone();
-        let t = session.tree();
-        self.exts.reveal(&Exts(&t), &id, h);
-        drop(t);
-        self.focus = Pane::Extractions;
-        self.on_ext_changed();
-    }
-
-    fn reveal_node(&mut self, path: Vec<usize>) {
-        let ext = self.ext();
-        let h = self.height(Pane::Nodes);
-        let session = self.session.clone();
-        let t = session.tree();
-        let Some(e) = t.get(ext) else { return };
-        let m = Nodes(&e.nodes);
-        let start = m.get(&path).map(|n| n.range.start);
-        self.views
-            .entry(ext)
-            .or_default()
-            .nodes
-            .reveal(&m, &path, h);
-        drop(t);
-        self.focus = Pane::Nodes;
-        if let Some(s) = start {
-            self.set_cursor(s, false);
+    fn go_to_match(&mut self, found: Found, say: Option<String>) {
+        if let Some(msg) = say {
+            self.say(msg);
+        }
+        match found {
+            Found::Nothing => {}
+            Found::Bytes(at) => {
+                self.focus = Pane::Hex;
+                self.hex.show_hex();
+                self.set_cursor(at);
+            }
+            Found::Ext(id) => {
+                self.exts.reveal(id, &cx!(self, Pane::Extractions));
+                self.focus = Pane::Extractions;
+                self.hex.forget_highlight();
+            }
+            Found::Node(path) => {
+                let start = self.nodes.reveal(&path, &cx!(self, Pane::Nodes));
+                self.focus = Pane::Nodes;
+                if let Some(s) = start {
+                    self.hex.set_cursor(s, &cx!(self, Pane::Hex));
+                }
+            }
         }
     }
 
     // ----- background results -------------------------------------------------
 
-    /// Takes a result of the worker to the part of the explorer that asked
-    /// for it, by its type.
+    /// Takes a result of the worker to the pane that asked for it.
     pub fn on_done(&mut self, d: Done) {
-        let d = match d.downcast::<PageRead>() {
-            Ok(p) => return self.pages.put(p.ext, p.page, p.bytes),
+        let d = match self.hex.on_done(d, &cx!(self, Pane::Hex)) {
+            Ok(r) => return self.apply(r),
             Err(d) => d,
         };
-        let d = match d.downcast::<NodesLoaded>() {
-            Ok(l) => return self.on_loaded(l.ext, l.path),
-            Err(d) => d,
-        };
-        let d = match d.downcast::<Highlighted>() {
-            Ok(h) => {
-                if h.generation == self.highlight_gen && h.ext == self.ext() {
-                    self.highlight = Some(*h);
+        let d = match self.nodes.on_done(d, &cx!(self, Pane::Nodes)) {
+            Ok(r) => {
+                self.apply(r);
+                // A hex cursor inside may now reach a deeper node.
+                if self.focus == Pane::Hex {
+                    let c = self.place().cursor;
+                    self.nodes.deepen(c, &cx!(self, Pane::Nodes));
                 }
                 return;
             }
             Err(d) => d,
         };
         let d = match d.downcast::<SearchEvent>() {
-            Ok(e) => return self.on_search(*e),
+            Ok(e) => {
+                let (found, say) = self.search.on_event(*e, self.ext());
+                return self.go_to_match(found, say);
+            }
             Err(d) => d,
         };
         // The rest belongs to the open panel, if it is still open.
@@ -974,148 +610,27 @@ impl App {
     /// Runs `f` on the open side panel, if any, with its context, and does
     /// what it answers.
     fn with_panel(&mut self, f: impl FnOnce(&mut dyn SidePanel, &Cx) -> Reply) {
-        let cx = Cx {
-            session: &self.session,
-            worker: &self.worker,
-            rows: self.height(Pane::Nodes),
-        };
+        let cx = cx!(self, Pane::Nodes);
         if let Some(p) = self.panel.side_mut() {
             let reply = f(p, &cx);
             self.apply(reply);
         }
     }
 
-    fn on_loaded(&mut self, ext: ExtId, path: Vec<usize>) {
-        self.loading.remove(&(ext, path.clone()));
-        let session = self.session.clone();
-        let t = session.tree();
-        let Some(e) = t.get(ext) else { return };
-        let m = Nodes(&e.nodes);
-        let kids = m.get(&path).map_or(0, subtree_size);
-        if kids > 0 {
-            let v = &mut self.views.entry(ext).or_default().nodes;
-            v.expand(&m, &path);
-            self.loaded.order.push_back((ext, path, kids));
-            self.loaded.total += kids;
-        }
-        drop(t);
-        self.unload_cold();
-        // A hex cursor inside may now reach a deeper node.
-        if self.focus == Pane::Hex && ext == self.ext() {
-            let c = self.view().cursor;
-            let h = self.height(Pane::Nodes);
-            let t = session.tree();
-            if let Some(e) = t.get(ext)
-                && let Some(p) = models::deepest_at(&e.nodes, true, c)
-                    .or_else(|| models::deepest_at(&e.nodes, false, c))
-            {
-                let m = Nodes(&e.nodes);
-                self.views.entry(ext).or_default().nodes.reveal(&m, &p, h);
-            }
-        }
-    }
-
-    /// Runs a search on its own thread, replacing any running one; returns
-    /// its id. `f` gets the session, a stop flag and a way to report.
-    fn search_task(
-        &self,
-        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
-    ) -> u64 {
-        self.worker.spawn(SEARCH, move |s, stop, report, id| {
-            f(s, stop, &|e| report(Box::new(e)), id);
-        })
-    }
-
-    fn on_search(&mut self, e: SearchEvent) {
-        let id = match &e {
-            SearchEvent::Progress { id, .. }
-            | SearchEvent::Offset { id, .. }
-            | SearchEvent::Exts { id, .. }
-            | SearchEvent::Nodes { id, .. }
-            | SearchEvent::NotFound { id } => *id,
-        };
-        if id != self.search.id {
-            return;
-        }
-        if let SearchEvent::Progress { done, total, .. } = e {
-            self.search.progress = Some((done, total));
-            return;
-        }
-        self.search.running = false;
-        self.search.progress = None;
-        self.search.index = 0;
-        let q = self.search.query.clone();
-        match e {
-            SearchEvent::Progress { .. } => {}
-            SearchEvent::Offset { ext, at, .. } => {
-                if ext == self.ext() {
-                    self.focus = Pane::Hex;
-                    self.text_mode = false;
-                    self.set_cursor(at, true);
-                    self.say(format!("{q:?} found at {at:#x}"));
-                }
-            }
-            SearchEvent::Exts { hits, .. } => {
-                self.say(format!("{} extractions match {q:?}", hits.len()));
-                if let Some(&first) = hits.first() {
-                    self.reveal_ext(first);
-                }
-                self.search.exts = hits;
-            }
-            SearchEvent::Nodes { hits, .. } => {
-                self.say(format!("{} nodes match {q:?}", hits.len()));
-                if let Some(first) = hits.first() {
-                    self.reveal_node(first.clone());
-                }
-                self.search.nodes = hits;
-            }
-            SearchEvent::NotFound { .. } => self.say(format!("{q:?} not found")),
-        }
-    }
-
-    /// Drops the children of the least recently loaded nodes that are
-    /// collapsed, once more than `node_budget` children are loaded. They are
-    /// loaded again from their bytes when expanded.
-    fn unload_cold(&mut self) {
-        let mut keep = VecDeque::new();
-        while self.loaded.total > self.node_budget {
-            let Some((ext, path, n)) = self.loaded.order.pop_front() else {
-                break;
-            };
-            let open = self
-                .views
-                .get(&ext)
-                .is_some_and(|v| v.nodes.is_expanded(&path));
-            if open {
-                keep.push_back((ext, path, n));
-                continue;
-            }
-            self.session.unload(ext, &path);
-            self.loaded.total -= n;
-        }
-        while let Some(x) = keep.pop_back() {
-            self.loaded.order.push_front(x);
-        }
-    }
-
-    /// Children loaded through the explorer and still held.
-    pub fn loaded_nodes(&self) -> usize {
-        self.loaded.total
-    }
-
     /// Periodic bookkeeping: parse rate and memory for the status bar.
     pub fn tick(&mut self) {
-        let dt = self.last_tick.elapsed();
+        let m = &mut self.meter;
+        let dt = m.last_tick.elapsed();
         if dt < Duration::from_millis(500) {
             return;
         }
         let done = self.session.tree().root().progress().done;
-        self.rate = (done.saturating_sub(self.last_done)) as f64 / dt.as_secs_f64();
-        self.last_done = done;
-        self.last_tick = Instant::now();
+        m.rate = (done.saturating_sub(m.last_done)) as f64 / dt.as_secs_f64();
+        m.last_done = done;
+        m.last_tick = Instant::now();
         // Searches and re-reads free as much as they allocate; give it back.
         crate::engine::release_free_memory();
-        self.rss = resident_bytes();
+        m.rss = resident_bytes();
         self.with_panel(|p, cx| {
             p.tick(cx);
             Reply::default()
@@ -1124,46 +639,39 @@ impl App {
 
     // ----- mouse ---------------------------------------------------------------
 
+    /// A mouse event.
     pub fn on_mouse(&mut self, m: MouseEvent) {
         let (x, y) = (m.column, m.row);
         let l = self.layout;
-        let inside = |r: Rect| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
-        let pane_at = if inside(l.exts) {
-            Some(Pane::Extractions)
-        } else if inside(l.nodes) {
-            Some(Pane::Nodes)
-        } else if inside(l.hex) {
-            Some(Pane::Hex)
-        } else {
-            None
-        };
+        let hit = l.hit(x, y);
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if x == l.split_x && y < l.status.y {
-                    self.dragging_split = true;
+                    self.drag.split = true;
                     return;
                 }
-                if let Some(p) = pane_at {
+                if let Some((p, at)) = hit {
                     self.focus = p;
-                    self.dragging = Some(p);
-                    self.click(p, x, y);
+                    self.drag.pane = Some(p);
+                    if let Some(at) = at {
+                        self.click(p, at);
+                    }
                 }
             }
             MouseEventKind::Drag(MouseButton::Left) => {
-                if self.dragging_split {
+                if self.drag.split {
                     let w = l.status.width.max(1);
                     self.split = ((x as u32 * 100 / w as u32) as u16).clamp(15, 85);
-                } else if let Some(p) = self.dragging {
-                    self.click(p, x, y);
+                } else if let Some((p, Some(at))) = hit
+                    && self.drag.pane == Some(p)
+                {
+                    self.click(p, at);
                 }
             }
-            MouseEventKind::Up(_) => {
-                self.dragging = None;
-                self.dragging_split = false;
-            }
+            MouseEventKind::Up(_) => self.drag = Drag::default(),
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
                 let down = m.kind == MouseEventKind::ScrollDown;
-                let Some(p) = pane_at else { return };
+                let Some((p, _)) = hit else { return };
                 let old = self.focus;
                 self.focus = p;
                 let a = if down { Action::Down } else { Action::Up };
@@ -1176,122 +684,27 @@ impl App {
         }
     }
 
-    fn click(&mut self, pane: Pane, x: u16, y: u16) {
-        let l = self.layout;
-        if pane == Pane::Nodes && y > l.nodes.y && y + 1 < l.nodes.y + l.nodes.height {
-            let row = (y - l.nodes.y - 1) as usize;
-            match &self.panel {
-                Panel::Stepper(_) | Panel::Tensors(_) | Panel::Metrics(_) => {
-                    return self.with_panel(|p, cx| p.click(row, cx));
-                }
-                Panel::None => {}
+    /// A click at `(x, y)` inside `pane`'s border.
+    fn click(&mut self, pane: Pane, (x, y): (u16, u16)) {
+        let at = Position { x, y };
+        let before = self.ext();
+        let reply = match pane {
+            Pane::Nodes if !matches!(self.panel, Panel::None) => {
+                return self.with_panel(|p, cx| p.click(at, cx));
             }
-        }
-        if pane == Pane::Hex && matches!(self.panel, Panel::Metrics(_)) {
             // The plot, not bytes.
-            return;
+            Pane::Hex if self.panel.takes_main() => return,
+            Pane::Extractions => self.exts.click(at, &cx!(self, Pane::Extractions)),
+            Pane::Nodes => self.nodes.click(at, &cx!(self, Pane::Nodes)),
+            Pane::Hex => self.hex.click(at, &cx!(self, Pane::Hex)),
+        };
+        if self.ext() != before {
+            self.hex.forget_highlight();
         }
-        match pane {
-            Pane::Extractions | Pane::Nodes => {
-                let r = if pane == Pane::Extractions {
-                    l.exts
-                } else {
-                    l.nodes
-                };
-                if y <= r.y || y >= r.y + r.height - 1 {
-                    return;
-                }
-                let row = (y - r.y - 1) as usize;
-                let h = self.height(pane);
-                let session = self.session.clone();
-                let t = session.tree();
-                if pane == Pane::Extractions {
-                    let m = Exts(&t);
-                    let target = self.exts.offset + row;
-                    if target < self.exts.count(&m, None) {
-                        let before = self.exts.selected;
-                        self.exts.select_row(&m, target, h);
-                        if before != self.exts.selected {
-                            drop(t);
-                            self.on_ext_changed();
-                        }
-                    }
-                } else {
-                    let ext = self.ext();
-                    let Some(e) = t.get(ext) else { return };
-                    let m = Nodes(&e.nodes);
-                    let v = &mut self.views.entry(ext).or_default().nodes;
-                    let target = v.offset + row;
-                    if target < v.count(&m, None) {
-                        v.select_row(&m, target, h);
-                        let start = v
-                            .selected
-                            .as_ref()
-                            .and_then(|p| m.get(p))
-                            .map(|n| n.range.start);
-                        drop(t);
-                        if let Some(s) = start {
-                            self.set_cursor(s, false);
-                        }
-                    }
-                }
-            }
-            Pane::Hex => {
-                if self.text_mode {
-                    return;
-                }
-                if let Some(off) = self.hex_offset_at(x, y) {
-                    let len = self.data_len();
-                    if off < len {
-                        self.set_cursor(off, true);
-                    }
-                }
-            }
-        }
+        self.apply(reply);
     }
 
-    /// Asks for highlighting of the visible text when its bytes are cached.
-    pub fn want_highlight(&mut self, ext: ExtId, top: u64, end: u64) {
-        if self.theme.mono || self.highlight.is_some() {
-            return;
-        }
-        let key = (ext, top, self.highlight_gen);
-        if self.highlight_asked == Some(key) {
-            return;
-        }
-        let from = top.saturating_sub(text::CONTEXT);
-        let Some(bytes) = self.cached(ext, from, end) else {
-            return;
-        };
-        // Start the context at a line start.
-        let skip = if from == 0 {
-            0
-        } else {
-            memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1)
-        };
-        let base = (from + skip as u64).min(top);
-        let bytes = bytes[(base - from) as usize..].to_vec();
-        let name = self
-            .session
-            .tree()
-            .get(ext)
-            .map(|e| e.display_name())
-            .unwrap_or_default();
-        self.highlight_asked = Some(key);
-        let light =
-            matches!(self.theme.bar.bg, Some(ratatui::style::Color::Rgb(r, _, _)) if r > 128);
-        let job = HighlightJob {
-            ext,
-            generation: self.highlight_gen,
-            name,
-            theme: text::syntect_theme(light),
-            base,
-            first: top,
-            bytes,
-        };
-        self.worker
-            .submit(Job::new(move |_, _| Some(Box::new(job.run()))));
-    }
+    // ----- side panels ---------------------------------------------------------
 
     /// Opens the stepper on the selected pickle (or the extraction's first),
     /// or closes it.
@@ -1301,17 +714,13 @@ impl App {
             return;
         }
         let ext = self.ext();
-        let selected = self
-            .views
-            .get(&ext)
-            .and_then(|v| v.nodes.selected.as_ref())
-            .and_then(|p| p.first().copied());
+        let selected = self.nodes.selected(ext).and_then(|p| p.first().copied());
         let opened = Stepper::open(&self.session.tree(), ext, selected);
         let Some(mut stepper) = opened else {
             self.say("no pickle here: select a .pkl or pickle extraction, then press p");
             return;
         };
-        if matches!(self.panel, Panel::Metrics(_)) {
+        if self.panel.takes_main() {
             self.close_panel();
         }
         stepper.step_to(
@@ -1333,7 +742,7 @@ impl App {
         let mut ext = self.ext();
         loop {
             if let Some(p) = TensorPanel::open(&self.session, &self.worker, ext) {
-                if matches!(self.panel, Panel::Metrics(_)) {
+                if self.panel.takes_main() {
                     self.close_panel();
                 }
                 self.panel = Panel::Tensors(Box::new(p));
@@ -1348,47 +757,15 @@ impl App {
         self.say("no tensors here: select a safetensors, torch or pickle checkpoint, then press T");
     }
 
-    /// Does what a panel asked for.
-    fn apply(&mut self, reply: Reply) {
-        if let Some(msg) = reply.say {
-            self.say(msg);
-        }
-        if let Some((ext, offset)) = reply.show {
-            self.show_bytes(ext, offset);
-        }
-        if let Some((ext, offset)) = reply.cursor
-            && ext == self.ext()
-        {
-            self.set_cursor(offset, false);
-        }
-    }
-
-    /// Shows `offset` of extraction `ext` in the hex view without moving the
-    /// focus.
-    fn show_bytes(&mut self, ext: ExtId, offset: u64) {
-        if ext != self.ext() {
-            let h = self.height(Pane::Extractions);
-            let session = self.session.clone();
-            let t = session.tree();
-            self.exts.reveal(&Exts(&t), &ext, h);
-            drop(t);
-            self.on_ext_changed();
-        }
-        self.text_mode = false;
-        self.set_cursor(offset, false);
-    }
-
     /// Asks where to write the selected tensor as .npy.
     fn ask_export(&mut self) {
         let Panel::Tensors(p) = &self.panel else {
             self.say("export works on a tensor: press T for the tensor table");
             return;
         };
-        let Some(name) = p.export_name() else { return };
-        self.overlay = Overlay::Prompt {
-            kind: PromptKind::Export,
-            input: name,
-        };
+        if let Some(name) = p.export_name() {
+            self.prompt(PromptKind::Export, name);
+        }
     }
 
     /// Writes the selected tensor to `path` in the background.
@@ -1415,46 +792,6 @@ impl App {
             }
             None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
         }
-    }
-
-    /// A key for the open side panel.
-    fn panel_key(&mut self, a: Action) {
-        self.with_panel(|p, cx| p.on_key(a, cx));
-    }
-
-    /// The byte offset under a mouse position in the hex pane.
-    fn hex_offset_at(&self, x: u16, y: u16) -> Option<u64> {
-        let area = self.layout.hex;
-        if y <= area.y || y >= area.y + area.height.saturating_sub(1) {
-            return None;
-        }
-        let ext = self.exts.selected.unwrap_or(0);
-        let top = self.views.get(&ext).map_or(0, |v| v.top);
-        let len = self.session.tree().get(ext).map_or(0, |e| e.available());
-        let grid = super::hexgrid::HexGrid::new(area.x + 1, len, self.layout.bpr);
-        let row = (y - area.y - 1) as u64;
-        Some(top + row * grid.bpr + grid.byte_at(x)?)
-    }
-
-    /// The phase of the whole parse, for the status bar.
-    pub fn parsing(&self) -> bool {
-        !self.session.is_finished() && self.session.tree().root().phase != Phase::Leaf
-    }
-}
-
-/// Nodes loaded below `n` (its loaded descendants).
-fn subtree_size(n: &crate::node::Node) -> usize {
-    n.loaded_children()
-        .iter()
-        .map(|c| 1 + subtree_size(c))
-        .sum()
-}
-
-fn step(i: usize, n: usize, forward: bool) -> usize {
-    if forward {
-        (i + 1) % n
-    } else {
-        (i + n - 1) % n
     }
 }
 

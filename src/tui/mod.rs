@@ -10,12 +10,12 @@ pub mod app;
 pub mod draw;
 mod hexgrid;
 pub mod keys;
-pub mod metrics;
+pub mod layout;
 pub mod models;
 pub mod panel;
+pub mod panes;
 pub mod readings;
-pub mod stepper;
-pub mod tensorview;
+pub mod search;
 pub mod text;
 pub mod theme;
 pub mod treeview;
@@ -82,7 +82,7 @@ fn event_loop(
     loop {
         if dirty && last_draw.elapsed() >= FRAME {
             execute!(io::stdout(), BeginSynchronizedUpdate)?;
-            terminal.draw(|f| draw::draw(app, f))?;
+            render(app, terminal)?;
             execute!(io::stdout(), EndSynchronizedUpdate)?;
             last_draw = Instant::now();
             dirty = false;
@@ -107,11 +107,27 @@ fn event_loop(
         }
         while engine.try_recv().is_ok() {}
         app.tick();
-        if app.quit {
+        if app.quitting() {
             return Ok(());
         }
         dirty = true;
     }
+}
+
+/// Draws a frame: lays it out and lets the panes ask for what they show
+/// ([`App::prepare`]), then draws from the app unchanged.
+pub fn render<B: ratatui::backend::Backend>(
+    app: &mut App,
+    terminal: &mut ratatui::Terminal<B>,
+) -> io::Result<()> {
+    let size = terminal
+        .size()
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    app.prepare(ratatui::layout::Rect::new(0, 0, size.width, size.height));
+    terminal
+        .draw(|f| draw::draw(app, f))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(())
 }
 
 fn handle_input(app: &mut App, ev: Event) {

@@ -1,12 +1,19 @@
-//! The interface of the explorer's side panels (the stepper, the tensor
-//! table, the metrics): each owns its state, takes keys, clicks and the
-//! results of its background work, draws from `&self`, and answers with a
-//! [`Reply`] the app applies. The app never reaches inside a panel, and a
-//! panel never imports the app.
+//! The interface of the explorer's panes: the extraction tree, the node
+//! tree, the hex and text view, the inspector, and the side panels (the
+//! stepper, the tensor table, the metrics). Each owns its state, takes keys,
+//! clicks and the results of its background work, draws from `&self`, and
+//! answers with a [`Reply`] the app applies. The app never reaches inside a
+//! pane to change it, and a pane never imports the app: what one pane does
+//! to another (a node selected moves the hex cursor) goes through the app.
+//!
+//! Drawing changes nothing. What a frame needs that must be asked for or
+//! cached (pages of bytes, highlighting, scroll offsets that follow a
+//! resize) is done before it, in each pane's `prepare`.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-use ratatui::text::Line;
+use ratatui::layout::{Position, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Widget};
 
 use super::keys::Action;
 use super::theme::Theme;
@@ -15,17 +22,29 @@ use crate::data::Range;
 use crate::engine::Session;
 use crate::extraction::{ExtId, Tree};
 
-/// What a panel works with.
+/// What a pane works with when it handles input or results.
 pub struct Cx<'a> {
     /// The open file.
     pub session: &'a Session,
     /// Where its background work runs.
     pub worker: &'a Worker,
-    /// Rows of the pane it is drawn in.
+    /// Rows inside the pane's border.
     pub rows: usize,
+    /// The extraction the explorer shows.
+    pub ext: ExtId,
 }
 
-/// What the app should do after a panel handled something.
+/// What a pane draws with.
+pub struct Look<'a> {
+    /// Colours.
+    pub theme: &'a Theme,
+    /// The shared tree, read-locked for the frame.
+    pub tree: &'a Tree,
+    /// Whether the pane has the focus.
+    pub focused: bool,
+}
+
+/// What the app should do after a pane handled something.
 #[derive(Debug, Default)]
 pub struct Reply {
     /// A message for the status bar.
@@ -34,31 +53,82 @@ pub struct Reply {
     pub show: Option<(ExtId, u64)>,
     /// Where the hex cursor goes if that extraction is the one shown.
     pub cursor: Option<(ExtId, u64)>,
+    /// The user moved the hex cursor here: select what lies there (the
+    /// deepest node, or the stepper's opcode).
+    pub follow: Option<u64>,
 }
 
-/// A side panel, drawn in place of the node tree. See the module docs.
-pub trait SidePanel {
+/// A pane of the explorer. See the module docs.
+pub trait Component {
+    /// A key, while the pane has the focus.
+    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply;
+    /// A click at `at`, relative to the pane's inside (row 0 is the first
+    /// row below the border).
+    fn click(&mut self, at: Position, cx: &Cx) -> Reply;
+    /// A result of the worker: taken if it is this pane's, else given back.
+    fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
+        Err(d)
+    }
+    /// Draws the pane, border included, into `area`.
+    fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect);
+}
+
+/// A side panel, drawn in place of the node tree.
+pub trait SidePanel: Component {
     /// The title of its pane.
     fn title(&self) -> String;
-    /// A key, while its pane has the focus.
-    fn on_key(&mut self, a: Action, cx: &Cx) -> Reply;
-    /// A click on row `row` of its pane.
-    fn click(&mut self, row: usize, cx: &Cx) -> Reply;
-    /// A result of the worker: taken if it is this panel's, else given back.
-    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done>;
-    /// Draws into `inner`, the pane inside its border.
-    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect);
     /// The inspector's title and lines for it.
     fn inspector<'a>(&self, th: &Theme, tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>);
     /// The bytes it points at, to mark in the hex view.
     fn marked(&self) -> Option<(ExtId, Range)> {
         None
     }
+    /// Draws in place of the hex view, if the panel takes it (the metric
+    /// plot); `false` leaves the hex view.
+    fn draw_main(&self, _look: &Look, _buf: &mut Buffer, _area: Rect) -> bool {
+        false
+    }
+    /// Whether it takes the hex view's keys too (it draws there).
+    fn takes_main(&self) -> bool {
+        false
+    }
     /// Stops its background work (the panel is closed).
     fn close(&mut self, _worker: &Worker) {}
     /// Called twice a second: a panel made while the parse was running
     /// makes itself again once it is over.
     fn tick(&mut self, _cx: &Cx) {}
+}
+
+/// Draws a pane's border and title; returns the inside.
+pub fn frame(look: &Look, title: String, buf: &mut Buffer, area: Rect) -> Rect {
+    let th = look.theme;
+    let b = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if look.focused {
+            th.border_focused
+        } else {
+            th.border
+        })
+        .title(Span::styled(title, th.title));
+    let inner = b.inner(area);
+    b.render(area, buf);
+    inner
+}
+
+/// Writes `s` at (x, y) clipped to `width` columns; returns the columns used.
+pub fn put(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    width: u16,
+    s: &str,
+    style: ratatui::style::Style,
+) -> u16 {
+    if width == 0 {
+        return 0;
+    }
+    let (end, _) = buf.set_stringn(x, y, s, width as usize, style);
+    end - x
 }
 
 /// Where a list key moves the selection in a list of `len` rows (`len` >

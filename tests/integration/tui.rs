@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pparse::tui::Theme;
 use pparse::tui::app::{App, Pane};
-use pparse::tui::{Theme, draw};
 use pparse::{Options, Session};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -43,13 +43,13 @@ impl Harness {
             while let Ok(d) = self.app.done.try_recv() {
                 self.app.on_done(d);
             }
-            self.term.draw(|f| draw::draw(&mut self.app, f)).unwrap();
+            pparse::tui::render(&mut self.app, &mut self.term).unwrap();
             let idle = self.app.session.is_finished()
                 && self.app.worker.pending() == 0
                 && self.app.done.is_empty();
             if idle {
                 // One more frame: it must not have asked for anything.
-                self.term.draw(|f| draw::draw(&mut self.app, f)).unwrap();
+                pparse::tui::render(&mut self.app, &mut self.term).unwrap();
                 if self.app.worker.pending() == 0 && self.app.done.is_empty() {
                     return;
                 }
@@ -170,7 +170,7 @@ fn navigates_into_a_nested_zip_and_shows_its_bytes() {
 fn node_tree_loads_lazily_and_drives_the_hex_cursor() {
     let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
     h.keys("<Tab>");
-    assert_eq!(h.app.focus, Pane::Nodes);
+    assert_eq!(h.app.focus(), Pane::Nodes);
     // The first entry's fields are not loaded until expanded.
     {
         let t = h.app.session.tree();
@@ -184,12 +184,12 @@ fn node_tree_loads_lazily_and_drives_the_hex_cursor() {
     h.keys("<Down><Enter><Down><Down><Down><Down><Down>");
     // The size field of the first header: offset 124.
     assert_on_screen(&h, "size");
-    assert_eq!(h.app.views[&0].cursor, 124);
+    assert_eq!(h.app.place().cursor, 124);
     assert_on_screen(&h, "0x7c..0x88");
     // Moving the hex cursor selects the deepest node there: the mtime field.
     h.keys("<Tab>g136<Enter>");
-    assert_eq!(h.app.focus, Pane::Hex);
-    let sel = h.app.views[&0].nodes.selected.clone().unwrap();
+    assert_eq!(h.app.focus(), Pane::Hex);
+    let sel = h.app.selected_node().unwrap();
     let t = h.app.session.tree();
     let n = t.exts[0].nodes[0].descend(&sel[1..]).unwrap();
     assert_eq!(&*n.name, "mtime");
@@ -199,13 +199,13 @@ fn node_tree_loads_lazily_and_drives_the_hex_cursor() {
 fn goto_search_and_next_match_in_the_hex_view() {
     let mut h = Harness::open("nested_stored.zip", fixture("nested_stored.zip"));
     h.keys("<Tab><Tab>");
-    assert_eq!(h.app.focus, Pane::Hex);
+    assert_eq!(h.app.focus(), Pane::Hex);
     h.keys("g0x10<Enter>");
-    assert_eq!(h.app.views[&0].cursor, 0x10);
+    assert_eq!(h.app.place().cursor, 0x10);
     h.keys("g+0x10<Enter>");
-    assert_eq!(h.app.views[&0].cursor, 0x20);
+    assert_eq!(h.app.place().cursor, 0x20);
     h.keys("g-8<Enter>");
-    assert_eq!(h.app.views[&0].cursor, 0x18);
+    assert_eq!(h.app.place().cursor, 0x18);
     // Local headers: the first after the cursor, then the next, then back.
     let data = fixture("nested_stored.zip");
     let hits: Vec<u64> = data
@@ -215,15 +215,15 @@ fn goto_search_and_next_match_in_the_hex_view() {
         .map(|(i, _)| i as u64)
         .collect();
     h.keys("/50 4b 03 04<Enter>");
-    assert_eq!(h.app.views[&0].cursor, hits[1]);
+    assert_eq!(h.app.place().cursor, hits[1]);
     h.keys("n");
-    assert_eq!(h.app.views[&0].cursor, hits[2]);
+    assert_eq!(h.app.place().cursor, hits[2]);
     h.keys("N");
-    assert_eq!(h.app.views[&0].cursor, hits[1]);
+    assert_eq!(h.app.place().cursor, hits[1]);
     // Text search works too.
     h.keys("g0<Enter>/gamma.txt<Enter>");
     let at = data.windows(9).position(|w| w == b"gamma.txt").unwrap() as u64;
-    assert_eq!(h.app.views[&0].cursor, at);
+    assert_eq!(h.app.place().cursor, at);
     h.keys("gzz<Enter>");
     assert_on_screen(&h, "not an offset");
 }
@@ -244,8 +244,8 @@ fn tree_search_finds_names_and_values() {
     assert_eq!(h.selected_ext_path(), first);
     // Node search: the gzip member's header field holding the stored name.
     h.keys("<Home><Tab><Enter>/nested.tar<Enter>");
-    assert_eq!(h.app.focus, Pane::Nodes);
-    let sel = h.app.views[&0].nodes.selected.clone().unwrap();
+    assert_eq!(h.app.focus(), Pane::Nodes);
+    let sel = h.app.selected_node().unwrap();
     let t = h.app.session.tree();
     let n = t.exts[0].nodes[sel[0]].descend(&sel[1..]).unwrap();
     assert_eq!(
@@ -267,7 +267,7 @@ fn help_overlay_lists_every_key() {
     h.keys("<Esc>");
     assert!(!h.screen().contains("closes this help"));
     h.keys("q");
-    assert!(h.app.quit);
+    assert!(h.app.quitting());
 }
 
 #[test]
@@ -293,31 +293,30 @@ fn mouse_clicks_wheel_and_split_drag() {
     let y = h.row_of("docs/guide.txt").unwrap();
     h.click(10, y);
     assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
-    assert_eq!(h.app.focus, Pane::Extractions);
+    assert_eq!(h.app.focus(), Pane::Extractions);
     h.mouse(MouseEventKind::ScrollDown, 10, y);
     assert_ne!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
     h.mouse(MouseEventKind::ScrollUp, 10, y);
     assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
     // Click a byte in the hex pane: third byte of the second row.
-    let hex = h.app.layout.hex;
+    let hex = h.app.layout().hex;
     let x = hex.x + 1 + 8 + 2 + 2 * 3;
     h.click(x, hex.y + 2);
-    assert_eq!(h.app.focus, Pane::Hex);
-    let bpr = h.app.layout.bpr;
-    let ext = h.app.ext();
-    assert_eq!(h.app.views[&ext].cursor, bpr + 2);
+    assert_eq!(h.app.focus(), Pane::Hex);
+    let bpr = h.app.layout().bpr;
+    assert_eq!(h.app.place().cursor, bpr + 2);
     // Drag the border between the columns.
-    let sx = h.app.layout.split_x;
+    let sx = h.app.layout().split_x;
     h.mouse(MouseEventKind::Down(MouseButton::Left), sx, 5);
     h.mouse(MouseEventKind::Drag(MouseButton::Left), 60, 5);
     h.mouse(MouseEventKind::Up(MouseButton::Left), 60, 5);
-    assert_eq!(h.app.split, 50);
+    assert_eq!(h.app.split(), 50);
 }
 
 /// Several colours in the text pane: the visible lines were highlighted.
 fn assert_highlighted(h: &Harness) {
     let buf = h.term.backend().buffer();
-    let hex = h.app.layout.hex;
+    let hex = h.app.layout().hex;
     let mut colours = std::collections::HashSet::new();
     for y in hex.y + 1..hex.y + hex.height - 1 {
         for x in hex.x + 1..hex.x + hex.width - 1 {
@@ -331,22 +330,21 @@ fn assert_highlighted(h: &Harness) {
 fn text_view_highlights_source_code() {
     let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
     h.keys("/util.rs<Enter>t");
-    assert!(h.app.text_mode);
+    assert!(h.app.text_mode());
     let src = source_bytes("src/nested/src/util.rs");
     let first_line =
         String::from_utf8_lossy(src.split(|&b| b == b'\n').next().unwrap()).to_string();
     assert_on_screen(&h, first_line.trim_end());
-    assert!(h.app.highlight.is_some(), "visible lines were highlighted");
+    assert!(h.app.highlighted(), "visible lines were highlighted");
     // Several colours on screen in the text pane.
     assert_highlighted(&h);
     // Scrolling by lines, then back to hex at the same place.
     h.keys("<Down><Down>");
     let second = src.iter().position(|&b| b == b'\n').unwrap() + 1;
     let third = second + src[second..].iter().position(|&b| b == b'\n').unwrap() + 1;
-    let ext = h.app.ext();
-    assert_eq!(h.app.views[&ext].text_top, third as u64);
+    assert_eq!(h.app.place().text_top, third as u64);
     h.keys("t");
-    assert_eq!(h.app.views[&ext].cursor, third as u64);
+    assert_eq!(h.app.place().cursor, third as u64);
 }
 
 #[test]
@@ -361,7 +359,7 @@ fn hostile_names_never_reach_the_terminal_raw() {
 #[test]
 fn cold_subtrees_are_unloaded_and_come_back() {
     let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
-    h.app.node_budget = 25;
+    h.app.set_node_budget(25);
     h.keys("<Tab>");
     // Expand and collapse entries one after another.
     for _ in 0..4 {
@@ -394,7 +392,7 @@ fn themes_and_no_color() {
         ));
         let mut app = App::new(session, t);
         let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
-        term.draw(|f| draw::draw(&mut app, f)).unwrap();
+        pparse::tui::render(&mut app, &mut term).unwrap();
     }
     let mono = Theme::mono();
     let session = Arc::new(Session::from_bytes(
@@ -406,7 +404,7 @@ fn themes_and_no_color() {
     let mut app = App::new(session, mono);
     let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
     for _ in 0..50 {
-        term.draw(|f| draw::draw(&mut app, f)).unwrap();
+        pparse::tui::render(&mut app, &mut term).unwrap();
         while let Ok(d) = app.done.try_recv() {
             app.on_done(d);
         }
@@ -479,14 +477,14 @@ fn pickle_stepper_walks_forward_and_back_through_genops() {
     for i in 1..40 {
         h.keys("j");
         assert_on_screen(&h, &opcode_line(&pos, i, size));
-        assert_eq!(h.app.panel.marked().unwrap().1.start, pos[i]);
-        assert_eq!(h.app.view().cursor, pos[i]);
+        assert_eq!(h.app.panel().marked().unwrap().1.start, pos[i]);
+        assert_eq!(h.app.place().cursor, pos[i]);
     }
     // And back.
     for i in (25..39).rev() {
         h.keys("k");
         assert_on_screen(&h, &opcode_line(&pos, i, size));
-        assert_eq!(h.app.view().cursor, pos[i]);
+        assert_eq!(h.app.place().cursor, pos[i]);
     }
     // After opcode 6 (BINPUT 1 at 0x10): MARK moved the dict to the
     // metastack, 'empty' is on the stack, both are memoised.
@@ -638,7 +636,7 @@ fn tensor_panel_on_safetensors() {
     // The last tensor: its one value, and the hex view on its 4 bytes.
     h.keys("<End>");
     assert_on_screen(&h, "tensor   final_conv.bias  15 of 15");
-    assert_eq!(h.app.view().cursor, 0x4c0 + 1238528);
+    assert_eq!(h.app.place().cursor, 0x4c0 + 1238528);
 }
 
 /// TorchScript's `code/` entries are Python: the text view highlights them.
@@ -646,7 +644,7 @@ fn tensor_panel_on_safetensors() {
 fn torchscript_code_shows_as_highlighted_python() {
     let mut h = Harness::open("silero_vad.jit", fixture("torch/silero_vad.jit"));
     h.keys("/vad_annotator.py<Enter>t");
-    assert!(h.app.text_mode);
+    assert!(h.app.text_mode());
     assert!(
         h.app
             .session
@@ -657,7 +655,7 @@ fn torchscript_code_shows_as_highlighted_python() {
             .ends_with("code/__torch__/vad/model/vad_annotator.py")
     );
     assert_on_screen(&h, "class VADRNNJITMerge(Module):");
-    assert!(h.app.highlight.is_some(), "visible lines were highlighted");
+    assert!(h.app.highlighted(), "visible lines were highlighted");
     assert_highlighted(&h);
 }
 
@@ -666,11 +664,10 @@ fn torchscript_code_shows_as_highlighted_python() {
 /// cursor on the first), and the few bytes around them are not.
 fn assert_bytes_selected(h: &Harness, start: u64, end: u64) {
     let buf = h.term.backend().buffer();
-    let hex = h.app.layout.hex;
-    let bpr = h.app.layout.bpr;
-    let ext = h.app.ext();
-    let top = h.app.views[&ext].top;
-    let th = &h.app.theme;
+    let hex = h.app.layout().hex;
+    let bpr = h.app.layout().bpr;
+    let top = h.app.place().top;
+    let th = h.app.theme();
     let rows = (hex.height - 2) as u64;
     let marked = [th.selection, th.child, th.cursor];
     let visible = |off: u64| off >= top && off < top + rows * bpr;
@@ -707,7 +704,7 @@ fn assert_bytes_selected(h: &Harness, start: u64, end: u64) {
 /// The selected node of the selected extraction: name, kind, value.
 fn selected_node(h: &Harness) -> (String, String, Option<String>) {
     let ext = h.app.ext();
-    let sel = h.app.views[&ext].nodes.selected.clone().unwrap();
+    let sel = h.app.selected_node().unwrap();
     let t = h.app.session.tree();
     let n = t.exts[ext].nodes[sel[0]].descend(&sel[1..]).unwrap();
     (
@@ -749,7 +746,7 @@ fn protobuf_fields_of_an_onnx_model() {
     ] {
         assert_on_screen(&h, want);
     }
-    assert_eq!(h.app.view().cursor, 0x90);
+    assert_eq!(h.app.place().cursor, 0x90);
     assert_bytes_selected(&h, 0x90, 0x9a);
 }
 
@@ -817,7 +814,7 @@ fn select_metric(h: &mut Harness, name: &str) {
 
 /// The selected metric's series.
 fn metric_series(h: &Harness) -> pparse::offer::metrics::Series {
-    match &h.app.panel {
+    match h.app.panel() {
         pparse::tui::app::Panel::Metrics(p) => p.current_series().expect("series read").clone(),
         _ => panic!("no metrics panel"),
     }
@@ -834,7 +831,7 @@ fn metrics_panel_plots_a_wandb_history() {
     // The panel shows at once; the log is read in the background.
     h.app
         .on_key(KeyEvent::new(KeyCode::Char('M'), KeyModifiers::NONE));
-    h.term.draw(|f| draw::draw(&mut h.app, f)).unwrap();
+    pparse::tui::render(&mut h.app, &mut h.term).unwrap();
     assert_on_screen(&h, "Metrics: v0175-core-buggy.wandb");
     assert_on_screen(&h, "reading the log…");
     h.settle();
@@ -872,7 +869,7 @@ fn metrics_panel_plots_a_wandb_history() {
     assert_eq!(s.points[0], (0.0, 1.0));
     assert_eq!(s.points[119], (119.0, 1.0 / 120.0));
     // Braille dots drawn in the plot.
-    let plot = h.app.layout.hex;
+    let plot = h.app.layout().hex;
     let buf = h.term.backend().buffer();
     let dots = (plot.y..plot.y + plot.height)
         .flat_map(|y| (plot.x..plot.x + plot.width).map(move |x| (x, y)))
@@ -906,7 +903,7 @@ fn metrics_panel_plots_a_wandb_history() {
 #[test]
 fn metrics_panel_steps_of_a_legacy_log_one_metric_at_a_time() {
     let mut h = Harness::open("v0175-legacy.wandb", fixture("wandb/v0175-legacy.wandb"));
-    h.app.metric_budget = 0;
+    h.app.set_metric_budget(0);
     h.keys("M");
     select_metric(&mut h, "loss");
     assert_on_screen(&h, "count 120  min 0.00833333  max 1  last 0.00833333");
@@ -916,7 +913,7 @@ fn metrics_panel_steps_of_a_legacy_log_one_metric_at_a_time() {
     let steps: Vec<f64> = s.points.iter().map(|p| p.0).collect();
     assert_eq!(steps, (0..120).map(f64::from).collect::<Vec<_>>());
     // The x axis runs from step 0 to 119.
-    let plot = h.app.layout.hex;
+    let plot = h.app.layout().hex;
     let axis = h
         .screen()
         .lines()
@@ -941,5 +938,5 @@ fn metrics_panel_needs_a_wandb_log() {
     let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
     h.keys("M");
     assert_on_screen(&h, "no W&B run log here");
-    assert!(matches!(h.app.panel, pparse::tui::app::Panel::None));
+    assert!(matches!(h.app.panel(), pparse::tui::app::Panel::None));
 }

@@ -6,16 +6,16 @@
 //! goes).
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
 
-use super::keys::Action;
-use super::panel::{Cx, Reply, SidePanel};
-use super::theme::Theme;
-use super::worker::{Done, Job, Worker, scratch};
 use crate::data::Range;
 use crate::engine::Session;
 use crate::extraction::{ExtId, Tree};
+use crate::tui::keys::Action;
+use crate::tui::panel::{self, Component, Cx, Look, Reply, SidePanel};
+use crate::tui::theme::Theme;
+use crate::tui::worker::{Done, Job, Worker, scratch};
 use crate::view::stepper::{StepCache, StepRequest, StepResult, Target};
 
 /// The stepper's state in the explorer.
@@ -83,7 +83,7 @@ impl Stepper {
     pub fn on_key(&mut self, a: Action, page: usize, session: &Session, worker: &Worker) {
         let total = self.result.as_ref().map_or(usize::MAX, |r| r.total.max(1));
         let cur = self.step;
-        let Some(to) = super::panel::list_target(a, cur, total, page) else {
+        let Some(to) = panel::list_target(a, cur, total, page) else {
             return;
         };
         if to != cur {
@@ -141,16 +141,13 @@ impl Stepper {
     }
 }
 
-impl SidePanel for Stepper {
-    fn title(&self) -> String {
-        Stepper::title(self)
-    }
+impl Component for Stepper {
     fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
         Stepper::on_key(self, a, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
-    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
-        Stepper::click(self, row, cx.rows, cx.session, cx.worker);
+    fn click(&mut self, at: Position, cx: &Cx) -> Reply {
+        Stepper::click(self, at.y as usize, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
     fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
@@ -160,8 +157,15 @@ impl SidePanel for Stepper {
             ..Reply::default()
         })
     }
-    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
-        draw_listing(th, self, buf, inner);
+    fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect) {
+        let inner = panel::frame(look, self.title(), buf, area);
+        draw_listing(look.theme, self, buf, inner);
+    }
+}
+
+impl SidePanel for Stepper {
+    fn title(&self) -> String {
+        Stepper::title(self)
     }
     fn inspector<'a>(&self, th: &Theme, _tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>) {
         (" Pickle VM (never executes) ", state_lines(th, self, width))

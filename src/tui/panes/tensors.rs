@@ -12,16 +12,16 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::keys::Action;
-use super::panel::{self, Cx, Reply, SidePanel};
-use super::theme::Theme;
-use super::worker::{Done, Worker};
 use crate::engine::Session;
 use crate::extraction::Tree;
+use crate::tui::keys::Action;
+use crate::tui::panel::{self, Component, Cx, Look, Reply, SidePanel};
+use crate::tui::theme::Theme;
+use crate::tui::worker::{Done, Worker};
 
 use crate::data::Range;
 use crate::extraction::ExtId;
@@ -345,22 +345,26 @@ impl TensorPanel {
     }
 }
 
-impl SidePanel for TensorPanel {
-    fn title(&self) -> String {
-        TensorPanel::title(self)
-    }
+impl Component for TensorPanel {
     fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
         TensorPanel::on_key(self, a, cx.rows, cx.session, cx.worker)
     }
-    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
-        TensorPanel::click(self, row, cx.rows, cx.session, cx.worker)
+    fn click(&mut self, at: Position, cx: &Cx) -> Reply {
+        TensorPanel::click(self, at.y as usize, cx.rows, cx.session, cx.worker)
     }
     fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
         let r = d.downcast::<Report>()?;
         Ok(self.on_report(*r, cx.rows, cx.session, cx.worker))
     }
-    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
-        draw_table(th, self, buf, inner);
+    fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect) {
+        let inner = panel::frame(look, self.title(), buf, area);
+        draw_table(look.theme, self, buf, inner);
+    }
+}
+
+impl SidePanel for TensorPanel {
+    fn title(&self) -> String {
+        TensorPanel::title(self)
     }
     fn inspector<'a>(&self, th: &Theme, tree: &Tree, width: u16) -> (&'static str, Vec<Line<'a>>) {
         (" Tensor ", detail_lines(th, tree, self, width))

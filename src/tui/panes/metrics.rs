@@ -13,17 +13,17 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
-use super::keys::Action;
-use super::panel::{self, Cx, Reply, SidePanel};
-use super::theme::Theme;
-use super::worker::{Done, Worker};
 use crate::engine::Session;
+use crate::tui::keys::Action;
+use crate::tui::panel::{self, Component, Cx, Look, Reply, SidePanel};
+use crate::tui::theme::Theme;
+use crate::tui::worker::{Done, Worker};
 
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
@@ -327,16 +327,13 @@ fn pct(done: u64, total: u64) -> u64 {
     (done.min(total) * 100).checked_div(total).unwrap_or(0)
 }
 
-impl SidePanel for MetricsPanel {
-    fn title(&self) -> String {
-        MetricsPanel::title(self)
-    }
+impl Component for MetricsPanel {
     fn on_key(&mut self, a: Action, cx: &Cx) -> Reply {
         MetricsPanel::on_key(self, a, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
-    fn click(&mut self, row: usize, cx: &Cx) -> Reply {
-        MetricsPanel::click(self, row, cx.rows, cx.session, cx.worker);
+    fn click(&mut self, at: Position, cx: &Cx) -> Reply {
+        MetricsPanel::click(self, at.y as usize, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
     fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
@@ -344,8 +341,22 @@ impl SidePanel for MetricsPanel {
         self.on_report(*r, cx.rows, cx.session, cx.worker);
         Ok(Reply::default())
     }
-    fn draw(&self, th: &Theme, buf: &mut Buffer, inner: Rect) {
-        draw_list(th, self, buf, inner);
+    fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect) {
+        let inner = panel::frame(look, self.title(), buf, area);
+        draw_list(look.theme, self, buf, inner);
+    }
+}
+
+impl SidePanel for MetricsPanel {
+    fn title(&self) -> String {
+        MetricsPanel::title(self)
+    }
+    fn draw_main(&self, look: &Look, buf: &mut Buffer, area: Rect) -> bool {
+        draw_chart(look.theme, look.focused, self, buf, area);
+        true
+    }
+    fn takes_main(&self) -> bool {
+        true
     }
     fn inspector<'a>(
         &self,
@@ -437,7 +448,7 @@ fn thin(points: &[(f64, f64)], cols: usize, x0: f64, x1: f64) -> Vec<(f64, f64)>
 /// hex view.
 /// The selected metric's plot, drawn in place of the hex view; `focused`
 /// when that pane has the focus.
-pub fn draw_chart(th: &Theme, focused: bool, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
+fn draw_chart(th: &Theme, focused: bool, p: &MetricsPanel, buf: &mut Buffer, area: Rect) {
     let name = p.current().map(escape_str).unwrap_or_default();
     let block = Block::default()
         .borders(Borders::ALL)
