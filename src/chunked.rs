@@ -6,8 +6,6 @@
 //! chunks wastes at most one chunk and never moves an element, so indexes
 //! and memory stay predictable at ten million members.
 
-#![warn(missing_docs)]
-
 use std::ops::{Index, IndexMut};
 
 /// Elements per chunk.
@@ -62,10 +60,6 @@ impl<T> Chunked<T> {
     /// The elements in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
         self.chunks.iter().flatten()
-    }
-    /// The elements in order, mutable.
-    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
-        self.chunks.iter_mut().flatten()
     }
 }
 

@@ -13,8 +13,6 @@
 //!   `O_EXCL`, and pparse itself never creates links;
 //! * an existing file or a clash gets a `~N` suffix, so nothing is overwritten.
 
-#![warn(missing_docs)]
-
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

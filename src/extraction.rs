@@ -4,8 +4,6 @@
 //! decoded stream of a gzip file, a tar member, a zip entry) makes it a child
 //! extraction, which is then sniffed and parsed in turn, to any depth.
 
-#![warn(missing_docs)]
-
 use thin_vec::ThinVec;
 
 use crate::data::{Data, Range};

@@ -6,8 +6,6 @@
 //! control character and invalid byte is spelled out (`\x1b`, `\n`, `\xff`),
 //! so a hostile name cannot move the cursor or recolour the terminal.
 
-#![warn(missing_docs)]
-
 use std::fmt;
 
 /// A name as stored in the file.

@@ -7,8 +7,6 @@
 //! node tree costs memory only for what someone looks at, and any subtree can
 //! be thrown away and re-read from the bytes.
 
-#![warn(missing_docs)]
-
 use std::fmt;
 
 use thin_vec::ThinVec;

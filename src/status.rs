@@ -1,7 +1,5 @@
 //! What happened to the bytes: complete, truncated or corrupt, and where.
 
-#![warn(missing_docs)]
-
 use std::fmt;
 
 use crate::data::Range;

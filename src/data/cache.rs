@@ -80,14 +80,6 @@ impl ChunkCache {
         })
     }
 
-    /// Drops every chunk.
-    pub fn clear(&self) {
-        let mut l = self.inner.lock();
-        l.map.clear();
-        l.order.clear();
-        l.bytes = 0;
-    }
-
     /// The chunk at `key`, marked as just used.
     pub fn get(&self, key: Key) -> Option<Arc<Chunk>> {
         let mut l = self.inner.lock();
@@ -135,10 +127,5 @@ impl ChunkCache {
                 l.order.remove(&t);
             }
         }
-    }
-
-    /// Bytes held now.
-    pub fn bytes(&self) -> usize {
-        self.inner.lock().bytes
     }
 }

@@ -13,8 +13,6 @@
 //! a source that is not final yields and is stepped again later; if the source
 //! is final, the bytes will never come: the input is truncated.
 
-#![warn(missing_docs)]
-
 mod cache;
 pub mod inflate;
 mod mem;

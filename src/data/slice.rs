@@ -15,11 +15,6 @@ impl SliceSource {
     pub fn new(parent: Data, range: Range) -> SliceSource {
         SliceSource { parent, range }
     }
-    /// The declared window in the parent's coordinates (it may extend past
-    /// the parent's final end when the parent is truncated).
-    pub fn range(&self) -> Range {
-        self.range
-    }
 }
 
 impl Source for SliceSource {

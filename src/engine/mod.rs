@@ -17,8 +17,6 @@
 //! engine thread's loop, `shared.rs` what the two share, and `memory.rs`
 //! hands freed memory back to the system.
 
-#![warn(missing_docs)]
-
 mod memory;
 mod scheduler;
 mod shared;

@@ -9,8 +9,6 @@
 //! the source is final and the bytes never came it records the damage and
 //! carries on or finishes.
 
-#![warn(missing_docs)]
-
 use thin_vec::ThinVec;
 
 use crate::data::{Data, Range, Source};

@@ -33,6 +33,7 @@ use crate::offer::tensor::{Dtype, Tensor};
 use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
 
+/// safetensors: an 8-byte header length, a JSON header, then the tensors' data.
 pub static FORMAT: Format = Format {
     name: "safetensors",
     sniff,
@@ -93,9 +94,9 @@ pub fn st_dtype(s: &str) -> Option<Dtype> {
 /// A tensor entry as the header spells it.
 #[derive(Deserialize)]
 pub struct RawTensor {
-    pub dtype: String,
-    pub shape: Vec<u64>,
-    pub data_offsets: [u64; 2],
+    dtype: String,
+    shape: Vec<u64>,
+    data_offsets: [u64; 2],
 }
 
 /// One tensor of the header, checked.
@@ -105,12 +106,12 @@ pub struct Info {
     pub name: String,
     /// `"name": {...}` in the file.
     pub member: Range,
-    pub dtype: Option<Dtype>,
-    pub dtype_text: String,
-    pub shape: Vec<u64>,
+    dtype: Option<Dtype>,
+    dtype_text: String,
+    shape: Vec<u64>,
     /// `data_offsets`, relative to the data section.
     pub begin: u64,
-    pub end: u64,
+    end: u64,
     /// What is wrong with the entry or its place (corrupt).
     pub problems: Vec<String>,
     /// Its begin follows a hole in the data (so offsets past the end of the
@@ -123,11 +124,8 @@ impl Info {
     pub fn placed(&self) -> bool {
         self.end >= self.begin
     }
-    pub fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.end.saturating_sub(self.begin)
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
     /// `F32 [768, 3072] 9437184 bytes`.
     pub fn summary(&self) -> String {
@@ -145,9 +143,9 @@ impl Info {
 /// A header member that is not a usable tensor.
 #[derive(Clone, Debug)]
 pub struct Broken {
-    pub name: String,
-    pub member: Range,
-    pub damage: Damage,
+    name: String,
+    member: Range,
+    damage: Damage,
 }
 
 /// What the header says, checked, without looking at the data bytes.
@@ -160,11 +158,11 @@ pub struct Layout {
     /// The header length field was damaged and the header's end was found
     /// from its JSON.
     pub recovered: bool,
-    pub tensors: Vec<Info>,
-    pub broken: Vec<Broken>,
+    pub(super) tensors: Vec<Info>,
+    broken: Vec<Broken>,
     /// The `__metadata__` member.
     pub metadata: Option<Range>,
-    pub metadata_count: u64,
+    metadata_count: u64,
     /// Problems of the header (JSON, names, layout), in file offsets.
     pub damage: Vec<Damage>,
     /// End of the last tensor, relative to the data section.
@@ -174,7 +172,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn data_start(&self) -> u64 {
+    fn data_start(&self) -> u64 {
         self.header.end
     }
     /// A tensor's bytes in the file.
@@ -643,14 +641,14 @@ fn check_layout(lay: &mut Layout) {
 
 /// How much of a tensor's data is in the bytes available.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Presence {
+enum Presence {
     Intact,
     /// This many bytes present.
     Partial(u64),
     Missing,
 }
 
-pub fn presence(lay: &Layout, t: &Info, avail: u64) -> Presence {
+fn presence(lay: &Layout, t: &Info, avail: u64) -> Presence {
     let r = lay.range_of(t);
     if r.end <= avail {
         Presence::Intact

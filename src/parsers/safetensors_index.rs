@@ -27,6 +27,7 @@ use crate::offer::tensor::Tensor;
 use crate::offer::{Offers, TensorOffer};
 use crate::status::Damage;
 
+/// Sharded safetensors models: the index JSON, its shards as children.
 pub static FORMAT: Format = Format {
     name: "safetensors-index",
     sniff,
@@ -63,8 +64,8 @@ fn sniff(s: &Sniff) -> bool {
 
 /// One `weight_map` entry.
 pub struct MapEntry {
-    pub tensor: String,
-    pub shard: String,
+    tensor: String,
+    pub(super) shard: String,
     /// `"tensor": "shard"` in the index.
     pub range: Range,
 }
@@ -72,10 +73,10 @@ pub struct MapEntry {
 /// What the index says.
 #[derive(Default)]
 pub struct Index {
-    pub map: Vec<MapEntry>,
+    pub(super) map: Vec<MapEntry>,
     /// The `weight_map` member.
     pub map_range: Option<Range>,
-    pub total_size: Option<u64>,
+    total_size: Option<u64>,
 }
 
 /// The members of the object whose value starts at `value_start`.

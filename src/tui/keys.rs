@@ -6,28 +6,51 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 /// What a key asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
+    /// Leave the explorer (`q`, Ctrl-C).
     Quit,
+    /// Move the selection up a row (`↑`, `k`).
     Up,
+    /// Move the selection down a row (`↓`, `j`).
     Down,
+    /// Collapse, or go to the parent; in the hex view, the previous byte (`←`, `h`).
     Left,
+    /// Expand; in the hex view, the next byte (`→`, `l`).
     Right,
+    /// Expand or collapse the selected row (Enter).
     Expand,
+    /// Up a page (PgUp, Ctrl-U).
     PageUp,
+    /// Down a page (PgDn, Space, Ctrl-D).
     PageDown,
+    /// To the first row or byte (Home).
     Home,
+    /// To the last row or byte (End, `G`).
     End,
+    /// Focus the next pane (Tab).
     NextPane,
+    /// Focus the previous pane (Shift-Tab).
     PrevPane,
+    /// Prompt for an offset to go to (`g`).
     Goto,
+    /// Prompt for a search (`/`).
     Search,
+    /// To the next search match (`n`).
     NextMatch,
+    /// To the previous search match (`N`).
     PrevMatch,
+    /// Show the bytes as highlighted text or as hex (`t`).
     ToggleText,
+    /// Open the pickle stepper (`p`).
     Stepper,
+    /// Open the tensor table (`T`).
     Tensors,
+    /// Write the selected tensor as `.npy` (`e`).
     Export,
+    /// Open the W&B metrics plot (`M`).
     Metrics,
+    /// Show the help overlay (`?`).
     Help,
+    /// Close a prompt or overlay, or stop a search (Esc).
     Cancel,
 }
 

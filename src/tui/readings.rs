@@ -4,9 +4,9 @@
 /// One reading: a label and its value in both byte orders (or one value).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
-    pub label: &'static str,
-    pub le: String,
-    pub be: Option<String>,
+    pub(super) label: &'static str,
+    pub(super) le: String,
+    pub(super) be: Option<String>,
 }
 
 fn get<const N: usize>(b: &[u8]) -> Option<[u8; N]> {

@@ -18,28 +18,32 @@ pub const BUILT_IN: &[(&str, &str)] = &[
 /// Resolved styles used when drawing.
 #[derive(Debug, Clone)]
 pub struct Theme {
-    pub null: Style,
-    pub printable: Style,
-    pub whitespace: Style,
-    pub other_ascii: Style,
-    pub non_ascii: Style,
-    pub offset: Style,
-    /// Backgrounds layered under the byte classes.
+    null: Style,
+    printable: Style,
+    whitespace: Style,
+    other_ascii: Style,
+    non_ascii: Style,
+    pub(super) offset: Style,
+    /// Background of the selected node's bytes (backgrounds are layered
+    /// under the byte classes' colours).
     pub selection: Color,
+    /// Background of every other child within the selection, so that
+    /// neighbouring children stand apart.
     pub child: Color,
+    /// Background of the byte under the hex cursor.
     pub cursor: Color,
-    pub damage: Color,
-    pub unparsed: Color,
-    pub complete: Style,
-    pub truncated: Style,
-    pub corrupt: Style,
-    pub border: Style,
-    pub border_focused: Style,
-    pub title: Style,
-    pub row_selected: Style,
-    pub text: Style,
-    pub dim: Style,
-    pub bar: Style,
+    pub(super) damage: Color,
+    pub(super) unparsed: Color,
+    pub(super) complete: Style,
+    truncated: Style,
+    pub(super) corrupt: Style,
+    pub(super) border: Style,
+    pub(super) border_focused: Style,
+    pub(super) title: Style,
+    pub(super) row_selected: Style,
+    pub(super) text: Style,
+    pub(super) dim: Style,
+    pub(super) bar: Style,
     /// No colours at all (NO_COLOR): emphasis by modifiers only.
     pub mono: bool,
 }
@@ -110,7 +114,7 @@ impl Theme {
         Theme::load(flag.or(env.as_deref()).unwrap_or("dark"))
     }
 
-    pub fn parse(text: &str) -> Result<Theme, String> {
+    fn parse(text: &str) -> Result<Theme, String> {
         let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
         let get = |m: &HashMap<String, String>, k: &str| -> Result<Color, String> {
             color(m.get(k).ok_or_else(|| format!("missing key {k:?}"))?)
@@ -183,7 +187,7 @@ impl Theme {
         }
     }
 
-    pub fn status(&self, s: crate::status::Status) -> Style {
+    pub(super) fn status(&self, s: crate::status::Status) -> Style {
         match s {
             crate::status::Status::Complete => self.complete,
             crate::status::Status::Truncated => self.truncated,

@@ -14,9 +14,14 @@ use std::hash::Hash;
 
 /// The tree a view shows. `None` stands for the invisible root.
 pub trait TreeModel {
+    /// What names a node, stable while the tree grows (it keys the
+    /// expansion state).
     type Id: Clone + Eq + Hash + std::fmt::Debug;
+    /// Number of children of `parent` (of the root if `None`).
     fn len(&self, parent: Option<&Self::Id>) -> usize;
+    /// The child of `parent` at `index` (below [`TreeModel::len`]).
     fn child(&self, parent: Option<&Self::Id>, index: usize) -> Self::Id;
+    /// The parent of `id`, `None` for a child of the root.
     fn parent(&self, id: &Self::Id) -> Option<Self::Id>;
     /// Position of `id` among its parent's children.
     fn index(&self, id: &Self::Id) -> usize;
@@ -46,11 +51,11 @@ impl<Id: Clone + Eq + Hash + std::fmt::Debug> Default for TreeView<Id> {
 }
 
 impl<Id: Clone + Eq + Hash + std::fmt::Debug> TreeView<Id> {
-    pub fn is_expanded(&self, id: &Id) -> bool {
+    pub(super) fn is_expanded(&self, id: &Id) -> bool {
         self.is_expanded.contains_key(id)
     }
 
-    pub fn expand<M: TreeModel<Id = Id>>(&mut self, m: &M, id: &Id) {
+    pub(super) fn expand<M: TreeModel<Id = Id>>(&mut self, m: &M, id: &Id) {
         if self.is_expanded(id) {
             return;
         }

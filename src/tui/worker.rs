@@ -86,7 +86,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(session: Arc<Session>, done: Sender<Done>) -> Worker {
+    pub(super) fn new(session: Arc<Session>, done: Sender<Done>) -> Worker {
         let queue = Arc::new(Queue {
             jobs: Mutex::new(VecDeque::new()),
             ready: Condvar::new(),
@@ -110,7 +110,7 @@ impl Worker {
         }
     }
 
-    pub fn submit(&self, job: Job) {
+    pub(super) fn submit(&self, job: Job) {
         self.busy.fetch_add(1, Ordering::AcqRel);
         self.queue.jobs.lock().push_back(job);
         self.queue.ready.notify_one();

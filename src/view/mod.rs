@@ -2,8 +2,6 @@
 //! such as the list of tensors of a model. A viewer is a pure function of
 //! the tree and the bytes, run when someone asks, so parsers stay lazy.
 
-#![warn(missing_docs)]
-
 pub mod search;
 pub mod stepper;
 pub mod tensors;

@@ -112,21 +112,11 @@ impl InflateSource {
         })
     }
 
-    /// Number of checkpoints recorded (segment starts included).
-    pub fn checkpoints(&self) -> usize {
-        self.segments.read().iter().map(|s| s.points.len()).sum()
-    }
-
     /// Drops this stream's decoded chunks from the cache, so that the next
     /// reads must decode again from checkpoints.
     pub fn evict(&self) {
         ChunkCache::global().forget(self.key);
         *self.replay.lock() = None;
-    }
-
-    /// The compressed input.
-    pub fn input(&self) -> &Data {
-        &self.input
     }
 
     /// Marks the stream complete: no more output will be appended.

@@ -181,13 +181,6 @@ impl Drop for RawInflate {
     }
 }
 
-/// CRC-32 (the gzip/zip polynomial) of `data`, continuing from `crc`.
-pub fn crc32(crc: u32, data: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new_with_initial(crc);
-    h.update(data);
-    h.finalize()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

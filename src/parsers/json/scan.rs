@@ -18,19 +18,26 @@ const CHUNK: usize = 1 << 20;
 /// The type of a JSON value (a node's kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// An object, `{...}`.
     Object,
+    /// An array, `[...]`.
     Array,
+    /// A string.
     String,
+    /// A number.
     Number,
+    /// `true`.
     True,
+    /// `false`.
     False,
+    /// `null`.
     Null,
     /// A member whose value never came (cut off or broken after its key).
     Missing,
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Object => "object",
             Kind::Array => "array",
@@ -42,7 +49,7 @@ impl Kind {
             Kind::Missing => "missing",
         }
     }
-    pub fn is_container(self) -> bool {
+    pub(super) fn is_container(self) -> bool {
         matches!(self, Kind::Object | Kind::Array)
     }
 }
@@ -61,7 +68,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn json(origin: u64) -> Config {
+    pub(crate) fn json(origin: u64) -> Config {
         Config {
             lines: false,
             origin,
@@ -85,10 +92,10 @@ pub struct Entry {
     pub key_cut: bool,
     /// Position among the entries (member or element index, or line index).
     pub index: u64,
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// Raw text of a scalar (a string without its quotes), up to the cap.
     pub scalar: Vec<u8>,
-    pub scalar_cut: bool,
+    pub(crate) scalar_cut: bool,
     /// Members or elements of a container value seen.
     pub count: u64,
     /// The document's own value (a scalar at the root of a JSON text).
@@ -99,6 +106,7 @@ pub struct Entry {
 
 /// What a scan reports.
 pub enum Event {
+    /// A top-level entry, once it has ended.
     Entry(Entry),
     /// Damage in the scanned bytes; the scan goes on unless it stopped.
     Problem(Damage),

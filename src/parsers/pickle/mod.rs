@@ -27,6 +27,7 @@ use ops::{Arg, Bad, Op, Payload};
 use safety::Verdict;
 use vm::{Id, Obj, Vm};
 
+/// Python pickles (protocols 0–5), rebuilt symbolically, never executed.
 pub static FORMAT: Format = Format {
     name: "pickle",
     sniff,
@@ -69,9 +70,20 @@ pub enum End {
     /// STOP read; the pickle ends at this offset.
     Stop(u64),
     /// The bytes end inside the pickle.
-    Short { at: u64, why: String },
+    Short {
+        /// Where the opcode the bytes end in starts (the end itself when
+        /// they end between opcodes).
+        at: u64,
+        /// What was cut off.
+        why: String,
+    },
     /// Not a valid opcode or argument.
-    Invalid { at: u64, why: String },
+    Invalid {
+        /// Where the bad opcode starts.
+        at: u64,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Stopped by the caller (budget, or bytes still arriving).
     Halted(u64),
 }

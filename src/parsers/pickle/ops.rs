@@ -9,7 +9,7 @@ use crate::data::{Range, Source, view};
 
 /// How an opcode's argument is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArgKind {
+enum ArgKind {
     None,
     /// Unsigned little-endian integer of this many bytes.
     Uint(u8),
@@ -41,7 +41,7 @@ pub enum ArgKind {
 
 /// What a counted payload holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payload {
+pub(super) enum Payload {
     /// Py2 `str`: pickletools decodes it as latin-1.
     Latin1,
     Utf8,
@@ -52,9 +52,9 @@ pub enum Payload {
 /// One opcode's description.
 #[derive(Debug, PartialEq, Eq)]
 pub struct OpInfo {
-    pub code: u8,
-    pub name: &'static str,
-    pub arg: ArgKind,
+    pub(crate) code: u8,
+    pub(super) name: &'static str,
+    arg: ArgKind,
     /// Protocol that introduced it.
     pub proto: u8,
 }
@@ -157,13 +157,13 @@ fn table() -> &'static [Option<&'static OpInfo>; 256] {
     })
 }
 
-pub fn info(code: u8) -> Option<&'static OpInfo> {
+pub(super) fn info(code: u8) -> Option<&'static OpInfo> {
     table()[code as usize]
 }
 
 /// A decoded argument.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Arg {
+pub(super) enum Arg {
     None,
     Bool(bool),
     Int(i64),
@@ -179,17 +179,19 @@ pub enum Arg {
 /// One decoded opcode.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Op {
+    /// Offset of the opcode byte.
     pub pos: u64,
-    pub info: &'static OpInfo,
-    pub arg: Arg,
+    pub(crate) info: &'static OpInfo,
+    pub(super) arg: Arg,
     /// Bytes the opcode takes, its argument included.
     pub len: u64,
 }
 
 impl Op {
-    pub fn range(&self) -> Range {
+    pub(crate) fn range(&self) -> Range {
         Range::new(self.pos, self.pos + self.len)
     }
+    /// The opcode's name as pickletools spells it (`BINPUT`, `STOP`).
     pub fn name(&self) -> &'static str {
         self.info.name
     }
@@ -200,6 +202,8 @@ impl Op {
 pub enum Bad {
     /// The bytes end inside it.
     Short(String),
+    /// Not an opcode, or an argument that makes no sense (a negative
+    /// length, a malformed text line).
     Invalid(String),
 }
 
@@ -432,7 +436,7 @@ fn parse_py_float(s: &str) -> Option<f64> {
 }
 
 /// A LONG1/LONG4 argument: little-endian two's complement.
-pub fn long_arg(b: &[u8]) -> Arg {
+fn long_arg(b: &[u8]) -> Arg {
     if b.is_empty() {
         return Arg::Int(0);
     }

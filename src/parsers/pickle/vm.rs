@@ -17,7 +17,7 @@ use super::ops::{Arg, Op, Payload};
 use crate::data::{Range, Source};
 use crate::name::escape_str;
 
-/// Index of an object in [`Vm::objs`].
+/// Index of an object in the machine's objects (see [`Vm::get`]).
 pub type Id = u32;
 
 /// How a symbolic call was made.
@@ -38,10 +38,10 @@ pub enum CallKind {
 /// A call that was not made.
 #[derive(Clone, Debug)]
 pub struct Call {
-    pub kind: CallKind,
-    pub func: Id,
-    pub args: Vec<Id>,
-    pub kwargs: Option<Id>,
+    pub(crate) kind: CallKind,
+    pub(crate) func: Id,
+    pub(crate) args: Vec<Id>,
+    pub(super) kwargs: Option<Id>,
     /// BUILD's state.
     pub state: Option<Id>,
     /// SETITEM(S) applied to the result (an OrderedDict built by REDUCE).
@@ -53,6 +53,7 @@ pub struct Call {
 /// A text value: short texts are kept decoded, long ones as a range.
 #[derive(Clone, Debug)]
 pub struct Text {
+    /// The decoded text; of a payload, at most its first 4096 bytes.
     pub text: Box<str>,
     /// Bytes of the payload in the pickle, when it came from one.
     pub range: Option<Range>,
@@ -63,26 +64,44 @@ pub struct Text {
 /// A symbolic Python object.
 #[derive(Clone, Debug)]
 pub enum Obj {
+    /// Python's `None`.
     None,
+    /// `True` or `False` (NEWTRUE, NEWFALSE, or protocol 0's `INT 01`/`00`).
     Bool(bool),
+    /// An integer that fits in i64.
     Int(i64),
     /// Decimal text of an integer beyond i64.
     Big(Box<str>),
+    /// A float.
     Float(f64),
+    /// A `str` (a Python 2 `str` is read as latin-1).
     Str(Text),
+    /// A `bytes` or `bytearray`, left in place in the pickle.
     Bytes {
+        /// The payload's bytes in the pickle.
         range: Range,
+        /// A `bytearray` (BYTEARRAY8) rather than `bytes`.
         bytearray: bool,
     },
+    /// A tuple of these objects.
     Tuple(Vec<Id>),
+    /// A list of these objects.
     List(Vec<Id>),
+    /// A dict's (key, value) pairs, in the order they were set.
     Dict(Vec<(Id, Id)>),
+    /// A set's members, in the order they were added.
     Set(Vec<Id>),
+    /// A frozenset's members.
     FrozenSet(Vec<Id>),
+    /// A class or function named by GLOBAL, STACK_GLOBAL or INST, never
+    /// imported.
     Global {
+        /// Its module (`torch._utils`).
         module: Box<str>,
+        /// Its name in the module (`_rebuild_tensor_v2`).
         name: Box<str>,
     },
+    /// A call (or a BUILD) recorded instead of made.
     Call(Box<Call>),
     /// What `persistent_load(pid)` would return.
     Persistent(Id),
@@ -90,7 +109,9 @@ pub enum Obj {
     Ext(i64),
     /// A protocol 5 out-of-band buffer.
     Buffer {
+        /// Its position among the pickle's out-of-band buffers.
         index: u32,
+        /// READONLY_BUFFER was applied to it.
         readonly: bool,
     },
     /// A placeholder after an error.
@@ -100,8 +121,9 @@ pub enum Obj {
 /// An error `pickle.loads` would raise, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// Offset of the opcode that raised it.
     pub pos: u64,
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// Longest string kept decoded in memory.
@@ -109,16 +131,17 @@ const SHORT_TEXT: u64 = 4096;
 
 /// The machine. See the module docs.
 pub struct Vm {
-    pub objs: Vec<Obj>,
+    pub(crate) objs: Vec<Obj>,
     /// First and last opcode offsets that touched each object.
     pub spans: Vec<(u64, u64)>,
-    pub stack: Vec<Id>,
-    pub meta: Vec<Vec<Id>>,
-    pub memo: BTreeMap<u64, Id>,
+    pub(crate) stack: Vec<Id>,
+    pub(crate) meta: Vec<Vec<Id>>,
+    pub(crate) memo: BTreeMap<u64, Id>,
+    /// Errors `pickle.loads` would have raised, in order (the first 1000).
     pub problems: Vec<Problem>,
     /// What STOP returned.
     pub result: Option<Id>,
-    pub proto: u8,
+    pub(super) proto: u8,
     next_buffer: u32,
     frame_end: Option<u64>,
     /// Most objects built before the machine gives up (memory bound).
@@ -133,7 +156,7 @@ pub struct Vm {
 }
 
 impl Vm {
-    pub fn new(limit: usize) -> Vm {
+    pub(crate) fn new(limit: usize) -> Vm {
         Vm {
             objs: Vec::new(),
             spans: Vec::new(),
@@ -574,6 +597,7 @@ impl Vm {
         self.touch(target, op.pos);
     }
 
+    /// The object `id` names.
     pub fn get(&self, id: Id) -> &Obj {
         &self.objs[id as usize]
     }

@@ -26,6 +26,8 @@ use crate::parsers::api::{Format, Options, Parser, Sniff, Step, StepCx};
 use fields::{Counter, Depth};
 use wire::Scanner;
 
+/// A file as one protobuf message: of the type `--message` names, else (a
+/// `.pb` file) as bare wire fields.
 pub static FORMAT: Format = Format {
     name: "protobuf",
     sniff,
@@ -65,23 +67,18 @@ const FIELDS_PER_STEP: usize = 4096;
 /// Walks the top-level fields of a message that is a whole extraction,
 /// pushing one lazy node per field, a step at a time.
 pub struct TopLevel {
-    pub msg: Option<MessageDescriptor>,
+    msg: Option<MessageDescriptor>,
     pos: u64,
     counts: Counter,
 }
 
 impl TopLevel {
-    pub fn new(msg: Option<MessageDescriptor>) -> TopLevel {
+    pub(super) fn new(msg: Option<MessageDescriptor>) -> TopLevel {
         TopLevel {
             msg,
             pos: 0,
             counts: Counter::default(),
         }
-    }
-
-    /// Where the next field starts.
-    pub fn pos(&self) -> u64 {
-        self.pos
     }
 
     /// Reads up to a step's worth of fields. `each` sees every field before

@@ -24,22 +24,37 @@ const MAX_TYPES: usize = 10_000;
 /// The value type of a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {
+    /// The protobuf type `double`.
     Double,
+    /// The protobuf type `float`.
     Float,
+    /// The protobuf type `int32`.
     Int32,
+    /// The protobuf type `int64`.
     Int64,
+    /// The protobuf type `uint32`.
     Uint32,
+    /// The protobuf type `uint64`.
     Uint64,
+    /// The protobuf type `sint32`.
     Sint32,
+    /// The protobuf type `sint64`.
     Sint64,
+    /// The protobuf type `fixed32`.
     Fixed32,
+    /// The protobuf type `fixed64`.
     Fixed64,
+    /// The protobuf type `sfixed32`.
     Sfixed32,
+    /// The protobuf type `sfixed64`.
     Sfixed64,
+    /// The protobuf type `bool`.
     Bool,
+    /// The protobuf type `string`.
     String,
+    /// The protobuf type `bytes`.
     Bytes,
-    /// An enum: its index in [`Table::enums`].
+    /// An enum: its index among the table's enum types.
     Enum(u32),
     /// A message, length-delimited.
     Message(MsgId),
@@ -71,12 +86,17 @@ impl Ty {
 pub enum Card {
     /// One value; `presence` when a default value is still written.
     One {
+        /// The field tracks presence (`optional`, a message, a oneof
+        /// member), so a default value on the wire is not left out.
         presence: bool,
     },
+    /// `repeated`: any number of values, packed or not.
     List,
-    /// A map: the entry message, the key and value types.
+    /// A map (repeated entry messages): its key and value types.
     Map {
+        /// The type of the entries' keys (field 1).
         key: Ty,
+        /// The type of the entries' values (field 2).
         value: Ty,
     },
 }
@@ -84,10 +104,10 @@ pub enum Card {
 /// One field of a message type.
 #[derive(Clone, Debug)]
 pub struct FieldT {
-    pub number: u32,
-    pub name: String,
-    pub ty: Ty,
-    pub card: Card,
+    number: u32,
+    pub(crate) name: String,
+    pub(crate) ty: Ty,
+    pub(super) card: Card,
     /// A list of `{key, nested_key, value_json}` items to be written as
     /// one object (see [`super::json::Options::items`]).
     pub items: bool,
@@ -98,8 +118,11 @@ pub struct FieldT {
 /// Types the JSON mapping writes in a form of their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Special {
+    /// An ordinary message, written field by field.
     None,
+    /// `google.protobuf.Timestamp`: an RFC 3339 string.
     Timestamp,
+    /// `google.protobuf.Empty`: `{}`.
     Empty,
     /// Another `google.protobuf.*` type (Struct, Value, wrappers ...).
     WellKnown,
@@ -107,9 +130,9 @@ pub enum Special {
 
 /// One message type.
 pub struct Msg {
-    pub name: String,
-    pub special: Special,
-    pub desc: MessageDescriptor,
+    name: String,
+    pub(super) special: Special,
+    pub(crate) desc: MessageDescriptor,
     /// Fields by number, for numbers below [`DENSE`]: index + 1, 0 for none.
     dense: Vec<u32>,
     /// What a validity check does with each field number below [`DENSE`].
@@ -126,7 +149,7 @@ pub struct Msg {
 pub struct Quick {
     /// The wire type's code.
     pub wire: u8,
-    pub what: QuickWhat,
+    pub(super) what: QuickWhat,
     /// The message type of [`QuickWhat::Message`].
     pub id: MsgId,
 }
@@ -179,13 +202,13 @@ impl Msg {
 
 /// One enum type: its values' names by number.
 pub struct EnumT {
-    pub name: String,
+    pub(super) name: String,
     /// Sorted by number; the first name of an aliased number.
     values: Vec<(i32, String)>,
 }
 
 impl EnumT {
-    pub fn value_name(&self, n: i32) -> Option<&str> {
+    pub(super) fn value_name(&self, n: i32) -> Option<&str> {
         let i = self.values.binary_search_by_key(&n, |v| v.0).ok()?;
         Some(&self.values[i].1)
     }
@@ -193,8 +216,8 @@ impl EnumT {
 
 /// The message types reachable from a root, flattened.
 pub struct Table {
-    pub msgs: Vec<Msg>,
-    pub enums: Vec<EnumT>,
+    msgs: Vec<Msg>,
+    pub(super) enums: Vec<EnumT>,
 }
 
 impl Table {
@@ -309,7 +332,7 @@ impl Table {
     }
 
     #[inline]
-    pub fn msg(&self, id: MsgId) -> &Msg {
+    pub(crate) fn msg(&self, id: MsgId) -> &Msg {
         &self.msgs[id as usize]
     }
 

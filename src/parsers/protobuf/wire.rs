@@ -85,10 +85,15 @@ pub fn read_range<B: Bytes + ?Sized>(b: &B, range: Range, limit: usize) -> Vec<u
 /// The wire types of protobuf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
+    /// 0: a varint (ints, bools, enums; zigzag for `sint`).
     Varint,
+    /// 1: eight bytes (`fixed64`, `sfixed64`, `double`).
     I64,
+    /// 2: a length-prefixed payload (strings, bytes, messages, packed lists).
     Len,
+    /// 3: a group's start tag; its fields run to the matching end tag (4).
     Group,
+    /// 5: four bytes (`fixed32`, `sfixed32`, `float`).
     I32,
 }
 
@@ -104,7 +109,7 @@ impl Wire {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Wire::Varint => "varint",
             Wire::I64 => "i64",
@@ -118,8 +123,8 @@ impl Wire {
 /// One field of a message: where it is and its undecoded value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
-    pub number: u32,
-    pub wire: Wire,
+    pub(crate) number: u32,
+    pub(crate) wire: Wire,
     /// The whole field: tag, length prefix and value.
     pub range: Range,
     /// The value: the payload of a `Len` field, the contents of a group
@@ -138,12 +143,12 @@ pub struct Field {
 pub struct WireError {
     /// Where the field that failed starts.
     pub offset: u64,
-    pub status: Status,
-    pub reason: String,
+    pub(super) status: Status,
+    pub(crate) reason: String,
 }
 
 impl WireError {
-    pub fn to_damage(&self, end: u64) -> Damage {
+    pub(super) fn to_damage(&self, end: u64) -> Damage {
         Damage {
             status: self.status,
             range: Range::new(self.offset, end),

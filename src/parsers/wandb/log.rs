@@ -57,7 +57,7 @@ impl Layout {
         }
         s + ((pos - s) / BLOCK + 1) * BLOCK
     }
-    pub fn describe(self) -> &'static str {
+    pub(super) fn describe(self) -> &'static str {
         match self {
             Layout::Standard => "32 KiB blocks from offset 0",
             Layout::Shifted => {
@@ -69,11 +69,11 @@ impl Layout {
 
 /// Chunk types.
 pub const FULL: u8 = 1;
-pub const FIRST: u8 = 2;
-pub const MIDDLE: u8 = 3;
-pub const LAST: u8 = 4;
+const FIRST: u8 = 2;
+const MIDDLE: u8 = 3;
+const LAST: u8 = 4;
 
-pub fn chunk_type_name(t: u8) -> &'static str {
+pub(super) fn chunk_type_name(t: u8) -> &'static str {
     match t {
         FULL => "FULL",
         FIRST => "FIRST",
@@ -86,14 +86,14 @@ pub fn chunk_type_name(t: u8) -> &'static str {
 /// One good chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
-    pub kind: u8,
+    pub(super) kind: u8,
     /// Header and payload.
     pub range: Range,
-    pub crc: u32,
+    pub(super) crc: u32,
 }
 
 impl Chunk {
-    pub fn payload(&self) -> Range {
+    pub(super) fn payload(&self) -> Range {
         Range::new(self.range.start + CHUNK_HEADER, self.range.end)
     }
 }
@@ -101,15 +101,21 @@ impl Chunk {
 /// Something wrong in the log: its bytes and what happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bad {
+    /// The bytes given up: a chunk, a run of chunks, or up to where reading
+    /// resumed.
     pub range: Range,
+    /// Truncated when the log ends inside it, else corrupt.
     pub status: Status,
+    /// What is wrong, for a reader.
     pub reason: String,
 }
 
 /// What the chunk layer finds, in file order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// A chunk whose header and checksum check out.
     Chunk(Chunk),
+    /// Bytes that hold no good chunk.
     Bad(Bad),
 }
 
@@ -124,7 +130,7 @@ fn crc_of(kind: u8, payload: &[u8]) -> u32 {
 /// Reads chunks from a position on. It holds no bytes: each call is given
 /// them, so a parser can keep it across steps while its source grows.
 pub struct ChunkReader {
-    pub layout: Layout,
+    pub(super) layout: Layout,
     /// Where the next chunk starts.
     pub pos: u64,
     /// Where reading stops (the end of the bytes, or a block boundary
@@ -136,7 +142,7 @@ pub struct ChunkReader {
 /// A [`ChunkReader`] over some bytes, as an iterator.
 pub struct Chunks<'a, B: ?Sized> {
     bytes: &'a B,
-    pub reader: ChunkReader,
+    reader: ChunkReader,
 }
 
 impl<'a, B: Bytes + ?Sized> Chunks<'a, B> {
@@ -163,7 +169,7 @@ impl<B: Bytes + ?Sized> Iterator for Chunks<'_, B> {
 }
 
 impl ChunkReader {
-    pub fn new(layout: Layout, end: u64) -> ChunkReader {
+    pub(super) fn new(layout: Layout, end: u64) -> ChunkReader {
         ChunkReader {
             layout,
             pos: MAGIC.len() as u64,
@@ -396,11 +402,14 @@ pub fn check_header(head: &[u8]) -> Result<(), String> {
 /// A record's chunks, or damage, from the chunk stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
+    /// The chunks of one whole record: a FULL, or FIRST, MIDDLE*, LAST.
     Record(Vec<Chunk>),
+    /// Damage: bad chunks, or a record whose chunk sequence is broken.
     Bad(Bad),
 }
 
 impl Item {
+    /// The bytes of the record's chunks (headers included), or of the damage.
     pub fn range(&self) -> Range {
         match self {
             Item::Record(c) => Range::new(c[0].range.start, c[c.len() - 1].range.end),
@@ -412,7 +421,7 @@ impl Item {
 /// Reassembles records from chunks, reporting broken sequences. Like
 /// [`ChunkReader`] it is given the bytes on each call.
 pub struct RecordReader {
-    pub chunks: ChunkReader,
+    pub(super) chunks: ChunkReader,
     open: Vec<Chunk>,
     /// MIDDLE/LAST chunks seen without a FIRST, gathered into one report.
     orphans: Option<Range>,
@@ -425,10 +434,11 @@ pub struct RecordReader {
 /// A [`RecordReader`] over final bytes, as an iterator.
 pub struct Records<'a, B: ?Sized> {
     bytes: &'a B,
-    pub reader: RecordReader,
+    pub(super) reader: RecordReader,
 }
 
 impl<'a, B: Bytes + ?Sized> Records<'a, B> {
+    /// Records after the file header, to the end of `bytes`.
     pub fn new(bytes: &'a B, layout: Layout) -> Self {
         Records {
             bytes,
@@ -445,7 +455,7 @@ impl<B: Bytes + ?Sized> Iterator for Records<'_, B> {
 }
 
 impl RecordReader {
-    pub fn new(chunks: ChunkReader, at_end: bool) -> Self {
+    pub(super) fn new(chunks: ChunkReader, at_end: bool) -> Self {
         RecordReader {
             chunks,
             open: Vec::new(),

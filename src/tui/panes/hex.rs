@@ -192,11 +192,6 @@ impl HexPane {
         self.highlight.is_some()
     }
 
-    /// Bytes per hex row.
-    pub fn bpr(&self) -> u64 {
-        self.bpr
-    }
-
     /// The shown extraction changed: its highlighting is not this one's.
     pub fn forget_highlight(&mut self) {
         self.highlight = None;

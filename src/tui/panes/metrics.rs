@@ -37,7 +37,7 @@ pub(super) const SLOT: &str = "metrics";
 const KEEP_READ: usize = 8;
 
 /// A background task's report.
-pub enum Report {
+enum Report {
     Progress {
         id: u64,
         done: u64,
@@ -63,17 +63,17 @@ pub struct MetricsPanel {
     reader: MetricsScan,
     /// Points all series may hold before the first pass gives them up.
     budget: usize,
-    pub name: String,
+    name: String,
     /// The running task (reports of others are stale).
     pub id: u64,
     /// The log's bytes were still arriving when the scan started.
     pub partial: bool,
-    pub progress: Option<(u64, u64)>,
+    progress: Option<(u64, u64)>,
     /// The first pass, once done (its series moved to `series`).
     pub scan: Option<Arc<Scan>>,
-    pub selected: usize,
-    pub offset: usize,
-    pub series: HashMap<String, Arc<Series>>,
+    selected: usize,
+    offset: usize,
+    series: HashMap<String, Arc<Series>>,
     /// Series read one at a time, oldest first.
     read: VecDeque<String>,
     /// The metric whose series is being read.
@@ -245,7 +245,7 @@ impl MetricsPanel {
     }
 
     /// Takes a background task's report.
-    pub fn on_report(&mut self, r: Report, page: usize, session: &Session, worker: &Worker) {
+    fn on_report(&mut self, r: Report, page: usize, session: &Session, worker: &Worker) {
         match r {
             Report::Progress { id, done, total } if id == self.id => {
                 self.progress = Some((done, total));

@@ -21,14 +21,14 @@ use crate::view::stepper::{StepCache, StepRequest, StepResult, Target};
 /// The stepper's state in the explorer.
 #[derive(Clone, Debug)]
 pub struct Stepper {
-    pub ext: ExtId,
-    pub range: Range,
+    pub(crate) ext: ExtId,
+    pub(crate) range: Range,
     /// Name of the pickle (for the pane title).
     pub name: String,
     /// The step asked for last.
     pub step: usize,
-    pub generation: u64,
-    pub result: Option<StepResult>,
+    generation: u64,
+    result: Option<StepResult>,
 }
 
 impl Stepper {

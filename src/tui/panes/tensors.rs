@@ -42,7 +42,7 @@ const STATS: &str = "stats";
 const EXPORT: &str = "export";
 
 /// A background task's report.
-pub enum Report {
+enum Report {
     Table {
         id: u64,
         tensors: Vec<Tensor>,
@@ -74,12 +74,12 @@ pub enum Report {
 /// Values and statistics of the selected tensor.
 #[derive(Clone, Debug, Default)]
 pub struct Detail {
-    pub index: usize,
-    pub id: u64,
-    pub values: Option<Vec<String>>,
-    pub progress: Option<(u64, u64)>,
-    pub stats: Option<Box<Stats>>,
-    pub error: Option<String>,
+    index: usize,
+    id: u64,
+    values: Option<Vec<String>>,
+    progress: Option<(u64, u64)>,
+    stats: Option<Box<Stats>>,
+    error: Option<String>,
 }
 
 /// The panel's state.
@@ -87,14 +87,14 @@ pub struct Detail {
 pub struct TensorPanel {
     /// The extraction whose table this is.
     pub ext: ExtId,
-    pub name: String,
-    pub id: u64,
+    name: String,
+    id: u64,
     /// The table was made while the parse was still running.
     pub partial: bool,
-    pub tensors: Option<Vec<Tensor>>,
-    pub selected: usize,
-    pub offset: usize,
-    pub detail: Option<Detail>,
+    tensors: Option<Vec<Tensor>>,
+    selected: usize,
+    offset: usize,
+    detail: Option<Detail>,
     /// A running export: its id and progress.
     pub export: Option<(u64, u64, u64)>,
 }
@@ -257,13 +257,7 @@ impl TensorPanel {
     }
 
     /// Takes a background task's report.
-    pub fn on_report(
-        &mut self,
-        r: Report,
-        page: usize,
-        session: &Session,
-        worker: &Worker,
-    ) -> Reply {
+    fn on_report(&mut self, r: Report, page: usize, session: &Session, worker: &Worker) -> Reply {
         match r {
             Report::Table { id, tensors } if id == self.id => {
                 let n = tensors.len();
