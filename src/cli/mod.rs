@@ -23,6 +23,7 @@ macro_rules! say_inline {
 }
 
 mod common;
+mod ir;
 mod ml;
 mod records;
 mod render;
@@ -124,6 +125,19 @@ enum Cmd {
         #[arg(long, conflicts_with = "verbose")]
         count: bool,
     },
+    /// A printed Paddle program (`print(program)`, FLAGS_print_ir logs) in
+    /// printer form, one op per line; its errors on stderr as
+    /// `file:line:col: error: ...` with the line and a caret.
+    Ir {
+        file: PathBuf,
+        path: Option<String>,
+        /// The program tree as JSON: {"programs": [...], "diagnostics": [...]}.
+        #[arg(long)]
+        json: bool,
+        /// Ops counted per name, inside every region.
+        #[arg(long)]
+        stats: bool,
+    },
     /// Write every leaf extraction below PATH as a file under DIR: what
     /// pparse can vouch for (intact members, and the recovered part of cut
     /// ones); corrupt members only with --all.
@@ -219,6 +233,20 @@ pub fn main() -> i32 {
                 count,
             },
         ),
+        Some(Cmd::Ir {
+            file,
+            path,
+            json,
+            stats,
+        }) => {
+            let show = match (json, stats) {
+                (false, false) => ir::Show::Text,
+                (true, false) => ir::Show::Json,
+                (false, true) => ir::Show::Stats,
+                (true, true) => ir::Show::StatsJson,
+            };
+            ir::ir(&input(file), path.as_deref().unwrap_or(""), show)
+        }
         Some(Cmd::Extract {
             file,
             path,

@@ -10,6 +10,7 @@ pub mod folder;
 pub mod gzip;
 pub mod json;
 pub mod onnx;
+pub mod paddle;
 pub mod pickle;
 pub mod protobuf;
 pub mod safetensors;
@@ -42,6 +43,7 @@ pub static REGISTRY: &[&Format] = &[
     &safetensors_index::FORMAT,
     &onnx::FORMAT,
     &json::FORMAT,
+    &paddle::FORMAT,
 ];
 
 /// Picks the first format whose sniffer accepts the bytes.

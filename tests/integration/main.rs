@@ -15,6 +15,7 @@ mod fuzz_corpus;
 mod hostile;
 mod json;
 mod onnx;
+mod paddle;
 mod pickle;
 mod protobuf;
 mod robust;

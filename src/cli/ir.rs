@@ -1,0 +1,599 @@
+//! `pparse ir`: a printed Paddle program read back, shown in printer form,
+//! as JSON or as op counts, with every error of the file on stderr as a
+//! compiler reports it (`file:line:col: error: …`, the line, a caret).
+//!
+//! The text is read a chunk at a time and each op is written as soon as it
+//! is read, so a program of millions of ops takes little memory.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use codespan_reporting::diagnostic::{Diagnostic as Report, Label, LabelStyle};
+use codespan_reporting::term::{self, Config, DisplayStyle};
+
+use super::common::{Fatal, Input, finish_output, open, resolve_final, wait};
+use crate::data::{Data, MmapSource, Range};
+use crate::extraction::Phase;
+use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type};
+use crate::parsers::paddle::parse::{
+    BlockOf, Builder, Diagnostic, MAX_ERRORS, Reader, Severity, Sink, Text,
+};
+use crate::parsers::paddle::read_source;
+use crate::status::Status;
+
+/// What `pparse ir` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Show {
+    /// The program in printer form.
+    Text,
+    /// The program tree as JSON.
+    Json,
+    /// Op counts per name.
+    Stats,
+    /// Op counts per name, as JSON.
+    StatsJson,
+}
+
+pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal> {
+    let file = input.file.as_path();
+    let (data, label): (Data, String) = if path.is_empty()
+        && let Ok(src) = MmapSource::open(file)
+    {
+        (Arc::new(src), file.display().to_string())
+    } else {
+        let session = open(input)?;
+        let id = resolve_final(&session, path)?;
+        // The bytes must be all there; the program is read here, not by the
+        // tree's parse.
+        wait(&session, |t| {
+            t.exts[id].is_final() && !matches!(t.exts[id].phase, Phase::Waiting)
+        });
+        let t = session.tree();
+        let data = t.exts[id].data();
+        (data, t.path_of(id))
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut reader = Reader::new();
+    let (diagnostics, programs) = match show {
+        Show::Text => {
+            let mut sink = Printer::new(&mut out);
+            let ok = read_source(&*data, &mut reader, &mut sink);
+            finish_output(sink.err.map_or(Ok(()), Err))?;
+            (check_long(ok, sink.diagnostics), sink.programs)
+        }
+        Show::Json => {
+            let mut sink = JsonOut::new(&mut out);
+            let ok = read_source(&*data, &mut reader, &mut sink);
+            let diagnostics = check_long(ok, std::mem::take(&mut sink.diagnostics));
+            let programs = sink.programs;
+            sink.end(&diagnostics, reader.suppressed());
+            finish_output(sink.err.map_or(Ok(()), Err))?;
+            (diagnostics, programs)
+        }
+        Show::Stats | Show::StatsJson => {
+            let mut sink = Counts::default();
+            let ok = read_source(&*data, &mut reader, &mut sink);
+            let diagnostics = check_long(ok, sink.diagnostics);
+            let r = if show == Show::StatsJson {
+                stats_json(&mut out, &sink.ops, &diagnostics, reader.suppressed())
+            } else {
+                stats_text(&mut out, &sink.ops)
+            };
+            finish_output(r)?;
+            (diagnostics, sink.programs)
+        }
+    };
+    finish_output(out.flush())?;
+    drop(out);
+    if programs == 0 {
+        say!("pparse: {label}: no program found (a line ending in `{{` followed by op lines)");
+    }
+    report(&label, &diagnostics, reader.suppressed());
+    let errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    Ok(if errors || programs == 0 {
+        Status::Corrupt
+    } else {
+        Status::Complete
+    })
+}
+
+fn check_long(ok: bool, mut d: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    if !ok {
+        // A line too long to read whole: said once, at the end.
+        d.push(Diagnostic {
+            severity: Severity::Error,
+            at: crate::parsers::paddle::parse::Place {
+                span: Range::default(),
+                line: 0,
+                col: 0,
+                source: String::new(),
+                line_start: 0,
+            },
+            message: "a line longer than 64 MiB: reading stopped there".into(),
+            notes: Vec::new(),
+        });
+    }
+    d
+}
+
+/// Writes the diagnostics to stderr: `file:line:col: error: message`, then
+/// the line with a caret under the span.
+fn report(label: &str, diagnostics: &[Diagnostic], suppressed: usize) {
+    let stderr = io::stderr();
+    let mut err = stderr.lock();
+    let config = Config {
+        display_style: DisplayStyle::Rich,
+        ..Config::default()
+    };
+    for d in diagnostics {
+        let _ = writeln!(
+            err,
+            "{label}:{}:{}: {}: {}",
+            d.at.line,
+            d.at.col,
+            d.severity.as_str(),
+            crate::name::escape_str(&d.message)
+        );
+        if d.at.line == 0 {
+            continue;
+        }
+        let mut labels = vec![label_of(0, &d.at, LabelStyle::Primary, "")];
+        let mut files = vec![snippet(label, &d.at)];
+        for (i, (at, msg)) in d.notes.iter().enumerate() {
+            files.push(snippet(label, at));
+            labels.push(label_of(i + 1, at, LabelStyle::Secondary, msg));
+        }
+        let rep = match d.severity {
+            Severity::Error => Report::error(),
+            Severity::Warning => Report::warning(),
+        }
+        .with_labels(labels);
+        let files = Files(files);
+        let mut buf = codespan_reporting::term::termcolor::NoColor::new(Vec::new());
+        if term::emit_to_write_style(&mut buf, &config, &files, &rep).is_ok() {
+            // The first line repeats the severity: the compiler-style line
+            // above says it with the place.
+            let text = String::from_utf8_lossy(buf.get_ref());
+            for line in text.lines().skip(1) {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+    }
+    if suppressed > 0 {
+        let _ = writeln!(err, "{label}: {suppressed} more errors not shown");
+    }
+}
+
+/// The one line a place is on, shown as its own small file whose line
+/// numbers are the real ones.
+struct Snippet {
+    name: String,
+    line: u64,
+    source: String,
+}
+
+fn snippet(label: &str, at: &crate::parsers::paddle::parse::Place) -> Snippet {
+    Snippet {
+        name: label.to_string(),
+        line: at.line,
+        source: crate::name::escape_str(&at.source),
+    }
+}
+
+fn label_of(
+    file: usize,
+    at: &crate::parsers::paddle::parse::Place,
+    style: LabelStyle,
+    msg: &str,
+) -> Label<usize> {
+    // Columns within the escaped line: the caret under the token.
+    let start = at.span.start.saturating_sub(at.line_start) as usize;
+    let len = (at.span.end.saturating_sub(at.span.start) as usize).max(1);
+    let start = start.min(at.source.len());
+    let end = (start + len).min(at.source.len()).max(start);
+    Label::new(style, file, start..end).with_message(msg)
+}
+
+/// The snippets as codespan's files.
+struct Files(Vec<Snippet>);
+
+impl<'a> codespan_reporting::files::Files<'a> for Files {
+    type FileId = usize;
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, id: usize) -> Result<&'a str, codespan_reporting::files::Error> {
+        Ok(&self.get(id)?.name)
+    }
+    fn source(&'a self, id: usize) -> Result<&'a str, codespan_reporting::files::Error> {
+        Ok(&self.get(id)?.source)
+    }
+    fn line_index(
+        &'a self,
+        id: usize,
+        _byte: usize,
+    ) -> Result<usize, codespan_reporting::files::Error> {
+        Ok(self.get(id)?.line.saturating_sub(1) as usize)
+    }
+    fn line_range(
+        &'a self,
+        id: usize,
+        _line: usize,
+    ) -> Result<std::ops::Range<usize>, codespan_reporting::files::Error> {
+        Ok(0..self.get(id)?.source.len())
+    }
+}
+
+impl Files {
+    fn get(&self, id: usize) -> Result<&Snippet, codespan_reporting::files::Error> {
+        self.0
+            .get(id)
+            .ok_or(codespan_reporting::files::Error::FileMissing)
+    }
+}
+
+/// Prints each op as it is read, indented by its depth.
+struct Printer<'w, W: Write> {
+    out: &'w mut W,
+    err: Option<io::Error>,
+    depth: usize,
+    /// A block closed; its `}` waits to see whether an else follows.
+    pending_close: bool,
+    diagnostics: Vec<Diagnostic>,
+    programs: usize,
+}
+
+impl<'w, W: Write> Printer<'w, W> {
+    fn new(out: &'w mut W) -> Self {
+        Printer {
+            out,
+            err: None,
+            depth: 0,
+            pending_close: false,
+            diagnostics: Vec::new(),
+            programs: 0,
+        }
+    }
+
+    fn line(&mut self, depth: usize, text: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        let r = (|| {
+            for _ in 0..depth {
+                self.out.write_all(b"    ")?;
+            }
+            self.out.write_all(text)?;
+            self.out.write_all(b"\n")
+        })();
+        if let Err(e) = r {
+            self.err = Some(e);
+        }
+    }
+
+    fn flush_close(&mut self) {
+        if self.pending_close {
+            self.pending_close = false;
+            self.line(self.depth, b"}");
+        }
+    }
+}
+
+impl<W: Write> Sink for Printer<'_, W> {
+    fn program(&mut self, _start: u64) {
+        self.depth = 0;
+        self.programs += 1;
+    }
+    fn op(&mut self, op: Op, depth: usize, _opens: bool, text: Text) {
+        self.flush_close();
+        self.line(depth, text.get(op.span));
+    }
+    fn block(&mut self, _start: u64, of: BlockOf) {
+        match of {
+            BlockOf::Program => {
+                self.line(0, b"{");
+                self.depth = 1;
+            }
+            BlockOf::Else => {
+                self.pending_close = false;
+                self.line(self.depth, b"} else {");
+                self.depth += 1;
+            }
+            BlockOf::LastOp | BlockOf::Orphan => {
+                self.flush_close();
+                self.line(self.depth, b"{");
+                self.depth += 1;
+            }
+            BlockOf::NewOp => self.depth += 1,
+        }
+    }
+    fn block_args(&mut self, args: Vec<BlockArg>, kw: bool, text: Text) {
+        let parts: Vec<String> = args
+            .iter()
+            .map(|a| {
+                let mut s = a.value.name.to_string();
+                if let (Some(first), Some(last)) = (a.attrs.first(), a.attrs.last()) {
+                    let r = Range::new(first.key_span.start, last.attr.span.end);
+                    s.push_str(&format!(" {{{}}}", String::from_utf8_lossy(text.get(r))));
+                }
+                s
+            })
+            .collect();
+        let head = if kw { "^kw: " } else { "^" };
+        let line = format!("{head}{}", parts.join(", "));
+        self.line(self.depth.saturating_sub(1), line.as_bytes());
+    }
+    fn block_end(&mut self, _end: u64, _inferred: Option<Vec<Type>>) {
+        self.flush_close();
+        self.depth = self.depth.saturating_sub(1);
+        self.pending_close = true;
+    }
+    fn program_end(&mut self, _span: Range, _era: Era) {
+        self.flush_close();
+        self.depth = 0;
+    }
+    fn diagnostic(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+}
+
+/// Counts ops per name, at every depth.
+#[derive(Default)]
+struct Counts {
+    ops: BTreeMap<String, u64>,
+    diagnostics: Vec<Diagnostic>,
+    programs: usize,
+}
+
+impl Sink for Counts {
+    fn program(&mut self, _start: u64) {
+        self.programs += 1;
+    }
+    fn op(&mut self, op: Op, _depth: usize, _opens: bool, _text: Text) {
+        match self.ops.get_mut(op.name.as_ref()) {
+            Some(n) => *n += 1,
+            None => {
+                self.ops.insert(op.name.into(), 1);
+            }
+        }
+    }
+    fn block(&mut self, _start: u64, _of: BlockOf) {}
+    fn block_args(&mut self, _args: Vec<BlockArg>, _kw: bool, _text: Text) {}
+    fn block_end(&mut self, _end: u64, _inferred: Option<Vec<Type>>) {}
+    fn program_end(&mut self, _span: Range, _era: Era) {}
+    fn diagnostic(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+}
+
+fn stats_text(out: &mut impl Write, ops: &BTreeMap<String, u64>) -> io::Result<()> {
+    let total: u64 = ops.values().sum();
+    let mut rows: Vec<(&String, &u64)> = ops.iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (name, n) in rows {
+        writeln!(out, "{n:>10}  {}", crate::name::escape_str(name))?;
+    }
+    writeln!(out, "{total:>10}  ops in all")
+}
+
+fn diagnostics_json(d: &[Diagnostic]) -> serde_json::Value {
+    serde_json::Value::Array(
+        d.iter()
+            .map(|d| {
+                let mut o = serde_json::json!({
+                    "severity": d.severity.as_str(),
+                    "line": d.at.line,
+                    "col": d.at.col,
+                    "message": d.message,
+                    "start": d.at.span.start,
+                    "end": d.at.span.end,
+                });
+                if !d.notes.is_empty() {
+                    o["notes"] = d
+                        .notes
+                        .iter()
+                        .map(|(at, m)| serde_json::json!({"line": at.line, "col": at.col, "message": m}))
+                        .collect();
+                }
+                o
+            })
+            .collect(),
+    )
+}
+
+fn stats_json(
+    out: &mut impl Write,
+    ops: &BTreeMap<String, u64>,
+    d: &[Diagnostic],
+    suppressed: usize,
+) -> io::Result<()> {
+    let v = serde_json::json!({
+        "ops": ops,
+        "diagnostics": diagnostics_json(d),
+        "more_errors": suppressed,
+    });
+    serde_json::to_writer(&mut *out, &v)?;
+    writeln!(out)
+}
+
+/// Writes `{"programs": [...], "diagnostics": [...]}`, each top-level op
+/// as soon as it (and its regions) is read.
+struct JsonOut<'w, W: Write> {
+    out: &'w mut W,
+    b: Builder,
+    err: Option<io::Error>,
+    programs: usize,
+    first_op: bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'w, W: Write> JsonOut<'w, W> {
+    fn new(out: &'w mut W) -> Self {
+        let mut s = JsonOut {
+            out,
+            b: Builder::streaming(),
+            err: None,
+            programs: 0,
+            first_op: true,
+            diagnostics: Vec::new(),
+        };
+        s.write(b"{\"programs\":[");
+        s
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.err.is_none()
+            && let Err(e) = self.out.write_all(bytes)
+        {
+            self.err = Some(e);
+        }
+    }
+
+    fn drain(&mut self) {
+        for op in std::mem::take(&mut self.b.ready) {
+            if !self.first_op {
+                self.write(b",");
+            }
+            self.first_op = false;
+            let v = op_json(&op);
+            let text = v.to_string();
+            self.write(text.as_bytes());
+        }
+    }
+
+    fn end(&mut self, d: &[Diagnostic], suppressed: usize) {
+        let tail = format!(
+            "],\"diagnostics\":{},\"more_errors\":{suppressed}}}\n",
+            diagnostics_json(d)
+        );
+        self.write(tail.as_bytes());
+    }
+}
+
+impl<W: Write> Sink for JsonOut<'_, W> {
+    fn program(&mut self, start: u64) {
+        if self.programs > 0 {
+            self.write(b",");
+        }
+        self.programs += 1;
+        self.first_op = true;
+        self.write(format!("{{\"start\":{start},\"ops\":[").as_bytes());
+        self.b.program(start);
+    }
+    fn op(&mut self, op: Op, depth: usize, opens: bool, text: Text) {
+        self.b.op(op, depth, opens, text);
+        self.drain();
+    }
+    fn block(&mut self, start: u64, of: BlockOf) {
+        self.b.block(start, of);
+    }
+    fn block_args(&mut self, args: Vec<BlockArg>, kw: bool, text: Text) {
+        self.b.block_args(args, kw, text);
+    }
+    fn block_end(&mut self, end: u64, inferred: Option<Vec<Type>>) {
+        self.b.block_end(end, inferred);
+        self.drain();
+    }
+    fn program_end(&mut self, span: Range, era: Era) {
+        self.b.program_end(span, era);
+        self.drain();
+        self.b.programs.clear();
+        self.write(format!("],\"end\":{},\"era\":\"{}\"}}", span.end, era.as_str()).as_bytes());
+    }
+    fn diagnostic(&mut self, d: Diagnostic) {
+        if self.diagnostics.len() < MAX_ERRORS {
+            self.diagnostics.push(d);
+        }
+    }
+}
+
+fn type_json(t: &Type) -> serde_json::Value {
+    use crate::parsers::paddle::ast::TypeKind;
+    match &t.kind {
+        TypeKind::Tensor {
+            dialect,
+            name,
+            dims,
+            dtype,
+        } => serde_json::json!({"kind": name, "dialect": dialect, "dims": dims, "dtype": dtype}),
+        TypeKind::Scalar(s) => serde_json::json!({"kind": "scalar", "dtype": s}),
+        TypeKind::Vec(items) => {
+            serde_json::json!({"kind": "vec", "items": items.iter().map(type_json).collect::<Vec<_>>()})
+        }
+        TypeKind::Null => serde_json::json!({"kind": "null"}),
+        TypeKind::Opaque => {
+            serde_json::json!({"kind": "opaque", "start": t.span.start, "end": t.span.end})
+        }
+    }
+}
+
+fn attr_json(v: &AttrValue, span: Range) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        AttrValue::Bool(b) => json!(b),
+        AttrValue::Int(i) => json!(i),
+        AttrValue::Float(f) if f.is_finite() => json!(f),
+        AttrValue::Float(f) => json!(f.to_string()),
+        AttrValue::Str(s) => json!(s),
+        AttrValue::Array(items) => {
+            serde_json::Value::Array(items.iter().map(|a| attr_json(&a.value, a.span)).collect())
+        }
+        AttrValue::Place(p) => json!(format!("Place({p})")),
+        AttrValue::KernelKey(kv) => {
+            serde_json::Value::Object(kv.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
+        }
+        AttrValue::Word(w) => json!(w),
+        AttrValue::Null => serde_json::Value::Null,
+        AttrValue::Opaque => json!({"opaque": {"start": span.start, "end": span.end}}),
+    }
+}
+
+/// An op and its regions as JSON.
+fn op_json(op: &Op) -> serde_json::Value {
+    use serde_json::json;
+    let attrs: serde_json::Map<String, serde_json::Value> = op
+        .attrs
+        .iter()
+        .map(|a| (a.key.to_string(), attr_json(&a.attr.value, a.attr.span)))
+        .collect();
+    let mut v = json!({
+        "name": op.name,
+        "results": op.results.iter().map(|r| r.name.to_string()).collect::<Vec<_>>(),
+        "operands": op.operands.iter().map(|o| o.value.name.to_string()).collect::<Vec<_>>(),
+        "attributes": attrs,
+        "operand_types": op.operand_types.iter().map(type_json).collect::<Vec<_>>(),
+        "result_types": op.result_types.iter().map(type_json).collect::<Vec<_>>(),
+        "start": op.span.start,
+        "end": op.span.end,
+    });
+    if let Some(id) = op.id {
+        v["id"] = json!(id);
+    }
+    if op.operands.iter().any(|o| o.label.is_some()) {
+        v["operand_labels"] = op
+            .operands
+            .iter()
+            .map(|o| json!(o.label.as_deref()))
+            .collect();
+    }
+    if op.inferred {
+        v["result_types_inferred"] = json!(true);
+    }
+    if !op.regions.is_empty() {
+        v["regions"] = op
+            .regions
+            .iter()
+            .map(|r| {
+                json!({"blocks": r.blocks.iter().map(|b| json!({
+                    "args": b.args.iter().map(|a| a.value.name.to_string()).collect::<Vec<_>>(),
+                    "ops": b.ops.iter().map(op_json).collect::<Vec<_>>(),
+                    "start": b.span.start,
+                    "end": b.span.end,
+                })).collect::<Vec<_>>()})
+            })
+            .collect();
+    }
+    v
+}

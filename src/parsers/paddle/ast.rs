@@ -1,0 +1,239 @@
+//! The program tree of a Paddle PIR program: ops with their results,
+//! operands, attributes, types and nested regions, each with the exact byte
+//! range it was read from. Printed programs (`print(program)`) and saved
+//! ones (`paddle.jit.save`'s `.json`) are read into these same types.
+
+use crate::data::Range;
+
+/// A value's name as the printer gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueName {
+    /// An op result, `%12`.
+    Result(u64),
+    /// A block argument, `%arg_0`.
+    Arg(u64),
+    /// A keyword argument, `%kwarg_name`.
+    Kwarg(Box<str>),
+    /// `<<NULL VALUE>>`: an operand with no value.
+    Null,
+}
+
+impl std::fmt::Display for ValueName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueName::Result(n) => write!(f, "%{n}"),
+            ValueName::Arg(n) => write!(f, "%arg_{n}"),
+            ValueName::Kwarg(s) => write!(f, "%kwarg_{s}"),
+            ValueName::Null => f.write_str("<<NULL VALUE>>"),
+        }
+    }
+}
+
+/// A value where it is written: its name and its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueRef {
+    /// The name.
+    pub name: ValueName,
+    /// Where it is written.
+    pub span: Range,
+}
+
+/// An operand: a value, labelled in `pd_op.while`'s `(cond=…, inputs=…)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operand {
+    /// `cond` or `inputs` for a while op's operands, else none.
+    pub label: Option<Box<str>>,
+    /// The value used.
+    pub value: ValueRef,
+}
+
+/// A type, as its dialect understood it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Type {
+    /// Where it is written.
+    pub span: Range,
+    /// What it is.
+    pub kind: TypeKind,
+}
+
+/// The kinds of types the dialects know; anything else is kept opaque.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeKind {
+    /// A builtin scalar: `f32`, `i64`, `b`, `bf16`, `index`, …
+    Scalar(Box<str>),
+    /// A tensor-like type with dims and an element type: `tensor<2x3xf32>`,
+    /// `builtin.tensor<…>`, `pd_op.selectedrows<…>`, `cpu_tensor<…>`.
+    Tensor {
+        /// The dialect that named it (`builtin`, `pd_op`, `kernel`).
+        dialect: &'static str,
+        /// Its name without the dialect prefix (`tensor`, `cpu_tensor`).
+        name: Box<str>,
+        /// Dimensions; -1 is dynamic.
+        dims: Vec<i64>,
+        /// The element type (`f32`).
+        dtype: Box<str>,
+    },
+    /// `vec[T,T,…]`.
+    Vec(Vec<Type>),
+    /// `<<NULL TYPE>>`.
+    Null,
+    /// A type no dialect took: its text is its span.
+    Opaque,
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number (also `inf`, `-inf`, `nan`); its printed
+    /// text, which is lossy (six digits), is its span.
+    Float(f64),
+    /// A string.
+    Str(Box<str>),
+    /// `[a,b,…]`.
+    Array(Vec<Attr>),
+    /// `Place(cpu)`, `Place(gpu:0)`: what is inside the parentheses.
+    Place(Box<str>),
+    /// A kernel key, `<backend:CPU|layout:NCHW|dtype:float32>`, as pairs.
+    KernelKey(Vec<(Box<str>, Box<str>)>),
+    /// A bare word: a data type (`float32`), a layout (`NCHW`), …
+    Word(Box<str>),
+    /// `<#AttrNull>`.
+    Null,
+    /// A form no dialect took, or `<#AttrNotImplemented>`: its text is its
+    /// span.
+    Opaque,
+}
+
+/// An attribute value with its optional `(Tag)` (printers up to 3.0) and
+/// its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attr {
+    /// The tag, as written: `Float`, `Int32`, `pd_op.DataType`, `Array`.
+    pub tag: Option<Box<str>>,
+    /// The value.
+    pub value: AttrValue,
+    /// Where it is written, tag included.
+    pub span: Range,
+}
+
+/// A named attribute of an op, `key:value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedAttr {
+    /// The key.
+    pub key: Box<str>,
+    /// Where the key is written.
+    pub key_span: Range,
+    /// The value.
+    pub attr: Attr,
+}
+
+/// A block argument, `%arg_0 {stop_gradient:true}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockArg {
+    /// The value it defines.
+    pub value: ValueRef,
+    /// Its attributes (printed since 3.1).
+    pub attrs: Vec<NamedAttr>,
+}
+
+/// An op, one line of the printed program (its regions follow it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    /// The whole op, from its results to the end of its line (regions
+    /// excluded).
+    pub span: Range,
+    /// The values it defines.
+    pub results: Vec<ValueRef>,
+    /// Its name, `pd_op.matmul` or `matmul(phi_kernel)`.
+    pub name: Box<str>,
+    /// Where its name is written (quotes included).
+    pub name_span: Range,
+    /// `[id:N]`, printed with `FLAGS_print_ir`.
+    pub id: Option<u64>,
+    /// The values it uses.
+    pub operands: Vec<Operand>,
+    /// Its attributes, in printed order.
+    pub attrs: Vec<NamedAttr>,
+    /// The types of its operands, when printed.
+    pub operand_types: Vec<Type>,
+    /// The types of its results, when printed (`pd_op.while` prints none:
+    /// see [`Op::inferred`]).
+    pub result_types: Vec<Type>,
+    /// The result types were inferred (from the body's `cf.yield`), not
+    /// printed.
+    pub inferred: bool,
+    /// Its regions, each a list of blocks.
+    pub regions: Vec<Region>,
+}
+
+/// A region: its blocks (`pd_op.if` has two regions of one block each).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Region {
+    /// The blocks.
+    pub blocks: Vec<Block>,
+}
+
+/// A block: its arguments and ops.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// From its opening line to its closing brace.
+    pub span: Range,
+    /// `^%arg_0, …` (a while body's loop values).
+    pub args: Vec<BlockArg>,
+    /// `^kw:` arguments.
+    pub kwargs: Vec<BlockArg>,
+    /// Its ops in order.
+    pub ops: Vec<Op>,
+}
+
+/// How the printer that wrote a program spelled types and attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// Up to 3.0: `builtin.tensor<…>` or `pd_op.tensor<…>`, tagged
+    /// attributes `(Float)1.5`.
+    Tagged,
+    /// 3.0 and later: `tensor<…>`, untagged attributes.
+    Bare,
+    /// Nothing told (no types or attributes seen).
+    Unknown,
+}
+
+impl Era {
+    /// Its name in JSON and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Tagged => "tagged",
+            Era::Bare => "bare",
+            Era::Unknown => "unknown",
+        }
+    }
+}
+
+/// A whole program: the module's one block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// From its opening brace to its closing one.
+    pub span: Range,
+    /// Its top-level block.
+    pub block: Block,
+    /// The printer's era, from its types and attributes.
+    pub era: Era,
+}
+
+impl Op {
+    /// Calls `f` on this op and every op in its regions, depth first.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Op)) {
+        f(self);
+        for r in &self.regions {
+            for b in &r.blocks {
+                for op in &b.ops {
+                    op.walk(f);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1475 @@
+//! Reading printed PIR programs: a recursive-descent parser over each op
+//! line, a stack of open blocks for the regions, and name resolution.
+//!
+//! The printer puts one op per line (regions follow their op, indented, and
+//! close with `}` or `} else {`), so the line is the unit of reading and of
+//! recovery: after an error the reader reports it, skips to the next line
+//! and keeps every op before and after. Bytes are fed in chunks
+//! ([`Reader::feed`]) and results go to a [`Sink`] as they are read, so a
+//! program of millions of ops is never held whole unless the sink keeps it
+//! (see [`Builder`]).
+//!
+//! Free text before a program (log lines such as `IR before lowering = {`)
+//! is skipped: a program starts at a line ending in `{` whose next line is
+//! an op, a block argument line or a closing brace. A log yields each
+//! program it holds.
+
+use std::collections::HashMap;
+
+use super::ast::{
+    Attr, AttrValue, Block, BlockArg, Era, NamedAttr, Op, Operand, Program, Region, Type, TypeKind,
+    ValueName, ValueRef,
+};
+use super::dialects;
+use super::lex::{Kind, Lexer, NeedMore, Tok, unquote};
+use crate::data::Range;
+
+/// Most errors reported per file; past it they are counted.
+pub const MAX_ERRORS: usize = 100;
+/// Deepest nesting of attributes, types and blocks.
+const MAX_DEPTH: usize = 64;
+/// Most bytes of a source line kept with a diagnostic.
+const SOURCE_CAP: usize = 400;
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// The text is wrong here.
+    Error,
+    /// Suspect, but read.
+    Warning,
+}
+
+impl Severity {
+    /// `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A place in the text: its bytes, 1-based line and column (in
+/// characters), and the text of its line for showing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The bytes pointed at (absolute offsets).
+    pub span: Range,
+    /// 1-based line.
+    pub line: u64,
+    /// 1-based column, in characters.
+    pub col: u64,
+    /// The line's text (at most a few hundred bytes).
+    pub source: String,
+    /// Offset of the line's first byte.
+    pub line_start: u64,
+}
+
+/// A message about the text, at a place, with notes at others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// How bad.
+    pub severity: Severity,
+    /// Where.
+    pub at: Place,
+    /// What is wrong.
+    pub message: String,
+    /// Related places (the first definition of a redefined value).
+    pub notes: Vec<(Place, String)>,
+}
+
+/// The bytes being read, for sinks that show the text of what they get.
+#[derive(Clone, Copy)]
+pub struct Text<'a> {
+    buf: &'a [u8],
+    base: u64,
+}
+
+impl<'a> Text<'a> {
+    /// The bytes of `r` (absolute offsets), as far as they are here.
+    pub fn get(&self, r: Range) -> &'a [u8] {
+        let s = (r.start.saturating_sub(self.base) as usize).min(self.buf.len());
+        let e = (r.end.saturating_sub(self.base) as usize).clamp(s, self.buf.len());
+        &self.buf[s..e]
+    }
+}
+
+/// What the reader finds, in text order.
+pub trait Sink {
+    /// A program starts at `start` (its opening brace).
+    fn program(&mut self, start: u64);
+    /// An op, `depth` blocks deep (1 at a program's top level); `opens`
+    /// says a block of it follows.
+    fn op(&mut self, op: Op, depth: usize, opens: bool, text: Text);
+    /// A block opens at `start`; `of` says whose it is.
+    fn block(&mut self, start: u64, of: BlockOf);
+    /// The arguments of the open block (`^%arg_0, …`; `kw` for `^kw:`).
+    fn block_args(&mut self, args: Vec<BlockArg>, kw: bool, text: Text);
+    /// The open block closes; `end` is past its brace. `inferred` are the
+    /// result types of its op read from the block (a while's `cf.yield`).
+    fn block_end(&mut self, end: u64, inferred: Option<Vec<Type>>);
+    /// The program ends; `era` is how its printer spelled things.
+    fn program_end(&mut self, span: Range, era: Era);
+    /// A diagnostic.
+    fn diagnostic(&mut self, d: Diagnostic);
+}
+
+/// Whose block opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockOf {
+    /// The program's own block.
+    Program,
+    /// The op just read (its line ended with `{`).
+    NewOp,
+    /// The else block of the if op read last at this level (`} else {`).
+    Else,
+    /// Another block of the last op read at this level (a `{` line after
+    /// an op with regions).
+    LastOp,
+    /// No op: the line that opened it could not be read. Its ops belong to
+    /// the block around it.
+    Orphan,
+}
+
+/// What owns an open block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Program,
+    If,
+    Else,
+    While,
+    Generic,
+    /// The op line that opened it could not be read.
+    Broken,
+}
+
+#[derive(Debug)]
+struct Frame {
+    owner: Owner,
+    /// Indentation of the line that opened it: its closing brace is
+    /// printed at the same.
+    indent: usize,
+    start: u64,
+    opened: Place,
+    has_ops: bool,
+    /// Types of the last `cf.yield` in it (for a while's results).
+    yielded: Option<Vec<Type>>,
+    /// The last op in it could take a `{` block on the next line.
+    last_op: Option<usize>,
+}
+
+#[derive(Debug)]
+struct Def {
+    at: Place,
+}
+
+/// Names of one program: definitions, and uses waiting for theirs.
+#[derive(Default)]
+struct Names {
+    defs: HashMap<ValueName, Def>,
+    pending: Vec<(ValueName, Place)>,
+}
+
+/// The reader's state between chunks.
+pub struct Reader {
+    stack: Vec<Frame>,
+    names: Names,
+    era: Era,
+    /// 1-based number of the next line.
+    line: u64,
+    errors: usize,
+    suppressed: usize,
+    program_start: u64,
+    ops: u64,
+    /// Reading part of a program (an op's bytes, to load its parts): the
+    /// reader starts inside a block, and names defined elsewhere are fine.
+    partial: bool,
+    /// `partial`, and the block is not open yet.
+    enter: bool,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Reader::new()
+    }
+}
+
+/// The parse of one line failed here.
+struct Fail {
+    at: usize,
+    end: usize,
+    message: String,
+}
+
+impl Reader {
+    /// A reader at the start of the text.
+    pub fn new() -> Reader {
+        Reader {
+            stack: Vec::new(),
+            names: Names::default(),
+            era: Era::Unknown,
+            line: 1,
+            errors: 0,
+            suppressed: 0,
+            program_start: 0,
+            ops: 0,
+            partial: false,
+            enter: false,
+        }
+    }
+
+    /// A reader for part of a program, starting inside a block: it reads
+    /// ops, and does not check names it cannot see.
+    pub fn inside() -> Reader {
+        Reader {
+            partial: true,
+            enter: true,
+            ..Reader::new()
+        }
+    }
+
+    /// Ops read so far.
+    pub fn ops(&self) -> u64 {
+        self.ops
+    }
+
+    /// Errors past [`MAX_ERRORS`], counted but not reported.
+    pub fn suppressed(&self) -> usize {
+        self.suppressed
+    }
+
+    /// Reads the complete lines of `buf`, whose first byte is at offset
+    /// `base` of the text; `eof` says the text ends with `buf`. Returns how
+    /// many bytes were used: feed the rest again with more bytes after it.
+    pub fn feed(&mut self, buf: &[u8], base: u64, eof: bool, sink: &mut dyn Sink) -> usize {
+        if self.enter {
+            self.enter = false;
+            self.program_start = base;
+            sink.program(base);
+            let at = self.place(buf, base, 0, 0, 0);
+            self.stack.push(Frame {
+                owner: Owner::Program,
+                indent: 0,
+                start: base,
+                opened: at,
+                has_ops: false,
+                yielded: None,
+                last_op: None,
+            });
+            sink.block(base, BlockOf::Program);
+        }
+        let mut pos = 0;
+        while pos < buf.len() {
+            let line_end = match memchr::memchr(b'\n', &buf[pos..]) {
+                Some(i) => pos + i,
+                None if eof => buf.len(),
+                None => break,
+            };
+            let next = match self.line(buf, pos, line_end, base, eof, sink) {
+                Ok(n) => n.max(pos + 1),
+                Err(NeedMore) => break,
+            };
+            self.line += memchr::memchr_iter(b'\n', &buf[pos..next.min(buf.len())]).count() as u64;
+            pos = next.min(buf.len());
+        }
+        if eof && pos >= buf.len() {
+            self.finish(buf, base, sink);
+        }
+        pos
+    }
+
+    /// At the end of the text: closes what is open, reporting it.
+    fn finish(&mut self, buf: &[u8], base: u64, sink: &mut dyn Sink) {
+        let end = base + buf.len() as u64;
+        if let Some(f) = self.stack.last()
+            && !(self.partial && self.stack.len() == 1)
+        {
+            let at = f.opened.clone();
+            self.error(
+                sink,
+                at,
+                "this block is never closed: the text ends first".into(),
+            );
+        }
+        while !self.stack.is_empty() {
+            self.close(end, sink);
+        }
+    }
+
+    fn place(&self, buf: &[u8], base: u64, line_start: usize, at: usize, end: usize) -> Place {
+        let at = at.min(buf.len());
+        let before = &buf[line_start..at];
+        let extra = memchr::memchr_iter(b'\n', before).count() as u64;
+        let from = memchr::memrchr(b'\n', before).map_or(line_start, |i| line_start + i + 1);
+        let col = String::from_utf8_lossy(&buf[from..at]).chars().count() as u64 + 1;
+        let line_end = memchr::memchr(b'\n', &buf[from..]).map_or(buf.len(), |i| from + i);
+        let shown = &buf[from..line_end.min(from + SOURCE_CAP)];
+        Place {
+            span: Range::new(base + at as u64, base + end.max(at) as u64),
+            line: self.line + extra,
+            col,
+            source: String::from_utf8_lossy(shown).into_owned(),
+            line_start: base + from as u64,
+        }
+    }
+
+    fn error(&mut self, sink: &mut dyn Sink, at: Place, message: String) {
+        self.diag(sink, Severity::Error, at, message, Vec::new());
+    }
+
+    fn diag(
+        &mut self,
+        sink: &mut dyn Sink,
+        severity: Severity,
+        at: Place,
+        message: String,
+        notes: Vec<(Place, String)>,
+    ) {
+        if severity == Severity::Error {
+            self.errors += 1;
+            if self.errors > MAX_ERRORS {
+                self.suppressed += 1;
+                return;
+            }
+        }
+        sink.diagnostic(Diagnostic {
+            severity,
+            at,
+            message,
+            notes,
+        });
+    }
+
+    /// Reads the line `[pos, line_end)`; returns where the next one starts.
+    fn line(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        line_end: usize,
+        base: u64,
+        eof: bool,
+        sink: &mut dyn Sink,
+    ) -> Result<usize, NeedMore> {
+        let text = &buf[pos..line_end];
+        let lead = text
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        let body = trim_end(&text[lead..]);
+        let after = (line_end + 1).min(buf.len().max(line_end));
+        if self.stack.is_empty() {
+            // Outside a program: a line ending in `{` starts one if the
+            // next line looks like a program's.
+            if body.last() == Some(&b'{') {
+                let next_start = line_end + 1;
+                if next_start > buf.len() || (next_start == buf.len() && !eof) {
+                    if !eof {
+                        return Err(NeedMore);
+                    }
+                } else {
+                    let rest = &buf[next_start.min(buf.len())..];
+                    let nl = memchr::memchr(b'\n', rest);
+                    if nl.is_none() && !eof {
+                        return Err(NeedMore);
+                    }
+                    let next = &rest[..nl.unwrap_or(rest.len())];
+                    let first = next.iter().find(|&&b| b != b' ' && b != b'\t');
+                    if matches!(first, Some(b'(' | b'}' | b'^')) {
+                        let brace = pos + lead + body.len() - 1;
+                        self.open_program(buf, base, pos, brace, sink);
+                    }
+                }
+            }
+            return Ok(after);
+        }
+        let start = pos + lead;
+        match body.first() {
+            None => Ok(after),
+            Some(b'}') => {
+                let end = base + (start + 1) as u64;
+                // The printer closes a block at the indentation of the line
+                // that opened it. A brace further in closes a block whose
+                // opening line was lost; one further out closes blocks
+                // left open too.
+                let expected = self.stack.last().map_or(0, |f| f.indent);
+                if lead > expected {
+                    let at = self.place(buf, base, pos, start, start + body.len());
+                    self.error(
+                        sink,
+                        at,
+                        "this closes no open block (the line that opened it may be damaged)".into(),
+                    );
+                    return Ok(after);
+                }
+                while lead < self.stack.last().map_or(0, |f| f.indent) && self.stack.len() > 1 {
+                    let at = self.stack.last().map(|f| f.opened.clone());
+                    if let Some(at) = at {
+                        self.error(sink, at, "this block is never closed".into());
+                    }
+                    self.close(end, sink);
+                }
+                if body.starts_with(b"} else {") {
+                    let owner = self.stack.last().map(|f| f.owner);
+                    let brace =
+                        self.place(buf, base, pos, start + body.len() - 1, start + body.len());
+                    match owner {
+                        Some(Owner::If) => {
+                            self.close(end, sink);
+                            self.open(Owner::Else, BlockOf::Else, lead, brace, sink);
+                        }
+                        // Its if line could not be read (said there): the
+                        // else block's ops go to the block around it.
+                        Some(Owner::Broken) => {
+                            self.close(end, sink);
+                            self.open(Owner::Broken, BlockOf::Orphan, lead, brace, sink);
+                        }
+                        _ => {
+                            let at = self.place(buf, base, pos, start, start + body.len());
+                            self.error(sink, at, "`} else {` here closes no if's block".into());
+                        }
+                    }
+                } else {
+                    self.close(end, sink);
+                    if body.len() > 1 {
+                        let at = self.place(buf, base, pos, start + 1, start + body.len());
+                        self.error(sink, at, "unexpected text after `}`".into());
+                    }
+                }
+                Ok(after)
+            }
+            Some(b'^') => {
+                let mut lx = Lexer::new(buf, start + 1, eof);
+                let kw = body.starts_with(b"^kw:");
+                if kw {
+                    lx.seek(start + 4);
+                }
+                let has_ops = self.stack.last().is_some_and(|f| f.has_ops);
+                match self.block_args(&mut lx, base, pos, sink) {
+                    Ok(args) => {
+                        if has_ops {
+                            let at = self.place(buf, base, pos, start, start + 1);
+                            self.error(
+                                sink,
+                                at,
+                                "block arguments after the block's first op".into(),
+                            );
+                        }
+                        sink.block_args(args, kw, Text { buf, base });
+                    }
+                    Err(f) => self.fail(buf, base, pos, f, sink),
+                }
+                Ok(after)
+            }
+            Some(b'{') if body.len() == 1 => {
+                let at = self.place(buf, base, pos, start, start + 1);
+                if self.stack.last().and_then(|f| f.last_op).is_some() {
+                    self.open(Owner::Generic, BlockOf::LastOp, lead, at, sink);
+                } else {
+                    self.error(sink, at.clone(), "a block with no op before it".into());
+                    self.open(Owner::Broken, BlockOf::Orphan, lead, at, sink);
+                }
+                Ok(after)
+            }
+            Some(b'(') => self.op_line(buf, pos, start, line_end, base, eof, sink),
+            Some(_) => {
+                let at = self.place(buf, base, pos, start, start + body.len());
+                self.error(sink, at, "expected an op, `}` or block arguments".into());
+                Ok(after)
+            }
+        }
+    }
+
+    fn open_program(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        pos: usize,
+        brace: usize,
+        sink: &mut dyn Sink,
+    ) {
+        self.names = Names::default();
+        self.era = Era::Unknown;
+        self.program_start = base + brace as u64;
+        sink.program(self.program_start);
+        let at = self.place(buf, base, pos, brace, brace + 1);
+        let indent = buf[pos..brace]
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        self.stack.push(Frame {
+            owner: Owner::Program,
+            indent,
+            start: base + brace as u64,
+            opened: at,
+            has_ops: false,
+            yielded: None,
+            last_op: None,
+        });
+        sink.block(base + brace as u64, BlockOf::Program);
+    }
+
+    fn open(&mut self, owner: Owner, of: BlockOf, indent: usize, at: Place, sink: &mut dyn Sink) {
+        if self.stack.len() >= MAX_DEPTH {
+            // Deeper blocks are read as part of this one.
+            self.error(sink, at, format!("blocks nested deeper than {MAX_DEPTH}"));
+            return;
+        }
+        let start = at.span.start;
+        self.stack.push(Frame {
+            owner,
+            indent,
+            start,
+            opened: at,
+            has_ops: false,
+            yielded: None,
+            last_op: None,
+        });
+        sink.block(start, of);
+    }
+
+    /// Closes the innermost block at `end`.
+    fn close(&mut self, end: u64, sink: &mut dyn Sink) {
+        let Some(f) = self.stack.pop() else { return };
+        let inferred = match f.owner {
+            // The loop's results are its body's yielded values after the
+            // condition.
+            Owner::While => f.yielded.map(|mut t| {
+                if !t.is_empty() {
+                    t.remove(0);
+                }
+                t
+            }),
+            _ => None,
+        };
+        sink.block_end(end, inferred);
+        if f.owner == Owner::Program {
+            self.resolve(sink);
+            sink.program_end(Range::new(f.start, end), self.era);
+        }
+    }
+
+    /// At a program's end: every use must have a definition.
+    fn resolve(&mut self, sink: &mut dyn Sink) {
+        let names = std::mem::take(&mut self.names);
+        if self.partial {
+            return;
+        }
+        for (name, at) in names.pending {
+            if !names.defs.contains_key(&name) {
+                self.error(sink, at, format!("use of undefined value {name}"));
+            }
+        }
+    }
+
+    fn define(&mut self, v: &ValueRef, at: Place, sink: &mut dyn Sink) {
+        if v.name == ValueName::Null {
+            return;
+        }
+        if let Some(first) = self.names.defs.get(&v.name) {
+            let note = (
+                first.at.clone(),
+                format!("{} is first defined here", v.name),
+            );
+            self.diag(
+                sink,
+                Severity::Error,
+                at,
+                format!("redefinition of {}", v.name),
+                vec![note],
+            );
+            return;
+        }
+        self.names.defs.insert(v.name.clone(), Def { at });
+    }
+
+    fn using(&mut self, v: &ValueRef, at: Place) {
+        if v.name == ValueName::Null || self.names.defs.contains_key(&v.name) {
+            return;
+        }
+        self.names.pending.push((v.name.clone(), at));
+    }
+
+    fn fail(&mut self, buf: &[u8], base: u64, line_start: usize, f: Fail, sink: &mut dyn Sink) {
+        let at = self.place(buf, base, line_start, f.at, f.end);
+        self.error(sink, at, f.message);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn op_line(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        start: usize,
+        line_end: usize,
+        base: u64,
+        eof: bool,
+        sink: &mut dyn Sink,
+    ) -> Result<usize, NeedMore> {
+        let mut lx = Lexer::new(buf, start, eof);
+        let mut p = OpParser {
+            lx: &mut lx,
+            base,
+            era: self.era,
+        };
+        let parsed = p.op();
+        let era = p.era;
+        match parsed {
+            Err(Step::More) => Err(NeedMore),
+            Err(Step::Fail(f)) => {
+                let raw_end = trim_end(&buf[start..line_end]);
+                let opens = raw_end.last() == Some(&b'{');
+                self.fail(buf, base, pos, f, sink);
+                if opens {
+                    let at = self.place(buf, base, pos, line_end - 1, line_end);
+                    self.open(Owner::Broken, BlockOf::Orphan, start - pos, at, sink);
+                }
+                Ok((line_end + 1).min(buf.len()))
+            }
+            Ok((op, opens, end)) => {
+                self.era = era;
+                self.ops += 1;
+                for r in &op.results {
+                    let at = self.place(
+                        buf,
+                        base,
+                        pos,
+                        (r.span.start - base) as usize,
+                        (r.span.end - base) as usize,
+                    );
+                    self.define(r, at, sink);
+                }
+                for o in &op.operands {
+                    let s = (o.value.span.start - base) as usize;
+                    let e = (o.value.span.end - base) as usize;
+                    if !self.names.defs.contains_key(&o.value.name) {
+                        let at = self.place(buf, base, pos, s, e);
+                        self.using(&o.value, at);
+                    }
+                }
+                let owner = if op.name.as_ref() == "pd_op.if" {
+                    Owner::If
+                } else if op.name.as_ref() == "pd_op.while" {
+                    Owner::While
+                } else {
+                    Owner::Generic
+                };
+                let depth = self.stack.len();
+                if let Some(f) = self.stack.last_mut() {
+                    f.has_ops = true;
+                    f.last_op = Some(0);
+                    if op.name.as_ref() == "cf.yield" {
+                        f.yielded = Some(op.operand_types.clone());
+                    }
+                }
+                let brace = if opens {
+                    Some(self.place(buf, base, pos, end - 1, end))
+                } else {
+                    None
+                };
+                sink.op(op, depth, opens, Text { buf, base });
+                if let Some(at) = brace {
+                    self.open(owner, BlockOf::NewOp, start - pos, at, sink);
+                }
+                // A string may have run over several lines.
+                let next = memchr::memchr(b'\n', &buf[end.min(buf.len())..])
+                    .map_or(buf.len(), |i| end + i + 1);
+                Ok(next)
+            }
+        }
+    }
+
+    fn block_args(
+        &mut self,
+        lx: &mut Lexer,
+        base: u64,
+        line_start: usize,
+        sink: &mut dyn Sink,
+    ) -> Result<Vec<BlockArg>, Fail> {
+        let mut p = OpParser {
+            lx,
+            base,
+            era: self.era,
+        };
+        let args = match p.block_args() {
+            Ok(a) => a,
+            Err(Step::Fail(f)) => return Err(f),
+            Err(Step::More) => {
+                return Err(Fail {
+                    at: p.lx.pos(),
+                    end: p.lx.pos(),
+                    message: "block arguments cut off".into(),
+                });
+            }
+        };
+        let buf = p.lx.buf();
+        for a in &args {
+            let s = (a.value.span.start - base) as usize;
+            let e = (a.value.span.end - base) as usize;
+            let at = self.place(buf, base, line_start, s, e);
+            self.define(&a.value, at, sink);
+        }
+        Ok(args)
+    }
+}
+
+fn trim_end(b: &[u8]) -> &[u8] {
+    let n = b
+        .iter()
+        .rposition(|&c| !matches!(c, b' ' | b'\t' | b'\r'))
+        .map_or(0, |i| i + 1);
+    &b[..n]
+}
+
+/// Why an op line stopped.
+enum Step {
+    /// The bytes ran out mid-line.
+    More,
+    /// It is wrong here.
+    Fail(Fail),
+}
+
+impl From<NeedMore> for Step {
+    fn from(_: NeedMore) -> Step {
+        Step::More
+    }
+}
+
+type Parse<T> = Result<T, Step>;
+
+/// The recursive-descent parser of one op line.
+struct OpParser<'l, 'a> {
+    lx: &'l mut Lexer<'a>,
+    base: u64,
+    era: Era,
+}
+
+fn fail<T>(t: Tok, message: impl Into<String>) -> Parse<T> {
+    Err(Step::Fail(Fail {
+        at: t.start,
+        end: t.end.max(t.start + 1),
+        message: message.into(),
+    }))
+}
+
+fn describe(buf: &[u8], t: Tok) -> String {
+    match t.kind {
+        Kind::Newline => "the end of the line".into(),
+        Kind::Eof => "the end of the text".into(),
+        Kind::BadStr => "an unterminated string".into(),
+        _ => {
+            let s = String::from_utf8_lossy(&buf[t.start..t.end.min(t.start + 40)]);
+            format!("`{}`", crate::name::escape_str(&s))
+        }
+    }
+}
+
+impl<'a> OpParser<'_, 'a> {
+    fn range(&self, t: Tok) -> Range {
+        Range::new(self.base + t.start as u64, self.base + t.end as u64)
+    }
+
+    fn text(&self, t: Tok) -> &'a str {
+        std::str::from_utf8(&self.lx.buf()[t.start..t.end]).unwrap_or("")
+    }
+
+    fn next(&mut self) -> Parse<Tok> {
+        let t = self.lx.token()?;
+        if t.kind == Kind::BadStr {
+            return fail(t, "unterminated string: it has no closing `\"` on its line");
+        }
+        Ok(t)
+    }
+
+    fn peek(&mut self) -> Parse<Tok> {
+        Ok(self.lx.peek()?)
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Parse<Tok> {
+        let t = self.next()?;
+        if t.kind == Kind::Punct(c) {
+            return Ok(t);
+        }
+        let found = describe(self.lx.buf(), t);
+        fail(t, format!("expected `{}` {what}, found {found}", c as char))
+    }
+
+    fn eat(&mut self, c: u8) -> Parse<bool> {
+        if self.peek()?.kind == Kind::Punct(c) {
+            self.lx.token()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn value(&mut self) -> Parse<ValueRef> {
+        let t = self.next()?;
+        let name = match t.kind {
+            Kind::NullValue => ValueName::Null,
+            Kind::Value => {
+                let s = &self.text(t)[1..];
+                if let Some(n) = s.strip_prefix("arg_").and_then(|n| n.parse().ok()) {
+                    ValueName::Arg(n)
+                } else if let Some(k) = s.strip_prefix("kwarg_") {
+                    ValueName::Kwarg(k.into())
+                } else if let Ok(n) = s.parse() {
+                    ValueName::Result(n)
+                } else {
+                    return fail(
+                        t,
+                        format!("`%{s}` is not a value name (%N, %arg_N, %kwarg_NAME)"),
+                    );
+                }
+            }
+            _ => {
+                let found = describe(self.lx.buf(), t);
+                return fail(t, format!("expected a value (%N), found {found}"));
+            }
+        };
+        Ok(ValueRef {
+            name,
+            span: self.range(t),
+        })
+    }
+
+    /// `(%1, %2)` or `()`.
+    fn results(&mut self) -> Parse<Vec<ValueRef>> {
+        self.expect(b'(', "to open the op's results")?;
+        let mut out = Vec::new();
+        if self.eat(b')')? {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.value()?);
+            if self.eat(b')')? {
+                return Ok(out);
+            }
+            self.expect(b',', "between results")?;
+        }
+    }
+
+    fn op(&mut self) -> Parse<(Op, bool, usize)> {
+        let first = self.peek()?;
+        let results = self.results()?;
+        self.expect(b'=', "after the op's results")?;
+        let t = self.next()?;
+        let name: Box<str> = match t.kind {
+            Kind::Str => unquote(&self.lx.buf()[t.start..t.end]).into(),
+            // CINN's ops print their names unquoted.
+            Kind::Ident => self.text(t).into(),
+            _ => {
+                let found = describe(self.lx.buf(), t);
+                return fail(
+                    t,
+                    format!("expected the op's name in quotes, found {found}"),
+                );
+            }
+        };
+        let name_span = self.range(t);
+        let mut id = None;
+        if self.eat(b'[')? {
+            let k = self.next()?;
+            if self.text(k) != "id" {
+                return fail(k, "expected `id:` in `[id:N]`");
+            }
+            self.expect(b':', "in `[id:N]`")?;
+            let n = self.next()?;
+            id = self.text(n).parse().ok();
+            if id.is_none() {
+                return fail(n, "expected the op's id, a number");
+            }
+            self.expect(b']', "to close `[id:N]`")?;
+        }
+        let operands = self.operands()?;
+        let mut op = Op {
+            span: Range::new(self.base + first.start as u64, 0),
+            results,
+            name,
+            name_span,
+            id,
+            operands,
+            attrs: Vec::new(),
+            operand_types: Vec::new(),
+            result_types: Vec::new(),
+            inferred: false,
+            regions: Vec::new(),
+        };
+        let mut opens = false;
+        let t = self.peek()?;
+        if t.kind == Kind::Punct(b'{') {
+            if self.brace_ends_line(t)? {
+                self.lx.token()?;
+                opens = true;
+            } else {
+                op.attrs = self.attr_map()?;
+            }
+        }
+        if !opens {
+            let t = self.peek()?;
+            match t.kind {
+                Kind::Punct(b':') => {
+                    self.lx.token()?;
+                    self.expect(b'(', "to open the operand types")?;
+                    op.operand_types = self.types_until(b')')?;
+                    let a = self.next()?;
+                    if a.kind != Kind::Arrow {
+                        let found = describe(self.lx.buf(), a);
+                        return fail(
+                            a,
+                            format!("expected `->` before the result types, found {found}"),
+                        );
+                    }
+                    op.result_types = self.result_types()?;
+                }
+                Kind::Arrow => {
+                    self.lx.token()?;
+                    op.result_types = self.result_types()?;
+                }
+                _ => {}
+            }
+            let t = self.peek()?;
+            if t.kind == Kind::Punct(b'{') && self.brace_ends_line(t)? {
+                self.lx.token()?;
+                opens = true;
+            }
+        }
+        let t = self.lx.token()?;
+        let end = match t.kind {
+            Kind::Newline | Kind::Eof => t.start,
+            _ => {
+                let found = describe(self.lx.buf(), t);
+                return fail(t, format!("unexpected {found} after the op"));
+            }
+        };
+        let end_trim = trim_end(&self.lx.buf()[..end]).len();
+        op.span.end = self.base + end_trim as u64;
+        Ok((op, opens, end_trim))
+    }
+
+    /// Whether the `{` token `t` is the last thing on its line.
+    fn brace_ends_line(&mut self, t: Tok) -> Parse<bool> {
+        let save = self.lx.pos();
+        self.lx.seek(t.end);
+        let n = self.lx.token();
+        self.lx.seek(save);
+        Ok(matches!(n?.kind, Kind::Newline | Kind::Eof))
+    }
+
+    fn operands(&mut self) -> Parse<Vec<Operand>> {
+        self.expect(b'(', "to open the operands")?;
+        let mut out = Vec::new();
+        if self.eat(b')')? {
+            return Ok(out);
+        }
+        let mut label: Option<Box<str>> = None;
+        loop {
+            let t = self.peek()?;
+            if t.kind == Kind::Ident {
+                // `cond=%1, inputs=%2, %3` of a while.
+                self.lx.token()?;
+                label = Some(self.text(t).into());
+                self.expect(b'=', "after an operand label")?;
+            }
+            let value = self.value()?;
+            out.push(Operand {
+                label: label.clone(),
+                value,
+            });
+            if self.eat(b')')? {
+                return Ok(out);
+            }
+            self.expect(b',', "between operands")?;
+        }
+    }
+
+    fn attr_map(&mut self) -> Parse<Vec<NamedAttr>> {
+        self.expect(b'{', "to open the attributes")?;
+        let mut out = Vec::new();
+        if self.eat(b'}')? {
+            return Ok(out);
+        }
+        loop {
+            let k = self.next()?;
+            if k.kind != Kind::Ident {
+                let found = describe(self.lx.buf(), k);
+                return fail(k, format!("expected an attribute name, found {found}"));
+            }
+            self.expect(b':', "after an attribute name")?;
+            let attr = self.attr(0)?;
+            out.push(NamedAttr {
+                key: self.text(k).into(),
+                key_span: self.range(k),
+                attr,
+            });
+            if self.eat(b'}')? {
+                return Ok(out);
+            }
+            self.expect(b',', "between attributes (or `}` to close them)")?;
+        }
+    }
+
+    /// Bytes from `<` at `open` to its matching `>` on the same line.
+    fn angle_body(&mut self, open: Tok) -> Parse<(usize, usize)> {
+        let b = self.lx.buf();
+        let mut depth = 0usize;
+        let mut i = open.start;
+        while i < b.len() {
+            match b[i] {
+                b'<' => depth += 1,
+                b'>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.lx.seek(i + 1);
+                        return Ok((open.end, i));
+                    }
+                }
+                b'\n' => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        fail(open, "this `<` is never closed on its line")
+    }
+
+    fn attr(&mut self, depth: usize) -> Parse<Attr> {
+        let start = self.peek()?;
+        if depth > MAX_DEPTH {
+            return fail(start, format!("attributes nested deeper than {MAX_DEPTH}"));
+        }
+        let mut tag: Option<Box<str>> = None;
+        if start.kind == Kind::Punct(b'(') {
+            self.lx.token()?;
+            let t = self.next()?;
+            if t.kind != Kind::Ident {
+                let found = describe(self.lx.buf(), t);
+                return fail(
+                    t,
+                    format!("expected an attribute tag such as `Float`, found {found}"),
+                );
+            }
+            tag = Some(self.text(t).into());
+            self.expect(b')', "to close the attribute's tag")?;
+            self.era = Era::Tagged;
+        }
+        let t = self.next()?;
+        let mut value = match t.kind {
+            Kind::Punct(b'[') => {
+                let mut items = Vec::new();
+                if !self.eat(b']')? {
+                    loop {
+                        items.push(self.attr(depth + 1)?);
+                        if self.eat(b']')? {
+                            break;
+                        }
+                        self.expect(b',', "between array items")?;
+                    }
+                }
+                AttrValue::Array(items)
+            }
+            Kind::Str => AttrValue::Str(unquote(&self.lx.buf()[t.start..t.end]).into()),
+            Kind::Num => number(self.text(t)),
+            Kind::Punct(b'-') => {
+                let n = self.next()?;
+                match self.text(n) {
+                    "inf" => AttrValue::Float(f64::NEG_INFINITY),
+                    "nan" => AttrValue::Float(f64::NAN),
+                    _ => return fail(n, "expected a number after `-`"),
+                }
+            }
+            Kind::Ident => {
+                let word = self.text(t);
+                match word {
+                    "true" => AttrValue::Bool(true),
+                    "false" => AttrValue::Bool(false),
+                    "inf" => AttrValue::Float(f64::INFINITY),
+                    "nan" => AttrValue::Float(f64::NAN),
+                    _ => {
+                        let p = self.peek()?;
+                        if p.kind == Kind::Punct(b'(') && p.start == t.end {
+                            let (s, e) = self.paren_body(p)?;
+                            let inner = String::from_utf8_lossy(&self.lx.buf()[s..e]);
+                            if word == "Place" {
+                                AttrValue::Place(inner.into())
+                            } else {
+                                let all = &self.lx.buf()[t.start..e + 1];
+                                AttrValue::Word(String::from_utf8_lossy(all).into())
+                            }
+                        } else if p.kind == Kind::Punct(b'<') && p.start == t.end {
+                            // A type as an attribute: kept as its text.
+                            self.lx.token()?;
+                            self.angle_body(p)?;
+                            AttrValue::Opaque
+                        } else {
+                            AttrValue::Word(word.into())
+                        }
+                    }
+                }
+            }
+            Kind::Punct(b'<') => {
+                let (s, e) = self.angle_body(t)?;
+                let inner = String::from_utf8_lossy(&self.lx.buf()[s..e]);
+                let pairs = inner
+                    .split('|')
+                    .map(|kv| match kv.split_once(':') {
+                        Some((k, v)) => (k.trim().into(), v.trim().into()),
+                        None => (kv.trim().into(), "".into()),
+                    })
+                    .collect();
+                AttrValue::KernelKey(pairs)
+            }
+            Kind::AttrNull => AttrValue::Null,
+            Kind::AttrOther | Kind::NullType => AttrValue::Opaque,
+            _ => {
+                // Unknown forms are kept as their text, up to the next
+                // `,` or `}` outside brackets.
+                self.skip_opaque(t)?;
+                AttrValue::Opaque
+            }
+        };
+        if let Some(tag) = &tag {
+            value = tagged(tag, value);
+        }
+        let end = self.lx.pos();
+        let end = trim_end(&self.lx.buf()[..end]).len();
+        Ok(Attr {
+            tag,
+            value,
+            span: Range::new(self.base + start.start as u64, self.base + end as u64),
+        })
+    }
+
+    fn paren_body(&mut self, open: Tok) -> Parse<(usize, usize)> {
+        let b = self.lx.buf();
+        let mut depth = 0usize;
+        let mut i = open.start;
+        while i < b.len() && b[i] != b'\n' {
+            match b[i] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.lx.seek(i + 1);
+                        return Ok((open.end, i));
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        fail(open, "this `(` is never closed on its line")
+    }
+
+    fn skip_opaque(&mut self, first: Tok) -> Parse<()> {
+        let mut depth = 0usize;
+        let mut t = first;
+        loop {
+            match t.kind {
+                Kind::Punct(b'[' | b'(' | b'<') => depth += 1,
+                Kind::Punct(b']' | b')' | b'>') if depth > 0 => depth -= 1,
+                Kind::Newline | Kind::Eof => return fail(t, "the line ends inside an attribute"),
+                _ => {}
+            }
+            let p = self.peek()?;
+            if depth == 0 && matches!(p.kind, Kind::Punct(b',' | b'}' | b']')) {
+                return Ok(());
+            }
+            t = self.next()?;
+        }
+    }
+
+    /// Types up to the closing `c` (consumed).
+    fn types_until(&mut self, c: u8) -> Parse<Vec<Type>> {
+        let mut out = Vec::new();
+        if self.eat(c)? {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.ty(0)?);
+            if self.eat(c)? {
+                return Ok(out);
+            }
+            self.expect(b',', "between types")?;
+        }
+    }
+
+    /// Result types after `->`: none (the line ends), or a list.
+    fn result_types(&mut self) -> Parse<Vec<Type>> {
+        let mut out = Vec::new();
+        loop {
+            let t = self.peek()?;
+            if matches!(t.kind, Kind::Newline | Kind::Eof) {
+                return Ok(out);
+            }
+            if t.kind == Kind::Punct(b'{') && self.brace_ends_line(t)? {
+                return Ok(out);
+            }
+            out.push(self.ty(0)?);
+            if !self.eat(b',')? {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn ty(&mut self, depth: usize) -> Parse<Type> {
+        let t = self.next()?;
+        if depth > MAX_DEPTH {
+            return fail(t, format!("types nested deeper than {MAX_DEPTH}"));
+        }
+        let kind = match t.kind {
+            Kind::NullType => TypeKind::Null,
+            Kind::Ident => {
+                let word = self.text(t).to_string();
+                let p = self.peek()?;
+                if word == "vec" && p.kind == Kind::Punct(b'[') {
+                    self.lx.token()?;
+                    let items = self.types_until(b']')?;
+                    let span =
+                        Range::new(self.base + t.start as u64, self.base + self.lx.pos() as u64);
+                    return Ok(Type {
+                        span,
+                        kind: TypeKind::Vec(items),
+                    });
+                }
+                let body = if p.kind == Kind::Punct(b'<') && p.start == t.end {
+                    self.lx.token()?;
+                    let (s, e) = self.angle_body(p)?;
+                    Some(String::from_utf8_lossy(&self.lx.buf()[s..e]).into_owned())
+                } else {
+                    None
+                };
+                self.type_kind(&word, body.as_deref())
+            }
+            _ => {
+                let found = describe(self.lx.buf(), t);
+                return fail(t, format!("expected a type, found {found}"));
+            }
+        };
+        Ok(Type {
+            span: Range::new(self.base + t.start as u64, self.base + self.lx.pos() as u64),
+            kind,
+        })
+    }
+
+    /// Asks the dialects about a type; what none takes is opaque.
+    fn type_kind(&mut self, word: &str, body: Option<&str>) -> TypeKind {
+        let found = match word.split_once('.') {
+            Some((prefix, name)) => {
+                if body.is_some() {
+                    self.era = Era::Tagged;
+                }
+                dialects::named(prefix).and_then(|d| (d.parse_type)(name, body))
+            }
+            None => {
+                if word == "tensor" && body.is_some() && self.era == Era::Unknown {
+                    self.era = Era::Bare;
+                }
+                dialects::DIALECTS
+                    .iter()
+                    .find(|d| (d.bare_type)(word))
+                    .and_then(|d| (d.parse_type)(word, body))
+            }
+        };
+        found.unwrap_or(TypeKind::Opaque)
+    }
+
+    /// `^%arg_0 {attrs}, %arg_1` (the `^` already read).
+    fn block_args(&mut self) -> Parse<Vec<BlockArg>> {
+        let mut out = Vec::new();
+        loop {
+            let t = self.peek()?;
+            if matches!(t.kind, Kind::Newline | Kind::Eof) {
+                return Ok(out);
+            }
+            let value = self.value()?;
+            let attrs = if self.peek()?.kind == Kind::Punct(b'{') {
+                self.attr_map()?
+            } else {
+                Vec::new()
+            };
+            out.push(BlockArg { value, attrs });
+            if !self.eat(b',')? {
+                let t = self.peek()?;
+                if !matches!(t.kind, Kind::Newline | Kind::Eof) {
+                    let found = describe(self.lx.buf(), t);
+                    return fail(
+                        t,
+                        format!("expected `,` between block arguments, found {found}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn number(s: &str) -> AttrValue {
+    if s.starts_with("0x") || s.starts_with("-0x") {
+        return AttrValue::Opaque;
+    }
+    if !s.contains(['.', 'e', 'E'])
+        && let Ok(i) = s.parse::<i64>()
+    {
+        return AttrValue::Int(i);
+    }
+    match s.parse::<f64>() {
+        Ok(f) => AttrValue::Float(f),
+        Err(_) => AttrValue::Opaque,
+    }
+}
+
+/// A tagged attribute as its dialect reads it (`(pd_op.DataType)float32`);
+/// opaque if no dialect takes the tag.
+fn tagged(tag: &str, value: AttrValue) -> AttrValue {
+    let found = match tag.split_once('.') {
+        Some((prefix, name)) => dialects::named(prefix).and_then(|d| (d.parse_attr)(name, &value)),
+        None => dialects::named("builtin").and_then(|d| (d.parse_attr)(tag, &value)),
+    };
+    found.unwrap_or(AttrValue::Opaque)
+}
+
+/// A [`Sink`] that keeps everything: the programs as trees, and the
+/// diagnostics.
+#[derive(Default)]
+pub struct Builder {
+    /// The programs read, in order.
+    pub programs: Vec<Program>,
+    /// Every diagnostic, in order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Open blocks, the innermost last, each with the op that owns it.
+    open: Vec<(Block, Owned)>,
+    /// An op whose block comes next.
+    waiting: Option<Op>,
+    /// The program's block, once closed.
+    done: Option<Block>,
+    /// Hand the program's top-level ops out through `ready` as they are
+    /// complete, instead of keeping them.
+    stream: bool,
+    /// Complete top-level ops, in order, when streaming: take them.
+    pub ready: Vec<Op>,
+}
+
+impl Builder {
+    /// A builder that hands out each top-level op once it is complete
+    /// (through [`Builder::ready`]), so only one is held at a time.
+    pub fn streaming() -> Builder {
+        Builder {
+            stream: true,
+            ..Builder::default()
+        }
+    }
+
+    /// Adds a complete op to the innermost open block.
+    fn push(&mut self, op: Op) {
+        let stream = self.stream;
+        let Some((b, owned)) = self.open.last_mut() else {
+            return;
+        };
+        if stream && matches!(owned, Owned::Program) {
+            // The op before it is complete now: an else or a region block
+            // can only follow the last one.
+            self.ready.append(&mut b.ops);
+        }
+        b.ops.push(op);
+    }
+}
+
+enum Owned {
+    Program,
+    Op(Box<Op>),
+    Orphan,
+}
+
+impl Sink for Builder {
+    fn program(&mut self, _start: u64) {
+        self.open.clear();
+        self.waiting = None;
+    }
+
+    fn op(&mut self, op: Op, _depth: usize, opens: bool, _text: Text) {
+        if opens {
+            self.waiting = Some(op);
+        } else {
+            self.push(op);
+        }
+    }
+
+    fn block(&mut self, start: u64, of: BlockOf) {
+        let owned = match of {
+            BlockOf::Program => Owned::Program,
+            BlockOf::NewOp => self
+                .waiting
+                .take()
+                .map_or(Owned::Orphan, |op| Owned::Op(Box::new(op))),
+            BlockOf::LastOp | BlockOf::Else => self
+                .open
+                .last_mut()
+                .and_then(|(b, _)| b.ops.pop())
+                .map_or(Owned::Orphan, |op| Owned::Op(Box::new(op))),
+            BlockOf::Orphan => Owned::Orphan,
+        };
+        let block = Block {
+            span: Range::new(start, start),
+            ..Block::default()
+        };
+        self.open.push((block, owned));
+    }
+
+    fn block_args(&mut self, args: Vec<BlockArg>, kw: bool, _text: Text) {
+        if let Some((b, _)) = self.open.last_mut() {
+            if kw {
+                b.kwargs.extend(args);
+            } else {
+                b.args.extend(args);
+            }
+        }
+    }
+
+    fn block_end(&mut self, end: u64, inferred: Option<Vec<Type>>) {
+        let Some((mut block, owned)) = self.open.pop() else {
+            return;
+        };
+        block.span.end = end;
+        match owned {
+            Owned::Program => {
+                if self.stream {
+                    self.ready.append(&mut block.ops);
+                }
+                self.done = Some(block);
+            }
+            Owned::Op(mut op) => {
+                op.regions.push(Region {
+                    blocks: vec![block],
+                });
+                if let Some(t) = inferred
+                    && op.result_types.is_empty()
+                {
+                    op.result_types = t;
+                    op.inferred = true;
+                }
+                self.push(*op);
+            }
+            Owned::Orphan => {
+                if let Some((b, _)) = self.open.last_mut() {
+                    b.ops.append(&mut block.ops);
+                }
+            }
+        }
+    }
+
+    fn program_end(&mut self, span: Range, era: Era) {
+        let block = self.done.take().unwrap_or_default();
+        self.open.clear();
+        self.programs.push(Program { span, block, era });
+    }
+
+    fn diagnostic(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+}
+
+/// Reads a whole text held in memory.
+pub fn read_all(text: &[u8]) -> Builder {
+    let mut b = Builder::default();
+    let mut r = Reader::new();
+    r.feed(text, 0, true, &mut b);
+    b
+}
