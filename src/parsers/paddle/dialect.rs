@@ -24,19 +24,21 @@ pub struct Dialect {
 /// Dims and element type of a tensor body, `2x-1x3xf32` or `f32` (0-D).
 pub fn tensor_body(body: &str) -> Option<(Vec<i64>, Box<str>)> {
     let body = body.trim();
-    let mut parts: Vec<&str> = body.split('x').collect();
-    let dtype = parts.pop()?.trim();
-    if dtype.is_empty() {
-        return None;
-    }
-    // A layout printed after the type by one version: keep the type.
+    let (dims, dtype) = match body.rsplit_once('x') {
+        Some((d, t)) => (Some(d), t),
+        None => (None, body),
+    };
+    // One version printed a layout after the type: keep the type.
     let dtype = dtype.split_whitespace().next()?;
-    let dims = parts
-        .iter()
-        .map(|d| match d.trim() {
-            "?" => Some(-1),
-            d => d.parse::<i64>().ok(),
-        })
-        .collect::<Option<Vec<i64>>>()?;
+    let dims = match dims {
+        None => Vec::new(),
+        Some(d) => d
+            .split('x')
+            .map(|d| match d.trim() {
+                "?" => Some(-1),
+                d => d.parse::<i64>().ok(),
+            })
+            .collect::<Option<Vec<i64>>>()?,
+    };
     Some((dims, dtype.into()))
 }

@@ -60,6 +60,8 @@ pub struct Lexer<'a> {
     buf: &'a [u8],
     pos: usize,
     eof: bool,
+    /// The token [`Lexer::peek`] saw at `pos`, kept for the next call.
+    ahead: Option<Tok>,
 }
 
 fn ident_start(b: u8) -> bool {
@@ -73,7 +75,12 @@ fn ident_byte(b: u8) -> bool {
 impl<'a> Lexer<'a> {
     /// A lexer at `pos` of `buf`.
     pub fn new(buf: &'a [u8], pos: usize, eof: bool) -> Lexer<'a> {
-        Lexer { buf, pos, eof }
+        Lexer {
+            buf,
+            pos,
+            eof,
+            ahead: None,
+        }
     }
 
     /// Where the next token starts (after spaces).
@@ -84,6 +91,7 @@ impl<'a> Lexer<'a> {
     /// Moves to `pos`.
     pub fn seek(&mut self, pos: usize) {
         self.pos = pos.min(self.buf.len());
+        self.ahead = None;
     }
 
     /// The buffer.
@@ -96,15 +104,25 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token without consuming it.
+    #[inline]
     pub fn peek(&mut self) -> Result<Tok, NeedMore> {
+        if let Some(t) = self.ahead {
+            return Ok(t);
+        }
         let save = self.pos;
-        let t = self.token();
+        let t = self.token()?;
         self.pos = save;
-        t
+        self.ahead = Some(t);
+        Ok(t)
     }
 
     /// The next token.
+    #[inline]
     pub fn token(&mut self) -> Result<Tok, NeedMore> {
+        if let Some(t) = self.ahead.take() {
+            self.pos = t.end;
+            return Ok(t);
+        }
         let b = self.buf;
         while self.pos < b.len() && matches!(b[self.pos], b' ' | b'\t' | b'\r') {
             self.pos += 1;

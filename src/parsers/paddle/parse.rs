@@ -159,16 +159,76 @@ struct Frame {
     last_op: Option<usize>,
 }
 
-#[derive(Debug)]
+/// Where a value is defined, in 24 bytes: a program may define millions.
+#[derive(Debug, Clone, Copy)]
 struct Def {
-    at: Place,
+    start: u64,
+    len: u32,
+    line: u32,
+    /// 1-based, in bytes (printed programs are ASCII).
+    col: u32,
+}
+
+impl Def {
+    const NONE: Def = Def {
+        start: u64::MAX,
+        len: 0,
+        line: 0,
+        col: 0,
+    };
+
+    /// The place, without its line's text (the reader may have moved past
+    /// it; a front end reads it again from `line_start`).
+    fn place(self) -> Place {
+        Place {
+            span: Range::new(self.start, self.start + self.len as u64),
+            line: self.line as u64,
+            col: self.col as u64,
+            source: String::new(),
+            line_start: self.start.saturating_sub(self.col.saturating_sub(1) as u64),
+        }
+    }
 }
 
 /// Names of one program: definitions, and uses waiting for theirs.
 #[derive(Default)]
 struct Names {
-    defs: HashMap<ValueName, Def>,
+    /// `%N` by `N`: the printer numbers results densely from 0.
+    results: Vec<Def>,
+    /// Other names, and numbers too far apart to index.
+    other: HashMap<ValueName, Def>,
     pending: Vec<(ValueName, Place)>,
+    count: usize,
+}
+
+impl Names {
+    fn get(&self, n: &ValueName) -> Option<Def> {
+        if let ValueName::Result(k) = n
+            && let Some(d) = usize::try_from(*k).ok().and_then(|k| self.results.get(k))
+            && d.start != u64::MAX
+        {
+            return Some(*d);
+        }
+        self.other.get(n).copied()
+    }
+
+    fn insert(&mut self, n: &ValueName, d: Def) {
+        self.count += 1;
+        // Indexed only while the numbers stay near the count of values, so
+        // a hostile `%99999999999` costs one map entry, not a huge vector.
+        let limit = (1usize << 16).max(self.count.saturating_mul(4));
+        if let ValueName::Result(k) = n
+            && let Ok(k) = usize::try_from(*k)
+            && k < limit
+        {
+            if self.results.len() <= k {
+                self.results.resize(k + 1, Def::NONE);
+            }
+            self.results[k] = d;
+            return;
+        }
+        self.other.insert(n.clone(), d);
+    }
 }
 
 /// The reader's state between chunks.
@@ -551,26 +611,35 @@ impl Reader {
 
     /// At a program's end: every use must have a definition.
     fn resolve(&mut self, sink: &mut dyn Sink) {
-        let names = std::mem::take(&mut self.names);
+        let mut names = std::mem::take(&mut self.names);
         if self.partial {
             return;
         }
-        for (name, at) in names.pending {
-            if !names.defs.contains_key(&name) {
+        for (name, at) in std::mem::take(&mut names.pending) {
+            if names.get(&name).is_none() {
                 self.error(sink, at, format!("use of undefined value {name}"));
             }
         }
     }
 
-    fn define(&mut self, v: &ValueRef, at: Place, sink: &mut dyn Sink) {
+    /// Records that `v` is defined; `line_start` is where its line starts
+    /// in `buf`.
+    fn define(
+        &mut self,
+        v: &ValueRef,
+        buf: &[u8],
+        base: u64,
+        line_start: usize,
+        sink: &mut dyn Sink,
+    ) {
         if v.name == ValueName::Null {
             return;
         }
-        if let Some(first) = self.names.defs.get(&v.name) {
-            let note = (
-                first.at.clone(),
-                format!("{} is first defined here", v.name),
-            );
+        if let Some(first) = self.names.get(&v.name) {
+            let s = (v.span.start - base) as usize;
+            let e = (v.span.end - base) as usize;
+            let at = self.place(buf, base, line_start, s, e);
+            let note = (first.place(), format!("{} is first defined here", v.name));
             self.diag(
                 sink,
                 Severity::Error,
@@ -580,13 +649,24 @@ impl Reader {
             );
             return;
         }
-        self.names.defs.insert(v.name.clone(), Def { at });
+        let col = (v.span.start - base).saturating_sub(line_start as u64) + 1;
+        let def = Def {
+            start: v.span.start,
+            len: u32::try_from(v.span.len()).unwrap_or(u32::MAX),
+            line: u32::try_from(self.line).unwrap_or(u32::MAX),
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+        };
+        self.names.insert(&v.name, def);
     }
 
-    fn using(&mut self, v: &ValueRef, at: Place) {
-        if v.name == ValueName::Null || self.names.defs.contains_key(&v.name) {
+    /// `v` is used; unless already defined, it waits for its definition
+    /// until the program ends.
+    fn using(&mut self, v: &ValueRef, buf: &[u8], base: u64, line_start: usize) {
+        if v.name == ValueName::Null || self.names.get(&v.name).is_some() {
             return;
         }
+        let s = (v.span.start - base) as usize;
+        let at = self.place(buf, base, line_start, s, (v.span.end - base) as usize);
         self.names.pending.push((v.name.clone(), at));
     }
 
@@ -617,6 +697,7 @@ impl Reader {
         match parsed {
             Err(Step::More) => Err(NeedMore),
             Err(Step::Fail(f)) => {
+                let f = *f;
                 let raw_end = trim_end(&buf[start..line_end]);
                 let opens = raw_end.last() == Some(&b'{');
                 self.fail(buf, base, pos, f, sink);
@@ -630,22 +711,10 @@ impl Reader {
                 self.era = era;
                 self.ops += 1;
                 for r in &op.results {
-                    let at = self.place(
-                        buf,
-                        base,
-                        pos,
-                        (r.span.start - base) as usize,
-                        (r.span.end - base) as usize,
-                    );
-                    self.define(r, at, sink);
+                    self.define(r, buf, base, pos, sink);
                 }
                 for o in &op.operands {
-                    let s = (o.value.span.start - base) as usize;
-                    let e = (o.value.span.end - base) as usize;
-                    if !self.names.defs.contains_key(&o.value.name) {
-                        let at = self.place(buf, base, pos, s, e);
-                        self.using(&o.value, at);
-                    }
+                    self.using(&o.value, buf, base, pos);
                 }
                 let owner = if op.name.as_ref() == "pd_op.if" {
                     Owner::If
@@ -693,7 +762,7 @@ impl Reader {
         };
         let args = match p.block_args() {
             Ok(a) => a,
-            Err(Step::Fail(f)) => return Err(f),
+            Err(Step::Fail(f)) => return Err(*f),
             Err(Step::More) => {
                 return Err(Fail {
                     at: p.lx.pos(),
@@ -704,10 +773,7 @@ impl Reader {
         };
         let buf = p.lx.buf();
         for a in &args {
-            let s = (a.value.span.start - base) as usize;
-            let e = (a.value.span.end - base) as usize;
-            let at = self.place(buf, base, line_start, s, e);
-            self.define(&a.value, at, sink);
+            self.define(&a.value, buf, base, line_start, sink);
         }
         Ok(args)
     }
@@ -725,8 +791,8 @@ fn trim_end(b: &[u8]) -> &[u8] {
 enum Step {
     /// The bytes ran out mid-line.
     More,
-    /// It is wrong here.
-    Fail(Fail),
+    /// It is wrong here (boxed: the happy path stays small).
+    Fail(Box<Fail>),
 }
 
 impl From<NeedMore> for Step {
@@ -745,11 +811,11 @@ struct OpParser<'l, 'a> {
 }
 
 fn fail<T>(t: Tok, message: impl Into<String>) -> Parse<T> {
-    Err(Step::Fail(Fail {
+    Err(Step::Fail(Box::new(Fail {
         at: t.start,
         end: t.end.max(t.start + 1),
         message: message.into(),
-    }))
+    })))
 }
 
 fn describe(buf: &[u8], t: Tok) -> String {
@@ -765,14 +831,17 @@ fn describe(buf: &[u8], t: Tok) -> String {
 }
 
 impl<'a> OpParser<'_, 'a> {
+    #[inline]
     fn range(&self, t: Tok) -> Range {
         Range::new(self.base + t.start as u64, self.base + t.end as u64)
     }
 
+    #[inline]
     fn text(&self, t: Tok) -> &'a str {
         std::str::from_utf8(&self.lx.buf()[t.start..t.end]).unwrap_or("")
     }
 
+    #[inline]
     fn next(&mut self) -> Parse<Tok> {
         let t = self.lx.token()?;
         if t.kind == Kind::BadStr {
@@ -781,10 +850,12 @@ impl<'a> OpParser<'_, 'a> {
         Ok(t)
     }
 
+    #[inline]
     fn peek(&mut self) -> Parse<Tok> {
         Ok(self.lx.peek()?)
     }
 
+    #[inline]
     fn expect(&mut self, c: u8, what: &str) -> Parse<Tok> {
         let t = self.next()?;
         if t.kind == Kind::Punct(c) {
@@ -794,6 +865,7 @@ impl<'a> OpParser<'_, 'a> {
         fail(t, format!("expected `{}` {what}, found {found}", c as char))
     }
 
+    #[inline]
     fn eat(&mut self, c: u8) -> Parse<bool> {
         if self.peek()?.kind == Kind::Punct(c) {
             self.lx.token()?;
@@ -1218,7 +1290,7 @@ impl<'a> OpParser<'_, 'a> {
         let kind = match t.kind {
             Kind::NullType => TypeKind::Null,
             Kind::Ident => {
-                let word = self.text(t).to_string();
+                let word = self.text(t);
                 let p = self.peek()?;
                 if word == "vec" && p.kind == Kind::Punct(b'[') {
                     self.lx.token()?;
@@ -1233,11 +1305,11 @@ impl<'a> OpParser<'_, 'a> {
                 let body = if p.kind == Kind::Punct(b'<') && p.start == t.end {
                     self.lx.token()?;
                     let (s, e) = self.angle_body(p)?;
-                    Some(String::from_utf8_lossy(&self.lx.buf()[s..e]).into_owned())
+                    Some(std::str::from_utf8(&self.lx.buf()[s..e]).unwrap_or("\u{fffd}"))
                 } else {
                     None
                 };
-                self.type_kind(&word, body.as_deref())
+                self.type_kind(word, body)
             }
             _ => {
                 let found = describe(self.lx.buf(), t);
