@@ -5,7 +5,7 @@
 //! The text is read a chunk at a time and each op is written as soon as it
 //! is read, so a program of millions of ops takes little memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -15,7 +15,8 @@ use codespan_reporting::term::{self, Config, DisplayStyle};
 use super::common::{Fatal, Input, finish_output, open, resolve_final, wait};
 use crate::data::{Data, MmapSource, Range};
 use crate::extraction::Phase;
-use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type};
+use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type, ValueName};
+use crate::parsers::paddle::json_program;
 use crate::parsers::paddle::parse::{
     BlockOf, Builder, Diagnostic, MAX_ERRORS, Reader, Severity, Sink, Text,
 };
@@ -55,6 +56,12 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let head = crate::parsers::api::head(&*data);
+    if head.first() == Some(&b'{') && memchr::memmem::find(&head, b"\"base_code\"").is_some() {
+        let r = saved(&*data, show, &mut out);
+        finish_output(r.and_then(|()| out.flush()))?;
+        return Ok(Status::Complete);
+    }
     let mut reader = Reader::new();
     let (diagnostics, programs) = match show {
         Show::Text => {
@@ -97,6 +104,143 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     } else {
         Status::Complete
     })
+}
+
+/// A program saved as JSON (`paddle.jit.save`): read whole, then shown
+/// like a printed one.
+fn saved(data: &dyn crate::data::Source, show: Show, out: &mut impl Write) -> io::Result<()> {
+    let bytes = json_program::whole(data).map_err(io::Error::other)?;
+    let s = json_program::read(&bytes).map_err(io::Error::other)?;
+    let p = &s.program;
+    match show {
+        Show::Text => {
+            let mut types = HashMap::new();
+            writeln!(out, "{{")?;
+            for op in &p.block.ops {
+                print_op(op, 1, &mut types, out)?;
+            }
+            writeln!(out, "}}")
+        }
+        Show::Json => {
+            let v = serde_json::json!({
+                "programs": [{
+                    "start": p.span.start,
+                    "end": p.span.end,
+                    "era": "saved",
+                    "ops": p.block.ops.iter().map(op_json).collect::<Vec<_>>(),
+                }],
+                "diagnostics": [],
+                "more_errors": 0,
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)
+        }
+        Show::Stats | Show::StatsJson => {
+            let mut ops = BTreeMap::new();
+            for op in &p.block.ops {
+                op.walk(&mut |o| *ops.entry(o.name.to_string()).or_insert(0u64) += 1);
+            }
+            if show == Show::Stats {
+                stats_text(out, &ops)
+            } else {
+                stats_json(out, &ops, &[], 0)
+            }
+        }
+    }
+}
+
+/// An op in printer form (Paddle 3.x), its operand types taken from where
+/// their values were defined.
+fn print_op(
+    op: &Op,
+    depth: usize,
+    types: &mut HashMap<ValueName, String>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let ind = "    ".repeat(depth);
+    let names = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(", ");
+    let results = names(&mut op.results.iter().map(|r| r.name.to_string()));
+    let operands = names(&mut op.operands.iter().map(|o| o.value.name.to_string()));
+    let attrs: Vec<String> = op
+        .attrs
+        .iter()
+        .map(|a| format!("{}:{}", a.key, attr_text(&a.attr.value)))
+        .collect();
+    let in_types = names(&mut op.operands.iter().map(|o| {
+        types
+            .get(&o.value.name)
+            .cloned()
+            .unwrap_or_else(|| "<<NULL TYPE>>".into())
+    }));
+    let out_types: Vec<String> = op.result_types.iter().map(type_text).collect();
+    for (r, t) in op.results.iter().zip(&out_types) {
+        types.insert(r.name.clone(), t.clone());
+    }
+    write!(
+        out,
+        "{ind}({results}) = \"{}\" ({operands}) {{{}}} : ({in_types}) -> {}",
+        crate::name::escape_str(&op.name),
+        attrs.join(","),
+        out_types.join(", ")
+    )?;
+    if op.regions.is_empty() {
+        return writeln!(out);
+    }
+    writeln!(out, " {{")?;
+    for (i, r) in op.regions.iter().enumerate() {
+        for b in &r.blocks {
+            if i > 0 {
+                writeln!(out, "{ind}}} else {{")?;
+            }
+            for o in &b.ops {
+                print_op(o, depth + 1, types, out)?;
+            }
+        }
+    }
+    writeln!(out, "{ind}}}")
+}
+
+fn type_text(t: &Type) -> String {
+    use crate::parsers::paddle::ast::TypeKind;
+    match &t.kind {
+        TypeKind::Tensor {
+            name, dims, dtype, ..
+        } => {
+            let mut s = format!("{name}<");
+            for d in dims {
+                s.push_str(&format!("{d}x"));
+            }
+            format!("{s}{dtype}>")
+        }
+        TypeKind::Scalar(s) => s.to_string(),
+        TypeKind::Vec(items) => {
+            let v: Vec<String> = items.iter().map(type_text).collect();
+            format!("vec[{}]", v.join(","))
+        }
+        TypeKind::Null => "<<NULL TYPE>>".into(),
+        TypeKind::Opaque => "<#AttrNotImplemented>".into(),
+    }
+}
+
+fn attr_text(v: &AttrValue) -> String {
+    match v {
+        AttrValue::Bool(b) => b.to_string(),
+        AttrValue::Int(i) => i.to_string(),
+        AttrValue::Float(f) => f.to_string(),
+        AttrValue::Str(s) => format!("\"{}\"", crate::name::escape_str(s).replace('"', "\\\"")),
+        AttrValue::Array(items) => {
+            let v: Vec<String> = items.iter().map(|a| attr_text(&a.value)).collect();
+            format!("[{}]", v.join(","))
+        }
+        AttrValue::Place(p) => format!("Place({})", crate::name::escape_str(p)),
+        AttrValue::KernelKey(kv) => {
+            let v: Vec<String> = kv.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            format!("<{}>", v.join("|"))
+        }
+        AttrValue::Word(w) => crate::name::escape_str(w),
+        AttrValue::Null => "<#AttrNull>".into(),
+        AttrValue::Opaque => "<#AttrNotImplemented>".into(),
+    }
 }
 
 fn check_long(ok: bool, mut d: Vec<Diagnostic>) -> Vec<Diagnostic> {

@@ -42,6 +42,8 @@ pub static REGISTRY: &[&Format] = &[
     &safetensors::FORMAT,
     &safetensors_index::FORMAT,
     &onnx::FORMAT,
+    &paddle::json_program::FORMAT,
+    &paddle::params::FORMAT,
     &json::FORMAT,
     &paddle::FORMAT,
 ];

@@ -507,3 +507,133 @@ fn the_tree_shows_programs_and_ops() {
     assert!(out.contains("kernel_key"), "{out}");
     assert_eq!(r.code, 0, "{}", r.stderr_text());
 }
+
+/// Saved programs (`paddle.jit.save`): the op counts of what
+/// `paddle.static.load_inference_model` reads, and each op's JSON object.
+#[test]
+fn saved_programs_read_as_paddle_loads_them() {
+    use pparse::parsers::paddle::json_program;
+    for name in ["saved-cnn", "saved-mlp"] {
+        let bytes = fixture(&format!("paddle/{name}.json"));
+        let s = json_program::read(&bytes).unwrap();
+        assert_eq!(s.magic.as_deref(), Some("pir"));
+        assert_eq!(
+            counts(std::slice::from_ref(&s.program)),
+            paddle_counts(name),
+            "{name}"
+        );
+        for op in all_ops(std::slice::from_ref(&s.program)) {
+            let r = op.span;
+            let v: serde_json::Value =
+                serde_json::from_slice(&bytes[r.start as usize..r.end as usize]).unwrap();
+            assert!(v.get("#").is_some(), "{name}: an op's range is its object");
+        }
+        let path = fixture_path(&format!("paddle/{name}.json"));
+        let r = pparse([
+            "ir".as_ref(),
+            path.as_os_str(),
+            "--stats".as_ref(),
+            "--json".as_ref(),
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_slice(&fixture(&format!("paddle/{name}.counts.json"))).unwrap();
+        assert_eq!(v["ops"], want, "{name}");
+    }
+}
+
+fn numpy_dtype(safetensors: &str) -> &'static str {
+    match safetensors {
+        "F32" => "float32",
+        "F64" => "float64",
+        "F16" => "float16",
+        "I64" => "int64",
+        "I32" => "int32",
+        "U8" => "uint8",
+        "BOOL" => "bool",
+        other => panic!("{other}"),
+    }
+}
+
+/// The parameters beside a saved program, as Paddle loads them: names from
+/// the program, dtype, shape and the very bytes (sha256).
+#[test]
+fn pdiparams_tensors_are_what_paddle_loads() {
+    use sha2::{Digest, Sha256};
+    for name in ["saved-cnn", "saved-mlp"] {
+        let want: Vec<serde_json::Value> =
+            serde_json::from_slice(&fixture(&format!("paddle/{name}.params.json"))).unwrap();
+        let params = fixture(&format!("paddle/{name}.pdiparams"));
+        for opened in ["json", "pdiparams"] {
+            let path = fixture_path(&format!("paddle/{name}.{opened}"));
+            let r = pparse(["tensors".as_ref(), path.as_os_str(), "--json".as_ref()]);
+            assert_eq!(r.code, 0, "{}", r.stderr_text());
+            let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+            let got = v.as_array().or_else(|| v["tensors"].as_array()).unwrap();
+            assert_eq!(got.len(), want.len(), "{name} via {opened}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g["name"], w["name"], "{name}");
+                assert_eq!(numpy_dtype(g["dtype"].as_str().unwrap()), w["dtype"]);
+                assert_eq!(g["shape"], w["shape"]);
+                let off = g["offset"].as_u64().unwrap() as usize;
+                let len = g["length"].as_u64().unwrap() as usize;
+                let hash: String = Sha256::digest(&params[off..off + len])
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                assert_eq!(hash, w["sha256"].as_str().unwrap(), "{name}: {}", w["name"]);
+                assert_eq!(g["status"], "complete");
+            }
+        }
+    }
+}
+
+/// A cut `.pdiparams` keeps every whole tensor and says which one is cut.
+#[test]
+fn cut_pdiparams_keep_whole_tensors() {
+    let params = fixture("paddle/saved-cnn.pdiparams");
+    let src = |b: &[u8]| pparse::data::MemSource::new(b.to_vec());
+    let whole = pparse::parsers::paddle::params::records(&src(&params));
+    let ends: Vec<u64> = whole.iter().map(|r| r.range.end).collect();
+    let mut cuts: Vec<u64> = ends.iter().flat_map(|&e| [e - 1, e, e + 1]).collect();
+    let mut rng = Rng::new(3);
+    for _ in 0..40 {
+        cuts.push(rng.below(params.len() as u64));
+    }
+    for cut in cuts {
+        let cut = cut.min(params.len() as u64);
+        let part = &params[..cut as usize];
+        let recs = pparse::parsers::paddle::params::records(&src(part));
+        let intact = ends.iter().filter(|&&e| e <= cut).count();
+        let ok: Vec<_> = recs.iter().filter(|r| r.damage.is_none()).collect();
+        assert_eq!(ok.len(), intact, "cut at {cut}");
+        for (r, w) in ok.iter().zip(&whole) {
+            assert_eq!(r.data, w.data, "cut at {cut}");
+        }
+        if (cut as usize) < params.len() && !ends.contains(&cut) {
+            let last = recs.last().expect("the cut tensor is listed");
+            let d = last.damage.as_ref().expect("and marked");
+            assert_eq!(
+                d.status,
+                pparse::Status::Truncated,
+                "cut at {cut}: {}",
+                d.reason
+            );
+        }
+    }
+}
+
+/// The shared damage sweep (cuts, flips, zeroed and random spans) on a
+/// printed program, a log, a saved program and its parameters: the tree's
+/// invariants hold and nothing panics or hangs.
+#[test]
+fn damage_sweeps() {
+    for f in [
+        "paddle/v3-control.txt",
+        "paddle/b2-print_ir.log",
+        "paddle/saved-cnn.json",
+        "paddle/saved-cnn.pdiparams",
+    ] {
+        crate::sweep::sweep_with(f, &|_, _, _| {});
+    }
+}
