@@ -52,6 +52,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pickle_memo", pickle_memo),
     ("tar_counts", tar_counts),
     ("tensor_shapes", tensor_shapes),
+    ("pir", pir),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -131,6 +132,39 @@ pub fn wandb(data: &[u8]) {
     check("fuzz.wandb", data);
 }
 
+/// The Paddle program reader on any text: it ends, whole or fed in pieces
+/// (sized by the first byte) with the same result, and a tree made from
+/// the text keeps its invariants.
+pub fn pir(data: &[u8]) {
+    use pparse::parsers::paddle::parse::{Builder, Reader, read_all};
+    let start = Instant::now();
+    let whole = read_all(data);
+    let step = 1 + data.first().copied().unwrap_or(0) as usize;
+    let mut b = Builder::default();
+    let mut r = Reader::new();
+    let (mut pos, mut end, mut rounds) = (0usize, 0usize, 0usize);
+    loop {
+        end = (end + step).min(data.len());
+        let eof = end == data.len();
+        pos += r.feed(&data[pos..end], pos as u64, eof, &mut b);
+        rounds += 1;
+        assert!(rounds <= data.len() + 2, "the reader makes no progress");
+        if eof {
+            break;
+        }
+    }
+    assert_eq!(b.programs, whole.programs, "fed in pieces of {step}");
+    assert_eq!(b.diagnostics, whole.diagnostics, "fed in pieces of {step}");
+    assert!(
+        start.elapsed() < DEADLINE,
+        "the PIR reader took {:?}",
+        start.elapsed()
+    );
+    let mut text = b"{\n    (%0) = \"pd_op.data\" () {} : () -> tensor<f32>\n".to_vec();
+    text.extend_from_slice(data);
+    check("fuzz.txt", &text);
+}
+
 /// Names the first byte picks for `cli_json`: one per format, and names
 /// that leave the choice to the sniffers' magic bytes.
 const NAMES: &[&str] = &[
@@ -150,6 +184,8 @@ const NAMES: &[&str] = &[
     "fuzz.onnx",
     "fuzz.pb",
     "fuzz.wandb",
+    "fuzz.txt",
+    "model.pdiparams",
 ];
 
 /// Any format: the first byte picks the name, the rest is the file.

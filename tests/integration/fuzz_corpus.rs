@@ -66,6 +66,7 @@ replays! {
     pickle_memo,
     tar_counts,
     tensor_shapes,
+    pir,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and
