@@ -3,7 +3,85 @@
 //! range it was read from. Printed programs (`print(program)`) and saved
 //! ones (`paddle.jit.save`'s `.json`) are read into these same types.
 
+use std::borrow::Cow;
+
 use crate::data::Range;
+
+/// A short name from the text: borrowed for the words printed over and over
+/// (types, dtypes, attribute keys; see [`intern`]), owned otherwise, so a
+/// program of millions of ops does not allocate each.
+pub type Word = Cow<'static, str>;
+
+/// Words printed on nearly every line, sorted (for a binary search).
+const COMMON: &[&str] = &[
+    "NCHW",
+    "NHWC",
+    "approximate",
+    "axis",
+    "b",
+    "begin_norm_axis",
+    "bf16",
+    "bfloat16",
+    "bias",
+    "bias_after_scale",
+    "bool",
+    "c128",
+    "c64",
+    "col",
+    "cpu_tensor",
+    "data_format",
+    "dtype",
+    "epsilon",
+    "f16",
+    "f32",
+    "f64",
+    "float16",
+    "float32",
+    "float64",
+    "gpu_tensor",
+    "i16",
+    "i32",
+    "i64",
+    "i8",
+    "index",
+    "int32",
+    "int64",
+    "int8",
+    "is_distributed",
+    "is_parameter",
+    "keepdim",
+    "kernel_key",
+    "kernel_name",
+    "name",
+    "need_clip",
+    "op_name",
+    "origin_id",
+    "parameter_name",
+    "persistable",
+    "place",
+    "scale",
+    "selectedrows",
+    "shape",
+    "stop_gradient",
+    "struct_name",
+    "tensor",
+    "tensor_array",
+    "trainable",
+    "transpose_x",
+    "transpose_y",
+    "u8",
+    "uint8",
+    "undefined_tensor",
+    "value",
+];
+
+/// `s` as a [`Word`], borrowed if it is a common one.
+pub fn intern(s: &str) -> Word {
+    match COMMON.binary_search(&s) {
+        Ok(i) => Cow::Borrowed(COMMON[i]),
+        Err(_) => Cow::Owned(s.to_string()),
+    }
+}
 
 /// A value's name as the printer gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,18 +138,18 @@ pub struct Type {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {
     /// A builtin scalar: `f32`, `i64`, `b`, `bf16`, `index`, …
-    Scalar(Box<str>),
+    Scalar(Word),
     /// A tensor-like type with dims and an element type: `tensor<2x3xf32>`,
     /// `builtin.tensor<…>`, `pd_op.selectedrows<…>`, `cpu_tensor<…>`.
     Tensor {
         /// The dialect that named it (`builtin`, `pd_op`, `kernel`).
         dialect: &'static str,
         /// Its name without the dialect prefix (`tensor`, `cpu_tensor`).
-        name: Box<str>,
+        name: Word,
         /// Dimensions; -1 is dynamic.
         dims: Vec<i64>,
         /// The element type (`f32`).
-        dtype: Box<str>,
+        dtype: Word,
     },
     /// `vec[T,T,…]`.
     Vec(Vec<Type>),
@@ -100,7 +178,7 @@ pub enum AttrValue {
     /// A kernel key, `<backend:CPU|layout:NCHW|dtype:float32>`, as pairs.
     KernelKey(Vec<(Box<str>, Box<str>)>),
     /// A bare word: a data type (`float32`), a layout (`NCHW`), …
-    Word(Box<str>),
+    Word(Word),
     /// `<#AttrNull>`.
     Null,
     /// A form no dialect took, or `<#AttrNotImplemented>`: its text is its
@@ -124,7 +202,7 @@ pub struct Attr {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamedAttr {
     /// The key.
-    pub key: Box<str>,
+    pub key: Word,
     /// Where the key is written.
     pub key_span: Range,
     /// The value.
@@ -235,5 +313,18 @@ impl Op {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn common_words_are_sorted() {
+        assert!(super::COMMON.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(
+            super::intern("f32"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert!(matches!(super::intern("zz"), std::borrow::Cow::Owned(_)));
     }
 }

@@ -22,23 +22,23 @@ pub struct Dialect {
 }
 
 /// Dims and element type of a tensor body, `2x-1x3xf32` or `f32` (0-D).
-pub fn tensor_body(body: &str) -> Option<(Vec<i64>, Box<str>)> {
+pub fn tensor_body(body: &str) -> Option<(Vec<i64>, super::ast::Word)> {
     let body = body.trim();
-    let (dims, dtype) = match body.rsplit_once('x') {
-        Some((d, t)) => (Some(d), t),
-        None => (None, body),
+    // The element type follows the last `x`; one version printed a layout
+    // after it (`f32 NCHW`): keep the type.
+    let (dims_text, dtype) = match body.rfind('x') {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => ("", body),
     };
-    // One version printed a layout after the type: keep the type.
-    let dtype = dtype.split_whitespace().next()?;
-    let dims = match dims {
-        None => Vec::new(),
-        Some(d) => d
-            .split('x')
-            .map(|d| match d.trim() {
-                "?" => Some(-1),
-                d => d.parse::<i64>().ok(),
-            })
-            .collect::<Option<Vec<i64>>>()?,
-    };
-    Some((dims, dtype.into()))
+    let dtype = dtype.split(' ').next().filter(|d| !d.is_empty())?;
+    let mut dims = Vec::new();
+    if !dims_text.is_empty() {
+        for d in dims_text.split('x') {
+            dims.push(match d.as_bytes() {
+                b"?" => -1,
+                _ => d.parse::<i64>().ok()?,
+            });
+        }
+    }
+    Some((dims, super::ast::intern(dtype)))
 }

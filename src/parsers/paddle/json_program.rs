@@ -223,7 +223,7 @@ impl Cx {
             span,
         };
         let named = |key: &str, value: AttrValue| NamedAttr {
-            key: key.into(),
+            key: super::ast::intern(key),
             key_span: span,
             attr: attr(value),
         };
@@ -365,7 +365,9 @@ fn type_kind(t: &J, depth: usize) -> TypeKind {
                 })
                 .unwrap_or_default(),
         ),
-        k if k.starts_with("t_") && data.is_none() => TypeKind::Scalar(scalar(k).into()),
+        k if k.starts_with("t_") && data.is_none() => {
+            TypeKind::Scalar(super::ast::intern(&scalar(k)))
+        }
         _ => TypeKind::Opaque,
     }
 }
@@ -407,9 +409,9 @@ fn attr_value(a: &J, depth: usize) -> AttrValue {
                 })
                 .unwrap_or_default(),
         ),
-        "a_dtype" | "a_layout" => data
-            .and_then(J::as_str)
-            .map_or(AttrValue::Opaque, |s| AttrValue::Word(s.into())),
+        "a_dtype" | "a_layout" => data.and_then(J::as_str).map_or(AttrValue::Opaque, |s| {
+            AttrValue::Word(super::ast::intern(s))
+        }),
         "a_intarray" => AttrValue::Array(
             data.and_then(J::as_array)
                 .map(|v| {

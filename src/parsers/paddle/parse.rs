@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use super::ast::{
     Attr, AttrValue, Block, BlockArg, Era, NamedAttr, Op, Operand, Program, Region, Type, TypeKind,
-    ValueName, ValueRef,
+    ValueName, ValueRef, intern,
 };
 use super::dialects;
 use super::lex::{Kind, Lexer, NeedMore, Tok, unquote};
@@ -1069,7 +1069,7 @@ impl<'a> OpParser<'_, 'a> {
             self.expect(b':', "after an attribute name")?;
             let attr = self.attr(0)?;
             out.push(NamedAttr {
-                key: self.text(k).into(),
+                key: intern(self.text(k)),
                 key_span: self.range(k),
                 attr,
             });
@@ -1164,7 +1164,7 @@ impl<'a> OpParser<'_, 'a> {
                                 AttrValue::Place(inner.into())
                             } else {
                                 let all = &self.lx.buf()[t.start..e + 1];
-                                AttrValue::Word(String::from_utf8_lossy(all).into())
+                                AttrValue::Word(String::from_utf8_lossy(all).into_owned().into())
                             }
                         } else if p.kind == Kind::Punct(b'<') && p.start == t.end {
                             // A type as an attribute: kept as its text.
@@ -1172,7 +1172,7 @@ impl<'a> OpParser<'_, 'a> {
                             self.angle_body(p)?;
                             AttrValue::Opaque
                         } else {
-                            AttrValue::Word(word.into())
+                            AttrValue::Word(intern(word))
                         }
                     }
                 }

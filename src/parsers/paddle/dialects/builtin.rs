@@ -2,7 +2,7 @@
 //! `tensor<…>` since 3.0) and the untagged-by-dialect attribute tags of the
 //! older printer (`(Float)`, `(Int32)`, `(Array)`, …).
 
-use crate::parsers::paddle::ast::{AttrValue, TypeKind};
+use crate::parsers::paddle::ast::{AttrValue, TypeKind, intern};
 use crate::parsers::paddle::dialect::{Dialect, tensor_body};
 
 /// The dialect.
@@ -43,12 +43,12 @@ fn parse_type(name: &str, body: Option<&str>) -> Option<TypeKind> {
             let (dims, dtype) = tensor_body(b)?;
             Some(TypeKind::Tensor {
                 dialect: "builtin",
-                name: name.into(),
+                name: intern(name),
                 dims,
                 dtype,
             })
         }
-        (s, None) if SCALARS.contains(&s) => Some(TypeKind::Scalar(s.into())),
+        (s, None) if SCALARS.contains(&s) => Some(TypeKind::Scalar(intern(s))),
         _ => None,
     }
 }
