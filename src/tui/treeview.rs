@@ -12,6 +12,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
+use super::keys::Action;
+
 /// The tree a view shows. `None` stands for the invisible root.
 pub trait TreeModel {
     /// What names a node, stable while the tree grows (it keys the
@@ -216,6 +218,24 @@ impl<Id: Clone + Eq + Hash + std::fmt::Debug> TreeView<Id> {
         } else if row >= self.offset + height {
             self.offset = row + 1 - height;
         }
+    }
+
+    /// Moves the selection for a list key in a pane of `height` rows: a
+    /// row up or down, a page, the first or last row. `false` for other
+    /// keys, which are left to the pane.
+    pub fn step<M: TreeModel<Id = Id>>(&mut self, m: &M, a: Action, height: usize) -> bool {
+        let cur = self.cursor(m);
+        let row = match a {
+            Action::Up => cur.saturating_sub(1),
+            Action::Down => cur + 1,
+            Action::PageUp => cur.saturating_sub(height),
+            Action::PageDown => cur + height,
+            Action::Home => 0,
+            Action::End => self.count(m, None).saturating_sub(1),
+            _ => return false,
+        };
+        self.select_row(m, row, height);
+        true
     }
 
     /// Keeps the offset valid after the tree or the pane changed size.

@@ -227,12 +227,7 @@ impl Component for NodePane {
         let cur = v.cursor(&m);
         let mut load = None;
         match a {
-            Action::Up => v.select_row(&m, cur.saturating_sub(1), h),
-            Action::Down => v.select_row(&m, cur + 1, h),
-            Action::PageUp => v.select_row(&m, cur.saturating_sub(h), h),
-            Action::PageDown => v.select_row(&m, cur + h, h),
-            Action::Home => v.select_row(&m, 0, h),
-            Action::End => v.select_row(&m, total.saturating_sub(1), h),
+            _ if v.step(&m, a, h) => {}
             Action::Expand | Action::Right | Action::Left => {
                 let Some(path) = v.selected.clone() else {
                     return Reply::default();
