@@ -698,6 +698,14 @@ impl Reader {
             Err(Step::More) => Err(NeedMore),
             Err(Step::Fail(f)) => {
                 let f = *f;
+                // A string ran on past this line and the error is on a
+                // later one: its line must be whole to be shown.
+                if !eof
+                    && f.at > line_end
+                    && memchr::memchr(b'\n', &buf[f.at.min(buf.len())..]).is_none()
+                {
+                    return Err(NeedMore);
+                }
                 let raw_end = trim_end(&buf[start..line_end]);
                 let opens = raw_end.last() == Some(&b'{');
                 self.fail(buf, base, pos, f, sink);
