@@ -505,7 +505,7 @@ impl Reader {
                     lx.seek(start + 4);
                 }
                 let has_ops = self.stack.last().is_some_and(|f| f.has_ops);
-                match self.block_args(&mut lx, base, pos, sink) {
+                match self.block_args(&mut lx, base, pos, sink)? {
                     Ok(args) => {
                         if has_ops {
                             let at = self.place(buf, base, pos, start, start + 1);
@@ -762,7 +762,7 @@ impl Reader {
         base: u64,
         line_start: usize,
         sink: &mut dyn Sink,
-    ) -> Result<Vec<BlockArg>, Fail> {
+    ) -> Result<Result<Vec<BlockArg>, Fail>, NeedMore> {
         let mut p = OpParser {
             lx,
             base,
@@ -770,20 +770,15 @@ impl Reader {
         };
         let args = match p.block_args() {
             Ok(a) => a,
-            Err(Step::Fail(f)) => return Err(*f),
-            Err(Step::More) => {
-                return Err(Fail {
-                    at: p.lx.pos(),
-                    end: p.lx.pos(),
-                    message: "block arguments cut off".into(),
-                });
-            }
+            Err(Step::Fail(f)) => return Ok(Err(*f)),
+            // A string in an argument's attributes runs past the bytes.
+            Err(Step::More) => return Err(NeedMore),
         };
         let buf = p.lx.buf();
         for a in &args {
             self.define(&a.value, buf, base, line_start, sink);
         }
-        Ok(args)
+        Ok(Ok(args))
     }
 }
 
