@@ -172,7 +172,7 @@ fn print_op(
             .cloned()
             .unwrap_or_else(|| "<<NULL TYPE>>".into())
     }));
-    let out_types: Vec<String> = op.result_types.iter().map(type_text).collect();
+    let out_types: Vec<String> = op.result_types.iter().map(Type::to_string).collect();
     for (r, t) in op.results.iter().zip(&out_types) {
         types.insert(r.name.clone(), t.clone());
     }
@@ -198,28 +198,6 @@ fn print_op(
         }
     }
     writeln!(out, "{ind}}}")
-}
-
-fn type_text(t: &Type) -> String {
-    use crate::parsers::paddle::ast::TypeKind;
-    match &t.kind {
-        TypeKind::Tensor {
-            name, dims, dtype, ..
-        } => {
-            let mut s = format!("{name}<");
-            for d in dims {
-                s.push_str(&format!("{d}x"));
-            }
-            format!("{s}{dtype}>")
-        }
-        TypeKind::Scalar(s) => s.to_string(),
-        TypeKind::Vec(items) => {
-            let v: Vec<String> = items.iter().map(type_text).collect();
-            format!("vec[{}]", v.join(","))
-        }
-        TypeKind::Null => "<<NULL TYPE>>".into(),
-        TypeKind::Opaque => "<#AttrNotImplemented>".into(),
-    }
 }
 
 fn attr_text(v: &AttrValue) -> String {

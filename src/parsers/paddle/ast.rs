@@ -134,6 +134,36 @@ pub struct Type {
     pub kind: TypeKind,
 }
 
+impl std::fmt::Display for Type {
+    /// In printer form (3.x spelling): `tensor<2x3xf32>`, `vec[f32,i64]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            TypeKind::Scalar(s) => f.write_str(s),
+            TypeKind::Tensor {
+                name, dims, dtype, ..
+            } => {
+                write!(f, "{name}<")?;
+                for d in dims {
+                    write!(f, "{d}x")?;
+                }
+                write!(f, "{dtype}>")
+            }
+            TypeKind::Vec(items) => {
+                f.write_str("vec[")?;
+                for (i, t) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str("]")
+            }
+            TypeKind::Null => f.write_str("<<NULL TYPE>>"),
+            TypeKind::Opaque => f.write_str("(opaque)"),
+        }
+    }
+}
+
 /// The kinds of types the dialects know; anything else is kept opaque.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {

@@ -1,7 +1,7 @@
 //! Programs, ops and their parts as nodes of the tree: shared by printed
 //! and saved programs.
 
-use super::ast::{self, AttrValue, Op, Type, TypeKind};
+use super::ast::{self, AttrValue, Op};
 use crate::data::Range;
 use crate::node::{Node, Value};
 
@@ -18,28 +18,6 @@ pub fn op_node(op: &Op) -> Node {
         n = n.text(results.join(", "));
     }
     n.lazy()
-}
-
-fn type_text(t: &Type) -> String {
-    match &t.kind {
-        TypeKind::Scalar(s) => s.to_string(),
-        TypeKind::Tensor {
-            name, dims, dtype, ..
-        } => {
-            let d: Vec<String> = dims.iter().map(i64::to_string).collect();
-            if d.is_empty() {
-                format!("{name}<{dtype}>")
-            } else {
-                format!("{name}<{}x{dtype}>", d.join("x"))
-            }
-        }
-        TypeKind::Vec(items) => {
-            let parts: Vec<String> = items.iter().map(type_text).collect();
-            format!("vec[{}]", parts.join(","))
-        }
-        TypeKind::Null => "<<NULL TYPE>>".into(),
-        TypeKind::Opaque => "(opaque)".into(),
-    }
 }
 
 fn attr_text(v: &AttrValue) -> Option<Value> {
@@ -94,7 +72,7 @@ pub fn op_parts(op: &Op) -> Vec<Node> {
         out.push(attr_node(&a.key, &a.attr, range));
     }
     for (i, t) in op.operand_types.iter().enumerate() {
-        out.push(Node::new("operand type", format!("operand {i}"), t.span).text(type_text(t)));
+        out.push(Node::new("operand type", format!("operand {i}"), t.span).text(t.to_string()));
     }
     for (i, t) in op.result_types.iter().enumerate() {
         let kind = if op.inferred {
@@ -102,7 +80,7 @@ pub fn op_parts(op: &Op) -> Vec<Node> {
         } else {
             "result type"
         };
-        out.push(Node::new(kind, format!("result {i}"), t.span).text(type_text(t)));
+        out.push(Node::new(kind, format!("result {i}"), t.span).text(t.to_string()));
     }
     for (i, r) in op.regions.iter().enumerate() {
         for b in &r.blocks {

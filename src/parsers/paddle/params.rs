@@ -12,12 +12,13 @@
 use std::path::Path;
 
 use super::json_program;
-use crate::data::{Data, Range, Source};
+use crate::data::{Data, Range, Source, read_exact_at};
 use crate::extraction::{ExtId, Tree};
 use crate::node::Node;
 use crate::offer::tensor::{Dtype, Tensor, numel, shape_text};
 use crate::offer::{Offers, TensorOffer};
 use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::parsers::protobuf::wire::varint_in;
 use crate::status::{Damage, Status};
 
 /// `.pdiparams` files.
@@ -89,7 +90,7 @@ pub fn dtype_of(code: i64) -> Option<Dtype> {
 }
 
 fn read_exact(src: &dyn Source, at: u64, buf: &mut [u8]) -> bool {
-    src.read_at(at, buf).ok() == Some(buf.len())
+    read_exact_at(src, at, buf).unwrap_or(false)
 }
 
 fn u32_at(src: &dyn Source, at: u64) -> Option<u32> {
@@ -102,18 +103,11 @@ fn u64_at(src: &dyn Source, at: u64) -> Option<u64> {
     read_exact(src, at, &mut b).then(|| u64::from_le_bytes(b))
 }
 
-/// A protobuf varint at `*i` of `b`.
+/// A protobuf varint at `*i` of `b`, moving `*i` past it.
 fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*i)?;
-        *i += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
+    let (v, end) = varint_in(b, *i)?;
+    *i = end;
+    Some(v)
 }
 
 /// The data type and dims of a `TensorDesc`.
