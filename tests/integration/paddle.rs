@@ -336,7 +336,11 @@ fn damaged_programs_report_located_errors_and_keep_the_rest() {
 /// whole before the cut, and says the program is not closed.
 #[test]
 fn cut_anywhere_keeps_what_came_before() {
-    for name in ["v3-control", "b2-encoder", "v3-print_ir"] {
+    let all = PRINTED
+        .iter()
+        .copied()
+        .chain(["v3-print_ir", "b2-print_ir"]);
+    for name in all {
         let file = if name.ends_with("print_ir") {
             format!("paddle/{name}.log")
         } else {
