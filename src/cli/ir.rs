@@ -639,7 +639,9 @@ fn type_json(t: &Type) -> serde_json::Value {
             name,
             dims,
             dtype,
-        } => serde_json::json!({"kind": name, "dialect": dialect, "dims": dims, "dtype": dtype}),
+        } => {
+            serde_json::json!({"kind": name, "dialect": dialect, "dims": dims.as_slice(), "dtype": dtype})
+        }
         TypeKind::Scalar(s) => serde_json::json!({"kind": "scalar", "dtype": s}),
         TypeKind::Vec(items) => {
             serde_json::json!({"kind": "vec", "items": items.iter().map(type_json).collect::<Vec<_>>()})

@@ -149,7 +149,7 @@ fn while_results_are_inferred_from_the_body() {
             .result_types
             .iter()
             .map(|t| match &t.kind {
-                TypeKind::Tensor { dims, .. } => dims.clone(),
+                TypeKind::Tensor { dims, .. } => dims.to_vec(),
                 k => panic!("{k:?}"),
             })
             .collect();
@@ -243,7 +243,7 @@ fn older_and_rarer_forms() {
     assert_eq!(attr(4, "p").value, AttrValue::Place("gpu:0".into()));
     assert_eq!(ops[4].result_types[0].kind, TypeKind::Null);
     assert!(
-        matches!(&ops[0].result_types[0].kind, TypeKind::Tensor { dialect: "pd_op", dims, .. } if dims == &vec![64, 3, 7, 7])
+        matches!(&ops[0].result_types[0].kind, TypeKind::Tensor { dialect: "pd_op", dims, .. } if dims[..] == [64, 3, 7, 7])
     );
     assert!(matches!(&ops[5].result_types[0].kind, TypeKind::Vec(v) if v.len() == 2));
     assert_eq!(ops[6].name.as_ref(), "cinn_op.fusion");

@@ -12,7 +12,11 @@ use crate::data::Range;
 /// program of millions of ops does not allocate each.
 pub type Word = Cow<'static, str>;
 
-/// Words printed on nearly every line, sorted (for a binary search).
+/// A tensor type's dims: inline up to four, the rank of nearly every
+/// tensor, so the types of millions of ops do not allocate for them.
+pub type Dims = smallvec::SmallVec<[i64; 4]>;
+
+/// Words printed on nearly every line.
 const COMMON: &[&str] = &[
     "NCHW",
     "NHWC",
@@ -75,11 +79,52 @@ const COMMON: &[&str] = &[
     "value",
 ];
 
+/// Slots of the open-addressing table over [`COMMON`]: a power of two,
+/// several times its length, so a lookup mostly probes one slot.
+const SLOTS: usize = 512;
+
+/// The length and three bytes: enough to tell the common words apart
+/// (probing settles the rest) without reading every byte.
+fn slot_hash(s: &[u8]) -> usize {
+    let n = s.len();
+    let at = |i: usize| u32::from(s.get(i).copied().unwrap_or(0));
+    let mut h = (n as u32).wrapping_mul(0x9E37_79B9);
+    for b in [at(0), at(n / 2), at(n.wrapping_sub(1))] {
+        h = (h ^ b).wrapping_mul(0x0100_0193);
+    }
+    (h ^ (h >> 15)) as usize & (SLOTS - 1)
+}
+
+/// `COMMON`'s index + 1 by hash slot (0: empty). Interning runs for every
+/// type, dtype and attribute key of every op, so it is one hash and one
+/// comparison rather than a binary search of string comparisons.
+fn common_slots() -> &'static [u8; SLOTS] {
+    static TABLE: std::sync::OnceLock<[u8; SLOTS]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0u8; SLOTS];
+        for (i, w) in COMMON.iter().enumerate() {
+            let mut h = slot_hash(w.as_bytes());
+            while t[h] != 0 {
+                h = (h + 1) & (SLOTS - 1);
+            }
+            t[h] = u8::try_from(i + 1).expect("COMMON has fewer than 255 words");
+        }
+        t
+    })
+}
+
 /// `s` as a [`Word`], borrowed if it is a common one.
 pub fn intern(s: &str) -> Word {
-    match COMMON.binary_search(&s) {
-        Ok(i) => Cow::Borrowed(COMMON[i]),
-        Err(_) => Cow::Owned(s.to_string()),
+    let t = common_slots();
+    let mut h = slot_hash(s.as_bytes());
+    loop {
+        match t[h] {
+            0 => return Cow::Owned(s.to_string()),
+            i if COMMON[usize::from(i) - 1] == s => {
+                return Cow::Borrowed(COMMON[usize::from(i) - 1]);
+            }
+            _ => h = (h + 1) & (SLOTS - 1),
+        }
     }
 }
 
@@ -177,7 +222,7 @@ pub enum TypeKind {
         /// Its name without the dialect prefix (`tensor`, `cpu_tensor`).
         name: Word,
         /// Dimensions; -1 is dynamic.
-        dims: Vec<i64>,
+        dims: Dims,
         /// The element type (`f32`).
         dtype: Word,
     },
@@ -349,12 +394,16 @@ impl Op {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn common_words_are_sorted() {
-        assert!(super::COMMON.windows(2).all(|w| w[0] < w[1]));
-        assert!(matches!(
-            super::intern("f32"),
-            std::borrow::Cow::Borrowed(_)
-        ));
-        assert!(matches!(super::intern("zz"), std::borrow::Cow::Owned(_)));
+    fn every_common_word_is_found_and_no_other() {
+        for w in super::COMMON {
+            assert!(matches!(super::intern(w), std::borrow::Cow::Borrowed(b) if b == *w));
+        }
+        let mut sorted = super::COMMON.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), super::COMMON.len(), "a word twice");
+        for w in ["zz", "", "f3", "f322", "tensorx", "NCHW "] {
+            assert!(matches!(super::intern(w), std::borrow::Cow::Owned(ref o) if o == w));
+        }
     }
 }

@@ -40,14 +40,42 @@ pub enum Kind {
 }
 
 /// A token: its kind and bytes `[start, end)` of the lexer's buffer.
+///
+/// Positions are `u32` so that a token fits two registers: the parser takes
+/// tens of millions of them. A lexer sees at most [`MAX_BUF`] bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tok {
     /// What it is.
     pub kind: Kind,
+    start: u32,
+    end: u32,
+}
+
+/// The most bytes one lexer reads; the rest of a longer buffer is
+/// reported as [`NeedMore`].
+pub const MAX_BUF: usize = u32::MAX as usize;
+
+impl Tok {
+    /// A token over `[start, end)`, both at most [`MAX_BUF`].
+    pub fn new(kind: Kind, start: usize, end: usize) -> Tok {
+        Tok {
+            kind,
+            start: u32::try_from(start).unwrap_or(u32::MAX),
+            end: u32::try_from(end).unwrap_or(u32::MAX),
+        }
+    }
+
     /// First byte.
-    pub start: usize,
+    #[inline]
+    pub fn start(self) -> usize {
+        self.start as usize
+    }
+
     /// Past its last byte.
-    pub end: usize,
+    #[inline]
+    pub fn end(self) -> usize {
+        self.end as usize
+    }
 }
 
 /// The lexer reached the end of its buffer inside a token while more
@@ -58,6 +86,9 @@ pub struct NeedMore;
 /// A lexer over `buf`; `eof` says whether the bytes end there.
 pub struct Lexer<'a> {
     buf: &'a [u8],
+    /// The longest prefix of `buf` that is UTF-8, checked once per buffer
+    /// rather than once per token.
+    text: &'a str,
     pos: usize,
     eof: bool,
     /// The token [`Lexer::peek`] saw at `pos`, kept for the next call.
@@ -68,18 +99,54 @@ fn ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
 }
 
+/// Bytes that go on an identifier, as a table: the lexer's inner loop.
+static IDENT_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = b.is_ascii_alphanumeric() || b == b'_' || b == b'.';
+        i += 1;
+    }
+    t
+};
+
+#[inline]
 fn ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+    IDENT_BYTE[usize::from(b)]
 }
 
 impl<'a> Lexer<'a> {
     /// A lexer at `pos` of `buf`.
     pub fn new(buf: &'a [u8], pos: usize, eof: bool) -> Lexer<'a> {
+        let eof = eof && buf.len() <= MAX_BUF;
+        let buf = &buf[..buf.len().min(MAX_BUF)];
         Lexer {
             buf,
+            text: "",
             pos,
             eof,
             ahead: None,
+        }
+    }
+
+    /// The same lexer, told that `text` (from [`utf8_prefix`] of its
+    /// buffer) is valid UTF-8, so [`Lexer::str`] need not check again.
+    pub fn with_text(mut self, text: &'a str) -> Lexer<'a> {
+        self.text = text;
+        self
+    }
+
+    /// Bytes `[start, end)` as text; "" if they are not UTF-8.
+    #[inline]
+    pub fn str(&self, start: usize, end: usize) -> &'a str {
+        match self.text.get(start..end) {
+            Some(s) => s,
+            None => self
+                .buf
+                .get(start..end)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(""),
         }
     }
 
@@ -110,7 +177,7 @@ impl<'a> Lexer<'a> {
             return Ok(t);
         }
         let save = self.pos;
-        let t = self.token()?;
+        let t = self.lex()?;
         self.pos = save;
         self.ahead = Some(t);
         Ok(t)
@@ -119,10 +186,48 @@ impl<'a> Lexer<'a> {
     /// The next token.
     #[inline]
     pub fn token(&mut self) -> Result<Tok, NeedMore> {
+        // Most tokens are peeked first: taking the kept one stays inline
+        // in the parser, and only lexing is a call.
         if let Some(t) = self.ahead.take() {
-            self.pos = t.end;
+            self.pos = t.end();
             return Ok(t);
         }
+        self.lex()
+    }
+
+    /// Takes the punctuation byte `c` if it is the next token. Only for
+    /// bytes that are always a token of their own (not `<` or `-`, which
+    /// may start longer ones). The parser asks this more than anything
+    /// else, so it looks at one byte rather than lexing a token.
+    #[inline]
+    pub fn eat_punct(&mut self, c: u8) -> Result<bool, NeedMore> {
+        debug_assert!(!matches!(c, b'<' | b'-'));
+        if let Some(t) = self.ahead {
+            if t.kind == Kind::Punct(c) {
+                self.ahead = None;
+                self.pos = t.end();
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        let b = self.buf;
+        let mut p = self.pos;
+        while p < b.len() && matches!(b[p], b' ' | b'\t' | b'\r') {
+            p += 1;
+        }
+        match b.get(p) {
+            Some(&x) if x == c => {
+                self.pos = p + 1;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+            None if self.eof => Ok(false),
+            None => Err(NeedMore),
+        }
+    }
+
+    /// Lexes the token at `pos`.
+    fn lex(&mut self) -> Result<Tok, NeedMore> {
         let b = self.buf;
         while self.pos < b.len() && matches!(b[self.pos], b' ' | b'\t' | b'\r') {
             self.pos += 1;
@@ -206,7 +311,7 @@ impl<'a> Lexer<'a> {
 
     fn tok(&mut self, kind: Kind, start: usize, end: usize) -> Tok {
         self.pos = end;
-        Tok { kind, start, end }
+        Tok::new(kind, start, end)
     }
 
     fn number(&mut self, s: usize, digits: usize) -> Result<Tok, NeedMore> {
@@ -281,12 +386,20 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// The longest prefix of `buf` that is valid UTF-8.
+pub fn utf8_prefix(buf: &[u8]) -> &str {
+    match std::str::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&buf[..e.valid_up_to()]).unwrap_or(""),
+    }
+}
+
 /// The text of a string token without its quotes, `\"` unescaped.
 pub fn unquote(raw: &[u8]) -> String {
     let inner = raw.strip_prefix(b"\"").unwrap_or(raw);
     let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
     let text = String::from_utf8_lossy(inner);
-    if text.contains("\\\"") {
+    if memchr::memchr(b'\\', inner).is_some() {
         text.replace("\\\"", "\"")
     } else {
         text.into_owned()
@@ -347,7 +460,7 @@ mod tests {
         let s = b"a:\"x\n    (%2) = \"y\"";
         let mut l = Lexer::new(s, 2, true);
         let t = l.token().unwrap();
-        assert_eq!((t.kind, t.start, t.end), (Kind::BadStr, 2, 4));
+        assert_eq!((t.kind, t.start(), t.end()), (Kind::BadStr, 2, 4));
         let s = b"\"abc";
         let t = Lexer::new(s, 0, true).token().unwrap();
         assert_eq!(t.kind, Kind::BadStr);
@@ -364,8 +477,11 @@ mod tests {
             if t.kind == Kind::Eof {
                 break;
             }
-            assert!(t.end > last || (t.end > t.start), "no progress at {last}");
-            last = t.end;
+            assert!(
+                t.end() > last || (t.end() > t.start()),
+                "no progress at {last}"
+            );
+            last = t.end();
         }
     }
 }

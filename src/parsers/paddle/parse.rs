@@ -247,6 +247,57 @@ pub struct Reader {
     partial: bool,
     /// `partial`, and the block is not open yet.
     enter: bool,
+    /// Types read lately, by their text.
+    types: TypeCache,
+}
+
+/// Types by their text (`tensor<-1x16xf32>`): a program prints a handful
+/// of types on every op line, and looking one up costs less than reading
+/// it through its dialect. Direct-mapped, so it stays this small.
+struct TypeCache {
+    slots: Vec<Option<(Box<[u8]>, TypeKind)>>,
+}
+
+impl TypeCache {
+    const SLOTS: usize = 64;
+
+    fn new() -> TypeCache {
+        TypeCache {
+            slots: vec![None; Self::SLOTS],
+        }
+    }
+
+    fn slot(text: &[u8]) -> usize {
+        // The length and the bytes where types differ most: the dims and
+        // the element type just before `>`.
+        let n = text.len();
+        let at = |i: usize| usize::from(text.get(i).copied().unwrap_or(0));
+        let h = n
+            .wrapping_mul(31)
+            .wrapping_add(at(n.wrapping_sub(2)))
+            .wrapping_mul(31)
+            .wrapping_add(at(n.wrapping_sub(3)))
+            .wrapping_mul(31)
+            .wrapping_add(at(n.wrapping_sub(5)))
+            .wrapping_mul(31)
+            .wrapping_add(at(n / 2));
+        (h ^ (h >> 7)) % Self::SLOTS
+    }
+
+    fn get(&self, text: &[u8]) -> Option<&TypeKind> {
+        match &self.slots[Self::slot(text)] {
+            Some((k, v)) if **k == *text => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Keeps `kind` for `text`, unless the text is longer than types are
+    /// (a damaged line), so the cache stays a few KiB.
+    fn put(&mut self, text: &[u8], kind: &TypeKind) {
+        if text.len() <= 256 {
+            self.slots[Self::slot(text)] = Some((text.into(), kind.clone()));
+        }
+    }
 }
 
 impl Default for Reader {
@@ -276,6 +327,7 @@ impl Reader {
             ops: 0,
             partial: false,
             enter: false,
+            types: TypeCache::new(),
         }
     }
 
@@ -319,6 +371,7 @@ impl Reader {
             });
             sink.block(base, BlockOf::Program);
         }
+        let text = super::lex::utf8_prefix(buf);
         let mut pos = 0;
         while pos < buf.len() {
             let line_end = match memchr::memchr(b'\n', &buf[pos..]) {
@@ -326,11 +379,16 @@ impl Reader {
                 None if eof => buf.len(),
                 None => break,
             };
-            let next = match self.line(buf, pos, line_end, base, eof, sink) {
+            let next = match self.line(buf, text, pos, line_end, base, eof, sink) {
                 Ok(n) => n.max(pos + 1),
                 Err(NeedMore) => break,
             };
-            self.line += memchr::memchr_iter(b'\n', &buf[pos..next.min(buf.len())]).count() as u64;
+            // Past one line, unless a string ran over several.
+            self.line += if next == line_end + 1 {
+                1
+            } else {
+                memchr::memchr_iter(b'\n', &buf[pos..next.min(buf.len())]).count() as u64
+            };
             pos = next.min(buf.len());
         }
         if eof && pos >= buf.len() {
@@ -402,21 +460,24 @@ impl Reader {
     }
 
     /// Reads the line `[pos, line_end)`; returns where the next one starts.
+    /// `text` is the UTF-8 prefix of `buf`.
+    #[allow(clippy::too_many_arguments)]
     fn line(
         &mut self,
         buf: &[u8],
+        text: &str,
         pos: usize,
         line_end: usize,
         base: u64,
         eof: bool,
         sink: &mut dyn Sink,
     ) -> Result<usize, NeedMore> {
-        let text = &buf[pos..line_end];
-        let lead = text
+        let line = &buf[pos..line_end];
+        let lead = line
             .iter()
             .take_while(|&&b| b == b' ' || b == b'\t')
             .count();
-        let body = trim_end(&text[lead..]);
+        let body = trim_end(&line[lead..]);
         let after = (line_end + 1).min(buf.len().max(line_end));
         if self.stack.is_empty() {
             // Outside a program: a line ending in `{` starts one if the
@@ -499,7 +560,7 @@ impl Reader {
                 Ok(after)
             }
             Some(b'^') => {
-                let mut lx = Lexer::new(buf, start + 1, eof);
+                let mut lx = Lexer::new(buf, start + 1, eof).with_text(text);
                 let kw = body.starts_with(b"^kw:");
                 if kw {
                     lx.seek(start + 4);
@@ -531,7 +592,7 @@ impl Reader {
                 }
                 Ok(after)
             }
-            Some(b'(') => self.op_line(buf, pos, start, line_end, base, eof, sink),
+            Some(b'(') => self.op_line(buf, text, pos, start, line_end, base, eof, sink),
             Some(_) => {
                 let at = self.place(buf, base, pos, start, start + body.len());
                 self.error(sink, at, "expected an op, `}` or block arguments".into());
@@ -679,6 +740,7 @@ impl Reader {
     fn op_line(
         &mut self,
         buf: &[u8],
+        text: &str,
         pos: usize,
         start: usize,
         line_end: usize,
@@ -686,11 +748,12 @@ impl Reader {
         eof: bool,
         sink: &mut dyn Sink,
     ) -> Result<usize, NeedMore> {
-        let mut lx = Lexer::new(buf, start, eof);
+        let mut lx = Lexer::new(buf, start, eof).with_text(text);
         let mut p = OpParser {
             lx: &mut lx,
             base,
             era: self.era,
+            types: &mut self.types,
         };
         let parsed = p.op();
         let era = p.era;
@@ -767,6 +830,7 @@ impl Reader {
             lx,
             base,
             era: self.era,
+            types: &mut self.types,
         };
         let args = match p.block_args() {
             Ok(a) => a,
@@ -811,12 +875,13 @@ struct OpParser<'l, 'a> {
     lx: &'l mut Lexer<'a>,
     base: u64,
     era: Era,
+    types: &'l mut TypeCache,
 }
 
 fn fail<T>(t: Tok, message: impl Into<String>) -> Parse<T> {
     Err(Step::Fail(Box::new(Fail {
-        at: t.start,
-        end: t.end.max(t.start + 1),
+        at: t.start(),
+        end: t.end().max(t.start() + 1),
         message: message.into(),
     })))
 }
@@ -827,7 +892,7 @@ fn describe(buf: &[u8], t: Tok) -> String {
         Kind::Eof => "the end of the text".into(),
         Kind::BadStr => "an unterminated string".into(),
         _ => {
-            let s = String::from_utf8_lossy(&buf[t.start..t.end.min(t.start + 40)]);
+            let s = String::from_utf8_lossy(&buf[t.start()..t.end().min(t.start() + 40)]);
             format!("`{}`", crate::name::escape_str(&s))
         }
     }
@@ -836,12 +901,12 @@ fn describe(buf: &[u8], t: Tok) -> String {
 impl<'a> OpParser<'_, 'a> {
     #[inline]
     fn range(&self, t: Tok) -> Range {
-        Range::new(self.base + t.start as u64, self.base + t.end as u64)
+        Range::new(self.base + t.start() as u64, self.base + t.end() as u64)
     }
 
     #[inline]
     fn text(&self, t: Tok) -> &'a str {
-        std::str::from_utf8(&self.lx.buf()[t.start..t.end]).unwrap_or("")
+        self.lx.str(t.start(), t.end())
     }
 
     #[inline]
@@ -860,6 +925,10 @@ impl<'a> OpParser<'_, 'a> {
 
     #[inline]
     fn expect(&mut self, c: u8, what: &str) -> Parse<Tok> {
+        if c != b'<' && c != b'-' && self.lx.eat_punct(c)? {
+            let end = self.lx.pos();
+            return Ok(Tok::new(Kind::Punct(c), end - 1, end));
+        }
         let t = self.next()?;
         if t.kind == Kind::Punct(c) {
             return Ok(t);
@@ -870,6 +939,9 @@ impl<'a> OpParser<'_, 'a> {
 
     #[inline]
     fn eat(&mut self, c: u8) -> Parse<bool> {
+        if c != b'<' && c != b'-' {
+            return Ok(self.lx.eat_punct(c)?);
+        }
         if self.peek()?.kind == Kind::Punct(c) {
             self.lx.token()?;
             return Ok(true);
@@ -929,7 +1001,7 @@ impl<'a> OpParser<'_, 'a> {
         self.expect(b'=', "after the op's results")?;
         let t = self.next()?;
         let name: Box<str> = match t.kind {
-            Kind::Str => unquote(&self.lx.buf()[t.start..t.end]).into(),
+            Kind::Str => unquote(&self.lx.buf()[t.start()..t.end()]).into(),
             // CINN's ops print their names unquoted.
             Kind::Ident => self.text(t).into(),
             _ => {
@@ -957,7 +1029,7 @@ impl<'a> OpParser<'_, 'a> {
         }
         let operands = self.operands()?;
         let mut op = Op {
-            span: Range::new(self.base + first.start as u64, 0),
+            span: Range::new(self.base + first.start() as u64, 0),
             results,
             name,
             name_span,
@@ -1010,7 +1082,7 @@ impl<'a> OpParser<'_, 'a> {
         }
         let t = self.lx.token()?;
         let end = match t.kind {
-            Kind::Newline | Kind::Eof => t.start,
+            Kind::Newline | Kind::Eof => t.start(),
             _ => {
                 let found = describe(self.lx.buf(), t);
                 return fail(t, format!("unexpected {found} after the op"));
@@ -1024,7 +1096,7 @@ impl<'a> OpParser<'_, 'a> {
     /// Whether the `{` token `t` is the last thing on its line.
     fn brace_ends_line(&mut self, t: Tok) -> Parse<bool> {
         let save = self.lx.pos();
-        self.lx.seek(t.end);
+        self.lx.seek(t.end());
         let n = self.lx.token();
         self.lx.seek(save);
         Ok(matches!(n?.kind, Kind::Newline | Kind::Eof))
@@ -1087,7 +1159,7 @@ impl<'a> OpParser<'_, 'a> {
     fn angle_body(&mut self, open: Tok) -> Parse<(usize, usize)> {
         let b = self.lx.buf();
         let mut depth = 0usize;
-        let mut i = open.start;
+        let mut i = open.start();
         while i < b.len() {
             match b[i] {
                 b'<' => depth += 1,
@@ -1095,7 +1167,7 @@ impl<'a> OpParser<'_, 'a> {
                     depth -= 1;
                     if depth == 0 {
                         self.lx.seek(i + 1);
-                        return Ok((open.end, i));
+                        return Ok((open.end(), i));
                     }
                 }
                 b'\n' => break,
@@ -1141,7 +1213,7 @@ impl<'a> OpParser<'_, 'a> {
                 }
                 AttrValue::Array(items)
             }
-            Kind::Str => AttrValue::Str(unquote(&self.lx.buf()[t.start..t.end]).into()),
+            Kind::Str => AttrValue::Str(unquote(&self.lx.buf()[t.start()..t.end()]).into()),
             Kind::Num => number(self.text(t)),
             Kind::Punct(b'-') => {
                 let n = self.next()?;
@@ -1160,16 +1232,16 @@ impl<'a> OpParser<'_, 'a> {
                     "nan" => AttrValue::Float(f64::NAN),
                     _ => {
                         let p = self.peek()?;
-                        if p.kind == Kind::Punct(b'(') && p.start == t.end {
+                        if p.kind == Kind::Punct(b'(') && p.start() == t.end() {
                             let (s, e) = self.paren_body(p)?;
                             let inner = String::from_utf8_lossy(&self.lx.buf()[s..e]);
                             if word == "Place" {
                                 AttrValue::Place(inner.into())
                             } else {
-                                let all = &self.lx.buf()[t.start..e + 1];
+                                let all = &self.lx.buf()[t.start()..e + 1];
                                 AttrValue::Word(String::from_utf8_lossy(all).into_owned().into())
                             }
-                        } else if p.kind == Kind::Punct(b'<') && p.start == t.end {
+                        } else if p.kind == Kind::Punct(b'<') && p.start() == t.end() {
                             // A type as an attribute: kept as its text.
                             self.lx.token()?;
                             self.angle_body(p)?;
@@ -1209,14 +1281,14 @@ impl<'a> OpParser<'_, 'a> {
         Ok(Attr {
             tag,
             value,
-            span: Range::new(self.base + start.start as u64, self.base + end as u64),
+            span: Range::new(self.base + start.start() as u64, self.base + end as u64),
         })
     }
 
     fn paren_body(&mut self, open: Tok) -> Parse<(usize, usize)> {
         let b = self.lx.buf();
         let mut depth = 0usize;
-        let mut i = open.start;
+        let mut i = open.start();
         while i < b.len() && b[i] != b'\n' {
             match b[i] {
                 b'(' => depth += 1,
@@ -1224,7 +1296,7 @@ impl<'a> OpParser<'_, 'a> {
                     depth -= 1;
                     if depth == 0 {
                         self.lx.seek(i + 1);
-                        return Ok((open.end, i));
+                        return Ok((open.end(), i));
                     }
                 }
                 _ => {}
@@ -1294,25 +1366,43 @@ impl<'a> OpParser<'_, 'a> {
             Kind::NullType => TypeKind::Null,
             Kind::Ident => {
                 let word = self.text(t);
-                let p = self.peek()?;
-                if word == "vec" && p.kind == Kind::Punct(b'[') {
-                    self.lx.token()?;
+                if word == "vec" && self.eat(b'[')? {
                     let items = self.types_until(b']')?;
-                    let span =
-                        Range::new(self.base + t.start as u64, self.base + self.lx.pos() as u64);
+                    let span = Range::new(
+                        self.base + t.start() as u64,
+                        self.base + self.lx.pos() as u64,
+                    );
                     return Ok(Type {
                         span,
                         kind: TypeKind::Vec(items),
                     });
                 }
-                let body = if p.kind == Kind::Punct(b'<') && p.start == t.end {
-                    self.lx.token()?;
-                    let (s, e) = self.angle_body(p)?;
-                    Some(std::str::from_utf8(&self.lx.buf()[s..e]).unwrap_or("\u{fffd}"))
+                // A body in `<…>` right after the name (not `<<` or `<#`,
+                // which start other tokens): looked at as bytes, as most
+                // types have one.
+                let b = self.lx.buf();
+                let angle = b.get(t.end()) == Some(&b'<')
+                    && !matches!(b.get(t.end() + 1), Some(b'<' | b'#'));
+                self.note_era(word, angle);
+                if angle {
+                    let open = Tok::new(Kind::Punct(b'<'), t.end(), t.end() + 1);
+                    let (s, e) = self.angle_body(open)?;
+                    let text = &b[t.start()..e + 1];
+                    match self.types.get(text) {
+                        Some(kind) => kind.clone(),
+                        None => {
+                            let body = match self.lx.str(s, e) {
+                                "" if e > s => "\u{fffd}",
+                                body => body,
+                            };
+                            let kind = type_kind(word, Some(body));
+                            self.types.put(text, &kind);
+                            kind
+                        }
+                    }
                 } else {
-                    None
-                };
-                self.type_kind(word, body)
+                    type_kind(word, None)
+                }
             }
             _ => {
                 let found = describe(self.lx.buf(), t);
@@ -1320,31 +1410,26 @@ impl<'a> OpParser<'_, 'a> {
             }
         };
         Ok(Type {
-            span: Range::new(self.base + t.start as u64, self.base + self.lx.pos() as u64),
+            span: Range::new(
+                self.base + t.start() as u64,
+                self.base + self.lx.pos() as u64,
+            ),
             kind,
         })
     }
 
-    /// Asks the dialects about a type; what none takes is opaque.
-    fn type_kind(&mut self, word: &str, body: Option<&str>) -> TypeKind {
-        let found = match word.split_once('.') {
-            Some((prefix, name)) => {
-                if body.is_some() {
-                    self.era = Era::Tagged;
-                }
-                dialects::named(prefix).and_then(|d| (d.parse_type)(name, body))
-            }
-            None => {
-                if word == "tensor" && body.is_some() && self.era == Era::Unknown {
-                    self.era = Era::Bare;
-                }
-                dialects::DIALECTS
-                    .iter()
-                    .find(|d| (d.bare_type)(word))
-                    .and_then(|d| (d.parse_type)(word, body))
-            }
-        };
-        found.unwrap_or(TypeKind::Opaque)
+    /// What a type's spelling says of the printer's era: a dialect
+    /// prefix with a body is the tagged era, a bare `tensor<…>` the bare
+    /// one.
+    fn note_era(&mut self, word: &str, has_body: bool) {
+        if !has_body {
+            return;
+        }
+        if memchr::memchr(b'.', word.as_bytes()).is_some() {
+            self.era = Era::Tagged;
+        } else if word == "tensor" && self.era == Era::Unknown {
+            self.era = Era::Bare;
+        }
     }
 
     /// `^%arg_0 {attrs}, %arg_1` (the `^` already read).
@@ -1389,6 +1474,19 @@ fn number(s: &str) -> AttrValue {
         Ok(f) => AttrValue::Float(f),
         Err(_) => AttrValue::Opaque,
     }
+}
+
+/// Asks the dialects about a type; what none takes is opaque.
+fn type_kind(word: &str, body: Option<&str>) -> TypeKind {
+    let dot = memchr::memchr(b'.', word.as_bytes());
+    let found = match dot.map(|i| (&word[..i], &word[i + 1..])) {
+        Some((prefix, name)) => dialects::named(prefix).and_then(|d| (d.parse_type)(name, body)),
+        None => dialects::DIALECTS
+            .iter()
+            .find(|d| (d.bare_type)(word))
+            .and_then(|d| (d.parse_type)(word, body)),
+    };
+    found.unwrap_or(TypeKind::Opaque)
 }
 
 /// A tagged attribute as its dialect reads it (`(pd_op.DataType)float32`);
@@ -1545,6 +1643,13 @@ impl Sink for Builder {
 pub fn read_all(text: &[u8]) -> Builder {
     let mut b = Builder::default();
     let mut r = Reader::new();
-    r.feed(text, 0, true, &mut b);
-    b
+    let mut pos = 0;
+    // One pass unless the text is longer than a lexer reads.
+    loop {
+        let used = r.feed(&text[pos..], pos as u64, true, &mut b);
+        pos += used;
+        if used == 0 || pos >= text.len() {
+            return b;
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! (`cpu_tensor<…>`, `gpu_tensor<…>`, `undefined_tensor<…>`,
 //! `cpu_tensor_array<f32>`, `gpu_sparse_coo_tensor_type<f32>`).
 
-use crate::parsers::paddle::ast::{TypeKind, intern};
+use crate::parsers::paddle::ast::{Dims, TypeKind, intern};
 use crate::parsers::paddle::dialect::{Dialect, tensor_body};
 
 /// The dialect.
@@ -26,7 +26,7 @@ fn parse_type(name: &str, body: Option<&str>) -> Option<TypeKind> {
     let (dims, dtype) = if name.ends_with("_tensor") || name.ends_with("_selected_rows") {
         tensor_body(body)?
     } else if bare_type(name) {
-        (Vec::new(), intern(body.trim()))
+        (Dims::new(), intern(body.trim()))
     } else {
         return None;
     };

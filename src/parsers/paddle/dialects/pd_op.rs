@@ -4,7 +4,7 @@
 //! the older printer (`(pd_op.DataType)float32`, `(pd_op.Place)Place(cpu)`,
 //! `(pd_op.IntArray)[1,2]`, `(pd_op.DataLayout)NCHW`).
 
-use crate::parsers::paddle::ast::{AttrValue, TypeKind, intern};
+use crate::parsers::paddle::ast::{AttrValue, Dims, TypeKind, intern};
 use crate::parsers::paddle::dialect::{Dialect, tensor_body};
 
 /// The dialect.
@@ -19,7 +19,7 @@ fn parse_type(name: &str, body: Option<&str>) -> Option<TypeKind> {
     let body = body?;
     let (dims, dtype) = match name {
         "tensor" | "selectedrows" | "sparsecootensor" | "sparsecsrtensor" => tensor_body(body)?,
-        "tensor_array" => (Vec::new(), intern(body.trim())),
+        "tensor_array" => (Dims::new(), intern(body.trim())),
         _ => return None,
     };
     Some(TypeKind::Tensor {
