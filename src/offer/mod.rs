@@ -8,6 +8,7 @@
 //! that list them.
 
 pub mod metrics;
+pub mod program;
 pub mod tensor;
 
 use std::io::{self, Write};
@@ -30,6 +31,9 @@ pub struct Offers {
     pub records: Option<RecordsList>,
     /// The metrics a log holds, as series (the explorer's metrics panel).
     pub metrics: Option<MetricsScan>,
+    /// A program text: its diagnostics and its values to follow (the
+    /// explorer's diagnostics panel and definition and use keys).
+    pub program: Option<program::ProgramOffer>,
     /// Whether an extraction of this format is parsed far enough for the
     /// views it offers while its parse goes on (a zip's entries are listed
     /// before their CRCs are checked). `None`: when its parse is over.
@@ -43,6 +47,7 @@ impl Offers {
         pickles: false,
         records: None,
         metrics: None,
+        program: None,
         settled: None,
     };
 }

@@ -28,10 +28,12 @@ use super::panes::hex::{AT_CURSOR, HexPane, Place, Selection};
 use super::panes::inspector::Inspector;
 use super::panes::metrics::MetricsPanel;
 use super::panes::nodes::NodePane;
+use super::panes::problems::ProblemsPanel;
 use super::panes::stepper::Stepper;
 use super::panes::tensors::TensorPanel;
 use super::search::{Found, From, Search, SearchEvent};
 use super::theme::Theme;
+use super::values::{Values, ValuesDone};
 use super::worker::{Done, Worker};
 use crate::data::Range;
 use crate::engine::Session;
@@ -76,6 +78,8 @@ pub enum Panel {
     /// A W&B log's metrics (`M`): their list here, a plot in place of the
     /// hex view.
     Metrics(Box<MetricsPanel>),
+    /// A program's diagnostics (`E`), each with its source line and caret.
+    Problems(Box<ProblemsPanel>),
 }
 
 impl Panel {
@@ -85,6 +89,7 @@ impl Panel {
             Panel::Stepper(s) => Some(&**s),
             Panel::Tensors(p) => Some(&**p),
             Panel::Metrics(p) => Some(&**p),
+            Panel::Problems(p) => Some(&**p),
             Panel::None => None,
         }
     }
@@ -93,6 +98,7 @@ impl Panel {
             Panel::Stepper(s) => Some(&mut **s),
             Panel::Tensors(p) => Some(&mut **p),
             Panel::Metrics(p) => Some(&mut **p),
+            Panel::Problems(p) => Some(&mut **p),
             Panel::None => None,
         }
     }
@@ -153,6 +159,11 @@ pub struct App {
     pub(super) panel: Panel,
     pub(super) overlay: Overlay,
     pub(super) search: Search,
+    /// The value followed with `D`, `u` and `U`.
+    values: Values,
+    /// A pane moved the cursor and the node tree may still be loading the
+    /// node there: select it when it comes (until the next key).
+    jumped: bool,
     pub(super) message: Option<String>,
     pub(super) layout: Layout,
     /// Width of the left column, in percent.
@@ -183,6 +194,8 @@ impl App {
             panel: Panel::None,
             overlay: Overlay::None,
             search: Search::default(),
+            values: Values::default(),
+            jumped: false,
             message: None,
             layout: Layout {
                 bpr: 16,
@@ -385,6 +398,7 @@ impl App {
             return;
         }
         self.message = None;
+        self.jumped = false;
         self.act(a);
     }
 
@@ -401,6 +415,10 @@ impl App {
             Action::Stepper => self.toggle_stepper(),
             Action::Tensors => self.toggle_tensors(),
             Action::Metrics => self.toggle_metrics(),
+            Action::Problems => self.toggle_problems(),
+            Action::Definition => self.definition(),
+            Action::NextUse => self.step_use(true),
+            Action::PrevUse => self.step_use(false),
             Action::Export => self.ask_export(),
             Action::NextPane => self.cycle(1),
             Action::PrevPane => self.cycle(2),
@@ -468,6 +486,7 @@ impl App {
         }
         if let Some(offset) = reply.follow {
             self.follow(offset);
+            self.jumped = true;
         }
     }
 
@@ -587,8 +606,9 @@ impl App {
         let d = match self.nodes.on_done(d, &cx!(self, Pane::Nodes)) {
             Ok(r) => {
                 self.apply(r);
-                // A hex cursor inside may now reach a deeper node.
-                if self.focus == Pane::Hex {
+                // A hex cursor inside may now reach a deeper node; so may
+                // a jump (to a definition or a use) that opened its op.
+                if self.focus == Pane::Hex || self.jumped {
                     let c = self.place().cursor;
                     self.nodes.deepen(c, &cx!(self, Pane::Nodes));
                 }
@@ -600,6 +620,13 @@ impl App {
             Ok(e) => {
                 let (found, say) = self.search.on_event(*e, self.ext());
                 return self.go_to_match(found, say);
+            }
+            Err(d) => d,
+        };
+        let d = match d.downcast::<ValuesDone>() {
+            Ok(v) => {
+                let r = self.values.on_done(*v, self.ext());
+                return self.apply(r);
             }
             Err(d) => d,
         };
@@ -792,6 +819,56 @@ impl App {
             }
             None => self.say("no W&B run log here: select a .wandb extraction, then press M"),
         }
+    }
+
+    /// Opens the diagnostics of the selected program text, or closes them.
+    fn toggle_problems(&mut self) {
+        if matches!(self.panel, Panel::Problems(_)) {
+            self.close_panel();
+            return;
+        }
+        match ProblemsPanel::find(&self.session, &self.worker, self.ext()) {
+            Some(p) => {
+                self.close_panel();
+                self.panel = Panel::Problems(Box::new(p));
+                self.focus = Pane::Nodes;
+            }
+            None => self.say("no program here: select a printed Paddle program, then press E"),
+        }
+    }
+
+    /// Where the value to follow is named: the selected node's first byte
+    /// in the node tree, else the cursor.
+    fn value_at(&self) -> u64 {
+        let ext = self.ext();
+        if self.focus == Pane::Nodes && matches!(self.panel, Panel::None) {
+            let t = self.session.tree();
+            if let Some(e) = t.get(ext) {
+                let m = super::models::Nodes(&e.nodes);
+                if let Some(n) = self.nodes.selected(ext).and_then(|p| m.get(p)) {
+                    return n.range.start;
+                }
+            }
+        }
+        self.place().cursor
+    }
+
+    /// Goes to the op that defines the value selected (`D`).
+    fn definition(&mut self) {
+        let (at, cursor) = (self.value_at(), self.place().cursor);
+        let r = self
+            .values
+            .definition(self.ext(), at, cursor, &self.session, &self.worker);
+        self.apply(r);
+    }
+
+    /// Goes to the next or previous use of the value selected (`u`, `U`).
+    fn step_use(&mut self, forward: bool) {
+        let (at, cursor) = (self.value_at(), self.place().cursor);
+        let r = self
+            .values
+            .step(self.ext(), at, cursor, forward, &self.session, &self.worker);
+        self.apply(r);
     }
 }
 

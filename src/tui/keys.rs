@@ -48,6 +48,14 @@ pub enum Action {
     Export,
     /// Open the W&B metrics plot (`M`).
     Metrics,
+    /// Open a program's diagnostics (`E`).
+    Problems,
+    /// Go to the op that defines the selected value (`D`).
+    Definition,
+    /// Go to the next use of the selected value (`u`).
+    NextUse,
+    /// Go to the previous use of the selected value (`U`).
+    PrevUse,
     /// Show the help overlay (`?`).
     Help,
     /// Close a prompt or overlay, or stop a search (Esc).
@@ -99,6 +107,21 @@ pub const HELP: &[(&str, Action, &str)] = &[
         Action::Metrics,
         "W&B run log: plot the history metrics by step",
     ),
+    (
+        "E",
+        Action::Problems,
+        "Paddle program: its errors, each with its line and a caret",
+    ),
+    (
+        "D",
+        Action::Definition,
+        "Paddle program: go to the op that defines the selected value",
+    ),
+    (
+        "u / U",
+        Action::NextUse,
+        "Paddle program: next / previous use of the selected value",
+    ),
     ("?", Action::Help, "this help"),
     (
         "Esc",
@@ -145,6 +168,10 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('T') => Action::Tensors,
         KeyCode::Char('e') => Action::Export,
         KeyCode::Char('M') => Action::Metrics,
+        KeyCode::Char('E') => Action::Problems,
+        KeyCode::Char('D') => Action::Definition,
+        KeyCode::Char('u') => Action::NextUse,
+        KeyCode::Char('U') => Action::PrevUse,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -237,6 +264,9 @@ mod tests {
                 KeyCode::Char('T'),
                 KeyCode::Char('e'),
                 KeyCode::Char('M'),
+                KeyCode::Char('E'),
+                KeyCode::Char('D'),
+                KeyCode::Char('u'),
                 KeyCode::Char('?'),
                 KeyCode::Esc,
             ]

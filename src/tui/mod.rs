@@ -19,6 +19,7 @@ pub mod search;
 pub mod text;
 pub mod theme;
 pub mod treeview;
+pub mod values;
 pub mod worker;
 
 use std::io;

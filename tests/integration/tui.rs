@@ -940,3 +940,127 @@ fn metrics_panel_needs_a_wandb_log() {
     assert_on_screen(&h, "no W&B run log here");
     assert!(matches!(h.app.panel(), pparse::tui::app::Panel::None));
 }
+
+/// Offsets of every `%name` token in `text`, in order.
+fn value_tokens(text: &str, name: &str) -> Vec<u64> {
+    text.match_indices(name)
+        .filter(|(i, _)| {
+            let next = text.as_bytes().get(i + name.len());
+            !next.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        })
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+/// In a printed Paddle program, `D` goes from a use to the op defining the
+/// value and `u` / `U` step through its uses, wrapping around, also into
+/// the regions of an if; the text view marks the selected op's bytes.
+#[test]
+fn paddle_values_are_followed_to_their_definition_and_uses() {
+    let bytes = fixture("paddle/v3-control.txt");
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let mut h = Harness::open("v3-control.txt", bytes);
+    let places = value_tokens(&text, "%0");
+    let (def, uses) = (places[0], &places[1..]);
+    assert!(uses.len() >= 3, "{uses:?}");
+    let op_start = text.find("(%0) = \"pd_op.data\"").unwrap() as u64;
+    assert_eq!(def, op_start + 1);
+
+    // From the second use, in the hex view.
+    h.keys(&format!("g{:#x}<Enter>", uses[1] + 1));
+    h.keys("D");
+    assert_eq!(h.app.place().cursor, op_start);
+    assert_on_screen(&h, &format!("%0: defined here ({} uses", uses.len()));
+    let (name, kind, _) = selected_node(&h);
+    assert_eq!((name.as_str(), kind.as_str()), ("pd_op.data", "op"));
+
+    // Through every use, and around.
+    for (i, u) in uses.iter().enumerate() {
+        h.keys("u");
+        assert_eq!(h.app.place().cursor, *u, "use {i}");
+        assert_on_screen(&h, &format!("%0: use {} of {}", i + 1, uses.len()));
+    }
+    h.keys("u");
+    assert_eq!(h.app.place().cursor, uses[0]);
+    assert_on_screen(&h, "(wrapped to the first)");
+    h.keys("U");
+    assert_eq!(h.app.place().cursor, *uses.last().unwrap());
+    h.keys("U");
+    assert_eq!(h.app.place().cursor, uses[uses.len() - 2]);
+    // The use's operand node is selected, inside its op (loaded for it).
+    let (name, kind, _) = selected_node(&h);
+    assert_eq!((name.as_str(), kind.as_str()), ("%0", "operand"));
+
+    // Back to the definition, then the text view: it shows the op's line
+    // with the op's bytes marked.
+    h.keys("D");
+    assert_eq!(h.app.place().cursor, op_start);
+    h.keys("t");
+    assert!(h.app.text_mode());
+    let row = h
+        .row_of("(%0) = \"pd_op.data\"")
+        .expect("the op's line on screen");
+    let line = h.screen().lines().nth(row as usize).unwrap().to_string();
+    let col = line.find("pd_op.data").unwrap();
+    let col = line[..col].chars().count() as u16;
+    let buf = h.term.backend().buffer();
+    let selection = Theme::load("dark").unwrap().selection;
+    assert_eq!(buf[(col, row)].bg, selection, "the op's bytes are marked");
+    // The line above it (the program's `{`) is not.
+    assert_ne!(buf[(col, row - 1)].bg, selection);
+
+    // Nothing to follow outside a value: a message, no move.
+    h.keys("t");
+    h.keys("g0<Enter>");
+    h.keys("D");
+    assert_on_screen(&h, "no value here");
+    assert_eq!(h.app.place().cursor, 0);
+}
+
+/// `E` lists a damaged program's errors as a compiler prints them (the
+/// line and column, the source line, a caret), the same ones the reader
+/// finds; selecting one moves the cursor to its bytes.
+#[test]
+fn paddle_diagnostics_panel_lists_errors_with_carets() {
+    let text = String::from_utf8(fixture("paddle/v3-control.txt")).unwrap();
+    let bad = text
+        .replacen(
+            "(%2) = \"pd_op.mean\" (%0, %1)",
+            "(%2) = \"pd_op.mean\" (%0, %77)",
+            1,
+        )
+        .replacen("    (%3) = ", "    garbage here\n    (%3) = ", 1);
+    let want = pparse::parsers::paddle::parse::read_all(bad.as_bytes()).diagnostics;
+    assert_eq!(want.len(), 2, "{want:?}");
+    let mut h = Harness::open("bad.txt", bad.clone().into_bytes());
+    h.keys("E");
+    assert_on_screen(&h, "Diagnostics: bad.txt (2)");
+    for d in &want {
+        let head = format!("{}:{} error: {}", d.at.line, d.at.col, d.message);
+        // As much as the pane's width shows.
+        assert_on_screen(&h, &head.chars().take(30).collect::<String>());
+    }
+    let screen = h.screen();
+    let lines: Vec<&str> = screen.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.contains("use of undefined value %77"))
+        .unwrap();
+    // The source line, then a caret under `%77`.
+    let src = lines[head + 1];
+    let caret = lines[head + 2];
+    let at = src.find("%77").unwrap();
+    assert_eq!(caret[at..].chars().take(3).collect::<String>(), "^^^");
+    // The first problem is selected and the cursor is on its bytes; then
+    // the next one.
+    assert_eq!(h.app.place().cursor, want[0].at.span.start);
+    h.keys("j");
+    assert_eq!(h.app.place().cursor, want[1].at.span.start);
+    h.keys("E");
+    assert!(matches!(h.app.panel(), pparse::tui::app::Panel::None));
+
+    // A clean program says so.
+    let mut h = Harness::open("v3-control.txt", text.into_bytes());
+    h.keys("E");
+    assert_on_screen(&h, "no errors: the program reads cleanly");
+}

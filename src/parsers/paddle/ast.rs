@@ -141,6 +141,20 @@ pub enum ValueName {
     Null,
 }
 
+impl ValueName {
+    /// The name printed as `%s` (`s` without the `%`): `12`, `arg_0`,
+    /// `kwarg_x`; `None` if it is none of these.
+    pub fn parse(s: &str) -> Option<ValueName> {
+        if let Some(n) = s.strip_prefix("arg_").and_then(|n| n.parse().ok()) {
+            Some(ValueName::Arg(n))
+        } else if let Some(k) = s.strip_prefix("kwarg_") {
+            Some(ValueName::Kwarg(k.into()))
+        } else {
+            s.parse().ok().map(ValueName::Result)
+        }
+    }
+}
+
 impl std::fmt::Display for ValueName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

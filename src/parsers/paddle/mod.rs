@@ -19,9 +19,14 @@ pub mod dialect;
 pub mod dialects;
 pub mod json_program;
 pub mod lex;
+pub mod links;
 pub mod nodes;
 pub mod params;
 pub mod parse;
+pub mod source;
+
+pub use source::read_source;
+use source::{CHUNK, MAX_LINE};
 
 use ast::{BlockArg, Era, Op, Type};
 use nodes::{op_node, op_parts};
@@ -39,14 +44,12 @@ pub static FORMAT: Format = Format {
     sniff,
     parse: |data, _| Box::new(PirParser::new(data.clone())),
     load,
-    offers: Offers::NONE,
+    offers: Offers {
+        program: Some(links::OFFER),
+        ..Offers::NONE
+    },
 };
 
-/// Bytes read per step.
-const CHUNK: usize = 1 << 20;
-/// Longest line (an op with its strings) read whole; longer ones are
-/// errors.
-const MAX_LINE: usize = 64 << 20;
 /// Diagnostics recorded as damage on the extraction.
 const MAX_DAMAGE: usize = 100;
 
@@ -57,39 +60,6 @@ fn sniff(s: &Sniff) -> bool {
     let has = |needle: &[u8]| memchr::memmem::find(h, needle).is_some();
     (has(b") = \"pd_op.") || has(b") = \"builtin.") || has(b") = \"cf.") || has(b"(phi_kernel)\""))
         && has(b"{")
-}
-
-/// Reads a whole source through `reader`, a chunk at a time, into `sink`.
-/// Returns false if a line longer than [`MAX_LINE`] stopped it.
-pub fn read_source(src: &dyn Source, reader: &mut Reader, sink: &mut dyn Sink) -> bool {
-    let len = src.available();
-    let mut pos = 0u64;
-    let mut want = CHUNK;
-    let mut buf = Vec::new();
-    while pos < len {
-        let n = ((len - pos) as usize).min(want);
-        buf.resize(n, 0);
-        let got = src.read_at(pos, &mut buf).unwrap_or(0);
-        buf.truncate(got);
-        if got == 0 {
-            break;
-        }
-        let eof = pos + got as u64 >= len;
-        let used = reader.feed(&buf, pos, eof, sink);
-        if used == 0 && !eof {
-            if want >= MAX_LINE {
-                return false;
-            }
-            want *= 2;
-            continue;
-        }
-        want = CHUNK;
-        pos += used as u64;
-        if eof {
-            break;
-        }
-    }
-    true
 }
 
 /// Makes top-level nodes as the reader finds them: one per program.

@@ -955,17 +955,14 @@ impl<'a> OpParser<'_, 'a> {
             Kind::NullValue => ValueName::Null,
             Kind::Value => {
                 let s = &self.text(t)[1..];
-                if let Some(n) = s.strip_prefix("arg_").and_then(|n| n.parse().ok()) {
-                    ValueName::Arg(n)
-                } else if let Some(k) = s.strip_prefix("kwarg_") {
-                    ValueName::Kwarg(k.into())
-                } else if let Ok(n) = s.parse() {
-                    ValueName::Result(n)
-                } else {
-                    return fail(
-                        t,
-                        format!("`%{s}` is not a value name (%N, %arg_N, %kwarg_NAME)"),
-                    );
+                match ValueName::parse(s) {
+                    Some(n) => n,
+                    None => {
+                        return fail(
+                            t,
+                            format!("`%{s}` is not a value name (%N, %arg_N, %kwarg_NAME)"),
+                        );
+                    }
                 }
             }
             _ => {

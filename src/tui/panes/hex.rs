@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
-use ratatui::style::{Color, Modifier};
+use ratatui::style::{Color, Modifier, Style};
 
 use crate::data::{Data, Range};
 use crate::extraction::ExtId;
@@ -143,6 +143,13 @@ impl Marks {
         }
         None
     }
+
+    /// In the text view: damage and the selection only (text that no node
+    /// covers is the usual case there, not worth a colour).
+    fn text_bg(&self, th: &Theme, off: u64) -> Option<Color> {
+        self.bg(th, off)
+            .filter(|c| *c != th.unparsed || !self.parsed)
+    }
 }
 
 /// The hex and text pane.
@@ -164,7 +171,13 @@ pub struct HexPane {
     /// Light or dark, for the highlighting theme; monochrome asks for none.
     light: bool,
     mono: bool,
+    /// The cursor moved while text is shown: bring its line into view at
+    /// the next frame (once its bytes are read).
+    text_follows: bool,
 }
+
+/// Lines kept above the cursor's line when the text view follows it.
+const TEXT_MARGIN: usize = 3;
 
 impl HexPane {
     /// A pane for a terminal of this theme.
@@ -204,6 +217,7 @@ impl HexPane {
         let rows = cx.rows as u64;
         let v = self.places.entry(cx.ext).or_default();
         v.cursor = offset;
+        self.text_follows = self.text;
         if offset < v.top {
             v.top = offset - offset % bpr;
         } else if offset >= v.top + rows * bpr {
@@ -298,15 +312,20 @@ impl HexPane {
         let rows = cx.rows as u64;
         if self.text {
             // Enough bytes for the screen: lines of up to a few screens each.
-            let top = place.text_top;
             let want = (rows * (width as u64 + 1) * 4).clamp(4096, 1 << 20);
+            if self.text_follows {
+                self.follow_in_text(cx, want);
+            }
+            let top = self.place(cx.ext).text_top;
             if let Some(bytes) = self.cached(cx, top, top + want) {
                 let shown: usize = bytes
                     .split_inclusive(|&b| b == b'\n')
                     .take(cx.rows)
                     .map(<[u8]>::len)
                     .sum();
-                self.want_highlight(cx, top, top + shown as u64);
+                let end = top + shown as u64;
+                self.marks = marks(cx, top, end.max(top + 1), selection, sorted);
+                self.want_highlight(cx, top, end);
             }
         } else {
             let start = place.top;
@@ -462,6 +481,42 @@ impl HexPane {
         Some(end)
     }
 
+    /// Scrolls the text so the cursor's line is on screen, a few lines
+    /// below the top, unless it already is; waits for the bytes if they
+    /// are not read yet (the next frame tries again).
+    fn follow_in_text(&mut self, cx: &Cx, want: u64) {
+        let place = self.place(cx.ext);
+        let (c, top) = (place.cursor, place.text_top);
+        if c >= top {
+            let Some(bytes) = self.cached(cx, top, top + want) else {
+                return;
+            };
+            let shown: usize = bytes
+                .split_inclusive(|&b| b == b'\n')
+                .take(cx.rows.saturating_sub(TEXT_MARGIN).max(1))
+                .map(<[u8]>::len)
+                .sum();
+            if c < top + shown as u64 {
+                self.text_follows = false;
+                return;
+            }
+        }
+        let from = c.saturating_sub(text::MAX_LINE);
+        let Some(b) = self.cached(cx, from, c) else {
+            return;
+        };
+        // The cursor's line, then back over the margin's lines.
+        let mut start = text::line_start(&b, from, c);
+        for _ in 0..TEXT_MARGIN.min(cx.rows / 3) {
+            if start <= from || start == 0 {
+                break;
+            }
+            start = text::line_start(&b, from, start - 1);
+        }
+        self.text_follows = false;
+        self.set_text_top(start, cx);
+    }
+
     fn set_text_top(&mut self, top: u64, cx: &Cx) {
         let v = self.places.entry(cx.ext).or_default();
         if v.text_top != top {
@@ -573,8 +628,11 @@ impl HexPane {
             .as_ref()
             .filter(|h| h.ext == self.ext && h.first == top);
         let lines = bytes.split_inclusive(|&b| b == b'\n').take(rows);
+        let mut off = top;
         for (i, raw) in lines.enumerate() {
             let y = inner.y + i as u16;
+            let line_start = off;
+            off += raw.len() as u64;
             match hl.and_then(|h| h.lines.get(i)) {
                 Some(runs) if raw.len() <= text::LONG_LINE => {
                     let mut x = inner.x;
@@ -592,6 +650,61 @@ impl HexPane {
                     let line = text::display_line(raw);
                     put(buf, inner.x, y, inner.width, &line, th.text);
                 }
+            }
+            self.paint_marks(
+                th,
+                buf,
+                Rect::new(inner.x, y, inner.width, 1),
+                raw,
+                line_start,
+            );
+        }
+    }
+
+    /// Gives the selected and damaged bytes of a text line their
+    /// background, column by column as [`text::display_line`] lays the
+    /// line out (a tab is four columns, an escaped byte as many as its
+    /// escape; a wide character counts as one).
+    fn paint_marks(&self, th: &Theme, buf: &mut Buffer, row: Rect, raw: &[u8], start: u64) {
+        let marked = |a: u64, b: u64| {
+            let any = |r: &Range| r.start < b && a < r.end;
+            self.marks.damage.iter().any(any)
+                || self.marks.selection.range.as_ref().is_some_and(any)
+        };
+        if !marked(start, start + raw.len() as u64) {
+            return;
+        }
+        let mut col = 0u16;
+        let mut off = start;
+        let mut paint = |width: u16, at: u64, col: &mut u16| {
+            if let Some(bg) = self.marks.text_bg(th, at) {
+                let x = row.x.saturating_add(*col);
+                let w = width.min(row.width.saturating_sub(*col));
+                if w > 0 {
+                    buf.set_style(Rect::new(x, row.y, w, 1), Style::new().bg(bg));
+                }
+            }
+            *col = col.saturating_add(width);
+        };
+        for chunk in raw.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                let width = match c {
+                    '\n' | '\r' => 0,
+                    '\t' => 4,
+                    c if c.is_control() => {
+                        crate::name::escape_str(&c.to_string()).chars().count() as u16
+                    }
+                    _ => 1,
+                };
+                paint(width, off, &mut col);
+                off += c.len_utf8() as u64;
+            }
+            for _ in chunk.invalid() {
+                paint(4, off, &mut col);
+                off += 1;
+            }
+            if col >= row.width {
+                return;
             }
         }
     }

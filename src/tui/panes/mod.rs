@@ -7,5 +7,6 @@ pub mod hex;
 pub mod inspector;
 pub mod metrics;
 pub mod nodes;
+pub mod problems;
 pub mod stepper;
 pub mod tensors;
