@@ -408,7 +408,7 @@ impl<W: Write> Sink for Printer<'_, W> {
         self.depth = 0;
         self.programs += 1;
     }
-    fn op(&mut self, op: Op, depth: usize, _opens: bool, text: Text) {
+    fn op(&mut self, op: &mut Op, depth: usize, _opens: bool, text: Text) {
         self.flush_close();
         self.line(depth, text.get(op.span));
     }
@@ -473,11 +473,11 @@ impl Sink for Counts {
     fn program(&mut self, _start: u64) {
         self.programs += 1;
     }
-    fn op(&mut self, op: Op, _depth: usize, _opens: bool, _text: Text) {
-        match self.ops.get_mut(op.name.as_ref()) {
+    fn op(&mut self, op: &mut Op, _depth: usize, _opens: bool, _text: Text) {
+        match self.ops.get_mut(op.name.as_str()) {
             Some(n) => *n += 1,
             None => {
-                self.ops.insert(op.name.into(), 1);
+                self.ops.insert(op.name.to_string(), 1);
             }
         }
     }
@@ -604,7 +604,7 @@ impl<W: Write> Sink for JsonOut<'_, W> {
         self.write(format!("{{\"start\":{start},\"ops\":[").as_bytes());
         self.b.program(start);
     }
-    fn op(&mut self, op: Op, depth: usize, opens: bool, text: Text) {
+    fn op(&mut self, op: &mut Op, depth: usize, opens: bool, text: Text) {
         self.b.op(op, depth, opens, text);
         self.drain();
     }

@@ -141,7 +141,7 @@ fn while_results_are_inferred_from_the_body() {
         let ops = all_ops(&b.programs);
         let w = ops
             .iter()
-            .find(|o| o.name.as_ref() == "pd_op.while")
+            .find(|o| o.name.as_str() == "pd_op.while")
             .unwrap();
         assert!(w.inferred);
         assert_eq!(w.results.len(), w.result_types.len(), "{name}");
@@ -158,7 +158,7 @@ fn while_results_are_inferred_from_the_body() {
         let body = &w.regions[0].blocks[0];
         assert_eq!(body.args.len(), 2);
         assert_eq!(body.args[0].value.name, ValueName::Arg(0));
-        let ifs = ops.iter().filter(|o| o.name.as_ref() == "pd_op.if");
+        let ifs = ops.iter().filter(|o| o.name.as_str() == "pd_op.if");
         for i in ifs {
             assert_eq!(i.regions.len(), 2, "then and else");
         }
@@ -178,7 +178,7 @@ fn a_log_yields_each_program_and_kernel_ops() {
         let ops = all_ops(&b.programs);
         let matmul = ops
             .iter()
-            .find(|o| o.name.as_ref() == "matmul(phi_kernel)")
+            .find(|o| o.name.as_str() == "matmul(phi_kernel)")
             .expect("a kernel op");
         let key = matmul
             .attrs
@@ -246,7 +246,7 @@ fn older_and_rarer_forms() {
         matches!(&ops[0].result_types[0].kind, TypeKind::Tensor { dialect: "pd_op", dims, .. } if dims[..] == [64, 3, 7, 7])
     );
     assert!(matches!(&ops[5].result_types[0].kind, TypeKind::Vec(v) if v.len() == 2));
-    assert_eq!(ops[6].name.as_ref(), "cinn_op.fusion");
+    assert_eq!(ops[6].name.as_str(), "cinn_op.fusion");
     assert_eq!(ops[6].regions.len(), 1);
     assert_eq!(ops[7].operands[0].value.name, ValueName::Null);
     assert_eq!(attr(8, "y").value, AttrValue::Word("foo(bar)".into()));

@@ -85,45 +85,50 @@ const SLOTS: usize = 512;
 
 /// The length and three bytes: enough to tell the common words apart
 /// (probing settles the rest) without reading every byte.
-fn slot_hash(s: &[u8]) -> usize {
+const fn slot_hash(s: &[u8]) -> usize {
     let n = s.len();
-    let at = |i: usize| u32::from(s.get(i).copied().unwrap_or(0));
-    let mut h = (n as u32).wrapping_mul(0x9E37_79B9);
-    for b in [at(0), at(n / 2), at(n.wrapping_sub(1))] {
-        h = (h ^ b).wrapping_mul(0x0100_0193);
+    if n == 0 {
+        return 0;
     }
+    let mut h = (n as u32).wrapping_mul(0x9E37_79B9);
+    h = (h ^ s[0] as u32).wrapping_mul(0x0100_0193);
+    h = (h ^ s[n / 2] as u32).wrapping_mul(0x0100_0193);
+    h = (h ^ s[n - 1] as u32).wrapping_mul(0x0100_0193);
     (h ^ (h >> 15)) as usize & (SLOTS - 1)
 }
 
-/// `COMMON`'s index + 1 by hash slot (0: empty). Interning runs for every
-/// type, dtype and attribute key of every op, so it is one hash and one
-/// comparison rather than a binary search of string comparisons.
-fn common_slots() -> &'static [u8; SLOTS] {
-    static TABLE: std::sync::OnceLock<[u8; SLOTS]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = [0u8; SLOTS];
-        for (i, w) in COMMON.iter().enumerate() {
-            let mut h = slot_hash(w.as_bytes());
-            while t[h] != 0 {
-                h = (h + 1) & (SLOTS - 1);
-            }
-            t[h] = u8::try_from(i + 1).expect("COMMON has fewer than 255 words");
+/// `COMMON`'s index + 1 by hash slot (0: empty), built at compile time.
+/// Interning runs for every type, dtype and attribute key of every op, so
+/// it is one hash and one comparison rather than a binary search of string
+/// comparisons.
+static COMMON_SLOTS: [u8; SLOTS] = {
+    assert!(COMMON.len() < 255);
+    let mut t = [0u8; SLOTS];
+    let mut i = 0;
+    while i < COMMON.len() {
+        let mut h = slot_hash(COMMON[i].as_bytes());
+        while t[h] != 0 {
+            h = (h + 1) & (SLOTS - 1);
         }
-        t
-    })
-}
+        t[h] = (i + 1) as u8;
+        i += 1;
+    }
+    t
+};
 
 /// `s` as a [`Word`], borrowed if it is a common one.
 pub fn intern(s: &str) -> Word {
-    let t = common_slots();
     let mut h = slot_hash(s.as_bytes());
     loop {
-        match t[h] {
+        match COMMON_SLOTS[h] {
             0 => return Cow::Owned(s.to_string()),
-            i if COMMON[usize::from(i) - 1] == s => {
-                return Cow::Borrowed(COMMON[usize::from(i) - 1]);
+            i => {
+                let w = COMMON[usize::from(i) - 1];
+                if w.len() == s.len() && w == s {
+                    return Cow::Borrowed(w);
+                }
+                h = (h + 1) & (SLOTS - 1);
             }
-            _ => h = (h + 1) & (SLOTS - 1),
         }
     }
 }
@@ -145,6 +150,10 @@ impl ValueName {
     /// The name printed as `%s` (`s` without the `%`): `12`, `arg_0`,
     /// `kwarg_x`; `None` if it is none of these.
     pub fn parse(s: &str) -> Option<ValueName> {
+        // Most names are op results: digits only.
+        if let Some(n) = digits(s.as_bytes()) {
+            return Some(ValueName::Result(n));
+        }
         if let Some(n) = s.strip_prefix("arg_").and_then(|n| n.parse().ok()) {
             Some(ValueName::Arg(n))
         } else if let Some(k) = s.strip_prefix("kwarg_") {
@@ -153,6 +162,21 @@ impl ValueName {
             s.parse().ok().map(ValueName::Result)
         }
     }
+}
+
+/// `s` as a decimal `u64`, if it is one (no sign, no overflow).
+fn digits(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    let mut n = 0u64;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(b - b'0');
+    }
+    Some(n)
 }
 
 impl std::fmt::Display for ValueName {
@@ -308,7 +332,7 @@ pub struct BlockArg {
 }
 
 /// An op, one line of the printed program (its regions follow it).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Op {
     /// The whole op, from its results to the end of its line (regions
     /// excluded).
@@ -316,7 +340,7 @@ pub struct Op {
     /// The values it defines.
     pub results: Vec<ValueRef>,
     /// Its name, `pd_op.matmul` or `matmul(phi_kernel)`.
-    pub name: Box<str>,
+    pub name: String,
     /// Where its name is written (quotes included).
     pub name_span: Range,
     /// `[id:N]`, printed with `FLAGS_print_ir`.

@@ -268,7 +268,7 @@ impl Cx {
         Ok(Op {
             span,
             results,
-            name: name.into(),
+            name,
             name_span: span,
             id: None,
             operands,
@@ -460,7 +460,7 @@ pub fn parameter_names(path: &Path) -> Option<Vec<String>> {
         .block
         .ops
         .iter()
-        .filter(|o| o.name.as_ref() == "builtin.parameter")
+        .filter(|o| o.name.as_str() == "builtin.parameter")
         .filter_map(|o| {
             o.attrs.iter().find_map(|a| match (&*a.key, &a.attr.value) {
                 ("parameter_name", AttrValue::Str(s)) => Some(s.to_string()),

@@ -396,13 +396,25 @@ pub fn utf8_prefix(buf: &[u8]) -> &str {
 
 /// The text of a string token without its quotes, `\"` unescaped.
 pub fn unquote(raw: &[u8]) -> String {
+    let mut s = String::new();
+    unquote_into(raw, &mut s);
+    s
+}
+
+/// [`unquote`], appended to `out` (whose allocation a caller may reuse).
+pub fn unquote_into(raw: &[u8], out: &mut String) {
     let inner = raw.strip_prefix(b"\"").unwrap_or(raw);
     let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
-    let text = String::from_utf8_lossy(inner);
+    // Valid UTF-8 (nearly always) is checked at full speed; the lossy
+    // conversion is for the rest.
+    let text = match std::str::from_utf8(inner) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(inner),
+    };
     if memchr::memchr(b'\\', inner).is_some() {
-        text.replace("\\\"", "\"")
+        out.push_str(&text.replace("\\\"", "\""));
     } else {
-        text.into_owned()
+        out.push_str(&text);
     }
 }
 

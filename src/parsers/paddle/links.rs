@@ -32,7 +32,7 @@ fn problem(d: Diagnostic) -> Problem {
 
 impl Sink for Problems {
     fn program(&mut self, _start: u64) {}
-    fn op(&mut self, _op: Op, _depth: usize, _opens: bool, _text: Text) {}
+    fn op(&mut self, _op: &mut Op, _depth: usize, _opens: bool, _text: Text) {}
     fn block(&mut self, _start: u64, _of: BlockOf) {}
     fn block_args(&mut self, _args: Vec<BlockArg>, _kw: bool, _text: Text) {}
     fn block_end(&mut self, _end: u64, _inferred: Option<Vec<Type>>) {}
@@ -141,7 +141,7 @@ impl Sink for Links<'_> {
         self.uses.clear();
         self.more_uses = 0;
     }
-    fn op(&mut self, op: Op, _depth: usize, _opens: bool, _text: Text) {
+    fn op(&mut self, op: &mut Op, _depth: usize, _opens: bool, _text: Text) {
         if self.def.is_none()
             && let Some(r) = op.results.iter().find(|r| r.name == self.name)
         {

@@ -77,7 +77,7 @@ impl Sink for Programs<'_, '_> {
         self.ops = 0;
         self.errors = 0;
     }
-    fn op(&mut self, _op: Op, depth: usize, _opens: bool, _text: parse::Text) {
+    fn op(&mut self, _op: &mut Op, depth: usize, _opens: bool, _text: parse::Text) {
         if depth == 1 {
             self.ops += 1;
         }

@@ -21,7 +21,7 @@ use super::ast::{
     ValueName, ValueRef, intern,
 };
 use super::dialects;
-use super::lex::{Kind, Lexer, NeedMore, Tok, unquote};
+use super::lex::{Kind, Lexer, NeedMore, Tok, unquote, unquote_into};
 use crate::data::Range;
 
 /// Most errors reported per file; past it they are counted.
@@ -101,7 +101,9 @@ pub trait Sink {
     fn program(&mut self, start: u64);
     /// An op, `depth` blocks deep (1 at a program's top level); `opens`
     /// says a block of it follows.
-    fn op(&mut self, op: Op, depth: usize, opens: bool, text: Text);
+    /// The reader reuses `op`'s vectors for its next op: a sink that keeps
+    /// the op takes it (`std::mem::take`).
+    fn op(&mut self, op: &mut Op, depth: usize, opens: bool, text: Text);
     /// A block opens at `start`; `of` says whose it is.
     fn block(&mut self, start: u64, of: BlockOf);
     /// The arguments of the open block (`^%arg_0, …`; `kw` for `^kw:`).
@@ -249,6 +251,8 @@ pub struct Reader {
     enter: bool,
     /// Types read lately, by their text.
     types: TypeCache,
+    /// The op being read; its vectors are reused from op to op.
+    scratch: Op,
 }
 
 /// Types by their text (`tensor<-1x16xf32>`): a program prints a handful
@@ -328,6 +332,7 @@ impl Reader {
             partial: false,
             enter: false,
             types: TypeCache::new(),
+            scratch: Op::default(),
         }
     }
 
@@ -749,14 +754,38 @@ impl Reader {
         sink: &mut dyn Sink,
     ) -> Result<usize, NeedMore> {
         let mut lx = Lexer::new(buf, start, eof).with_text(text);
+        let mut op = std::mem::take(&mut self.scratch);
         let mut p = OpParser {
             lx: &mut lx,
             base,
             era: self.era,
             types: &mut self.types,
         };
-        let parsed = p.op();
+        let parsed = p.op(&mut op);
         let era = p.era;
+        let next = self.after_op(
+            parsed, era, &mut op, buf, pos, start, line_end, base, eof, sink,
+        );
+        self.scratch = op;
+        next
+    }
+
+    /// What follows an op line read into `op`: its names, its block, the
+    /// sink; or the error that stopped it.
+    #[allow(clippy::too_many_arguments)]
+    fn after_op(
+        &mut self,
+        parsed: Parse<(bool, usize)>,
+        era: Era,
+        op: &mut Op,
+        buf: &[u8],
+        pos: usize,
+        start: usize,
+        line_end: usize,
+        base: u64,
+        eof: bool,
+        sink: &mut dyn Sink,
+    ) -> Result<usize, NeedMore> {
         match parsed {
             Err(Step::More) => Err(NeedMore),
             Err(Step::Fail(f)) => {
@@ -778,7 +807,7 @@ impl Reader {
                 }
                 Ok((line_end + 1).min(buf.len()))
             }
-            Ok((op, opens, end)) => {
+            Ok((opens, end)) => {
                 self.era = era;
                 self.ops += 1;
                 for r in &op.results {
@@ -787,9 +816,9 @@ impl Reader {
                 for o in &op.operands {
                     self.using(&o.value, buf, base, pos);
                 }
-                let owner = if op.name.as_ref() == "pd_op.if" {
+                let owner = if op.name.as_str() == "pd_op.if" {
                     Owner::If
-                } else if op.name.as_ref() == "pd_op.while" {
+                } else if op.name.as_str() == "pd_op.while" {
                     Owner::While
                 } else {
                     Owner::Generic
@@ -798,7 +827,7 @@ impl Reader {
                 if let Some(f) = self.stack.last_mut() {
                     f.has_ops = true;
                     f.last_op = Some(0);
-                    if op.name.as_ref() == "cf.yield" {
+                    if op.name.as_str() == "cf.yield" {
                         f.yielded = Some(op.operand_types.clone());
                     }
                 }
@@ -976,31 +1005,42 @@ impl<'a> OpParser<'_, 'a> {
         })
     }
 
-    /// `(%1, %2)` or `()`.
-    fn results(&mut self) -> Parse<Vec<ValueRef>> {
+    /// `(%1, %2)` or `()`, into `out`.
+    fn results(&mut self, out: &mut Vec<ValueRef>) -> Parse<()> {
         self.expect(b'(', "to open the op's results")?;
-        let mut out = Vec::new();
         if self.eat(b')')? {
-            return Ok(out);
+            return Ok(());
         }
         loop {
             out.push(self.value()?);
             if self.eat(b')')? {
-                return Ok(out);
+                return Ok(());
             }
             self.expect(b',', "between results")?;
         }
     }
 
-    fn op(&mut self) -> Parse<(Op, bool, usize)> {
+    /// Reads an op line into `op`, whose vectors are cleared first and
+    /// reused (an op of a million does not allocate them again); returns
+    /// whether it opens a block and where its text ends.
+    fn op(&mut self, op: &mut Op) -> Parse<(bool, usize)> {
+        op.results.clear();
+        op.operands.clear();
+        op.attrs.clear();
+        op.operand_types.clear();
+        op.result_types.clear();
+        op.regions.clear();
+        op.inferred = false;
         let first = self.peek()?;
-        let results = self.results()?;
+        op.span = Range::new(self.base + first.start() as u64, 0);
+        self.results(&mut op.results)?;
         self.expect(b'=', "after the op's results")?;
         let t = self.next()?;
-        let name: Box<str> = match t.kind {
-            Kind::Str => unquote(&self.lx.buf()[t.start()..t.end()]).into(),
+        op.name.clear();
+        match t.kind {
+            Kind::Str => unquote_into(&self.lx.buf()[t.start()..t.end()], &mut op.name),
             // CINN's ops print their names unquoted.
-            Kind::Ident => self.text(t).into(),
+            Kind::Ident => op.name.push_str(self.text(t)),
             _ => {
                 let found = describe(self.lx.buf(), t);
                 return fail(
@@ -1008,8 +1048,8 @@ impl<'a> OpParser<'_, 'a> {
                     format!("expected the op's name in quotes, found {found}"),
                 );
             }
-        };
-        let name_span = self.range(t);
+        }
+        op.name_span = self.range(t);
         let mut id = None;
         if self.eat(b'[')? {
             let k = self.next()?;
@@ -1024,20 +1064,8 @@ impl<'a> OpParser<'_, 'a> {
             }
             self.expect(b']', "to close `[id:N]`")?;
         }
-        let operands = self.operands()?;
-        let mut op = Op {
-            span: Range::new(self.base + first.start() as u64, 0),
-            results,
-            name,
-            name_span,
-            id,
-            operands,
-            attrs: Vec::new(),
-            operand_types: Vec::new(),
-            result_types: Vec::new(),
-            inferred: false,
-            regions: Vec::new(),
-        };
+        op.id = id;
+        self.operands(&mut op.operands)?;
         let mut opens = false;
         let t = self.peek()?;
         if t.kind == Kind::Punct(b'{') {
@@ -1045,7 +1073,7 @@ impl<'a> OpParser<'_, 'a> {
                 self.lx.token()?;
                 opens = true;
             } else {
-                op.attrs = self.attr_map()?;
+                self.attr_map(&mut op.attrs)?;
             }
         }
         if !opens {
@@ -1054,7 +1082,7 @@ impl<'a> OpParser<'_, 'a> {
                 Kind::Punct(b':') => {
                     self.lx.token()?;
                     self.expect(b'(', "to open the operand types")?;
-                    op.operand_types = self.types_until(b')')?;
+                    self.types_until(b')', &mut op.operand_types)?;
                     let a = self.next()?;
                     if a.kind != Kind::Arrow {
                         let found = describe(self.lx.buf(), a);
@@ -1063,11 +1091,11 @@ impl<'a> OpParser<'_, 'a> {
                             format!("expected `->` before the result types, found {found}"),
                         );
                     }
-                    op.result_types = self.result_types()?;
+                    self.result_types(&mut op.result_types)?;
                 }
                 Kind::Arrow => {
                     self.lx.token()?;
-                    op.result_types = self.result_types()?;
+                    self.result_types(&mut op.result_types)?;
                 }
                 _ => {}
             }
@@ -1087,7 +1115,7 @@ impl<'a> OpParser<'_, 'a> {
         };
         let end_trim = trim_end(&self.lx.buf()[..end]).len();
         op.span.end = self.base + end_trim as u64;
-        Ok((op, opens, end_trim))
+        Ok((opens, end_trim))
     }
 
     /// Whether the `{` token `t` is the last thing on its line.
@@ -1099,11 +1127,10 @@ impl<'a> OpParser<'_, 'a> {
         Ok(matches!(n?.kind, Kind::Newline | Kind::Eof))
     }
 
-    fn operands(&mut self) -> Parse<Vec<Operand>> {
+    fn operands(&mut self, out: &mut Vec<Operand>) -> Parse<()> {
         self.expect(b'(', "to open the operands")?;
-        let mut out = Vec::new();
         if self.eat(b')')? {
-            return Ok(out);
+            return Ok(());
         }
         let mut label: Option<Box<str>> = None;
         loop {
@@ -1120,17 +1147,16 @@ impl<'a> OpParser<'_, 'a> {
                 value,
             });
             if self.eat(b')')? {
-                return Ok(out);
+                return Ok(());
             }
             self.expect(b',', "between operands")?;
         }
     }
 
-    fn attr_map(&mut self) -> Parse<Vec<NamedAttr>> {
+    fn attr_map(&mut self, out: &mut Vec<NamedAttr>) -> Parse<()> {
         self.expect(b'{', "to open the attributes")?;
-        let mut out = Vec::new();
         if self.eat(b'}')? {
-            return Ok(out);
+            return Ok(());
         }
         loop {
             let k = self.next()?;
@@ -1146,7 +1172,7 @@ impl<'a> OpParser<'_, 'a> {
                 attr,
             });
             if self.eat(b'}')? {
-                return Ok(out);
+                return Ok(());
             }
             self.expect(b',', "between attributes (or `}` to close them)")?;
         }
@@ -1322,34 +1348,32 @@ impl<'a> OpParser<'_, 'a> {
     }
 
     /// Types up to the closing `c` (consumed).
-    fn types_until(&mut self, c: u8) -> Parse<Vec<Type>> {
-        let mut out = Vec::new();
+    fn types_until(&mut self, c: u8, out: &mut Vec<Type>) -> Parse<()> {
         if self.eat(c)? {
-            return Ok(out);
+            return Ok(());
         }
         loop {
             out.push(self.ty(0)?);
             if self.eat(c)? {
-                return Ok(out);
+                return Ok(());
             }
             self.expect(b',', "between types")?;
         }
     }
 
     /// Result types after `->`: none (the line ends), or a list.
-    fn result_types(&mut self) -> Parse<Vec<Type>> {
-        let mut out = Vec::new();
+    fn result_types(&mut self, out: &mut Vec<Type>) -> Parse<()> {
         loop {
             let t = self.peek()?;
             if matches!(t.kind, Kind::Newline | Kind::Eof) {
-                return Ok(out);
+                return Ok(());
             }
             if t.kind == Kind::Punct(b'{') && self.brace_ends_line(t)? {
-                return Ok(out);
+                return Ok(());
             }
             out.push(self.ty(0)?);
             if !self.eat(b',')? {
-                return Ok(out);
+                return Ok(());
             }
         }
     }
@@ -1364,7 +1388,8 @@ impl<'a> OpParser<'_, 'a> {
             Kind::Ident => {
                 let word = self.text(t);
                 if word == "vec" && self.eat(b'[')? {
-                    let items = self.types_until(b']')?;
+                    let mut items = Vec::new();
+                    self.types_until(b']', &mut items)?;
                     let span = Range::new(
                         self.base + t.start() as u64,
                         self.base + self.lx.pos() as u64,
@@ -1438,11 +1463,10 @@ impl<'a> OpParser<'_, 'a> {
                 return Ok(out);
             }
             let value = self.value()?;
-            let attrs = if self.peek()?.kind == Kind::Punct(b'{') {
-                self.attr_map()?
-            } else {
-                Vec::new()
-            };
+            let mut attrs = Vec::new();
+            if self.peek()?.kind == Kind::Punct(b'{') {
+                self.attr_map(&mut attrs)?;
+            }
             out.push(BlockArg { value, attrs });
             if !self.eat(b',')? {
                 let t = self.peek()?;
@@ -1554,7 +1578,8 @@ impl Sink for Builder {
         self.waiting = None;
     }
 
-    fn op(&mut self, op: Op, _depth: usize, opens: bool, _text: Text) {
+    fn op(&mut self, op: &mut Op, _depth: usize, opens: bool, _text: Text) {
+        let op = std::mem::take(op);
         if opens {
             self.waiting = Some(op);
         } else {
