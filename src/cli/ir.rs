@@ -13,6 +13,7 @@ use codespan_reporting::diagnostic::{Diagnostic as Report, Label, LabelStyle};
 use codespan_reporting::term::{self, Config, DisplayStyle};
 
 use super::common::{Fatal, Input, finish_output, open, resolve_final, wait};
+use super::ir_json::OpJson;
 use crate::data::{Data, MmapSource, Range};
 use crate::extraction::Phase;
 use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type, ValueName};
@@ -127,7 +128,7 @@ fn saved(data: &dyn crate::data::Source, show: Show, out: &mut impl Write) -> io
                     "start": p.span.start,
                     "end": p.span.end,
                     "era": "saved",
-                    "ops": p.block.ops.iter().map(op_json).collect::<Vec<_>>(),
+                    "ops": p.block.ops.iter().map(OpJson).collect::<Vec<_>>(),
                 }],
                 "diagnostics": [],
                 "more_errors": 0,
@@ -579,9 +580,11 @@ impl<'w, W: Write> JsonOut<'w, W> {
                 self.write(b",");
             }
             self.first_op = false;
-            let v = op_json(&op);
-            let text = v.to_string();
-            self.write(text.as_bytes());
+            let mut text = Vec::with_capacity(1024);
+            if let Err(e) = serde_json::to_writer(&mut text, &OpJson(&op)) {
+                self.err.get_or_insert(io::Error::other(e));
+            }
+            self.write(&text);
         }
     }
 
@@ -629,95 +632,4 @@ impl<W: Write> Sink for JsonOut<'_, W> {
             self.diagnostics.push(d);
         }
     }
-}
-
-fn type_json(t: &Type) -> serde_json::Value {
-    use crate::parsers::paddle::ast::TypeKind;
-    match &t.kind {
-        TypeKind::Tensor {
-            dialect,
-            name,
-            dims,
-            dtype,
-        } => {
-            serde_json::json!({"kind": name, "dialect": dialect, "dims": dims.as_slice(), "dtype": dtype})
-        }
-        TypeKind::Scalar(s) => serde_json::json!({"kind": "scalar", "dtype": s}),
-        TypeKind::Vec(items) => {
-            serde_json::json!({"kind": "vec", "items": items.iter().map(type_json).collect::<Vec<_>>()})
-        }
-        TypeKind::Null => serde_json::json!({"kind": "null"}),
-        TypeKind::Opaque => {
-            serde_json::json!({"kind": "opaque", "start": t.span.start, "end": t.span.end})
-        }
-    }
-}
-
-fn attr_json(v: &AttrValue, span: Range) -> serde_json::Value {
-    use serde_json::json;
-    match v {
-        AttrValue::Bool(b) => json!(b),
-        AttrValue::Int(i) => json!(i),
-        AttrValue::Float(f) if f.is_finite() => json!(f),
-        AttrValue::Float(f) => json!(f.to_string()),
-        AttrValue::Str(s) => json!(s),
-        AttrValue::Array(items) => {
-            serde_json::Value::Array(items.iter().map(|a| attr_json(&a.value, a.span)).collect())
-        }
-        AttrValue::Place(p) => json!(format!("Place({p})")),
-        AttrValue::KernelKey(kv) => {
-            serde_json::Value::Object(kv.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
-        }
-        AttrValue::Word(w) => json!(w),
-        AttrValue::Null => serde_json::Value::Null,
-        AttrValue::Opaque => json!({"opaque": {"start": span.start, "end": span.end}}),
-    }
-}
-
-/// An op and its regions as JSON.
-fn op_json(op: &Op) -> serde_json::Value {
-    use serde_json::json;
-    let attrs: serde_json::Map<String, serde_json::Value> = op
-        .attrs
-        .iter()
-        .map(|a| (a.key.to_string(), attr_json(&a.attr.value, a.attr.span)))
-        .collect();
-    let mut v = json!({
-        "name": op.name,
-        "results": op.results.iter().map(|r| r.name.to_string()).collect::<Vec<_>>(),
-        "operands": op.operands.iter().map(|o| o.value.name.to_string()).collect::<Vec<_>>(),
-        "attributes": attrs,
-        "operand_types": op.operand_types.iter().map(type_json).collect::<Vec<_>>(),
-        "result_types": op.result_types.iter().map(type_json).collect::<Vec<_>>(),
-        "start": op.span.start,
-        "end": op.span.end,
-    });
-    if let Some(id) = op.id {
-        v["id"] = json!(id);
-    }
-    if op.operands.iter().any(|o| o.label.is_some()) {
-        v["operand_labels"] = op
-            .operands
-            .iter()
-            .map(|o| json!(o.label.as_deref()))
-            .collect();
-    }
-    if op.inferred {
-        v["result_types_inferred"] = json!(true);
-    }
-    if !op.regions.is_empty() {
-        v["regions"] = op
-            .regions
-            .iter()
-            .map(|r| {
-                json!({"blocks": r.blocks.iter().map(|b| json!({
-                    "args": b.args.iter().map(|a| a.value.name.to_string()).collect::<Vec<_>>(),
-                    "ops": b.ops.iter().map(op_json).collect::<Vec<_>>(),
-                    "start": b.span.start,
-                    "end": b.span.end,
-                })).collect::<Vec<_>>()})
-            })
-            .collect();
-    }
-    v
 }

@@ -24,6 +24,7 @@ macro_rules! say_inline {
 
 mod common;
 mod ir;
+mod ir_json;
 mod ml;
 mod records;
 mod render;
