@@ -597,7 +597,18 @@ impl Reader {
                 }
                 Ok(after)
             }
-            Some(b'(') => self.op_line(buf, text, pos, start, line_end, base, eof, sink),
+            Some(b'(') => {
+                let l = OpLine {
+                    buf,
+                    text,
+                    pos,
+                    start,
+                    line_end,
+                    base,
+                    eof,
+                };
+                self.op_line(l, sink)
+            }
             Some(_) => {
                 let at = self.place(buf, base, pos, start, start + body.len());
                 self.error(sink, at, "expected an op, `}` or block arguments".into());
@@ -741,51 +752,42 @@ impl Reader {
         self.error(sink, at, f.message);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn op_line(
-        &mut self,
-        buf: &[u8],
-        text: &str,
-        pos: usize,
-        start: usize,
-        line_end: usize,
-        base: u64,
-        eof: bool,
-        sink: &mut dyn Sink,
-    ) -> Result<usize, NeedMore> {
-        let mut lx = Lexer::new(buf, start, eof).with_text(text);
+    /// Reads the op line `l` into the reused op and hands it on.
+    fn op_line(&mut self, l: OpLine, sink: &mut dyn Sink) -> Result<usize, NeedMore> {
+        let mut lx = Lexer::new(l.buf, l.start, l.eof).with_text(l.text);
         let mut op = std::mem::take(&mut self.scratch);
         let mut p = OpParser {
             lx: &mut lx,
-            base,
+            base: l.base,
             era: self.era,
             types: &mut self.types,
         };
         let parsed = p.op(&mut op);
         let era = p.era;
-        let next = self.after_op(
-            parsed, era, &mut op, buf, pos, start, line_end, base, eof, sink,
-        );
+        let next = self.after_op(parsed, era, &mut op, l, sink);
         self.scratch = op;
         next
     }
 
     /// What follows an op line read into `op`: its names, its block, the
     /// sink; or the error that stopped it.
-    #[allow(clippy::too_many_arguments)]
     fn after_op(
         &mut self,
         parsed: Parse<(bool, usize)>,
         era: Era,
         op: &mut Op,
-        buf: &[u8],
-        pos: usize,
-        start: usize,
-        line_end: usize,
-        base: u64,
-        eof: bool,
+        l: OpLine,
         sink: &mut dyn Sink,
     ) -> Result<usize, NeedMore> {
+        let OpLine {
+            buf,
+            pos,
+            start,
+            line_end,
+            base,
+            eof,
+            ..
+        } = l;
         match parsed {
             Err(Step::More) => Err(NeedMore),
             Err(Step::Fail(f)) => {
@@ -873,6 +875,20 @@ impl Reader {
         }
         Ok(Ok(args))
     }
+}
+
+/// An op line in the buffer being read: the buffer (its first byte at
+/// `base` of the text, `text` its UTF-8 prefix, `eof` if the text ends
+/// with it), where the line starts, where its op starts, where it ends.
+#[derive(Clone, Copy)]
+struct OpLine<'b> {
+    buf: &'b [u8],
+    text: &'b str,
+    pos: usize,
+    start: usize,
+    line_end: usize,
+    base: u64,
+    eof: bool,
 }
 
 fn trim_end(b: &[u8]) -> &[u8] {
