@@ -192,12 +192,11 @@ fn step(ext: ExtId, l: &ValueLinks, from: u64, forward: bool) -> Reply {
             None => (n - 1, true),
         }
     };
-    let mut msg = format!(
-        "{}: use {} of {}",
-        l.name,
-        i + 1,
-        uses_text(l).trim_end_matches(" uses")
-    );
+    let all = n as u64 + l.more_uses;
+    let mut msg = format!("{}: use {} of {}", l.name, i + 1, all);
+    if l.more_uses > 0 {
+        msg.push_str(&format!(" (the first {n} are stepped through)"));
+    }
     if wrapped {
         msg.push_str(if forward {
             " (wrapped to the first)"
