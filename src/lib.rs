@@ -28,6 +28,7 @@ pub mod data;
 pub mod engine;
 pub mod extract;
 pub mod extraction;
+pub mod fs;
 pub mod name;
 pub mod node;
 pub mod offer;

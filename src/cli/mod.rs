@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand};
 
 use crate::engine::{Options, Session};
-use crate::extract::{Extractor, components, copy_source};
+use crate::extract::{Extractor, components};
 use crate::extraction::{EntryKind, ExtId, Phase, Tree};
 use crate::status::Status;
 use common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
@@ -393,23 +393,31 @@ fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize
     }
 }
 
+/// `cat`: the bytes of one extraction, read through the file-system API
+/// ([`crate::fs`]) as a library user reads them.
 fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
-    let session = open(input)?;
+    let session = std::sync::Arc::new(open(input)?);
+    // Waits with a progress line on a terminal; the API then finds it at
+    // once.
     let id = resolve_final(&session, path)?;
     session.cancel();
-    let (data, kind) = {
-        let t = session.tree();
-        (t.exts[id].data(), t.exts[id].kind.clone())
-    };
-    if !kind.has_content() {
-        return Err(Fatal(format!(
-            "{path} is a {} and has no bytes",
-            kind.as_str()
-        )));
-    }
+    let fs = crate::fs::Fs::from_session(session.clone());
+    let f = fs.open(path).map_err(|e| Fatal(e.to_string()))?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    match copy_source(&*data, &mut out).and_then(|_| out.flush()) {
+    let copy = |out: &mut io::StdoutLock| -> io::Result<()> {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        loop {
+            let n = f.read_at(at, &mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            out.write_all(&buf[..n])?;
+            at += n as u64;
+        }
+    };
+    match copy(&mut out).and_then(|()| out.flush()) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         Err(e) => return Err(Fatal(format!("cannot read {path}: {e}"))),

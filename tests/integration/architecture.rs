@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["offer"],
     &["parsers"],
     &["engine"],
-    &["view"],
+    &["fs", "view"],
     &["tui"],
     &["cli"],
 ];

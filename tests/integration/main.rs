@@ -11,6 +11,7 @@ mod architecture;
 mod bounds;
 mod cli;
 mod damage;
+mod fs;
 mod fuzz_corpus;
 mod hostile;
 mod json;

@@ -1,0 +1,317 @@
+//! `pparse::fs`: nested containers as a file system. Every file of
+//! `nested.tar.gz` (a zip in a zip in a tar in a gzip, made by GNU tar,
+//! gzip and Info-ZIP) is listed, stat'ed and read back byte for byte
+//! against the files it was made from; errors are typed; a cut archive
+//! gives what was recovered and says so.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+use pparse::Status;
+use pparse::fs::{Error, Fs, Kind};
+
+use crate::util::*;
+
+fn source(leaf: &Leaf) -> Vec<u8> {
+    std::fs::read(fixture_path(&leaf.source)).unwrap()
+}
+
+#[test]
+fn every_file_at_any_depth_is_listed_and_read_back() {
+    let fs = Fs::new(fixture_path("nested.tar.gz")).unwrap();
+    let listed: BTreeMap<String, pparse::fs::Entry> = fs
+        .list("", true)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.path.clone(), e))
+        .collect();
+    let leaves = leaves("nested.tar.gz");
+    assert!(leaves.len() > 10);
+    for leaf in &leaves {
+        let e = listed
+            .get(&leaf.path)
+            .unwrap_or_else(|| panic!("{} not listed", leaf.path));
+        assert_eq!(
+            (e.kind.clone(), e.size, e.status),
+            (Kind::File, leaf.size, Status::Complete)
+        );
+        assert_eq!(fs.stat(&leaf.path).unwrap(), *e);
+        let mut f = fs.open(&leaf.path).unwrap();
+        let mut got = Vec::new();
+        f.read_to_end(&mut got).unwrap();
+        assert!(got == source(leaf), "{} differs", leaf.path);
+    }
+    // Containers are listed as such, with their format.
+    let inner = &listed["nested.tar/docs/inner.zip"];
+    assert!(inner.container);
+    assert_eq!(inner.format, Some("zip"));
+    assert_eq!(listed["nested.tar/a/"].kind, Kind::Dir);
+    assert_eq!(
+        listed["nested.tar/latest.md"].kind,
+        Kind::Symlink("README.md".into())
+    );
+    // One level, as `ls` shows it: the top holds the decoded tar, the tar
+    // its top-level members and directories, a directory its members.
+    let names = |path: &str| -> Vec<String> {
+        fs.list(path, false)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path)
+            .collect()
+    };
+    assert_eq!(names(""), vec!["nested.tar"]);
+    assert_eq!(
+        names("nested.tar"),
+        [
+            "README.md",
+            "a/",
+            "data/",
+            "docs/",
+            "latest.md",
+            "long/",
+            "src/"
+        ]
+        .map(|n| format!("nested.tar/{n}"))
+    );
+    assert_eq!(
+        names("nested.tar/docs"),
+        ["nested.tar/docs/guide.txt", "nested.tar/docs/inner.zip"]
+    );
+    assert_eq!(names("nested.tar/docs/"), names("nested.tar/docs"));
+    assert_eq!(names("nested.tar/a"), ["nested.tar/a/b/"]);
+    assert_eq!(fs.stat("nested.tar/docs").unwrap().kind, Kind::Dir);
+    assert!(matches!(
+        fs.open("nested.tar/docs"),
+        Err(Error::NoContent { .. })
+    ));
+}
+
+/// Many archives name no directory entries (GNU tar given a list of
+/// files, most dataset packers): their directories are made by the
+/// members' names alone, and list, stat, sub and open go through them.
+#[test]
+fn directories_named_only_by_their_members() {
+    // fixtures/make_nodirs.sh: what each file holds.
+    let content = |n: &str| format!("{n} ").repeat(100 + n.len() * 7).into_bytes();
+    let fs = Fs::new(fixture_path("nodirs.tar.gz")).unwrap();
+    let names = |fs: &Fs, path: &str| -> Vec<String> {
+        fs.list(path, false)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path)
+            .collect()
+    };
+    assert_eq!(
+        names(&fs, "nodirs.tar"),
+        [
+            "nodirs.tar/train",
+            "nodirs.tar/val",
+            "nodirs.tar/README.txt"
+        ]
+    );
+    assert_eq!(
+        names(&fs, "nodirs.tar/train"),
+        ["nodirs.tar/train/cat", "nodirs.tar/train/dog"]
+    );
+    assert_eq!(
+        names(&fs, "nodirs.tar/train/cat"),
+        [
+            "nodirs.tar/train/cat/0001.txt",
+            "nodirs.tar/train/cat/0002.txt"
+        ]
+    );
+    let st = fs.stat("nodirs.tar/train/dog").unwrap();
+    assert_eq!(
+        (st.kind, st.name.as_str(), st.container),
+        (Kind::Dir, "dog", true)
+    );
+    assert!(matches!(
+        fs.open("nodirs.tar/train"),
+        Err(Error::NoContent { .. })
+    ));
+    assert!(matches!(
+        fs.stat("nodirs.tar/test"),
+        Err(Error::NotFound { .. })
+    ));
+    // Recursively: every file below, and only those.
+    let all: Vec<String> = fs
+        .list("nodirs.tar/train", true)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(all.len(), 3, "{all:?}");
+    // A view rooted at a directory.
+    let train = fs.sub("nodirs.tar/train").unwrap();
+    assert_eq!(names(&train, "cat"), ["cat/0001.txt", "cat/0002.txt"]);
+    for n in ["train/cat/0001", "train/cat/0002", "train/dog/0001"] {
+        let mut got = Vec::new();
+        let rel = format!("{}.txt", n.strip_prefix("train/").unwrap());
+        train.open(&rel).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(got, content(n), "{n}");
+    }
+}
+
+#[test]
+fn files_seek_and_read_at_any_offset_from_many_threads() {
+    let fs = Fs::new(fixture_path("nested.tar.gz")).unwrap();
+    let leaf = leaves("nested.tar.gz")
+        .into_iter()
+        .find(|l| l.path == "nested.tar/docs/inner.zip/chapter1.txt")
+        .unwrap();
+    let want = Arc::new(source(&leaf));
+    let mut f = fs.open(&leaf.path).unwrap();
+    assert_eq!(f.len(), want.len() as u64);
+    // Seek from the end, from here, from the start.
+    let mut buf = [0u8; 100];
+    f.seek(SeekFrom::End(-100)).unwrap();
+    f.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf[..], &want[want.len() - 100..]);
+    assert_eq!(f.read(&mut buf).unwrap(), 0, "at the end");
+    f.seek(SeekFrom::Current(-150)).unwrap();
+    f.read_exact(&mut buf[..50]).unwrap();
+    assert_eq!(&buf[..50], &want[want.len() - 150..want.len() - 100]);
+    assert!(f.seek(SeekFrom::Current(-1_000_000)).is_err());
+    f.seek(SeekFrom::Start(7)).unwrap();
+    f.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf[..], &want[7..107]);
+    // One handle, positional reads from eight threads at once.
+    let f = Arc::new(f);
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let (f, want) = (f.clone(), want.clone());
+            std::thread::spawn(move || {
+                let mut x = t * 7919 + 1;
+                for _ in 0..200 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let off = (x >> 33) % want.len() as u64;
+                    let len = ((x >> 13) % 4096) as usize;
+                    let mut buf = vec![0u8; len];
+                    let n = f.read_at(off, &mut buf).unwrap();
+                    let end = (off as usize + len).min(want.len());
+                    assert_eq!(&buf[..n], &want[off as usize..end]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn sub_views_are_rooted_below() {
+    let fs = Fs::new(fixture_path("nested.tar.gz")).unwrap();
+    let zip = fs.sub("nested.tar/docs/inner.zip").unwrap();
+    let names: Vec<String> = zip
+        .list("", false)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert!(names.contains(&"chapter1.txt".to_string()), "{names:?}");
+    assert!(names.contains(&"deep.zip".to_string()), "{names:?}");
+    let deep = zip.sub("deep.zip").unwrap();
+    let leaf = leaves("nested.tar.gz")
+        .into_iter()
+        .find(|l| l.path == "nested.tar/docs/inner.zip/deep.zip/x.txt")
+        .unwrap();
+    for (view, path) in [
+        (&fs, leaf.path.as_str()),
+        (&zip, "deep.zip/x.txt"),
+        (&deep, "x.txt"),
+    ] {
+        let mut got = Vec::new();
+        view.open(path).unwrap().read_to_end(&mut got).unwrap();
+        assert!(got == source(&leaf), "{path}");
+    }
+    assert_eq!(deep.stat("x.txt").unwrap().path, "x.txt");
+}
+
+#[test]
+fn errors_are_typed_and_say_what_is_there() {
+    let fs = Fs::new(fixture_path("nested.tar.gz")).unwrap();
+    match fs.open("nested.tar/nope.txt") {
+        Err(Error::NotFound { path, hint }) => {
+            assert_eq!(path, "nested.tar/nope.txt");
+            assert!(hint.contains("README.md"), "{hint}");
+        }
+        other => panic!("{:?}", other.map(|f| f.len())),
+    }
+    assert!(
+        matches!(fs.open("nested.tar/a/"), Err(Error::NoContent { kind, .. }) if kind == "dir")
+    );
+    assert!(matches!(
+        fs.list("nested.tar/README.md", false),
+        Err(Error::NotAContainer { .. })
+    ));
+    assert!(matches!(
+        fs.sub("nested.tar/README.md"),
+        Err(Error::NotAContainer { .. })
+    ));
+    let io: std::io::Error = fs.open("nested.tar/nope.txt").err().unwrap().into();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(matches!(
+        Fs::new("/no/such/file.tar"),
+        Err(Error::Open { .. })
+    ));
+}
+
+/// A tar.gz cut in the middle of a member: the member opens with what
+/// was recovered (a prefix of the real bytes), says it is truncated, and
+/// `open_complete` refuses it; members before the cut are whole.
+#[test]
+fn a_cut_archive_gives_what_was_recovered_and_says_so() {
+    let bytes = fixture("nested.tar.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.tar.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+    let fs = Fs::new(&cut).unwrap();
+    let entries = fs.list("", true).unwrap();
+    let mut whole = 0;
+    let mut cut_seen = 0;
+    for leaf in leaves("nested.tar.gz") {
+        let Some(e) = entries.iter().find(|e| e.path == leaf.path) else {
+            continue;
+        };
+        let want = source(&leaf);
+        let mut got = Vec::new();
+        let mut f = fs.open(&leaf.path).unwrap();
+        f.read_to_end(&mut got).unwrap();
+        assert!(
+            want.starts_with(&got),
+            "{}: not a prefix of the real bytes",
+            leaf.path
+        );
+        if e.status == Status::Complete {
+            assert_eq!(got.len(), want.len(), "{}", leaf.path);
+            assert!(fs.open_complete(&leaf.path).is_ok());
+            whole += 1;
+        } else {
+            assert!(
+                got.len() < want.len() || e.status == Status::Corrupt,
+                "{}",
+                leaf.path
+            );
+            assert!(e.reason.is_some());
+            match fs.open_complete(&leaf.path) {
+                Err(Error::Damaged { status, .. }) => assert_eq!(status, e.status),
+                other => panic!("{}: {:?}", leaf.path, other.map(|f| f.len())),
+            }
+            cut_seen += 1;
+        }
+    }
+    assert!(whole >= 3, "{whole} whole members before the cut");
+    assert!(cut_seen >= 1, "no member was cut");
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<Fs>();
+    both::<pparse::fs::File>();
+    both::<Error>();
+}
