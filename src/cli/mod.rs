@@ -88,6 +88,9 @@ enum Cmd {
     },
     /// The bytes of one extraction, to stdout.
     Cat { file: PathBuf, path: String },
+    /// Serve the extraction tree as a read-only file system (FUSE) at
+    /// MOUNTPOINT until it is unmounted, Ctrl-C or SIGTERM.
+    Mount { file: PathBuf, mountpoint: PathBuf },
     /// Pickle opcodes, like `python -m pickletools` (never executes anything).
     Pickle {
         file: PathBuf,
@@ -208,6 +211,7 @@ pub fn main() -> i32 {
             json,
         }) => nodes(&input(file), path.as_deref().unwrap_or(""), depth, json),
         Some(Cmd::Cat { file, path }) => cat(&input(file), &path),
+        Some(Cmd::Mount { file, mountpoint }) => mount(&input(file), &mountpoint),
         Some(Cmd::Pickle {
             file,
             path,
@@ -391,6 +395,43 @@ fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize
         load_depth(session, ext, path, depth - 1);
         path.pop();
     }
+}
+
+/// `mount`: the extraction tree as a read-only file system, in the
+/// foreground; Ctrl-C, SIGTERM or `umount` ends it, always unmounted.
+#[cfg(target_os = "linux")]
+fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    if !mountpoint.is_dir() {
+        return Err(Fatal(format!(
+            "cannot mount at {}: not a directory",
+            mountpoint.display()
+        )));
+    }
+    let session = Arc::new(open(input)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| Fatal(format!("cannot catch signals: {e}")))?;
+    }
+    let fs = crate::fs::Fs::from_session(session.clone());
+    let time = crate::fs::mount::source_time(&input.file);
+    say!(
+        "pparse: {} mounted read-only at {} (Ctrl-C or umount to end)",
+        input.file.display(),
+        mountpoint.display()
+    );
+    crate::fs::mount::serve(fs, mountpoint, time, &stop)
+        .map_err(|e| Fatal(format!("cannot mount at {}: {e}", mountpoint.display())))?;
+    session.cancel();
+    let t = session.tree();
+    Ok(t.worst_status())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn mount(_input: &Input, _mountpoint: &Path) -> Result<Status, Fatal> {
+    Err(Fatal("mount needs Linux (FUSE)".into()))
 }
 
 /// `cat`: the bytes of one extraction, read through the file-system API

@@ -15,6 +15,7 @@ mod fs;
 mod fuzz_corpus;
 mod hostile;
 mod json;
+mod mount;
 mod onnx;
 mod paddle;
 mod pickle;

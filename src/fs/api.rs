@@ -1,0 +1,609 @@
+//! The file-system API: [`Fs`], its [`Entry`]s, [`File`]s and [`Error`]s
+//! (see the module docs of [`crate::fs`]).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::data::{Data, Range};
+use crate::engine::{Options, Session};
+use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::status::{Damage, Status};
+
+/// What went wrong, with the PATH it concerns.
+#[derive(Debug)]
+pub enum Error {
+    /// The source itself could not be opened.
+    Open {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Nothing is named `path`; `hint` says what is there instead.
+    NotFound {
+        /// The PATH asked for.
+        path: String,
+        /// What the closest container holds.
+        hint: String,
+    },
+    /// `path` holds no entries to list or descend into.
+    NotAContainer {
+        /// The PATH asked for.
+        path: String,
+    },
+    /// `path` has no bytes of its own (a directory, a link).
+    NoContent {
+        /// The PATH asked for.
+        path: String,
+        /// What it is (`dir`, `symlink`, …).
+        kind: String,
+    },
+    /// `path`'s bytes are damaged (asked for with [`Fs::open_complete`]).
+    Damaged {
+        /// The PATH asked for.
+        path: String,
+        /// Where, in the member's own offsets.
+        offset: u64,
+        /// Why.
+        reason: String,
+        /// Truncated or corrupt.
+        status: Status,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Open { file, source } => write!(f, "cannot read {}: {source}", file.display()),
+            Error::NotFound { path, hint } => write!(f, "no entry named {path:?} ({hint})"),
+            Error::NotAContainer { path } => write!(f, "{path:?} holds no entries"),
+            Error::NoContent { path, kind } => write!(f, "{path:?} is a {kind} and has no bytes"),
+            Error::Damaged {
+                path,
+                offset,
+                reason,
+                status,
+            } => write!(f, "{path:?} is {status} at offset {offset:#x}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Open { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        let kind = match &e {
+            Error::Open { source, .. } => source.kind(),
+            Error::NotFound { .. } => io::ErrorKind::NotFound,
+            Error::NotAContainer { .. } => io::ErrorKind::NotADirectory,
+            Error::NoContent { .. } => io::ErrorKind::IsADirectory,
+            Error::Damaged { .. } => io::ErrorKind::InvalidData,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// Bytes: a regular member, a decoded stream, the opened file.
+    File,
+    /// A directory entry of its container.
+    Dir,
+    /// A symbolic link, with its target.
+    Symlink(String),
+    /// A hard link, with the member it links to.
+    HardLink(String),
+    /// Anything else a container holds (a device, a FIFO, an unknown type).
+    Other(String),
+}
+
+/// An entry: a member, a decoded stream, or the opened file itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Its PATH, relative to the [`Fs`] it came from.
+    pub path: String,
+    /// Its own name (escaped for display).
+    pub name: String,
+    /// What it is.
+    pub kind: Kind,
+    /// Bytes present (for a cut member, what was recovered).
+    pub size: u64,
+    /// The size its container declares, when it does.
+    pub declared_size: Option<u64>,
+    /// Complete, truncated or corrupt.
+    pub status: Status,
+    /// Why, when it is not complete.
+    pub reason: Option<String>,
+    /// Whether it holds entries (an archive, a compressed stream, a
+    /// directory of a folder): [`Fs::list`] and [`Fs::sub`] go into it.
+    pub container: bool,
+    /// The format it was parsed as (`tar`, `zip`, `gzip`, …).
+    pub format: Option<&'static str>,
+}
+
+/// Nested containers as a file system: see the module docs.
+#[derive(Clone)]
+pub struct Fs {
+    session: Arc<Session>,
+    /// The PATH this view is rooted at ("" for the top).
+    root: String,
+}
+
+/// How often a waiting call looks at the tree again: resolving a PATH
+/// walks members under the tree's read lock, which the parse waits for.
+const POLL: Duration = Duration::from_millis(100);
+
+impl Fs {
+    /// A file system over a file (or a folder), parsed in the background.
+    pub fn new(file: impl AsRef<Path>) -> Result<Fs, Error> {
+        Fs::with_options(file, Options::default())
+    }
+
+    /// [`Fs::new`] with options (memory budget, protobuf schemas, …).
+    pub fn with_options(file: impl AsRef<Path>, options: Options) -> Result<Fs, Error> {
+        let file = file.as_ref();
+        let session = Session::open(file, options).map_err(|source| Error::Open {
+            file: file.to_path_buf(),
+            source,
+        })?;
+        Ok(Fs::from_session(Arc::new(session)))
+    }
+
+    /// A file system over a session already open (the explorer's, the
+    /// CLI's).
+    pub fn from_session(session: Arc<Session>) -> Fs {
+        Fs {
+            session,
+            root: String::new(),
+        }
+    }
+
+    /// The session behind it: the tree, its nodes, its progress.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The full PATH of `path`, relative to this view's root.
+    fn full(&self, path: &str) -> String {
+        let path = path.trim_matches('/');
+        match (self.root.is_empty(), path.is_empty()) {
+            (true, _) => path.to_string(),
+            (false, true) => self.root.clone(),
+            (false, false) => format!("{}/{path}", self.root),
+        }
+    }
+
+    /// `full` relative to this view's root.
+    fn relative<'p>(&self, full: &'p str) -> &'p str {
+        if self.root.is_empty() {
+            return full;
+        }
+        full.strip_prefix(self.root.as_str())
+            .map_or(full, |r| r.trim_start_matches('/'))
+    }
+
+    /// The entry at `path` (a directory that only the names of its
+    /// members make, as in most tars, is an entry too).
+    pub fn stat(&self, path: &str) -> Result<Entry, Error> {
+        let full = self.full(path);
+        let at = self.wait_for(&full, |t, at| match at {
+            At::Entry(id) => settled(t, id),
+            At::Under(c, _) => settled(t, c),
+        })?;
+        let t = self.session.tree();
+        Ok(match at {
+            At::Entry(id) => self.entry(&t, id),
+            // A directory with an entry of its own is that entry.
+            At::Under(c, prefix) => match t.resolve(&full) {
+                Some(id) => self.entry(&t, id),
+                None => self.dir_entry(&t, c, prefix.trim_end_matches('/')),
+            },
+        })
+    }
+
+    /// The entries in `path` ("" for the top), in the order their
+    /// container holds them, as `ls` shows a directory: members in
+    /// subdirectories appear as their first directory (named by a member
+    /// of its own, or only by its members' names). With `recursive`, every
+    /// entry below `path` instead, containers' contents included, depth
+    /// first.
+    pub fn list(&self, path: &str, recursive: bool) -> Result<Vec<Entry>, Error> {
+        let full = self.full(path);
+        let at = self.wait_for(&full, |t, at| {
+            let c = match at {
+                At::Entry(id) => id,
+                At::Under(c, _) => c,
+            };
+            if recursive {
+                t.subtree(c).into_iter().all(|x| settled(t, x))
+            } else {
+                settled(t, c)
+            }
+        })?;
+        let t = self.session.tree();
+        let (c, prefix) = match at {
+            At::Entry(id) if !t.exts[id].children.is_empty() => (id, String::new()),
+            At::Entry(_) => {
+                return Err(Error::NotAContainer {
+                    path: path.to_string(),
+                });
+            }
+            At::Under(c, prefix) => (c, prefix),
+        };
+        Ok(self.under(&t, c, &prefix, recursive))
+    }
+
+    /// The entries of container `c` whose names start with `prefix`.
+    fn under(&self, t: &Tree, c: ExtId, prefix: &str, recursive: bool) -> Vec<Entry> {
+        let children = &t.exts[c].children;
+        let rest_of = |x: ExtId| {
+            let name = t.exts[x].name.display_cow();
+            name.strip_prefix(prefix)
+                .map(|r| r.trim_end_matches('/').to_string())
+        };
+        // Directories that have an entry of their own.
+        let explicit: HashSet<String> = children
+            .iter()
+            .filter(|&&x| t.exts[x].kind == EntryKind::Dir)
+            .filter_map(|&x| rest_of(x))
+            .collect();
+        let mut out = Vec::new();
+        let mut made = HashSet::new();
+        for &x in children {
+            let Some(rest) = rest_of(x) else { continue };
+            if rest.is_empty() {
+                // The directory's own entry.
+                continue;
+            }
+            match rest.find('/') {
+                Some(i) if !recursive => {
+                    let d = &rest[..i];
+                    if !explicit.contains(d) && made.insert(d.to_string()) {
+                        out.push(self.dir_entry(t, c, &format!("{prefix}{d}")));
+                    }
+                }
+                _ => {
+                    out.push(self.entry(t, x));
+                    if recursive {
+                        out.extend(t.subtree(x).into_iter().skip(1).map(|y| self.entry(t, y)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A directory of container `c` that no member stands for: `name` is
+    /// its path within the container.
+    fn dir_entry(&self, t: &Tree, c: ExtId, name: &str) -> Entry {
+        let at = t.path_of(c);
+        let full = if at.is_empty() {
+            name.to_string()
+        } else {
+            format!("{at}/{name}")
+        };
+        Entry {
+            path: self.relative(&full).to_string(),
+            name: name.rsplit('/').next().unwrap_or(name).to_string(),
+            kind: Kind::Dir,
+            size: 0,
+            declared_size: None,
+            status: Status::Complete,
+            reason: None,
+            container: true,
+            format: None,
+        }
+    }
+
+    /// Waits until `full` is located and `ready` holds for it, or the parse
+    /// is over.
+    fn wait_for(&self, full: &str, ready: impl Fn(&Tree, At) -> bool) -> Result<At, Error> {
+        let mut last = Instant::now() - POLL;
+        self.session.wait_until(|t| {
+            if last.elapsed() < POLL {
+                return false;
+            }
+            last = Instant::now();
+            locate(t, full).is_some_and(|at| ready(t, at))
+        });
+        let t = self.session.tree();
+        locate(&t, full).ok_or_else(|| Error::NotFound {
+            hint: hint(&t, full),
+            path: self.relative(full).to_string(),
+        })
+    }
+
+    /// A view rooted at `path`: its paths are relative to it (PFIO's
+    /// `subfs`).
+    pub fn sub(&self, path: &str) -> Result<Fs, Error> {
+        let full = self.full(path);
+        let at = self.wait_for(&full, |t, at| match at {
+            At::Entry(id) => !t.exts[id].children.is_empty() || settled(t, id),
+            At::Under(..) => true,
+        })?;
+        let t = self.session.tree();
+        let root = match at {
+            At::Entry(id) if t.exts[id].children.is_empty() => {
+                return Err(Error::NotAContainer {
+                    path: path.to_string(),
+                });
+            }
+            At::Entry(id) => t.path_of(id),
+            At::Under(..) => full.trim_end_matches('/').to_string(),
+        };
+        Ok(Fs {
+            session: self.session.clone(),
+            root,
+        })
+    }
+
+    /// Opens the bytes at `path` for reading, once they are all there (or
+    /// the parse is over): what was recovered of a damaged member is
+    /// readable, and [`File::status`] says what it is.
+    pub fn open(&self, path: &str) -> Result<File, Error> {
+        let full = self.full(path);
+        let at = self.wait_for(&full, |t, at| match at {
+            At::Entry(id) => t.exts[id].is_final(),
+            At::Under(..) => true,
+        })?;
+        let At::Entry(id) = at else {
+            return Err(Error::NoContent {
+                path: path.to_string(),
+                kind: "dir".into(),
+            });
+        };
+        let t = self.session.tree();
+        let e = &t.exts[id];
+        if !e.kind.has_content() {
+            return Err(Error::NoContent {
+                path: path.to_string(),
+                kind: e.kind.as_str().to_string(),
+            });
+        }
+        let data = e.data();
+        Ok(File {
+            len: data.available(),
+            data,
+            pos: 0,
+            status: t.status_of(id),
+            damage: e.damage.to_vec(),
+        })
+    }
+
+    /// [`Fs::open`], refusing a member that is not complete: for readers
+    /// that must never take a damaged byte for a good one.
+    pub fn open_complete(&self, path: &str) -> Result<File, Error> {
+        let f = self.open(path)?;
+        if f.status == Status::Complete {
+            return Ok(f);
+        }
+        let worst = f.damage.iter().max_by_key(|d| d.status);
+        Err(Error::Damaged {
+            path: path.to_string(),
+            offset: worst.map_or(f.len, |d| d.range.start),
+            reason: worst.map_or_else(
+                || format!("{} of its declared bytes present", f.len),
+                |d| d.reason.clone(),
+            ),
+            status: f.status,
+        })
+    }
+
+    fn entry(&self, t: &Tree, id: ExtId) -> Entry {
+        let e = &t.exts[id];
+        let kind = match &e.kind {
+            EntryKind::Root | EntryKind::Stream | EntryKind::File => Kind::File,
+            EntryKind::Dir => Kind::Dir,
+            EntryKind::Symlink(to) => Kind::Symlink(to.to_string()),
+            EntryKind::HardLink(to) => Kind::HardLink(to.to_string()),
+            other => Kind::Other(other.as_str().to_string()),
+        };
+        let status = t.status_of(id);
+        Entry {
+            path: self.relative(&t.path_of(id)).to_string(),
+            name: e.display_name(),
+            kind,
+            size: e.size(),
+            declared_size: e.declared_size,
+            reason: (status != Status::Complete).then(|| {
+                e.detail().unwrap_or_else(|| {
+                    format!(
+                        "{} of {} bytes present",
+                        e.size(),
+                        e.declared_size.unwrap_or(0)
+                    )
+                })
+            }),
+            status,
+            container: !e.children.is_empty(),
+            format: e.parser,
+        }
+    }
+}
+
+/// Where a PATH leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum At {
+    /// An extraction.
+    Entry(ExtId),
+    /// A directory of a container: its members whose names start with
+    /// this (ending in `/`). A directory entry of a tar leads here too,
+    /// so that listing it lists its files.
+    Under(ExtId, String),
+}
+
+/// Where `full` leads: an extraction, or a directory of a container that
+/// its members' names make (`train` in a tar of `train/0001.jpg`).
+fn locate(t: &Tree, full: &str) -> Option<At> {
+    if let Some(id) = t.resolve(full) {
+        let e = &t.exts[id];
+        if e.kind == EntryKind::Dir && e.children.is_empty() {
+            let name = e.name.display_cow();
+            let prefix = format!("{}/", name.trim_end_matches('/'));
+            return Some(At::Under(e.parent?, prefix));
+        }
+        return Some(At::Entry(id));
+    }
+    let full = full.trim_end_matches('/');
+    let mut cut = full.len();
+    loop {
+        let (head, tail) = match full[..cut].rfind('/') {
+            Some(i) => (&full[..i], &full[i + 1..]),
+            None => ("", full),
+        };
+        if let Some(c) = t.resolve(head).filter(|&c| !t.exts[c].children.is_empty()) {
+            let prefix = format!("{tail}/");
+            let named = t.exts[c]
+                .children
+                .iter()
+                .any(|&x| t.exts[x].name.display_cow().starts_with(&prefix));
+            if named {
+                return Some(At::Under(c, prefix));
+            }
+        }
+        match full[..cut].rfind('/') {
+            Some(i) => cut = i,
+            None => return None,
+        }
+    }
+}
+
+/// Whether `id` will change no more: its bytes are all there and its
+/// parse (if any) is over.
+fn settled(t: &Tree, id: ExtId) -> bool {
+    let e = &t.exts[id];
+    e.is_final() && matches!(e.phase, Phase::Done | Phase::Leaf)
+}
+
+/// What the deepest container on the way to `path` holds.
+fn hint(t: &Tree, path: &str) -> String {
+    let mut best = 0;
+    let mut best_len = 0;
+    for id in 0..t.len() {
+        let p = t.path_of(id);
+        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
+            best = id;
+            best_len = p.len();
+        }
+    }
+    let e = &t.exts[best];
+    let at = if best == 0 {
+        "the top level".to_string()
+    } else {
+        format!("{:?}", t.path_of(best))
+    };
+    if e.children.is_empty() {
+        return format!("{at} has no entries");
+    }
+    let names: Vec<String> = e
+        .children
+        .iter()
+        .take(8)
+        .map(|&c| t.exts[c].display_name())
+        .collect();
+    let more = if e.children.len() > 8 { ", …" } else { "" };
+    format!("{at} has: {}{more}", names.join(", "))
+}
+
+/// An entry's bytes, opened for reading: [`Read`] and [`Seek`], and
+/// positional reads ([`File::read_at`]) that many threads can make on one
+/// handle.
+pub struct File {
+    data: Data,
+    pos: u64,
+    len: u64,
+    status: Status,
+    damage: Vec<Damage>,
+}
+
+impl File {
+    /// Its length: the bytes present.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Complete, truncated or corrupt.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// What is damaged in it, in its own offsets, and why.
+    pub fn damage(&self) -> &[Damage] {
+        &self.damage
+    }
+
+    /// Reads at `offset` into `buf`; returns how many bytes were read
+    /// (fewer than asked only at the end).
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if offset >= self.len {
+            return Ok(0);
+        }
+        let n = buf
+            .len()
+            .min(usize::try_from(self.len - offset).unwrap_or(usize::MAX));
+        let mut done = 0;
+        while done < n {
+            let got = self.data.read_at(offset + done as u64, &mut buf[done..n])?;
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        Ok(done)
+    }
+
+    /// The bytes `range` covers (clamped to the file).
+    pub fn read_range(&self, range: Range) -> io::Result<Vec<u8>> {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        let mut buf = vec![0u8; usize::try_from(end - start).map_err(io::Error::other)?];
+        let n = self.read_at(start, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+}
+
+impl Read for File {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for File {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let at = match to {
+            SeekFrom::Start(o) => Some(o),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        match at {
+            Some(o) => {
+                self.pos = o;
+                Ok(o)
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek to a negative or overflowing offset",
+            )),
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! `pparse mount`: an [`Fs`] as a read-only FUSE file system. Containers
+//! are folders (a zip in a tar is a folder in a folder, as ratarmount's
+//! `--recursive` shows them), members are files of the bytes pparse
+//! recovered, links are links, and every entry's status is the extended
+//! attribute `user.pparse.status` (`complete`, or `truncated: why`).
+//!
+//! Folders are listed when first looked into, each through [`Fs::list`],
+//! which waits for that container's parse only; a member is read with
+//! positional reads of its bytes. Inode numbers are handed out as entries
+//! are met and kept for the life of the mount.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen,
+    ReplyXattr, Request,
+};
+
+use super::api::{Entry, File, Fs, Kind};
+use crate::status::Status;
+
+/// The extended attribute that holds an entry's status.
+pub const STATUS_XATTR: &str = "user.pparse.status";
+
+/// How long the kernel may keep what it was told: nothing changes.
+const TTL: Duration = Duration::from_secs(3600);
+
+/// One inode: its PATH in the [`Fs`], what it is, and (for a folder, once
+/// looked into) its entries by name.
+struct Inode {
+    path: String,
+    /// `None` for the root.
+    entry: Option<Entry>,
+    children: Option<Vec<(OsString, u64)>>,
+}
+
+impl Inode {
+    fn is_dir(&self) -> bool {
+        self.entry
+            .as_ref()
+            .is_none_or(|e| e.container || e.kind == Kind::Dir)
+    }
+}
+
+/// The FUSE side of a mount.
+struct MountFs {
+    fs: Fs,
+    inodes: RwLock<Vec<Inode>>,
+    by_path: Mutex<HashMap<String, u64>>,
+    files: Mutex<HashMap<u64, Arc<File>>>,
+    next_fh: AtomicU64,
+    uid: u32,
+    gid: u32,
+    /// The mtime of every entry: the source's (members' own are not kept).
+    time: SystemTime,
+}
+
+impl MountFs {
+    fn new(fs: Fs, time: SystemTime) -> MountFs {
+        // SAFETY: getuid and getgid only read the process's ids.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        MountFs {
+            fs,
+            inodes: RwLock::new(vec![Inode {
+                path: String::new(),
+                entry: None,
+                children: None,
+            }]),
+            by_path: Mutex::new(HashMap::new()),
+            files: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            uid,
+            gid,
+            time,
+        }
+    }
+
+    fn attr(&self, ino: u64, node: &Inode) -> FileAttr {
+        let (kind, size, perm) = match &node.entry {
+            _ if node.is_dir() => (FileType::Directory, 0, 0o555),
+            Some(Entry {
+                kind: Kind::Symlink(to),
+                ..
+            }) => (FileType::Symlink, to.len() as u64, 0o777),
+            Some(e) => (FileType::RegularFile, e.size, 0o444),
+            None => (FileType::Directory, 0, 0o555),
+        };
+        FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: self.time,
+            mtime: self.time,
+            ctime: self.time,
+            crtime: self.time,
+            kind,
+            perm,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            flags: 0,
+            blksize: 4096,
+        }
+    }
+
+    /// The inode of `entry`, made on first meeting.
+    fn inode_of(&self, entry: Entry) -> u64 {
+        let mut by_path = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&ino) = by_path.get(&entry.path) {
+            return ino;
+        }
+        let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
+        inodes.push(Inode {
+            path: entry.path.clone(),
+            entry: Some(entry.clone()),
+            children: None,
+        });
+        let ino = inodes.len() as u64;
+        by_path.insert(entry.path, ino);
+        ino
+    }
+
+    /// The entries of folder `ino` by name, listed on first use. Names
+    /// that two entries share get `~1`, `~2`, … (a file can hold two
+    /// members of one name).
+    fn children(&self, ino: u64) -> Result<Vec<(OsString, u64)>, Errno> {
+        let path = {
+            let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
+            let node = inodes.get(index(ino)?).ok_or(Errno::ENOENT)?;
+            if !node.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            if let Some(c) = &node.children {
+                return Ok(c.clone());
+            }
+            node.path.clone()
+        };
+        // Outside the locks: listing waits for the container's parse.
+        let entries = self.fs.list(&path, false).map_err(|_| Errno::EIO)?;
+        let mut taken: HashMap<OsString, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            let rel = if path.is_empty() {
+                e.path.as_str()
+            } else {
+                e.path
+                    .strip_prefix(path.as_str())
+                    .map_or(e.path.as_str(), |r| r.trim_start_matches('/'))
+            };
+            let base = match rel.trim_end_matches('/') {
+                r if r.is_empty() || r.contains('/') => e.name.trim_end_matches('/').to_string(),
+                r => r.to_string(),
+            };
+            let base = if base.is_empty() || base == "." || base == ".." {
+                format!("_{base}")
+            } else {
+                base
+            };
+            let n = taken.entry(OsString::from(&base)).or_insert(0);
+            let name = if *n == 0 {
+                OsString::from(&base)
+            } else {
+                OsString::from(format!("{base}~{n}"))
+            };
+            *n += 1;
+            out.push((name, self.inode_of(e)));
+        }
+        let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = inodes.get_mut(index(ino)?) {
+            node.children = Some(out.clone());
+        }
+        Ok(out)
+    }
+
+    fn with_node<T>(&self, ino: INodeNo, f: impl FnOnce(&Inode) -> T) -> Result<T, Errno> {
+        let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
+        let node = inodes.get(index(u64::from(ino))?).ok_or(Errno::ENOENT)?;
+        Ok(f(node))
+    }
+
+    fn status_text(node: &Inode) -> String {
+        match &node.entry {
+            Some(e) if e.status != Status::Complete => match &e.reason {
+                Some(r) => format!("{}: {r}", e.status),
+                None => e.status.to_string(),
+            },
+            _ => Status::Complete.to_string(),
+        }
+    }
+}
+
+fn index(ino: u64) -> Result<usize, Errno> {
+    usize::try_from(ino)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .ok_or(Errno::ENOENT)
+}
+
+impl Filesystem for MountFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let found = self
+            .children(u64::from(parent))
+            .and_then(|c| c.into_iter().find(|(n, _)| n == name).ok_or(Errno::ENOENT))
+            .and_then(|(_, ino)| self.with_node(INodeNo(ino), |n| self.attr(ino, n)));
+        match found {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.with_node(ino, |n| self.attr(u64::from(ino), n)) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.with_node(ino, |n| match &n.entry {
+            Some(Entry {
+                kind: Kind::Symlink(to),
+                ..
+            }) => Ok(to.clone()),
+            _ => Err(Errno::EINVAL),
+        }) {
+            Ok(Ok(to)) => reply.data(to.as_bytes()),
+            Ok(Err(e)) | Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let path = match self.with_node(ino, |n| (!n.is_dir()).then(|| n.path.clone())) {
+            Ok(Some(p)) => p,
+            Ok(None) => return reply.error(Errno::EISDIR),
+            Err(e) => return reply.error(e),
+        };
+        match self.fs.open(&path) {
+            Ok(f) => {
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                self.files
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(fh, Arc::new(f));
+                reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
+            }
+            Err(_) => reply.error(Errno::EIO),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let file = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&u64::from(fh))
+            .cloned();
+        let Some(file) = file else {
+            return reply.error(Errno::EBADF);
+        };
+        // Outside the lock: other reads go on while this one decodes.
+        let mut buf = vec![0u8; size as usize];
+        match file.read_at(offset, &mut buf) {
+            Ok(n) => reply.data(&buf[..n]),
+            Err(_) => reply.error(Errno::EIO),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: fuser::ReplyEmpty,
+    ) {
+        self.files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&u64::from(fh));
+        reply.ok();
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let children = match self.children(u64::from(ino)) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
+        };
+        let kinds: Vec<FileType> = {
+            let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
+            children
+                .iter()
+                .map(|(_, c)| {
+                    let n = index(*c).ok().and_then(|i| inodes.get(i));
+                    n.map_or(FileType::RegularFile, |n| self.attr(*c, n).kind)
+                })
+                .collect()
+        };
+        let dots = [
+            (u64::from(ino), FileType::Directory, OsString::from(".")),
+            (u64::from(ino), FileType::Directory, OsString::from("..")),
+        ];
+        let all = dots.into_iter().chain(
+            children
+                .into_iter()
+                .zip(kinds)
+                .map(|((name, c), k)| (c, k, name)),
+        );
+        for (i, (c, kind, name)) in all.enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(c), (i + 1) as u64, kind, &name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if name != STATUS_XATTR {
+            return reply.error(Errno::ENODATA);
+        }
+        match self.with_node(ino, MountFs::status_text) {
+            Ok(text) => xattr_reply(text.as_bytes(), size, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if let Err(e) = self.with_node(ino, |_| ()) {
+            return reply.error(e);
+        }
+        let mut names = STATUS_XATTR.as_bytes().to_vec();
+        names.push(0);
+        xattr_reply(&names, size, reply);
+    }
+}
+
+/// The size-then-data protocol of extended attributes.
+fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
+    if size == 0 {
+        reply.size(u32::try_from(value.len()).unwrap_or(u32::MAX));
+    } else if (size as usize) < value.len() {
+        reply.error(Errno::ERANGE);
+    } else {
+        reply.data(value);
+    }
+}
+
+/// Mounts `fs` read-only at `mountpoint` and serves it until `stop` is
+/// set or the file system is unmounted from outside (`umount`); then
+/// unmounts it, so no stale mount is left. `time` is the mtime its entries
+/// show (the source's).
+pub fn serve(
+    fs: Fs,
+    mountpoint: &Path,
+    time: SystemTime,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    let name = fs.session().tree().root().display_name();
+    let mut cfg = Config::default();
+    cfg.mount_options = vec![
+        MountOption::RO,
+        MountOption::FSName(format!("pparse:{name}")),
+        MountOption::Subtype("pparse".into()),
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ];
+    // Listing a folder waits for its container's parse: other requests go
+    // on meanwhile on the other threads.
+    cfg.n_threads = Some(4);
+    let session = fuser::spawn_mount(MountFs::new(fs, time), mountpoint, &cfg)?;
+    while !stop.load(Ordering::Acquire) && !session.guard.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if session.guard.is_finished() {
+        // Unmounted from outside: the session thread has ended.
+        return session.join();
+    }
+    session.umount_and_join()
+}
+
+/// The mtime entries of a mount show: the source file's, else now.
+pub fn source_time(file: &Path) -> SystemTime {
+    std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| SystemTime::now())
+        .max(UNIX_EPOCH)
+}

@@ -1,0 +1,210 @@
+//! `pparse mount` for real, through the kernel's FUSE: every file of
+//! `nested.tar.gz` (a zip in a zip in a tar in a gzip) read back from the
+//! mount against the files it was made from, by Rust and by Python;
+//! statuses as extended attributes; a cut archive's member readable up to
+//! what was recovered; SIGTERM and `umount` each end it, and no mount is
+//! left behind. Where FUSE cannot be used the test says so and skips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+fn mounted(at: &Path) -> bool {
+    let at = at.to_string_lossy().to_string();
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some(at.as_str()))
+}
+
+/// A running `pparse mount`, taken down when dropped.
+struct Mount {
+    child: Child,
+    at: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Mount {
+    /// Mounts `file`; `None` (said on stderr) where FUSE is not usable.
+    fn start(file: &Path) -> Option<Mount> {
+        if std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_err()
+        {
+            eprintln!("SKIPPED: /dev/fuse cannot be opened here: no FUSE to mount with");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("mnt");
+        std::fs::create_dir(&at).unwrap();
+        let mut child = Command::new(BIN)
+            .arg("mount")
+            .arg(file)
+            .arg(&at)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !mounted(&at) {
+            if let Some(st) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+                if err.contains("Operation not permitted") || err.contains("Permission denied") {
+                    eprintln!("SKIPPED: FUSE mounts are not permitted here: {err}");
+                    return None;
+                }
+                panic!("pparse mount ended ({st}) before mounting: {err}");
+            }
+            assert!(Instant::now() < deadline, "not mounted after 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Mount {
+            child,
+            at,
+            _dir: dir,
+        })
+    }
+
+    /// Sends `signal` and waits for the process to end; returns its code.
+    fn stop(&mut self, signal: i32) -> Option<i32> {
+        // SAFETY: kill sends a signal to the child this test started.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        self.wait()
+    }
+
+    fn wait(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(Instant::now() < deadline, "pparse mount did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: as in `stop`.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let _ = self.child.wait();
+        }
+        if mounted(&self.at) {
+            let _ = Command::new("umount").arg(&self.at).status();
+        }
+    }
+}
+
+fn xattr(path: &Path, name: &str) -> Option<String> {
+    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: both strings are NUL-terminated and buf is as long as said.
+    let got = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (got >= 0).then(|| String::from_utf8_lossy(&buf[..got as usize]).into_owned())
+}
+
+#[test]
+fn a_mounted_archive_is_read_back_file_by_file_and_unmounts() {
+    let Some(mut m) = Mount::start(&fixture_path("nested.tar.gz")) else {
+        return;
+    };
+    let leaves = leaves("nested.tar.gz");
+    for leaf in &leaves {
+        let at = m.at.join(&leaf.path);
+        let got = std::fs::read(&at).unwrap_or_else(|e| panic!("{}: {e}", at.display()));
+        let want = std::fs::read(fixture_path(&leaf.source)).unwrap();
+        assert!(got == want, "{} differs", leaf.path);
+        assert_eq!(
+            xattr(&at, "user.pparse.status").as_deref(),
+            Some("complete")
+        );
+    }
+    // Folders: the tar's directories, and containers as folders.
+    let names = |p: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(m.at.join(p))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names("nested.tar/docs"), ["guide.txt", "inner.zip"]);
+    assert!(m.at.join("nested.tar/docs/inner.zip/deep.zip").is_dir());
+    assert_eq!(
+        std::fs::read_link(m.at.join("nested.tar/latest.md")).unwrap(),
+        Path::new("README.md")
+    );
+    // Read through Python, as a data loader would.
+    let script = "import os, sys, hashlib\n\
+        n = 0\n\
+        for root, dirs, files in os.walk(sys.argv[1]):\n\
+        \x20   for f in files:\n\
+        \x20       p = os.path.join(root, f)\n\
+        \x20       if os.path.islink(p): continue\n\
+        \x20       with open(p, 'rb') as fh: fh.seek(0, 2); size = fh.tell(); fh.seek(size // 2); fh.read()\n\
+        \x20       n += 1\n\
+        print(n)\n";
+    match Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&m.at)
+        .output()
+    {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let n: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert_eq!(n, leaves.len(), "files Python walked");
+        }
+        Err(e) => eprintln!("SKIPPED the Python walk: no python3 ({e})"),
+    }
+    // SIGTERM: unmounted, exit 0.
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+    assert!(!mounted(&m.at), "a stale mount is left");
+}
+
+#[test]
+fn a_cut_archive_mounts_with_its_recovered_bytes_and_umount_ends_it() {
+    let bytes = fixture("nested.tar.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.tar.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+    let Some(mut m) = Mount::start(&cut) else {
+        return;
+    };
+    let mut truncated = 0;
+    for leaf in leaves("nested.tar.gz") {
+        let at = m.at.join(&leaf.path);
+        let Ok(got) = std::fs::read(&at) else {
+            continue;
+        };
+        let want = std::fs::read(fixture_path(&leaf.source)).unwrap();
+        assert!(
+            want.starts_with(&got),
+            "{}: not a prefix of the real bytes",
+            leaf.path
+        );
+        let status = xattr(&at, "user.pparse.status").unwrap();
+        if got.len() < want.len() {
+            assert!(status.starts_with("truncated"), "{}: {status}", leaf.path);
+            truncated += 1;
+        }
+    }
+    assert!(truncated >= 1, "no member was cut");
+    // `umount` from outside: the process ends by itself.
+    let st = Command::new("umount").arg(&m.at).status().unwrap();
+    assert!(st.success());
+    assert!(m.wait().is_some());
+    assert!(!mounted(&m.at));
+}
