@@ -173,11 +173,25 @@ impl Extractor {
         }
     }
 
-    /// Copies all available bytes of `src` into a new file for `logical`.
-    pub fn write(&mut self, logical: &[String], src: &dyn Source) -> io::Result<(PathBuf, u64)> {
+    /// Writes the bytes of `src` (a member opened through `pparse::fs`) to
+    /// a new file at `logical`, 1 MiB at a time; returns where and how many
+    /// bytes.
+    pub fn write_from(
+        &mut self,
+        logical: &[String],
+        src: &mut dyn io::Read,
+    ) -> io::Result<(PathBuf, u64)> {
         let (mut f, path) = self.create(logical)?;
-        let n = copy_source(src, &mut f)?;
-        Ok((path, n))
+        let mut buf = vec![0u8; 1 << 20];
+        let mut n = 0u64;
+        loop {
+            let k = src.read(&mut buf)?;
+            if k == 0 {
+                return Ok((path, n));
+            }
+            f.write_all(&buf[..k])?;
+            n += k as u64;
+        }
     }
 }
 

@@ -37,7 +37,7 @@ use clap::{Parser, Subcommand};
 
 use crate::engine::{Options, Session};
 use crate::extract::{Extractor, components};
-use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::extraction::{ExtId, Phase};
 use crate::status::Status;
 use common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 
@@ -467,58 +467,64 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
+/// `extract`: every leaf below PATH written under DIR, walked through the
+/// file-system API ([`crate::fs::Fs::walk`]) as a library user walks it.
 fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
-    let session = open(input)?;
+    use crate::fs::Kind;
+    let session = std::sync::Arc::new(open(input)?);
     let top = resolve_final(&session, path)?;
     wait(&session, |_| false);
     let mut ex =
         Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;
-    let t = session.tree();
+    let fs = crate::fs::Fs::from_session(session.clone());
     let mut written = 0u64;
     let mut skipped = Vec::new();
     let mut withheld = Vec::new();
     let mut cut = Vec::new();
-    for id in t.subtree(top) {
-        let e = &t.exts[id];
-        if !e.is_leaf() {
-            continue;
+    let walked = fs.walk(path, |e, names, file| {
+        if e.container {
+            return Ok(());
         }
-        let why = || e.detail().unwrap_or_default();
-        match t.status_of(id) {
-            Status::Corrupt if !all && e.kind.has_content() => {
-                withheld.push(format!("{}: {}", t.path_of(id), why()));
-                continue;
+        let why = || e.reason.clone().unwrap_or_default();
+        let has_content = file.is_some();
+        match e.status {
+            Status::Corrupt if !all && has_content => {
+                withheld.push(format!("{}: {}", e.path, why()));
+                return Ok(());
             }
             Status::Complete => {}
-            _ if e.kind.has_content() => cut.push(format!("{}: {}", t.path_of(id), why())),
+            _ if has_content => cut.push(format!("{}: {}", e.path, why())),
             _ => {}
         }
-        let logical = logical_path(&t, id);
-        match &e.kind {
-            EntryKind::Dir => {
+        let logical: Vec<String> = names.iter().flat_map(|n| components(n)).collect();
+        match (&e.kind, file) {
+            (Kind::Dir, _) => {
                 if let Err(err) = ex.dir(&logical) {
-                    say!(
-                        "pparse: cannot create directory for {}: {err}",
-                        t.path_of(id)
-                    );
+                    say!("pparse: cannot create directory for {}: {err}", e.path);
                 }
             }
-            k if k.has_content() => match ex.write(&logical, &*e.data()) {
-                Ok(_) => written += 1,
-                Err(err) => {
-                    return Err(Fatal(format!("cannot write {}: {err}", t.path_of(id))));
-                }
-            },
-            EntryKind::Symlink(target) | EntryKind::HardLink(target) => {
-                skipped.push(format!(
-                    "{} ({} to {target})",
-                    t.path_of(id),
-                    e.kind.as_str()
-                ));
+            (_, Some(mut f)) => {
+                ex.write_from(&logical, &mut f)
+                    .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
+                written += 1;
             }
-            k => skipped.push(format!("{} ({})", t.path_of(id), k.as_str())),
+            (Kind::Symlink(target), None) => {
+                skipped.push(format!("{} (symlink to {target})", e.path));
+            }
+            (Kind::HardLink(target), None) => {
+                skipped.push(format!("{} (hardlink to {target})", e.path));
+            }
+            (Kind::Other(k), None) => skipped.push(format!("{} ({k})", e.path)),
+            (Kind::File, None) => skipped.push(format!("{} (file)", e.path)),
         }
+        Ok(())
+    });
+    match walked {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(Fatal(e.to_string())),
+        Err(e) => return Err(Fatal(e.to_string())),
     }
+    let t = session.tree();
     if !skipped.is_empty() {
         say!(
             "pparse: {} entries are not regular files and were not written (links are never created):",
@@ -550,24 +556,4 @@ fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, F
         ex.root().display()
     );
     Ok(report(&t, &t.subtree(top)))
-}
-
-/// The file-system path of an extraction: each ancestor's name split into
-/// sanitised components. The root (the file itself) is used only when it is
-/// the leaf being written.
-fn logical_path(t: &Tree, id: ExtId) -> Vec<String> {
-    let mut chain = Vec::new();
-    let mut at = id;
-    while let Some(p) = t.exts[at].parent {
-        chain.push(at);
-        at = p;
-    }
-    if chain.is_empty() {
-        chain.push(0);
-    }
-    chain.reverse();
-    chain
-        .into_iter()
-        .flat_map(|x| components(t.exts[x].name.raw()))
-        .collect()
 }

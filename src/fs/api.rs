@@ -372,14 +372,59 @@ impl Fs {
                 kind: e.kind.as_str().to_string(),
             });
         }
-        let data = e.data();
-        Ok(File {
-            len: data.available(),
-            data,
-            pos: 0,
-            status: t.status_of(id),
-            damage: e.damage.to_vec(),
-        })
+        Ok(file_of(&t, id))
+    }
+
+    /// Calls `f` with every entry at or below `path`, depth first in the
+    /// order their containers hold them, once they are all parsed: its
+    /// [`Entry`], the raw names from the top down to it (to make file
+    /// names of, as `pparse extract` does), and its bytes opened if it has
+    /// any. The tree is not locked while `f` runs. Stops at `f`'s first
+    /// error and returns it.
+    pub fn walk(
+        &self,
+        path: &str,
+        mut f: impl FnMut(&Entry, &[Vec<u8>], Option<File>) -> io::Result<()>,
+    ) -> Result<io::Result<()>, Error> {
+        let full = self.full(path);
+        let at = self.wait_for(&full, |t, at| match at {
+            At::Entry(id) => t.subtree(id).into_iter().all(|x| settled(t, x)),
+            At::Under(c, _) => t.subtree(c).into_iter().all(|x| settled(t, x)),
+        })?;
+        let ids = {
+            let t = self.session.tree();
+            match at {
+                At::Entry(id) => t.subtree(id),
+                At::Under(c, prefix) => t.exts[c]
+                    .children
+                    .iter()
+                    .filter(|&&x| t.exts[x].name.display_cow().starts_with(&prefix))
+                    .flat_map(|&x| t.subtree(x))
+                    .collect(),
+            }
+        };
+        for id in ids {
+            let (entry, names, file) = {
+                let t = self.session.tree();
+                let e = &t.exts[id];
+                let mut chain = Vec::new();
+                let mut x = id;
+                while let Some(p) = t.exts[x].parent {
+                    chain.push(t.exts[x].name.raw().to_vec());
+                    x = p;
+                }
+                if chain.is_empty() {
+                    chain.push(e.name.raw().to_vec());
+                }
+                chain.reverse();
+                let file = e.kind.has_content().then(|| file_of(&t, id));
+                (self.entry(&t, id), chain, file)
+            };
+            if let Err(err) = f(&entry, &names, file) {
+                return Ok(Err(err));
+            }
+        }
+        Ok(Ok(()))
     }
 
     /// [`Fs::open`], refusing a member that is not complete: for readers
@@ -477,6 +522,19 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
             Some(i) => cut = i,
             None => return None,
         }
+    }
+}
+
+/// The bytes of extraction `id`, opened.
+fn file_of(t: &Tree, id: ExtId) -> File {
+    let e = &t.exts[id];
+    let data = e.data();
+    File {
+        len: data.available(),
+        data,
+        pos: 0,
+        status: t.status_of(id),
+        damage: e.damage.to_vec(),
     }
 }
 

@@ -315,3 +315,51 @@ fn handles_are_send_and_sync() {
     both::<pparse::fs::File>();
     both::<Error>();
 }
+
+/// `walk` visits every entry below a PATH with its raw names and its
+/// bytes opened, as `pparse extract` uses it.
+#[test]
+fn walk_visits_every_entry_with_its_bytes() {
+    let fs = Fs::new(fixture_path("nested.tar.gz")).unwrap();
+    let mut files = BTreeMap::new();
+    let mut dirs = 0;
+    fs.walk("nested.tar/docs", |e, names, file| {
+        assert_eq!(
+            names
+                .last()
+                .map(|n| String::from_utf8_lossy(n).into_owned()),
+            Some(e.name.clone())
+        );
+        match file {
+            Some(mut f) if !e.container => {
+                let mut got = Vec::new();
+                f.read_to_end(&mut got)?;
+                files.insert(e.path.clone(), got);
+            }
+            _ if e.kind == Kind::Dir => dirs += 1,
+            _ => {}
+        }
+        Ok(())
+    })
+    .unwrap()
+    .unwrap();
+    let want: Vec<Leaf> = leaves("nested.tar.gz")
+        .into_iter()
+        .filter(|l| l.path.starts_with("nested.tar/docs/"))
+        .collect();
+    assert_eq!(
+        files.len(),
+        want.len(),
+        "{:?}",
+        files.keys().collect::<Vec<_>>()
+    );
+    for leaf in &want {
+        assert!(files[&leaf.path] == source(leaf), "{}", leaf.path);
+    }
+    assert_eq!(dirs, 2, "docs/ itself and inner.zip's notes/");
+    // The callback's error ends the walk and comes back.
+    let stopped = fs
+        .walk("", |_, _, _| Err(std::io::Error::other("enough")))
+        .unwrap();
+    assert_eq!(stopped.unwrap_err().to_string(), "enough");
+}
