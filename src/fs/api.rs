@@ -1,13 +1,14 @@
 //! The file-system API: [`Fs`], its [`Entry`]s, [`File`]s and [`Error`]s
 //! (see the module docs of [`crate::fs`]).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::dirs::{Dirs, Item};
 use crate::data::{Data, Range};
 use crate::engine::{Options, Session};
 use crate::extraction::{EntryKind, ExtId, Phase, Tree};
@@ -131,7 +132,14 @@ pub struct Entry {
     pub container: bool,
     /// The format it was parsed as (`tar`, `zip`, `gzip`, …).
     pub format: Option<&'static str>,
+    /// A handle on it: [`Fs::list_node`] and [`Fs::open_node`] go to it
+    /// again without resolving its PATH (a mount's folders and files).
+    pub node: Node,
 }
+
+/// A handle on an entry of an [`Fs`] (see [`Entry::node`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node(At);
 
 /// Nested containers as a file system: see the module docs.
 #[derive(Clone)]
@@ -139,6 +147,9 @@ pub struct Fs {
     session: Arc<Session>,
     /// The PATH this view is rooted at ("" for the top).
     root: String,
+    /// The directories of each parsed container, made on first use and
+    /// shared by the views of one session.
+    dirs: Arc<Mutex<HashMap<ExtId, Arc<Dirs>>>>,
 }
 
 /// How often a waiting call looks at the tree again: resolving a PATH
@@ -167,6 +178,7 @@ impl Fs {
         Fs {
             session,
             root: String::new(),
+            dirs: Arc::default(),
         }
     }
 
@@ -245,44 +257,45 @@ impl Fs {
         Ok(self.under(&t, c, &prefix, recursive))
     }
 
-    /// The entries of container `c` whose names start with `prefix`.
-    fn under(&self, t: &Tree, c: ExtId, prefix: &str, recursive: bool) -> Vec<Entry> {
-        let children = &t.exts[c].children;
-        let rest_of = |x: ExtId| {
-            let name = t.exts[x].name.display_cow();
-            name.strip_prefix(prefix)
-                .map(|r| r.trim_end_matches('/').to_string())
-        };
-        // Directories that have an entry of their own.
-        let explicit: HashSet<String> = children
-            .iter()
-            .filter(|&&x| t.exts[x].kind == EntryKind::Dir)
-            .filter_map(|&x| rest_of(x))
-            .collect();
-        let mut out = Vec::new();
-        let mut made = HashSet::new();
-        for &x in children {
-            let Some(rest) = rest_of(x) else { continue };
-            if rest.is_empty() {
-                // The directory's own entry.
-                continue;
-            }
-            match rest.find('/') {
-                Some(i) if !recursive => {
-                    let d = &rest[..i];
-                    if !explicit.contains(d) && made.insert(d.to_string()) {
-                        out.push(self.dir_entry(t, c, &format!("{prefix}{d}")));
-                    }
-                }
-                _ => {
-                    out.push(self.entry(t, x));
-                    if recursive {
-                        out.extend(t.subtree(x).into_iter().skip(1).map(|y| self.entry(t, y)));
-                    }
-                }
-            }
+    /// The directories of container `c`, made once it is parsed (until
+    /// then, made again at each call).
+    fn dirs_of(&self, t: &Tree, c: ExtId) -> Arc<Dirs> {
+        let mut cache = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = cache.get(&c) {
+            return d.clone();
         }
-        out
+        let d = Arc::new(Dirs::build(t, c));
+        if settled(t, c) {
+            cache.insert(c, d.clone());
+        }
+        d
+    }
+
+    /// The entries of container `c` under directory `prefix` ("" for all):
+    /// as `ls` shows them, or with `recursive` every entry below, the
+    /// contents of containers included.
+    fn under(&self, t: &Tree, c: ExtId, prefix: &str, recursive: bool) -> Vec<Entry> {
+        if recursive {
+            let mut out = Vec::new();
+            for &x in &t.exts[c].children {
+                let name = t.exts[x].name.display_cow();
+                match name.strip_prefix(prefix) {
+                    Some(rest) if !rest.trim_end_matches('/').is_empty() => {}
+                    _ => continue,
+                }
+                out.extend(t.subtree(x).into_iter().map(|y| self.entry(t, y)));
+            }
+            return out;
+        }
+        let dirs = self.dirs_of(t, c);
+        let items = dirs.items(prefix).unwrap_or_default();
+        items
+            .iter()
+            .map(|item| match item {
+                Item::Member(x) => self.entry(t, *x),
+                Item::Dir(p) => self.dir_entry(t, c, p.trim_end_matches('/')),
+            })
+            .collect()
     }
 
     /// A directory of container `c` that no member stands for: `name` is
@@ -304,6 +317,7 @@ impl Fs {
             reason: None,
             container: true,
             format: None,
+            node: Node(At::Under(c, format!("{name}/"))),
         }
     }
 
@@ -323,6 +337,48 @@ impl Fs {
             hint: hint(&t, full),
             path: self.relative(full).to_string(),
         })
+    }
+
+    /// The handle of this view's root (what [`Fs::list`] of "" lists).
+    pub fn root_node(&self) -> Result<Node, Error> {
+        let full = self.full("");
+        self.wait_for(&full, |_, _| true).map(Node)
+    }
+
+    /// [`Fs::list`] (one level) of the entry `node` stands for.
+    pub fn list_node(&self, node: &Node) -> Result<Vec<Entry>, Error> {
+        let c = match &node.0 {
+            At::Entry(id) | At::Under(id, _) => *id,
+        };
+        self.session.wait_until(|t| settled(t, c));
+        let t = self.session.tree();
+        match &node.0 {
+            At::Entry(id) if t.exts[*id].children.is_empty() => Err(Error::NotAContainer {
+                path: self.relative(&t.path_of(*id)).to_string(),
+            }),
+            At::Entry(id) => Ok(self.under(&t, *id, "", false)),
+            At::Under(c, prefix) => Ok(self.under(&t, *c, prefix, false)),
+        }
+    }
+
+    /// [`Fs::open`] of the entry `node` stands for.
+    pub fn open_node(&self, node: &Node) -> Result<File, Error> {
+        let At::Entry(id) = node.0 else {
+            return Err(Error::NoContent {
+                path: String::new(),
+                kind: "dir".into(),
+            });
+        };
+        self.session.wait_until(|t| t.exts[id].is_final());
+        let t = self.session.tree();
+        let e = &t.exts[id];
+        if !e.kind.has_content() {
+            return Err(Error::NoContent {
+                path: self.relative(&t.path_of(id)).to_string(),
+                kind: e.kind.as_str().to_string(),
+            });
+        }
+        Ok(file_of(&t, id))
     }
 
     /// A view rooted at `path`: its paths are relative to it (PFIO's
@@ -346,6 +402,7 @@ impl Fs {
         Ok(Fs {
             session: self.session.clone(),
             root,
+            dirs: self.dirs.clone(),
         })
     }
 
@@ -474,6 +531,15 @@ impl Fs {
             status,
             container: !e.children.is_empty(),
             format: e.parser,
+            // A directory entry of its container leads to what its
+            // container holds under its name.
+            node: Node(match e.parent {
+                Some(p) if e.kind == EntryKind::Dir && e.children.is_empty() => {
+                    let name = e.name.display_cow();
+                    At::Under(p, format!("{}/", name.trim_end_matches('/')))
+                }
+                _ => At::Entry(id),
+            }),
         }
     }
 }

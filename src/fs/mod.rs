@@ -32,7 +32,8 @@
 //! `pparse mount` serves the same view to the kernel ([`mount`]).
 
 mod api;
+mod dirs;
 #[cfg(target_os = "linux")]
 pub mod mount;
 
-pub use api::{Entry, Error, File, Fs, Kind};
+pub use api::{Entry, Error, File, Fs, Kind, Node};

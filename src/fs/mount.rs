@@ -22,7 +22,7 @@ use fuser::{
     ReplyXattr, Request,
 };
 
-use super::api::{Entry, File, Fs, Kind};
+use super::api::{Entry, File, Fs, Kind, Node};
 use crate::status::Status;
 
 /// The extended attribute that holds an entry's status.
@@ -35,9 +35,18 @@ const TTL: Duration = Duration::from_secs(3600);
 /// looked into) its entries by name.
 struct Inode {
     path: String,
+    /// The handle its folder is listed or its file opened with.
+    node: Node,
     /// `None` for the root.
     entry: Option<Entry>,
-    children: Option<Vec<(OsString, u64)>>,
+    children: Option<Arc<Children>>,
+}
+
+/// A folder's entries: in order for `readdir`, by name for `lookup` (a
+/// folder of a million files is looked up in once each, not scanned).
+struct Children {
+    list: Vec<(OsString, u64)>,
+    by_name: HashMap<OsString, u64>,
 }
 
 impl Inode {
@@ -62,13 +71,14 @@ struct MountFs {
 }
 
 impl MountFs {
-    fn new(fs: Fs, time: SystemTime) -> MountFs {
+    fn new(fs: Fs, root: Node, time: SystemTime) -> MountFs {
         // SAFETY: getuid and getgid only read the process's ids.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         MountFs {
             fs,
             inodes: RwLock::new(vec![Inode {
                 path: String::new(),
+                node: root,
                 entry: None,
                 children: None,
             }]),
@@ -119,6 +129,7 @@ impl MountFs {
         let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
         inodes.push(Inode {
             path: entry.path.clone(),
+            node: entry.node.clone(),
             entry: Some(entry.clone()),
             children: None,
         });
@@ -130,8 +141,8 @@ impl MountFs {
     /// The entries of folder `ino` by name, listed on first use. Names
     /// that two entries share get `~1`, `~2`, … (a file can hold two
     /// members of one name).
-    fn children(&self, ino: u64) -> Result<Vec<(OsString, u64)>, Errno> {
-        let path = {
+    fn children(&self, ino: u64) -> Result<Arc<Children>, Errno> {
+        let (path, handle) = {
             let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
             let node = inodes.get(index(ino)?).ok_or(Errno::ENOENT)?;
             if !node.is_dir() {
@@ -140,10 +151,10 @@ impl MountFs {
             if let Some(c) = &node.children {
                 return Ok(c.clone());
             }
-            node.path.clone()
+            (node.path.clone(), node.node.clone())
         };
         // Outside the locks: listing waits for the container's parse.
-        let entries = self.fs.list(&path, false).map_err(|_| Errno::EIO)?;
+        let entries = self.fs.list_node(&handle).map_err(|_| Errno::EIO)?;
         let mut taken: HashMap<OsString, usize> = HashMap::new();
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
@@ -172,11 +183,13 @@ impl MountFs {
             *n += 1;
             out.push((name, self.inode_of(e)));
         }
+        let by_name = out.iter().cloned().collect();
+        let children = Arc::new(Children { list: out, by_name });
         let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
         if let Some(node) = inodes.get_mut(index(ino)?) {
-            node.children = Some(out.clone());
+            node.children = Some(children.clone());
         }
-        Ok(out)
+        Ok(children)
     }
 
     fn with_node<T>(&self, ino: INodeNo, f: impl FnOnce(&Inode) -> T) -> Result<T, Errno> {
@@ -207,8 +220,8 @@ impl Filesystem for MountFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let found = self
             .children(u64::from(parent))
-            .and_then(|c| c.into_iter().find(|(n, _)| n == name).ok_or(Errno::ENOENT))
-            .and_then(|(_, ino)| self.with_node(INodeNo(ino), |n| self.attr(ino, n)));
+            .and_then(|c| c.by_name.get(name).copied().ok_or(Errno::ENOENT))
+            .and_then(|ino| self.with_node(INodeNo(ino), |n| self.attr(ino, n)));
         match found {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
             Err(e) => reply.error(e),
@@ -236,12 +249,12 @@ impl Filesystem for MountFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let path = match self.with_node(ino, |n| (!n.is_dir()).then(|| n.path.clone())) {
+        let node = match self.with_node(ino, |n| (!n.is_dir()).then(|| n.node.clone())) {
             Ok(Some(p)) => p,
             Ok(None) => return reply.error(Errno::EISDIR),
             Err(e) => return reply.error(e),
         };
-        match self.fs.open(&path) {
+        match self.fs.open_node(&node) {
             Ok(f) => {
                 let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
                 self.files
@@ -314,7 +327,11 @@ impl Filesystem for MountFs {
         let kinds: Vec<FileType> = {
             let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
             children
+                .list
                 .iter()
+                .skip(offset.saturating_sub(2) as usize)
+                // More than one reply holds: the rest comes in the next.
+                .take(1024)
                 .map(|(_, c)| {
                     let n = index(*c).ok().and_then(|i| inodes.get(i));
                     n.map_or(FileType::RegularFile, |n| self.attr(*c, n).kind)
@@ -325,13 +342,18 @@ impl Filesystem for MountFs {
             (u64::from(ino), FileType::Directory, OsString::from(".")),
             (u64::from(ino), FileType::Directory, OsString::from("..")),
         ];
-        let all = dots.into_iter().chain(
+        // `offset` is where the previous call stopped: entries from there.
+        let skip = offset.saturating_sub(2) as usize;
+        let all = dots.into_iter().enumerate().skip(offset as usize).chain(
             children
-                .into_iter()
+                .list
+                .iter()
+                .skip(skip)
                 .zip(kinds)
-                .map(|((name, c), k)| (c, k, name)),
+                .enumerate()
+                .map(|(i, ((name, c), k))| (i + 2 + skip, (*c, k, name.clone()))),
         );
-        for (i, (c, kind, name)) in all.enumerate().skip(offset as usize) {
+        for (i, (c, kind, name)) in all {
             if reply.add(INodeNo(c), (i + 1) as u64, kind, &name) {
                 break;
             }
@@ -392,7 +414,8 @@ pub fn serve(
     // Listing a folder waits for its container's parse: other requests go
     // on meanwhile on the other threads.
     cfg.n_threads = Some(4);
-    let session = fuser::spawn_mount(MountFs::new(fs, time), mountpoint, &cfg)?;
+    let root = fs.root_node().map_err(std::io::Error::from)?;
+    let session = fuser::spawn_mount(MountFs::new(fs, root, time), mountpoint, &cfg)?;
     while !stop.load(Ordering::Acquire) && !session.guard.is_finished() {
         std::thread::sleep(Duration::from_millis(100));
     }
