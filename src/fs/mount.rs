@@ -267,6 +267,14 @@ impl Filesystem for MountFs {
         }
     }
 
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Folders never change: the kernel may keep what it was given.
+        reply.opened(
+            FileHandle(0),
+            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+        );
+    }
+
     fn read(
         &self,
         _req: &Request,
