@@ -424,6 +424,38 @@ impl Tree {
         st
     }
 
+    /// What the deepest extraction on the way to `path` holds, for a
+    /// message about a PATH that names nothing: `"a.tar" has: x, y, …`.
+    pub fn hint(&self, path: &str) -> String {
+        let t = self;
+        let mut best = 0;
+        let mut best_len = 0;
+        for id in 0..t.len() {
+            let p = t.path_of(id);
+            if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
+                best = id;
+                best_len = p.len();
+            }
+        }
+        let e = &t.exts[best];
+        let at = if best == 0 {
+            "the top level".to_string()
+        } else {
+            format!("{:?}", t.path_of(best))
+        };
+        if e.children.is_empty() {
+            return format!("{at} has no entries");
+        }
+        let names: Vec<String> = e
+            .children
+            .iter()
+            .take(8)
+            .map(|&c| t.exts[c].display_name())
+            .collect();
+        let more = if e.children.len() > 8 { ", …" } else { "" };
+        format!("{at} has: {}{more}", names.join(", "))
+    }
+
     /// The worst status anywhere in the tree.
     pub fn worst_status(&self) -> Status {
         (0..self.exts.len())

@@ -127,39 +127,7 @@ pub(super) fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fata
 
 /// An error message that names what does exist where the PATH went wrong.
 fn no_such_path(t: &Tree, path: &str) -> String {
-    let mut best = 0;
-    let mut best_len = 0;
-    for id in 0..t.len() {
-        let p = t.path_of(id);
-        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
-            best = id;
-            best_len = p.len();
-        }
-    }
-    let names: Vec<String> = t.exts[best]
-        .children
-        .iter()
-        .take(8)
-        .map(|&c| t.exts[c].display_name())
-        .collect();
-    let at = if best == 0 {
-        "the top level".to_string()
-    } else {
-        t.path_of(best)
-    };
-    if names.is_empty() {
-        format!("no extraction named {path:?} ({at} has no members)")
-    } else {
-        format!(
-            "no extraction named {path:?}; {at} has: {}{}",
-            names.join(", "),
-            if t.exts[best].children.len() > 8 {
-                ", ..."
-            } else {
-                ""
-            }
-        )
-    }
+    format!("no extraction named {path:?}; {}", t.hint(path))
 }
 
 pub(super) fn finish_output(r: io::Result<()>) -> Result<(), Fatal> {

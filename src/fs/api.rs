@@ -334,7 +334,7 @@ impl Fs {
         });
         let t = self.session.tree();
         locate(&t, full).ok_or_else(|| Error::NotFound {
-            hint: hint(&t, full),
+            hint: t.hint(full),
             path: self.relative(full).to_string(),
         })
     }
@@ -609,36 +609,6 @@ fn file_of(t: &Tree, id: ExtId) -> File {
 fn settled(t: &Tree, id: ExtId) -> bool {
     let e = &t.exts[id];
     e.is_final() && matches!(e.phase, Phase::Done | Phase::Leaf)
-}
-
-/// What the deepest container on the way to `path` holds.
-fn hint(t: &Tree, path: &str) -> String {
-    let mut best = 0;
-    let mut best_len = 0;
-    for id in 0..t.len() {
-        let p = t.path_of(id);
-        if !p.is_empty() && path.starts_with(&p) && p.len() > best_len {
-            best = id;
-            best_len = p.len();
-        }
-    }
-    let e = &t.exts[best];
-    let at = if best == 0 {
-        "the top level".to_string()
-    } else {
-        format!("{:?}", t.path_of(best))
-    };
-    if e.children.is_empty() {
-        return format!("{at} has no entries");
-    }
-    let names: Vec<String> = e
-        .children
-        .iter()
-        .take(8)
-        .map(|&c| t.exts[c].display_name())
-        .collect();
-    let more = if e.children.len() > 8 { ", …" } else { "" };
-    format!("{at} has: {}{more}", names.join(", "))
 }
 
 /// An entry's bytes, opened for reading: [`Read`] and [`Seek`], and
