@@ -324,12 +324,13 @@ impl Fs {
     /// Waits until `full` is located and `ready` holds for it, or the parse
     /// is over.
     fn wait_for(&self, full: &str, ready: impl Fn(&Tree, At) -> bool) -> Result<At, Error> {
-        let mut last = Instant::now() - POLL;
+        // `Instant - POLL` can underflow on a clock just started: none yet.
+        let mut last: Option<Instant> = None;
         self.session.wait_until(|t| {
-            if last.elapsed() < POLL {
+            if last.is_some_and(|l| l.elapsed() < POLL) {
                 return false;
             }
-            last = Instant::now();
+            last = Some(Instant::now());
             locate(t, full).is_some_and(|at| ready(t, at))
         });
         let t = self.session.tree();

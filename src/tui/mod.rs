@@ -79,7 +79,9 @@ fn event_loop(
     let engine = app.session.events().clone();
     let done = app.done.clone();
     let mut dirty = true;
-    let mut last_draw = Instant::now() - FRAME;
+    let mut last_draw = Instant::now()
+        .checked_sub(FRAME)
+        .unwrap_or_else(Instant::now);
     loop {
         if dirty && last_draw.elapsed() >= FRAME {
             execute!(io::stdout(), BeginSynchronizedUpdate)?;

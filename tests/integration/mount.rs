@@ -54,8 +54,11 @@ impl Mount {
             if let Some(st) = child.try_wait().unwrap() {
                 let mut err = String::new();
                 std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-                if err.contains("Operation not permitted") || err.contains("Permission denied") {
-                    eprintln!("SKIPPED: FUSE mounts are not permitted here: {err}");
+                // Exit 2: it could not mount (no permission, no
+                // fusermount3 for a user): this machine cannot run it.
+                // Anything else (a panic is 101) is a bug.
+                if st.code() == Some(2) {
+                    eprintln!("SKIPPED: pparse mount cannot mount here: {err}");
                     return None;
                 }
                 panic!("pparse mount ended ({st}) before mounting: {err}");
