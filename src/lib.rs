@@ -19,6 +19,8 @@
 //!   their byte ranges and can be dropped again;
 //! * [`engine`]: one background thread steps all parsers a little at a time,
 //!   so readers see partial results while parsing goes on;
+//! * [`index`]: what one pass learned (the extraction tree, the decoders'
+//!   checkpoints) is saved, and the next open starts from it;
 //! * [`tui`]: the explorer, which draws only what is on screen and leaves
 //!   every read, load and search to background threads.
 
@@ -29,6 +31,7 @@ pub mod engine;
 pub mod extract;
 pub mod extraction;
 pub mod fs;
+pub mod index;
 pub mod name;
 pub mod node;
 pub mod offer;

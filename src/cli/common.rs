@@ -56,6 +56,7 @@ pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> b
     if drew {
         say_inline!("\r\x1b[K");
     }
+    crate::data::stats::waited(started.elapsed());
     held
 }
 

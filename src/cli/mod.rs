@@ -38,6 +38,7 @@ use clap::{Parser, Subcommand};
 use crate::engine::{Options, Session};
 use crate::extract::{Extractor, components};
 use crate::extraction::{ExtId, Phase};
+use crate::parsers::IndexMode;
 use crate::status::Status;
 use common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 
@@ -65,6 +66,45 @@ struct Cli {
     /// `onnx.TensorProto` or a type from --proto).
     #[arg(long, value_name = "NAME", global = true)]
     message: Option<String>,
+    /// Where `tree`, `cat`, `extract` and `mount` keep the index of FILE
+    /// (default: a file in $XDG_CACHE_HOME/pparse/index, else
+    /// ~/.cache/pparse/index).
+    #[arg(long, value_name = "PATH", global = true)]
+    index: Option<PathBuf>,
+    /// Neither read nor write an index.
+    #[arg(long, global = true, conflicts_with = "index")]
+    no_index: bool,
+    /// Memory for decoded chunks, shared by every reader (e.g. 64M, 1G;
+    /// default 32M, or $PPARSE_CACHE_MB megabytes).
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    cache_size: Option<usize>,
+    /// At the end, print on stderr what the command read from the file,
+    /// decoded, found in the cache, and the time spent decoding and waiting
+    /// (one JSON line with --json).
+    #[arg(long, global = true)]
+    io_stats: bool,
+}
+
+/// A size with an optional unit: `65536`, `64K`, `64M`, `1G` (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (digits, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 64M, 1G)"))?;
+    n.checked_mul(1usize << shift)
+        .filter(|&b| b >= 1 << 20)
+        .ok_or_else(|| format!("{s:?}: the cache needs at least 1M"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -198,6 +238,34 @@ pub fn main() -> i32 {
             }
         }
     }
+    // Indexes hold extraction trees, not nodes: the commands that need only
+    // the tree use them. A --proto schema changes what a parse finds and is
+    // not in the index's key, so it turns them off.
+    let uses_index = matches!(
+        cli.cmd,
+        Some(Cmd::Tree { .. } | Cmd::Cat { .. } | Cmd::Extract { .. } | Cmd::Mount { .. })
+    );
+    if uses_index && !cli.no_index && cli.proto.is_empty() {
+        options.index = match cli.index {
+            Some(p) => IndexMode::At(p),
+            None => IndexMode::Cache,
+        };
+    }
+    if let Some(bytes) = cli.cache_size {
+        crate::data::ChunkCache::global().set_budget(bytes);
+    }
+    let json_out = match &cli.cmd {
+        Some(
+            Cmd::Tree { json, .. }
+            | Cmd::Nodes { json, .. }
+            | Cmd::Pickle { json, .. }
+            | Cmd::Tensors { json, .. }
+            | Cmd::Records { json, .. }
+            | Cmd::Ir { json, .. },
+        ) => *json,
+        _ => false,
+    };
+    let io_stats = cli.io_stats;
     let input = |file: PathBuf| Input {
         file,
         options: options.clone(),
@@ -268,6 +336,15 @@ pub fn main() -> i32 {
             }
         },
     };
+    for n in crate::index::take_notes() {
+        say!("pparse: note: {n}");
+    }
+    if io_stats {
+        say!(
+            "{}",
+            render::io_stats(&crate::data::stats::io_stats(), json_out)
+        );
+    }
     match result {
         Ok(status) => match status {
             Status::Complete => 0,

@@ -282,3 +282,42 @@ pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Res
     }
     write!(out, "]}}")
 }
+
+/// `--io-stats`: one line of text, or one JSON object (docs/contract.md).
+pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
+    let budget = crate::data::ChunkCache::global().budget() as u64;
+    if json {
+        let mut o = serde_json::json!({
+            "file_read": s.file_read,
+            "decoded": s.decoded,
+            "redecoded": s.redecoded,
+            "from_cache": s.from_cache,
+            "cache_budget": budget,
+            "decode_seconds": s.decoding.as_secs_f64(),
+            "wait_seconds": s.waiting.as_secs_f64(),
+        });
+        if s.remote_requests > 0 {
+            o["remote_fetched"] = s.remote_fetched.into();
+            o["remote_requests"] = s.remote_requests.into();
+        }
+        return serde_json::json!({ "io": o }).to_string();
+    }
+    let mut line = format!(
+        "pparse: io: read {} B from the file; decoded {} B, re-decoded {} B from checkpoints; {} B from the cache (budget {}); decoding {:.3} s, waiting {:.3} s",
+        thousands(s.file_read),
+        thousands(s.decoded),
+        thousands(s.redecoded),
+        thousands(s.from_cache),
+        crate::util::human(budget),
+        s.decoding.as_secs_f64(),
+        s.waiting.as_secs_f64()
+    );
+    if s.remote_requests > 0 {
+        line.push_str(&format!(
+            "; fetched {} B in {} requests",
+            thousands(s.remote_fetched),
+            thousands(s.remote_requests)
+        ));
+    }
+    line
+}

@@ -80,6 +80,25 @@ impl ChunkCache {
         })
     }
 
+    /// Changes the budget (`--cache-size`), evicting what no longer fits.
+    pub fn set_budget(&self, budget: usize) {
+        let mut l = self.inner.lock();
+        l.budget = budget;
+        while l.bytes > l.budget && !l.order.is_empty() {
+            let Some((_, k)) = l.order.pop_first() else {
+                break;
+            };
+            if let Some((d, _)) = l.map.remove(&k) {
+                l.bytes -= d.cost();
+            }
+        }
+    }
+
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.inner.lock().budget
+    }
+
     /// The chunk at `key`, marked as just used.
     pub fn get(&self, key: Key) -> Option<Arc<Chunk>> {
         let mut l = self.inner.lock();

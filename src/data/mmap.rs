@@ -5,7 +5,7 @@ use std::path::Path;
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 
 use super::mem::copy_from;
-use super::source::Source;
+use super::source::{Layout, Source};
 
 /// A read-only memory map of a file: the kernel's page cache serves the bytes,
 /// so a 200 GB file costs address space, not RAM.
@@ -62,7 +62,9 @@ impl Source for MmapSource {
         true
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        copy_from(self.bytes(), offset, buf)
+        let n = copy_from(self.bytes(), offset, buf)?;
+        super::stats::file_read(n as u64);
+        Ok(n)
     }
     fn as_slice(&self) -> Option<&[u8]> {
         Some(self.bytes())
@@ -88,5 +90,8 @@ impl Source for MmapSource {
     }
     fn describe(&self) -> &'static str {
         "file"
+    }
+    fn layout(&self) -> Layout<'_> {
+        Layout::File
     }
 }

@@ -14,15 +14,17 @@
 //! is final, the bytes will never come: the input is truncated.
 
 mod cache;
+pub mod checkpoints;
 pub mod inflate;
 mod mem;
 mod mmap;
 mod slice;
 mod source;
+pub mod stats;
 
 pub use cache::ChunkCache;
 pub use inflate::{InflateEvent, InflateSource, Inflater};
 pub use mem::MemSource;
 pub use mmap::MmapSource;
 pub use slice::SliceSource;
-pub use source::{Cursor, Data, Range, Source, file_offset, le, read_exact_at, view};
+pub use source::{Cursor, Data, Layout, Range, Source, file_offset, le, read_exact_at, view};

@@ -1,6 +1,6 @@
 use std::io;
 
-use super::source::{Data, Range, Source};
+use super::source::{Data, Layout, Range, Source};
 
 /// A window `[start, end)` of another source: a tar member, a stored zip
 /// entry. The parent may still be growing; the window then grows with it and
@@ -52,5 +52,11 @@ impl Source for SliceSource {
     }
     fn is_window(&self) -> bool {
         true
+    }
+    fn layout(&self) -> Layout<'_> {
+        Layout::Slice {
+            of: &self.parent,
+            range: self.range,
+        }
     }
 }

@@ -4,6 +4,8 @@
 use std::io;
 use std::sync::Arc;
 
+use super::checkpoints::{StreamLayout, WindowStore};
+
 /// One immutable byte source. See the module docs.
 pub trait Source: Send + Sync + 'static {
     /// Number of bytes that can be read now.
@@ -34,6 +36,35 @@ pub trait Source: Send + Sync + 'static {
     fn is_window(&self) -> bool {
         false
     }
+    /// How the source is made, so that an index can make it again without
+    /// reading it through (see [`Layout`]).
+    fn layout(&self) -> Layout<'_> {
+        Layout::Opaque
+    }
+}
+
+/// How a [`Source`] is made of other sources.
+pub enum Layout<'a> {
+    /// Nothing an index can rebuild (bytes in memory, a test source).
+    Opaque,
+    /// A mapped file.
+    File,
+    /// The window `range` of another source.
+    Slice {
+        /// The source it is a window of.
+        of: &'a Data,
+        /// The window.
+        range: Range,
+    },
+    /// A decoded deflate stream.
+    Inflate {
+        /// The compressed bytes it is decoded from.
+        input: &'a Data,
+        /// Its checkpoints; `None` until it is decoded to its end.
+        stream: Option<StreamLayout>,
+        /// Where its checkpoints' windows are read from.
+        windows: &'a dyn WindowStore,
+    },
 }
 
 /// Follows [`Source::origin`] down to the file: the file offset a byte comes
@@ -128,6 +159,7 @@ pub fn view<'a>(
     let len = (len as u64).min(avail - offset) as usize;
     if let Some(all) = src.as_slice() {
         let start = offset as usize;
+        super::stats::file_read(len as u64);
         return Ok(&all[start..start + len]);
     }
     scratch.resize(len, 0);

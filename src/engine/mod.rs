@@ -23,12 +23,12 @@ mod shared;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, bounded};
-use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
+use parking_lot::RwLockReadGuard;
 
 use thin_vec::ThinVec;
 
@@ -48,6 +48,7 @@ pub struct Session {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     events: Receiver<Event>,
+    from_index: bool,
 }
 
 impl Session {
@@ -72,17 +73,47 @@ impl Session {
         } else {
             (Arc::new(MmapSource::open(path)?), EntryKind::Root)
         };
-        let name = path
-            .file_name()
-            .map(|n| n.as_encoded_bytes().to_vec())
-            .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec());
+        let name = Name::new(
+            path.file_name()
+                .map(|n| n.as_encoded_bytes().to_vec())
+                .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec()),
+        );
+        let plan = if is_dir {
+            None
+        } else {
+            crate::index::Plan::new(path, &opts.index, opts.fingerprint())
+        };
+        if let Some(tree) = plan
+            .as_ref()
+            .and_then(|p| p.restore(data.clone(), name.clone(), path))
+        {
+            return Ok(Session::restored(tree));
+        }
         Ok(Session::start_file(
-            Name::new(name),
+            name,
             data,
             kind,
             Some(path.to_path_buf()),
             opts,
+            plan,
         ))
+    }
+
+    /// A session over a tree read back from an index: nothing to parse.
+    fn restored(tree: Tree) -> Session {
+        let (tx, rx) = bounded(1);
+        let _ = tx.try_send(Event::Finished);
+        Session {
+            shared: Arc::new(Shared::new(tree, tx, true)),
+            thread: None,
+            events: rx,
+            from_index: true,
+        }
+    }
+
+    /// Whether the tree was read back from an index (it then has no nodes).
+    pub fn from_index(&self) -> bool {
+        self.from_index
     }
 
     /// Starts parsing bytes held in memory (tests, small inputs).
@@ -93,7 +124,7 @@ impl Session {
 
     /// Starts parsing `data` under the root name `name`.
     pub fn start(name: Name, data: Data, opts: Options) -> Session {
-        Session::start_file(name, data, EntryKind::Root, None, opts)
+        Session::start_file(name, data, EntryKind::Root, None, opts, None)
     }
 
     fn start_file(
@@ -102,6 +133,7 @@ impl Session {
         kind: EntryKind,
         file: Option<std::path::PathBuf>,
         opts: Options,
+        index: Option<crate::index::Plan>,
     ) -> Session {
         let root = Extraction {
             id: 0,
@@ -127,19 +159,11 @@ impl Session {
             depth: 0,
         };
         let (tx, rx) = bounded(1);
-        let shared = Arc::new(Shared {
-            tree: RwLock::new(Tree {
-                exts: std::iter::once(root).collect(),
-                damage_count: 0,
-            }),
-            cancel: AtomicBool::new(false),
-            finished: AtomicBool::new(false),
-            over: Mutex::new(()),
-            over_cv: Condvar::new(),
-            events: tx,
-            steps: AtomicU64::new(0),
-            failure: Mutex::new(None),
-        });
+        let tree = Tree {
+            exts: std::iter::once(root).collect(),
+            damage_count: 0,
+        };
+        let shared = Arc::new(Shared::new(tree, tx, false));
         let engine_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("pparse-engine".into())
@@ -149,6 +173,12 @@ impl Session {
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
                     *engine_shared.failure.lock() = Some(panic_message(&*panic));
+                } else if let Some(plan) = index
+                    && !engine_shared.cancel.load(Ordering::Acquire)
+                {
+                    // Before `finished`: a command that exits once the
+                    // parse is over must not exit before its index is on disk.
+                    plan.save(&engine_shared.tree.read());
                 }
                 {
                     let _g = engine_shared.over.lock();
@@ -162,6 +192,7 @@ impl Session {
             shared,
             thread: Some(thread),
             events: rx,
+            from_index: false,
         }
     }
 

@@ -34,6 +34,19 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    pub(super) fn new(tree: Tree, events: Sender<Event>, finished: bool) -> Shared {
+        Shared {
+            tree: RwLock::new(tree),
+            cancel: AtomicBool::new(false),
+            finished: AtomicBool::new(finished),
+            over: Mutex::new(()),
+            over_cv: Condvar::new(),
+            events,
+            steps: AtomicU64::new(0),
+            failure: Mutex::new(None),
+        }
+    }
+
     pub(super) fn notify(&self) {
         let _ = self.events.try_send(Event::Changed);
     }

@@ -157,9 +157,17 @@ pub struct Fs {
 const POLL: Duration = Duration::from_millis(100);
 
 impl Fs {
-    /// A file system over a file (or a folder), parsed in the background.
+    /// A file system over a file (or a folder), parsed in the background,
+    /// or read back at once from its index in the user's cache folder when
+    /// an earlier open saved one (see [`crate::index`]); the parse saves
+    /// one when it ends. Use [`Fs::with_options`] to choose the index's
+    /// place or turn it off.
     pub fn new(file: impl AsRef<Path>) -> Result<Fs, Error> {
-        Fs::with_options(file, Options::default())
+        let options = Options {
+            index: crate::parsers::IndexMode::Cache,
+            ..Options::default()
+        };
+        Fs::with_options(file, options)
     }
 
     /// [`Fs::new`] with options (memory budget, protobuf schemas, …).
@@ -326,6 +334,7 @@ impl Fs {
     fn wait_for(&self, full: &str, ready: impl Fn(&Tree, At) -> bool) -> Result<At, Error> {
         // `Instant - POLL` can underflow on a clock just started: none yet.
         let mut last: Option<Instant> = None;
+        let started = Instant::now();
         self.session.wait_until(|t| {
             if last.is_some_and(|l| l.elapsed() < POLL) {
                 return false;
@@ -333,6 +342,7 @@ impl Fs {
             last = Some(Instant::now());
             locate(t, full).is_some_and(|at| ready(t, at))
         });
+        crate::data::stats::waited(started.elapsed());
         let t = self.session.tree();
         locate(&t, full).ok_or_else(|| Error::NotFound {
             hint: t.hint(full),

@@ -35,6 +35,21 @@ pub struct Options {
     /// The protobuf message type the opened file is read as (`--message`),
     /// checked with [`crate::parsers::protobuf::schema::check_message`].
     pub message: Option<String>,
+    /// Whether the session reads and writes a persistent index of the
+    /// file (the `index` module): off unless asked for.
+    pub index: IndexMode,
+}
+
+/// Where a session keeps the index of its file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum IndexMode {
+    /// No index is read or written.
+    #[default]
+    Off,
+    /// In the user's cache folder (`$XDG_CACHE_HOME/pparse/index`).
+    Cache,
+    /// At this path.
+    At(std::path::PathBuf),
 }
 
 impl Default for Options {
@@ -45,11 +60,21 @@ impl Default for Options {
             decode_ratio: 1100,
             decode_floor: 4 << 30,
             message: None,
+            index: IndexMode::Off,
         }
     }
 }
 
 impl Options {
+    /// What in these options changes what a parse finds: an index made
+    /// with other settings is not used.
+    pub fn fingerprint(&self) -> String {
+        format!(
+            "max_depth={} decode_ratio={} decode_floor={} message={:?}",
+            self.max_depth, self.decode_ratio, self.decode_floor, self.message
+        )
+    }
+
     /// The decode budget for a file of `size` bytes.
     pub fn decode_budget(&self, size: u64) -> u64 {
         size.saturating_mul(self.decode_ratio)

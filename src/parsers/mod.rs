@@ -20,7 +20,7 @@ pub mod torch;
 pub mod wandb;
 pub mod zip;
 
-pub use api::{ChildSpec, Format, Parser, SNIFF_LEN, Sniff, Step, StepCx};
+pub use api::{ChildSpec, Format, IndexMode, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
 use crate::extraction::Extraction;
 

@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["extraction"],
     &["offer"],
     &["parsers"],
-    &["engine"],
+    &["engine", "index"],
     &["fs", "view"],
     &["tui"],
     &["cli"],

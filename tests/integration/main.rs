@@ -14,6 +14,7 @@ mod damage;
 mod fs;
 mod fuzz_corpus;
 mod hostile;
+mod index;
 mod json;
 mod mount;
 mod onnx;

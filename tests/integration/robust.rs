@@ -22,6 +22,8 @@ fn engine_panic_ends_the_command() {
     ] {
         let mut all: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
         all.insert(1, file.clone().into());
+        // An index would spare the engine its work: there must be a parse.
+        all.push("--no-index".into());
         let run = pparse_env(&all, &[("PPARSE_TEST_ENGINE_PANIC", "1")]);
         assert_eq!(run.code, 101, "{args:?}: {}", run.stderr_text());
         assert!(

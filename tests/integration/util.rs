@@ -15,6 +15,8 @@ use serde_json::Value;
 pub(crate) const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 /// The pparse binary built for these tests.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_pparse");
+/// The cache folder (and so the index folder) of the commands tests run.
+pub(crate) const CACHE_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home");
 /// How long one parse of a small fixture may take before it counts as a hang.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -590,6 +592,8 @@ where
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().into()).collect();
     let mut child = Command::new(BIN)
         .args(&args)
+        // Indexes go to the build's scratch folder, not the user's cache.
+        .env("XDG_CACHE_HOME", CACHE_HOME)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Chunk, ChunkCache};
-use super::source::{Data, Source};
-use windows::WindowRef;
+pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
+use super::source::{Data, Layout, Source};
 use zlib::{Code, RawInflate};
 
 /// Cache granularity of decoded bytes.
@@ -47,26 +47,10 @@ static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 static LIVE_REPLAYS: AtomicUsize = AtomicUsize::new(0);
 const MAX_LIVE_REPLAYS: usize = 16;
 
-/// A place where decoding can resume.
-#[derive(Clone, Copy, Debug)]
-struct Point {
-    /// Decoded offset.
-    out: u64,
-    /// Input offset of the first byte not yet consumed.
-    input: u64,
-    /// Unused bits of the byte before `input` (0..=7).
-    bits: u8,
-    window: Option<WindowRef>,
-}
+type Point = Checkpoint;
 
-/// One raw deflate stream's share of the decoded bytes.
-#[derive(Clone, Debug)]
-struct Segment {
-    out_start: u64,
-    out_end: u64,
-    /// Checkpoints; the first is the stream start (no window).
-    points: Vec<Point>,
-}
+/// Labels a restored stream may carry (labels are static strings).
+const LABELS: [&str; 2] = ["gzip stream", "deflate"];
 
 struct Tail {
     /// Decoded offset of `buf[0]`, a multiple of [`CHUNK`].
@@ -85,6 +69,8 @@ pub struct InflateSource {
     replay: Mutex<Option<Replay>>,
     label: &'static str,
     span: u64,
+    /// Where windows are read from when the stream was restored.
+    store: Option<Arc<dyn WindowStore>>,
 }
 
 impl InflateSource {
@@ -109,7 +95,89 @@ impl InflateSource {
             replay: Mutex::new(None),
             label,
             span: span.max(1024),
+            store: None,
         })
+    }
+
+    /// A finished stream's checkpoints and length, for an index; `None`
+    /// while it is still being decoded.
+    pub fn layout(&self) -> Option<StreamLayout> {
+        if !self.is_final() {
+            return None;
+        }
+        Some(StreamLayout {
+            label: self.label,
+            span: self.span,
+            len: self.available(),
+            segments: self.segments.read().clone(),
+        })
+    }
+
+    /// The stream `layout` describes, decoded from `input` on demand: a
+    /// read resumes at the nearest checkpoint, whose window `store` holds.
+    /// The layout is checked for order and bounds, never trusted blindly.
+    pub fn restore(
+        input: Data,
+        layout: StreamLayout,
+        store: Arc<dyn WindowStore>,
+    ) -> io::Result<Arc<InflateSource>> {
+        let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+        let label = Self::known_label(layout.label).ok_or_else(|| bad("unknown stream label"))?;
+        let mut out = 0u64;
+        for s in &layout.segments {
+            if s.out_start != out || s.out_end < s.out_start {
+                return Err(bad("segments out of order"));
+            }
+            let first = s
+                .points
+                .first()
+                .ok_or_else(|| bad("segment without a start"))?;
+            if first.out != s.out_start || first.window.is_some() || first.bits != 0 {
+                return Err(bad("segment start is not a stream start"));
+            }
+            let mut last = first;
+            for p in &s.points[1..] {
+                if p.out <= last.out || p.out > s.out_end || p.input < last.input || p.bits > 7 {
+                    return Err(bad("checkpoints out of order"));
+                }
+                if p.bits > 0 && p.input == 0 {
+                    return Err(bad("checkpoint before the input"));
+                }
+                if p.window.is_none() {
+                    return Err(bad("checkpoint without a window"));
+                }
+                last = p;
+            }
+            out = s.out_end;
+        }
+        if out != layout.len {
+            return Err(bad("segments do not add up to the length"));
+        }
+        Ok(Arc::new(InflateSource {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            input,
+            segments: RwLock::new(layout.segments),
+            tail: Mutex::new(Tail {
+                start: layout.len - layout.len % CHUNK,
+                buf: Vec::new(),
+            }),
+            avail: AtomicU64::new(layout.len),
+            done: AtomicBool::new(true),
+            replay: Mutex::new(None),
+            label,
+            span: layout.span.max(1024),
+            store: Some(store),
+        }))
+    }
+
+    /// The static label spelled `s`, if a stream can carry it.
+    pub fn known_label(s: &str) -> Option<&'static str> {
+        LABELS.iter().copied().find(|l| *l == s)
+    }
+
+    /// The source its compressed bytes are read from.
+    pub fn input(&self) -> &Data {
+        &self.input
     }
 
     /// Drops this stream's decoded chunks from the cache, so that the next
@@ -211,6 +279,16 @@ impl InflateSource {
     }
 }
 
+impl WindowStore for InflateSource {
+    /// The window of checkpoint `slot` (see [`Checkpoint::window`]).
+    fn read(&self, slot: WindowSlot, out: &mut Vec<u8>) -> io::Result<()> {
+        match &self.store {
+            Some(store) => store.read(slot, out),
+            None => windows::get(slot, out),
+        }
+    }
+}
+
 impl Drop for InflateSource {
     fn drop(&mut self) {
         ChunkCache::global().forget(self.key);
@@ -242,11 +320,13 @@ impl Source for InflateSource {
                 }
                 buf[done..done + k].copy_from_slice(&c[within..within + k]);
                 done += k;
+                super::stats::from_cache(k as u64);
                 continue;
             }
             let k = self.read_tail(pos, &mut buf[done..n]);
             if k > 0 {
                 done += k;
+                super::stats::from_cache(k as u64);
                 continue;
             }
             let c = self.chunk(idx)?;
@@ -269,6 +349,13 @@ impl Source for InflateSource {
         let seg = segs.iter().rev().find(|s| s.out_start <= offset)?;
         let p = seg.points.iter().rev().find(|p| p.out <= offset)?;
         Some((self.input.clone(), p.input, p.out == offset))
+    }
+    fn layout(&self) -> Layout<'_> {
+        Layout::Inflate {
+            input: &self.input,
+            stream: InflateSource::layout(self),
+            windows: self,
+        }
     }
 }
 
@@ -440,6 +527,14 @@ impl Inflater {
 
     /// Decodes until about `budget` bytes were produced, or an event.
     pub fn run(&mut self, budget: u64) -> InflateEvent {
+        let started = std::time::Instant::now();
+        let before = self.produced;
+        let event = self.run_inner(budget);
+        super::stats::decoded(self.produced - before, started.elapsed(), false);
+        event
+    }
+
+    fn run_inner(&mut self, budget: u64) -> InflateEvent {
         let input = self.src.input.clone();
         let mut made = 0u64;
         loop {
@@ -601,29 +696,21 @@ impl Replay {
             .or_else(|| segs.iter().rposition(|s| s.out_start <= target))
             .ok_or_else(|| io::Error::other(format!("no decoded data at {target:#x}")))?;
         let s = &segs[seg];
-        let p = *s
-            .points
-            .iter()
-            .rev()
-            .find(|p| p.out <= target)
-            .unwrap_or(&s.points[0]);
+        let best = s.points.iter().rposition(|p| p.out <= target).unwrap_or(0);
         drop(segs);
-        let mut z = RawInflate::new();
+        // A window that cannot be read back (a damaged index) costs time,
+        // not bytes: decoding resumes at an earlier checkpoint instead,
+        // down to the stream's start, which needs no window.
+        let mut tried = best;
+        let (p, z) = loop {
+            let p = src.segments.read()[seg].points[tried];
+            match Self::decoder_at(src, &p) {
+                Ok(z) => break (p, z),
+                Err(e) if tried == 0 || p.window.is_none() => return Err(e),
+                Err(_) => tried -= 1,
+            }
+        };
         let start_in = p.input;
-        if p.bits > 0 {
-            let mut b = [0u8; 1];
-            if !super::source::read_exact_at(&*src.input, p.input - 1, &mut b)? {
-                return Err(io::Error::other("checkpoint input unavailable"));
-            }
-            z.prime(p.bits, b[0] >> (8 - p.bits));
-        }
-        if let Some(w) = p.window {
-            let mut win = Vec::new();
-            windows::get(w, &mut win)?;
-            if !z.set_dictionary(&win) {
-                return Err(io::Error::other("cannot restore decoder window"));
-            }
-        }
         LIVE_REPLAYS.fetch_add(1, Ordering::Relaxed);
         Ok(Replay {
             seg,
@@ -637,9 +724,37 @@ impl Replay {
         })
     }
 
+    /// A decoder ready to resume at checkpoint `p`.
+    fn decoder_at(src: &InflateSource, p: &Point) -> io::Result<RawInflate> {
+        let mut z = RawInflate::new();
+        if p.bits > 0 {
+            let mut b = [0u8; 1];
+            if !super::source::read_exact_at(&*src.input, p.input - 1, &mut b)? {
+                return Err(io::Error::other("checkpoint input unavailable"));
+            }
+            z.prime(p.bits, b[0] >> (8 - p.bits));
+        }
+        if let Some(w) = p.window {
+            let mut win = Vec::new();
+            WindowStore::read(src, w, &mut win)?;
+            if !z.set_dictionary(&win) {
+                return Err(io::Error::other("cannot restore decoder window"));
+            }
+        }
+        Ok(z)
+    }
+
     /// Decodes forward until chunk `idx` is complete (or the stream ends),
     /// caching every chunk it completes on the way; returns chunk `idx`.
     fn produce_until(&mut self, src: &InflateSource, idx: u64) -> io::Result<Arc<Chunk>> {
+        let started = std::time::Instant::now();
+        let before = self.pos;
+        let r = self.produce_inner(src, idx);
+        super::stats::decoded(self.pos - before, started.elapsed(), true);
+        r
+    }
+
+    fn produce_inner(&mut self, src: &InflateSource, idx: u64) -> io::Result<Arc<Chunk>> {
         let target = idx * CHUNK;
         if self.acc_start != target {
             if self.pos > target {

@@ -14,12 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-/// Handle to one stored window.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct WindowRef {
-    off: u64,
-    len: u32,
-}
+use crate::data::checkpoints::WindowSlot;
+
+type WindowRef = WindowSlot;
 
 enum Store {
     File { file: File, end: AtomicU64 },

@@ -1,0 +1,83 @@
+//! What this process read and decoded, for `--io-stats` (as PFIO traces
+//! its I/O): counters that every byte source adds to as it works, read at
+//! the end of a command.
+//!
+//! "Read from the file" counts the bytes handed out by mapped files (reads
+//! and borrowed views); bytes read through a window are counted once, at
+//! the file. "Decoded" is the first pass of every deflate stream;
+//! "re-decoded" what reads decoded again from checkpoints after the cache
+//! had dropped it; "from the cache" what reads found already decoded.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+static FILE_READ: AtomicU64 = AtomicU64::new(0);
+static DECODED: AtomicU64 = AtomicU64::new(0);
+static REDECODED: AtomicU64 = AtomicU64::new(0);
+static FROM_CACHE: AtomicU64 = AtomicU64::new(0);
+static DECODE_NS: AtomicU64 = AtomicU64::new(0);
+static WAIT_NS: AtomicU64 = AtomicU64::new(0);
+static REMOTE_FETCHED: AtomicU64 = AtomicU64::new(0);
+static REMOTE_REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+/// The counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Bytes read from files (mapped reads and views).
+    pub file_read: u64,
+    /// Bytes decoded by first passes over deflate streams.
+    pub decoded: u64,
+    /// Bytes decoded again from checkpoints.
+    pub redecoded: u64,
+    /// Bytes that reads of decoded streams found in the cache.
+    pub from_cache: u64,
+    /// Time spent decoding (both kinds).
+    pub decoding: Duration,
+    /// Time readers spent waiting for the background parse.
+    pub waiting: Duration,
+    /// Bytes fetched from remote sources.
+    pub remote_fetched: u64,
+    /// Requests made to remote sources.
+    pub remote_requests: u64,
+}
+
+/// The counters now.
+pub fn io_stats() -> IoStats {
+    IoStats {
+        file_read: FILE_READ.load(Relaxed),
+        decoded: DECODED.load(Relaxed),
+        redecoded: REDECODED.load(Relaxed),
+        from_cache: FROM_CACHE.load(Relaxed),
+        decoding: Duration::from_nanos(DECODE_NS.load(Relaxed)),
+        waiting: Duration::from_nanos(WAIT_NS.load(Relaxed)),
+        remote_fetched: REMOTE_FETCHED.load(Relaxed),
+        remote_requests: REMOTE_REQUESTS.load(Relaxed),
+    }
+}
+
+/// `n` bytes read from a file.
+pub fn file_read(n: u64) {
+    FILE_READ.fetch_add(n, Relaxed);
+}
+
+/// `n` bytes decoded in `took`; `again`: from a checkpoint, not the first pass.
+pub fn decoded(n: u64, took: Duration, again: bool) {
+    if again { &REDECODED } else { &DECODED }.fetch_add(n, Relaxed);
+    DECODE_NS.fetch_add(took.as_nanos() as u64, Relaxed);
+}
+
+/// `n` bytes served from the cache of decoded chunks.
+pub fn from_cache(n: u64) {
+    FROM_CACHE.fetch_add(n, Relaxed);
+}
+
+/// A reader waited `took` for the background parse.
+pub fn waited(took: Duration) {
+    WAIT_NS.fetch_add(took.as_nanos() as u64, Relaxed);
+}
+
+/// A remote source made one request that fetched `n` bytes.
+pub fn fetched(n: u64) {
+    REMOTE_REQUESTS.fetch_add(1, Relaxed);
+    REMOTE_FETCHED.fetch_add(n, Relaxed);
+}

@@ -1,0 +1,105 @@
+//! Which file an index belongs to, and where the index lives.
+//!
+//! An index is valid for one version of one file. The key is the file's
+//! size, its modification and change times, its inode, and a SHA-256 of
+//! its first and last 64 KiB: a file rewritten in place gets a new change
+//! time even when a tool sets its mtime back (`rsync -t`, `tar x`), and an
+//! index with another key is never used.
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Bytes hashed at each end of the file.
+const SAMPLE: u64 = 64 * 1024;
+
+/// What identifies one version of a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FileKey {
+    pub(super) size: u64,
+    pub(super) mtime_secs: i64,
+    pub(super) mtime_nanos: u32,
+    /// Change time and inode, hashed into one number.
+    pub(super) change: u64,
+    pub(super) sample: [u8; 32],
+}
+
+impl FileKey {
+    /// The key of the file at `path` as it is now.
+    pub(super) fn of(path: &Path) -> io::Result<FileKey> {
+        let mut f = std::fs::File::open(path)?;
+        let meta = f.metadata()?;
+        let (mtime_secs, mtime_nanos) = match meta.modified()?.duration_since(std::time::UNIX_EPOCH)
+        {
+            Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+            Err(e) => (
+                -(e.duration().as_secs() as i64),
+                e.duration().subsec_nanos(),
+            ),
+        };
+        let size = meta.len();
+        let change = {
+            use std::os::unix::fs::MetadataExt;
+            let d = Sha256::new()
+                .chain_update(meta.ctime().to_le_bytes())
+                .chain_update(meta.ctime_nsec().to_le_bytes())
+                .chain_update(meta.ino().to_le_bytes())
+                .chain_update(meta.dev().to_le_bytes())
+                .finalize();
+            u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
+        };
+        let mut h = Sha256::new();
+        h.update(size.to_le_bytes());
+        let mut buf = vec![0u8; SAMPLE.min(size) as usize];
+        f.read_exact(&mut buf)?;
+        h.update(&buf);
+        if size > SAMPLE {
+            let tail = SAMPLE.min(size - SAMPLE);
+            f.seek(SeekFrom::Start(size - tail))?;
+            buf.resize(tail as usize, 0);
+            f.read_exact(&mut buf)?;
+            h.update(&buf);
+        }
+        Ok(FileKey {
+            size,
+            mtime_secs,
+            mtime_nanos,
+            change,
+            sample: h.finalize().into(),
+        })
+    }
+}
+
+/// The folder indexes go to by default: `$XDG_CACHE_HOME/pparse/index`,
+/// else `~/.cache/pparse/index`. Never beside the file: it may sit on a
+/// failing disk or a read-only rescue mount.
+pub(super) fn cache_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME") {
+        Some(x) if !x.is_empty() && Path::new(&x).is_absolute() => PathBuf::from(x),
+        _ => PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?).join(".cache"),
+    };
+    Some(base.join("pparse").join("index"))
+}
+
+/// The default index file of `file`: named by a hash of its absolute
+/// path, so each file has one index that a new version replaces.
+pub(super) fn default_place(file: &Path) -> Option<PathBuf> {
+    let abs = std::fs::canonicalize(file).ok()?;
+    let digest = Sha256::digest(abs.as_os_str().as_encoded_bytes());
+    let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    Some(cache_dir()?.join(format!("{name}.pidx")))
+}
+
+/// What identifies the parsers writing or reading an index: pparse's
+/// version and a hash of its sources (build.rs), so that every program
+/// built from the same sources (the CLI, a library user) shares indexes,
+/// and a changed pparse, whose parsers may find other things, never reads
+/// an index an older one wrote.
+pub(super) fn build_id() -> String {
+    format!(
+        "{} {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("PPARSE_SOURCE_HASH")
+    )
+}

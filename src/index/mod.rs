@@ -1,0 +1,129 @@
+//! Persistent indexes: what one pass over a file learned, kept for the
+//! next command.
+//!
+//! Decoding a 10 GB `.tar.gz` from the start for every `cat` is what makes
+//! gzip archives slow to use. After one full pass, everything needed to
+//! start again without decoding is small: the extraction tree (names,
+//! kinds, ranges, sizes, status, notes) and the checkpoints of every
+//! decoded stream with their 32 KiB windows, compressed. Saved to a file,
+//! it lets the next `tree`, `cat`, `extract`, `mount` or library open start
+//! at once and read any member by decoding at most one checkpoint span.
+//!
+//! An index lives in the user's cache folder (`key.rs`), never beside the
+//! file unless asked: the file may be on a failing disk or a read-only
+//! rescue mount. It is keyed by the file's size, mtime and a hash of its
+//! ends, so a changed file is never read through a stale index; an index
+//! that is stale, damaged, or from another pparse is ignored with a note,
+//! and the parse that replaces it writes a new one. A restored tree has no
+//! nodes (the structure inside each extraction): commands that show nodes
+//! parse the file as before.
+//!
+//! `codec.rs` is the file layout, `save.rs` writes one, `load.rs` reads one.
+
+mod codec;
+mod key;
+mod load;
+mod save;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::data::Data;
+use crate::extraction::Tree;
+use crate::name::Name;
+use crate::parsers::IndexMode;
+use key::FileKey;
+
+/// What happened to indexes that a user should hear about (a stale index
+/// ignored, one that could not be written). A front end takes and shows
+/// them with [`take_notes`]; a library user may ignore them.
+static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn note(text: String) {
+    NOTES.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+}
+
+/// The notes recorded so far, removed.
+pub fn take_notes() -> Vec<String> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The index of one file: where it is and which version of the file it is
+/// valid for.
+pub struct Plan {
+    place: PathBuf,
+    key: FileKey,
+    settings: String,
+}
+
+impl Plan {
+    /// The index of `file` under `mode`, for a parse with `settings` (see
+    /// `Options::fingerprint`); `None` when indexes are off or no place
+    /// can be found for one.
+    pub fn new(file: &Path, mode: &IndexMode, settings: String) -> Option<Plan> {
+        let place = match mode {
+            IndexMode::Off => return None,
+            IndexMode::At(p) => p.clone(),
+            IndexMode::Cache => key::default_place(file)?,
+        };
+        match FileKey::of(file) {
+            Ok(key) => Some(Plan {
+                place,
+                key,
+                settings,
+            }),
+            Err(e) => {
+                note(format!("no index: cannot read {}: {e}", file.display()));
+                None
+            }
+        }
+    }
+
+    /// Where the index is.
+    pub fn place(&self) -> &Path {
+        &self.place
+    }
+
+    /// The tree the index holds for this version of the file, over `root`
+    /// (the file's bytes). An index that cannot be used is noted and left
+    /// to be rewritten.
+    pub fn restore(&self, root: Data, name: Name, file: &Path) -> Option<Tree> {
+        match load::load(&self.place, &self.key, &self.settings, root, name, file) {
+            Ok(tree) => tree,
+            Err(why) => {
+                note(format!(
+                    "the index {} {why}; it is ignored and rebuilt",
+                    self.place.display()
+                ));
+                None
+            }
+        }
+    }
+
+    /// Saves `tree`, the result of a finished parse. A file at the place
+    /// that is not a pparse index is never overwritten.
+    pub fn save(&self, tree: &Tree) {
+        if let Err(why) = self
+            .check_place()
+            .and_then(|()| save::save(&self.place, &self.key, &self.settings, tree))
+        {
+            note(format!(
+                "no index written to {}: {why}",
+                self.place.display()
+            ));
+        }
+    }
+
+    fn check_place(&self) -> Result<(), String> {
+        use std::io::Read;
+        let Ok(mut f) = std::fs::File::open(&self.place) else {
+            return Ok(());
+        };
+        let mut head = [0u8; 8];
+        match f.read_exact(&mut head) {
+            Ok(()) if &head == codec::MAGIC => Ok(()),
+            _ if f.metadata().is_ok_and(|m| m.len() == 0) => Ok(()),
+            _ => Err("a file that is not a pparse index is there".into()),
+        }
+    }
+}

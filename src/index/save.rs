@@ -1,0 +1,348 @@
+//! Writing an index: what one pass over a file learned, so that the next
+//! command starts from it instead of decoding the file again.
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::codec::{END, FORMAT, MAGIC, Out};
+use super::key::FileKey;
+use crate::data::inflate::{Segment, StreamLayout};
+use crate::data::{Data, Layout, Range};
+use crate::extraction::{EntryKind, Extraction, Phase, Tree};
+use crate::status::Status;
+
+/// How a source is made, with its inputs as indexes into the table.
+enum Rec {
+    File,
+    Slice {
+        of: usize,
+        range: Range,
+    },
+    Inflate {
+        of: usize,
+        layout: StreamLayout,
+        data: Data,
+    },
+}
+
+/// The sources under a tree, inputs before what is made of them, each once.
+struct Sources {
+    recs: Vec<Rec>,
+    seen: HashMap<usize, usize>,
+    root: usize,
+}
+
+fn addr(d: &Data) -> usize {
+    Arc::as_ptr(d) as *const u8 as usize
+}
+
+impl Sources {
+    fn add(&mut self, d: &Data, depth: u32) -> Result<usize, String> {
+        if let Some(&i) = self.seen.get(&addr(d)) {
+            return Ok(i);
+        }
+        if depth > 512 {
+            return Err("sources nested too deep".into());
+        }
+        let rec = match d.layout() {
+            Layout::File if addr(d) == self.root => Rec::File,
+            Layout::File => return Err("it reads other files (shards, external data)".into()),
+            Layout::Opaque => return Err(format!("a {} cannot be indexed", d.describe())),
+            Layout::Slice { of, range } => Rec::Slice {
+                of: self.add(of, depth + 1)?,
+                range,
+            },
+            Layout::Inflate { input, stream, .. } => {
+                let layout = stream.ok_or("a decoded stream was not decoded to its end")?;
+                Rec::Inflate {
+                    of: self.add(input, depth + 1)?,
+                    layout,
+                    data: d.clone(),
+                }
+            }
+        };
+        self.recs.push(rec);
+        let i = self.recs.len() - 1;
+        self.seen.insert(addr(d), i);
+        Ok(i)
+    }
+}
+
+/// Writes the index of `tree` (a finished parse of the file its root maps)
+/// to `place`, atomically: a reader sees the old index or the new one.
+pub(super) fn save(place: &Path, key: &FileKey, settings: &str, tree: &Tree) -> Result<(), String> {
+    let mut sources = Sources {
+        recs: Vec::new(),
+        seen: HashMap::new(),
+        root: addr(&tree.root().bytes),
+    };
+    let mut ext_src = Vec::with_capacity(tree.len());
+    for e in &tree.exts {
+        if e.parent.is_some() && e.file().is_some() {
+            return Err("it reads other files (a folder, shards)".into());
+        }
+        if matches!(e.phase, Phase::Waiting | Phase::Parsing) {
+            return Err("its parse did not finish".into());
+        }
+        ext_src.push(sources.add(&e.bytes, 0)?);
+    }
+    let dir = place.parent().ok_or("no folder for the index")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    let file = tmp.as_file().try_clone().map_err(|e| e.to_string())?;
+    let mut out = Out::new(BufWriter::with_capacity(1 << 20, file));
+    write_all(&mut out, key, settings, tree, &mut sources, &ext_src)
+        .map_err(|e| format!("cannot write the index: {e}"))?;
+    let mut w = out.into_inner();
+    w.flush().map_err(|e| e.to_string())?;
+    drop(w);
+    tmp.persist(place)
+        .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
+    Ok(())
+}
+
+fn write_all<W: Write>(
+    out: &mut Out<W>,
+    key: &FileKey,
+    settings: &str,
+    tree: &Tree,
+    sources: &mut Sources,
+    ext_src: &[usize],
+) -> io::Result<()> {
+    out.raw(MAGIC)?;
+    out.u32(FORMAT)?;
+    out.str(&super::key::build_id())?;
+    out.str(settings)?;
+    out.u64(key.size)?;
+    out.u64(key.mtime_secs as u64)?;
+    out.u32(key.mtime_nanos)?;
+    out.u64(key.change)?;
+    out.raw(&key.sample)?;
+    // Windows first: the body records where each one went.
+    let mut raw = Vec::new();
+    let mut packed = Vec::new();
+    for rec in &mut sources.recs {
+        let Rec::Inflate { layout, data, .. } = rec else {
+            continue;
+        };
+        let Layout::Inflate { windows, .. } = data.layout() else {
+            continue;
+        };
+        for seg in &mut layout.segments {
+            for p in &mut seg.points {
+                if let Some(slot) = p.window {
+                    windows.read(slot, &mut raw)?;
+                    p.window = Some(put_window(out, &raw, &mut packed)?);
+                }
+            }
+        }
+    }
+    let body_start = out.pos();
+    let (raw_len, crc, body_len) = {
+        let enc =
+            flate2::write::DeflateEncoder::new(Counted::new(out), flate2::Compression::new(6));
+        let mut body = Out::new(enc);
+        write_body(&mut body, tree, sources, ext_src)?;
+        let (raw_len, crc) = (body.pos(), body.crc());
+        let counted = body.into_inner().finish()?;
+        (raw_len, crc, counted.n)
+    };
+    out.u64(body_start)?;
+    out.u64(body_len)?;
+    out.u64(raw_len)?;
+    out.u32(crc)?;
+    out.raw(END)
+}
+
+/// Counts what goes through it to the writer below (the deflated body's
+/// length).
+struct Counted<'a, W: Write> {
+    out: &'a mut Out<W>,
+    n: u64,
+}
+
+impl<'a, W: Write> Counted<'a, W> {
+    fn new(out: &'a mut Out<W>) -> Self {
+        Counted { out, n: 0 }
+    }
+}
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.raw(buf)?;
+        self.n += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn write_body<W: Write>(
+    out: &mut Out<W>,
+    tree: &Tree,
+    sources: &Sources,
+    ext_src: &[usize],
+) -> io::Result<()> {
+    out.var(sources.recs.len() as u64)?;
+    for rec in &sources.recs {
+        match rec {
+            Rec::File => out.u8(0)?,
+            Rec::Slice { of, range } => {
+                out.u8(1)?;
+                out.var(*of as u64)?;
+                out.var(range.start)?;
+                out.var(range.end)?;
+            }
+            Rec::Inflate { of, layout, .. } => {
+                out.u8(2)?;
+                out.var(*of as u64)?;
+                write_stream(out, layout)?;
+            }
+        }
+    }
+    out.var(tree.len() as u64)?;
+    for (e, &src) in tree.exts.iter().zip(ext_src) {
+        write_ext(out, e, src)?;
+    }
+    Ok(())
+}
+
+/// Appends one window, deflated, with its CRC: a damaged window is found
+/// when it is read back, never used.
+fn put_window<W: Write>(
+    out: &mut Out<W>,
+    raw: &[u8],
+    packed: &mut Vec<u8>,
+) -> io::Result<crate::data::inflate::WindowSlot> {
+    packed.clear();
+    packed.reserve(raw.len() + 64);
+    let mut z = flate2::Compress::new(flate2::Compression::default(), false);
+    loop {
+        let before = z.total_in() as usize;
+        let status = z
+            .compress_vec(&raw[before..], packed, flate2::FlushCompress::Finish)
+            .map_err(io::Error::other)?;
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+        packed.reserve(packed.capacity().max(1024));
+    }
+    let off = out.pos();
+    out.u32(crc32fast::hash(raw))?;
+    out.u32(raw.len() as u32)?;
+    out.raw(packed)?;
+    Ok(crate::data::inflate::WindowSlot {
+        off,
+        len: (8 + packed.len()) as u32,
+    })
+}
+
+fn write_stream<W: Write>(out: &mut Out<W>, l: &StreamLayout) -> io::Result<()> {
+    out.str(l.label)?;
+    out.var(l.span)?;
+    out.var(l.len)?;
+    out.var(l.segments.len() as u64)?;
+    for Segment {
+        out_start,
+        out_end,
+        points,
+    } in &l.segments
+    {
+        out.var(*out_start)?;
+        out.var(*out_end)?;
+        out.var(points.len() as u64)?;
+        for p in points {
+            out.var(p.out)?;
+            out.var(p.input)?;
+            out.u8(p.bits)?;
+            match p.window {
+                None => out.u8(0)?,
+                Some(w) => {
+                    out.u8(1)?;
+                    out.var(w.off)?;
+                    out.var(u64::from(w.len))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn status_tag(s: Status) -> u8 {
+    match s {
+        Status::Complete => 0,
+        Status::Truncated => 1,
+        Status::Corrupt => 2,
+    }
+}
+
+fn write_ext<W: Write>(out: &mut Out<W>, e: &Extraction, src: usize) -> io::Result<()> {
+    out.var(e.parent.map_or(0, |p| p as u64 + 1))?;
+    out.bytes(e.name.raw())?;
+    let (tag, text): (u8, Option<&str>) = match &e.kind {
+        EntryKind::Root => (0, None),
+        EntryKind::Stream => (1, None),
+        EntryKind::File => (2, None),
+        EntryKind::Dir => (3, None),
+        EntryKind::Symlink(t) => (4, Some(t)),
+        EntryKind::HardLink(t) => (5, Some(t)),
+        EntryKind::Device => (6, None),
+        EntryKind::Fifo => (7, None),
+        EntryKind::Other(t) => (8, Some(t)),
+    };
+    out.u8(tag)?;
+    if let Some(t) = text {
+        out.str(t)?;
+    }
+    out.var(src as u64)?;
+    out.u8(u8::from(e.window))?;
+    match e.origin {
+        None => out.u8(0)?,
+        Some(r) => {
+            out.u8(1)?;
+            out.var(r.start)?;
+            out.var(r.end)?;
+        }
+    }
+    out.opt(e.declared_size)?;
+    match e.parser {
+        None => out.u8(0)?,
+        Some(p) => {
+            out.u8(1)?;
+            out.str(p)?;
+        }
+    }
+    out.var(e.damage.len() as u64)?;
+    for d in &e.damage {
+        out.u8(status_tag(d.status))?;
+        out.var(d.range.start)?;
+        out.var(d.range.end)?;
+        out.str(&d.reason)?;
+    }
+    let outer = e.outer_damage();
+    out.var(outer.len() as u64)?;
+    for &i in outer {
+        out.var(u64::from(i))?;
+    }
+    let notes = e.notes();
+    out.var(notes.len() as u64)?;
+    for n in notes {
+        out.str(n)?;
+    }
+    let p = e.progress();
+    out.var(p.done)?;
+    out.opt(p.total)?;
+    out.u8(match e.phase {
+        Phase::Waiting => 0,
+        Phase::Parsing => 1,
+        Phase::Done => 2,
+        Phase::Leaf => 3,
+    })
+}
+
+/// The statuses in the order of their tags (see `status_tag`).
+pub(super) const STATUSES: [Status; 3] = [Status::Complete, Status::Truncated, Status::Corrupt];

@@ -1,0 +1,400 @@
+//! Persistent indexes: a second command reads the tree and the gzip
+//! checkpoints from the index the first one wrote, and gives the same
+//! answers; a changed file, a damaged or foreign index is never trusted.
+//!
+//! The archives are made by GNU tar and gzip (the big one at test time);
+//! the bytes read through an index are compared with the files they were
+//! made from and with a parse that uses no index.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pparse::Options;
+use pparse::fs::{Fs, Kind};
+use pparse::parsers::IndexMode;
+
+use crate::util::*;
+
+fn at(index: &Path) -> Options {
+    Options {
+        index: IndexMode::At(index.to_path_buf()),
+        ..Options::default()
+    }
+}
+
+/// Every file below the root: PATH and bytes, read through `fs`.
+fn contents(fs: &Fs) -> Vec<(String, pparse::Status, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in fs.list("", true).unwrap() {
+        if e.kind != Kind::File || e.container {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        fs.open(&e.path).unwrap().read_to_end(&mut bytes).unwrap();
+        out.push((e.path, e.status, bytes));
+    }
+    out
+}
+
+/// A tar.gz of `files` text-like and random files made by GNU tar and
+/// gzip, big enough for several checkpoints; returns it and its sources.
+fn big_archive(dir: &Path, files: usize, size: usize) -> (PathBuf, PathBuf) {
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let mut rng = Rng::new(7);
+    let words = [
+        "tensor ",
+        "layer ",
+        "weight ",
+        "gradient ",
+        "epoch ",
+        "batch ",
+        "loss\n",
+        "0.125 ",
+        "attention ",
+        "bias ",
+    ];
+    for i in 0..files {
+        let mut body = Vec::with_capacity(size);
+        if i % 5 == 4 {
+            body.resize(size / 4, 0);
+            rng.fill(&mut body);
+        } else {
+            while body.len() < size {
+                body.extend_from_slice(words[rng.below(words.len() as u64) as usize].as_bytes());
+            }
+        }
+        let name = if i % 3 == 0 {
+            format!("sub/f{i:03}.txt")
+        } else {
+            format!("f{i:03}.txt")
+        };
+        std::fs::write(src.join(name), &body).unwrap();
+    }
+    let tar = dir.join("big.tar.gz");
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "tar -C {} --sort=name -cf - . | gzip -6 > {}",
+            src.display(),
+            tar.display()
+        ))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "GNU tar and gzip are needed to make the archive");
+    (tar, src)
+}
+
+#[test]
+fn an_index_gives_the_same_tree_and_bytes_as_a_parse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = tmp.path().join("cut.tar.gz");
+    let whole = fixture("nested.tar.gz");
+    std::fs::write(&cut, &whole[..whole.len() * 3 / 5]).unwrap();
+    let mut files: Vec<PathBuf> = [
+        "nested.tar.gz",
+        "many-gnu.tar.gz",
+        "multi.gz",
+        "dd.zip",
+        "nested_stored.zip",
+        "named.tar.gz",
+        "methods.zip",
+        "zip64.zip",
+    ]
+    .iter()
+    .map(|f| fixture_path(f))
+    .collect();
+    files.push(cut);
+    for (i, file) in files.iter().enumerate() {
+        let index = tmp.path().join(format!("{i}.pidx"));
+        let idx = index.to_str().unwrap();
+        let f = file.to_str().unwrap();
+        let plain = pparse(["tree", "--json", f, "--no-index"]);
+        let first = pparse(["tree", "--json", f, "--index", idx]);
+        assert!(index.exists(), "{f}: no index written");
+        let second = pparse(["tree", "--json", f, "--index", idx]);
+        for run in [&first, &second] {
+            assert_eq!(run.stdout_text(), plain.stdout_text(), "{f}");
+            assert_eq!(run.stderr_text(), plain.stderr_text(), "{f}");
+            assert_eq!(run.code, plain.code, "{f}");
+        }
+        let text = pparse(["tree", f, "--index", idx]);
+        assert_eq!(text.stdout, pparse(["tree", f, "--no-index"]).stdout);
+        // The library reads the index the command wrote (same sources,
+        // same parsers): every file's bytes and status.
+        let reference = contents(&Fs::with_options(file, Options::default()).unwrap());
+        let fs = Fs::with_options(file, at(&index)).unwrap();
+        assert!(fs.session().from_index(), "{f}: not opened from its index");
+        assert_eq!(contents(&fs), reference, "{f}");
+    }
+}
+
+#[test]
+fn cat_and_extract_read_through_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tar, src) = big_archive(tmp.path(), 40, 300_000);
+    let t = tar.to_str().unwrap();
+    let index = tmp.path().join("big.pidx");
+    let idx = index.to_str().unwrap();
+    let listing = pparse(["tree", t, "--index", idx]);
+    assert_eq!(listing.code, 0, "{}", listing.stderr_text());
+    for name in ["f038.txt", "sub/f039.txt", "f001.txt", "sub/f000.txt"] {
+        let run = pparse(["cat", t, &format!("big.tar/./{name}"), "--index", idx]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr_text());
+        assert!(
+            run.stdout == std::fs::read(src.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    let out = tmp.path().join("out");
+    let run = pparse(["extract", t, "--out", out.to_str().unwrap(), "--index", idx]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let mut n = 0;
+    for e in walk(&src) {
+        let rel = e.strip_prefix(&src).unwrap();
+        let got = std::fs::read(out.join("big.tar").join(rel)).unwrap();
+        assert!(got == std::fs::read(&e).unwrap(), "{}", rel.display());
+        n += 1;
+    }
+    assert_eq!(n, 40);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn random_reads_resume_at_saved_checkpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tar, src) = big_archive(tmp.path(), 60, 400_000);
+    let index = tmp.path().join("big.pidx");
+    let decoded = {
+        let fs = Fs::with_options(&tar, at(&index)).unwrap();
+        assert!(!fs.session().from_index());
+        fs.session().wait();
+        fs.stat("big.tar").unwrap().size
+    };
+    let size = std::fs::metadata(&index).unwrap().len();
+    assert!(
+        size * 100 <= decoded,
+        "index of {size} bytes for {decoded} decoded bytes is over 1%"
+    );
+    let fs = Fs::with_options(&tar, at(&index)).unwrap();
+    assert!(fs.session().from_index());
+    let files = walk(&src);
+    let mut rng = Rng::new(11);
+    for _ in 0..200 {
+        let file = &files[rng.below(files.len() as u64) as usize];
+        let want = std::fs::read(file).unwrap();
+        let rel = file.strip_prefix(&src).unwrap().to_str().unwrap();
+        let f = fs.open(&format!("big.tar/./{rel}")).unwrap();
+        let off = rng.below(want.len() as u64);
+        let len = rng.range(1, 64 << 10) as usize;
+        let got = f
+            .read_range(pparse::data::Range::new(off, off + len as u64))
+            .unwrap();
+        let end = (off as usize + len).min(want.len());
+        assert!(got == want[off as usize..end], "{rel} at {off}");
+    }
+}
+
+#[test]
+fn a_changed_file_is_never_read_through_its_old_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.tar.gz");
+    let index = tmp.path().join("a.pidx");
+    let (f, idx) = (file.to_str().unwrap(), index.to_str().unwrap());
+    let whole = fixture("nested.tar.gz");
+    std::fs::write(&file, &whole).unwrap();
+    assert_eq!(pparse(["tree", f, "--index", idx]).code, 0);
+    // Same size, same mtime, other bytes: the key still changes.
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let mut other = whole.clone();
+    let n = other.len();
+    other[n - 5] ^= 0x40; // the gzip trailer's size field
+    std::fs::write(&file, &other).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let run = pparse(["tree", f, "--index", idx]);
+    let plain = pparse(["tree", f, "--no-index"]);
+    assert_eq!(run.stdout_text(), plain.stdout_text());
+    assert_eq!(run.code, 1, "a wrong size in the trailer is damage");
+    assert!(
+        run.stderr_text().contains("is stale: the file has changed"),
+        "{}",
+        run.stderr_text()
+    );
+    // The rebuilt index is used next time, without a note.
+    let again = pparse(["tree", f, "--index", idx]);
+    assert_eq!(again.stdout_text(), plain.stdout_text());
+    assert_eq!(again.stderr_text(), plain.stderr_text());
+}
+
+#[test]
+fn a_damaged_index_is_ignored_never_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tar, _) = big_archive(tmp.path(), 30, 400_000);
+    let index = tmp.path().join("big.pidx");
+    let reference = contents(&Fs::with_options(&tar, Options::default()).unwrap());
+    {
+        let fs = Fs::with_options(&tar, at(&index)).unwrap();
+        fs.session().wait();
+    }
+    let good = std::fs::read(&index).unwrap();
+    let mut rng = Rng::new(3);
+    let mut positions: Vec<usize> = (0..200)
+        .map(|_| rng.below(good.len() as u64) as usize)
+        .collect();
+    // The header and the trailer, byte for byte.
+    positions.extend(0..120.min(good.len()));
+    positions.extend(good.len().saturating_sub(40)..good.len());
+    let mut used = 0;
+    for (k, &at_byte) in positions.iter().enumerate() {
+        let mut bad = good.clone();
+        match k % 3 {
+            0 => bad[at_byte] ^= 1 << (k % 8),
+            1 => bad[at_byte] = 0,
+            _ => bad.truncate(at_byte),
+        }
+        std::fs::write(&index, &bad).unwrap();
+        let fs = Fs::with_options(&tar, at(&index)).unwrap();
+        if fs.session().from_index() {
+            // Only damage inside a window passes the body's checksum; the
+            // window's own checksum then sends decoding to an earlier
+            // checkpoint: slower, never wrong.
+            used += 1;
+            assert_eq!(contents(&fs), reference, "damage at {at_byte}");
+        } else {
+            assert_eq!(contents(&fs), reference, "damage at {at_byte}");
+        }
+    }
+    assert!(used < positions.len() / 2, "most damage must be caught");
+    pparse::index::take_notes();
+}
+
+#[test]
+fn a_file_that_is_not_an_index_is_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let precious = tmp.path().join("notes.txt");
+    std::fs::write(&precious, b"my notes, not an index\n").unwrap();
+    let f = fixture_path("nested.tar.gz");
+    let run = pparse([
+        "tree",
+        f.to_str().unwrap(),
+        "--index",
+        precious.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        std::fs::read(&precious).unwrap(),
+        b"my notes, not an index\n"
+    );
+    let err = run.stderr_text();
+    assert!(err.contains("is not a pparse index"), "{err}");
+    assert!(err.contains("no index written"), "{err}");
+}
+
+#[test]
+fn no_index_reads_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let f = fixture_path("nested.tar.gz");
+    let f = f.to_str().unwrap();
+    let env = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    assert_eq!(pparse_env(["tree", f, "--no-index"], &env).code, 0);
+    assert!(!cache.exists(), "--no-index wrote something");
+    assert_eq!(pparse_env(["tree", f], &env).code, 0);
+    let written: Vec<_> = std::fs::read_dir(cache.join("pparse/index"))
+        .unwrap()
+        .collect();
+    assert_eq!(written.len(), 1, "one index in the cache folder by default");
+    // Commands that show nodes do not use it (they need the parse).
+    let nodes = pparse_env(["nodes", f, "nested.tar"], &env);
+    assert_eq!(nodes.code, 0);
+    assert!(nodes.stdout_text().lines().count() > 5);
+}
+
+/// The last stderr line of a `--io-stats --json` run, parsed.
+fn io_of(run: &Run) -> serde_json::Value {
+    let err = run.stderr_text();
+    let line = err.lines().last().unwrap_or_default();
+    let v: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?} in {err}"));
+    v["io"].clone()
+}
+
+#[test]
+fn io_stats_show_what_an_index_spares() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tar, src) = big_archive(tmp.path(), 30, 400_000);
+    let t = tar.to_str().unwrap();
+    let index = tmp.path().join("big.pidx");
+    let idx = index.to_str().unwrap();
+    let gz_size = std::fs::metadata(&tar).unwrap().len();
+    // A full parse: every compressed byte read, the whole tar decoded.
+    let first = pparse(["tree", t, "--json", "--index", idx, "--io-stats"]);
+    assert_eq!(first.code, 0, "{}", first.stderr_text());
+    let io = io_of(&first);
+    let tar_size = serde_json::from_slice::<serde_json::Value>(&first.stdout).unwrap()["children"]
+        [0]["size"]
+        .as_u64()
+        .unwrap();
+    assert!(io["file_read"].as_u64().unwrap() >= gz_size, "{io}");
+    assert_eq!(io["decoded"].as_u64().unwrap(), tar_size, "{io}");
+    assert_eq!(io["cache_budget"].as_u64().unwrap(), 32 << 20);
+    // Through the index: nothing decoded from the start; one member's
+    // bytes re-decoded from the checkpoint before it (at most 4 MiB away).
+    let name = "sub/f027.txt";
+    let want = std::fs::read(src.join(name)).unwrap();
+    let run = pparse([
+        "cat",
+        t,
+        &format!("big.tar/./{name}"),
+        "--index",
+        idx,
+        "--io-stats",
+        "--cache-size",
+        "64M",
+    ]);
+    assert!(run.stdout == want);
+    let text = run.stderr_text();
+    let line = text.lines().last().unwrap();
+    assert!(line.starts_with("pparse: io: read "), "{text}");
+    assert!(line.contains("decoded 0 B, re-decoded "), "{line}");
+    assert!(line.contains("(budget 64.0 MiB)"), "{line}");
+    let redecoded: u64 = line
+        .split("re-decoded ")
+        .nth(1)
+        .and_then(|r| r.split(" B").next())
+        .map(|n| n.replace(',', "").parse().unwrap())
+        .unwrap();
+    assert!(redecoded >= want.len() as u64, "{line}");
+    assert!(
+        redecoded <= want.len() as u64 + (4 << 20) + (128 << 10),
+        "{line}"
+    );
+    // A size too small to be a cache is refused.
+    let bad = pparse(["tree", t, "--cache-size", "10"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr_text().contains("at least 1M"),
+        "{}",
+        bad.stderr_text()
+    );
+}
