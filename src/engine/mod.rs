@@ -33,7 +33,7 @@ use parking_lot::RwLockReadGuard;
 use thin_vec::ThinVec;
 
 use crate::data::{Data, MmapSource};
-use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Tree};
+use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Phase, Tree};
 use crate::name::Name;
 use crate::node::{Children, Node};
 use crate::parsers;
@@ -148,7 +148,7 @@ impl Session {
             declared_size: None,
             parser: None,
             damage: ThinVec::new(),
-            extra: file.map(|file| {
+            extra: file.clone().map(|file| {
                 Box::new(crate::extraction::Extra {
                     file: Some(file),
                     ..Default::default()
@@ -157,6 +157,7 @@ impl Session {
             nodes: ThinVec::new(),
             phase: Phase::Waiting,
             depth: 0,
+            meta: file.as_deref().map_or_else(Meta::default, file_meta),
         };
         let (tx, rx) = bounded(1);
         let tree = Tree {
@@ -331,6 +332,15 @@ impl Node {
             children: Children::Leaf,
         }
     }
+}
+
+/// The time and permissions of the file opened.
+fn file_meta(path: &Path) -> Meta {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or_else(
+        |_| Meta::default(),
+        |m| Meta::new(Some(m.mtime()), Some(m.mode())),
+    )
 }
 
 /// The message of a caught panic.

@@ -132,6 +132,12 @@ pub struct Entry {
     pub container: bool,
     /// The format it was parsed as (`tar`, `zip`, `gzip`, …).
     pub format: Option<&'static str>,
+    /// Modification time in seconds since the Unix epoch, where its
+    /// container records one (tar, zip; a zip's DOS time is read as UTC).
+    pub mtime: Option<i64>,
+    /// Permission bits (`0o7777`), where its container records them (tar,
+    /// zip made on Unix).
+    pub mode: Option<u32>,
     /// A handle on it: [`Fs::list_node`] and [`Fs::open_node`] go to it
     /// again without resolving its PATH (a mount's folders and files).
     pub node: Node,
@@ -325,6 +331,8 @@ impl Fs {
             reason: None,
             container: true,
             format: None,
+            mtime: None,
+            mode: None,
             node: Node(At::Under(c, format!("{name}/"))),
         }
     }
@@ -332,6 +340,15 @@ impl Fs {
     /// Waits until `full` is located and `ready` holds for it, or the parse
     /// is over.
     fn wait_for(&self, full: &str, ready: impl Fn(&Tree, At) -> bool) -> Result<At, Error> {
+        {
+            let t = self.session.tree();
+            if let Some(id) = self.find(&t, 0, full.trim_start_matches('/'), 0)
+                && let Some(at) = locate_id(&t, id)
+                && ready(&t, at.clone())
+            {
+                return Ok(at);
+            }
+        }
         // `Instant - POLL` can underflow on a clock just started: none yet.
         let mut last: Option<Instant> = None;
         let started = Instant::now();
@@ -514,6 +531,48 @@ impl Fs {
         })
     }
 
+    /// The extraction PATH `rest` names below container `c`, as
+    /// [`Tree::resolve`] finds it (children in container order, a member's
+    /// own `/`s part of its name), but through the names of settled
+    /// containers' [`Dirs`]: a few hash lookups per level instead of a
+    /// comparison with every member. `None`: not found this way (not yet
+    /// parsed, or names the hash cannot tell apart); the caller then asks
+    /// [`locate`].
+    fn find(&self, t: &Tree, c: ExtId, rest: &str, depth: usize) -> Option<ExtId> {
+        if rest.is_empty() {
+            return Some(c);
+        }
+        if depth > 256 || t.exts[c].children.is_empty() || !settled(t, c) {
+            return None;
+        }
+        let dirs = self.dirs_of(t, c);
+        // Members whose name is `rest` up to a `/` or the end, in
+        // container order: the order `Tree::resolve` tries them in.
+        let mut hits: Vec<(ExtId, usize)> = Vec::new();
+        let ends = rest.match_indices('/').map(|(i, _)| i).chain([rest.len()]);
+        for i in ends {
+            if i == 0 {
+                continue;
+            }
+            match dirs.named(t, &rest[..i]) {
+                Ok(Some(x)) => hits.push((x, i)),
+                Ok(None) => {}
+                Err(()) => return None,
+            }
+        }
+        hits.sort_unstable();
+        for (x, i) in hits {
+            let after = rest[i..].strip_prefix('/').unwrap_or(&rest[i..]);
+            if after.is_empty() {
+                return Some(x);
+            }
+            if let Some(found) = self.find(t, x, after, depth + 1) {
+                return Some(found);
+            }
+        }
+        None
+    }
+
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
         let e = &t.exts[id];
         let kind = match &e.kind {
@@ -542,6 +601,8 @@ impl Fs {
             status,
             container: !e.children.is_empty(),
             format: e.parser,
+            mtime: e.meta.mtime(),
+            mode: e.meta.mode(),
             // A directory entry of its container leads to what its
             // container holds under its name.
             node: Node(match e.parent {
@@ -566,17 +627,23 @@ enum At {
     Under(ExtId, String),
 }
 
+/// Where extraction `id` leads: itself, or for a directory entry of a
+/// container, what the container holds under its name.
+fn locate_id(t: &Tree, id: ExtId) -> Option<At> {
+    let e = &t.exts[id];
+    if e.kind == EntryKind::Dir && e.children.is_empty() {
+        let name = e.name.display_cow();
+        let prefix = format!("{}/", name.trim_end_matches('/'));
+        return Some(At::Under(e.parent?, prefix));
+    }
+    Some(At::Entry(id))
+}
+
 /// Where `full` leads: an extraction, or a directory of a container that
 /// its members' names make (`train` in a tar of `train/0001.jpg`).
 fn locate(t: &Tree, full: &str) -> Option<At> {
     if let Some(id) = t.resolve(full) {
-        let e = &t.exts[id];
-        if e.kind == EntryKind::Dir && e.children.is_empty() {
-            let name = e.name.display_cow();
-            let prefix = format!("{}/", name.trim_end_matches('/'));
-            return Some(At::Under(e.parent?, prefix));
-        }
-        return Some(At::Entry(id));
+        return locate_id(t, id);
     }
     let full = full.trim_end_matches('/');
     let mut cut = full.len();

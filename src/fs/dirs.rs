@@ -22,6 +22,19 @@ pub(super) enum Item {
 #[derive(Debug, Default)]
 pub(super) struct Dirs {
     map: HashMap<Box<str>, Vec<Item>>,
+    /// Members by a hash of their name without a trailing `/`: the first
+    /// in container order, or `None` when two names share the hash. A
+    /// PATH is then found in a few lookups, not by comparing it with every
+    /// member's name (a dataset's tar holds millions).
+    by_name: HashMap<u64, Option<ExtId>>,
+}
+
+/// The hash [`Dirs::named`] looks names up by.
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Dirs {
@@ -36,6 +49,10 @@ impl Dirs {
         for &x in &t.exts[c].children {
             let name = t.exts[x].name.display_cow();
             let bare = name.trim_end_matches('/');
+            d.by_name
+                .entry(name_hash(bare))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(x));
             if bare.is_empty() {
                 d.push("", Item::Member(x));
                 continue;
@@ -82,6 +99,24 @@ impl Dirs {
         let list = self.map.entry(dir_key(dir)).or_default();
         list.push(item);
         list.len() - 1
+    }
+
+    /// The member named `bare` (no trailing `/`): `Ok(None)` if there is
+    /// none, `Err(())` if the hash cannot tell (two names share it: look
+    /// the slow way).
+    pub(super) fn named(&self, t: &Tree, bare: &str) -> Result<Option<ExtId>, ()> {
+        match self.by_name.get(&name_hash(bare)) {
+            None => Ok(None),
+            Some(None) => Err(()),
+            Some(Some(x)) => {
+                let name = t.exts[*x].name.display_cow();
+                if name.trim_end_matches('/') == bare {
+                    Ok(Some(*x))
+                } else {
+                    Ok(None)
+                }
+            }
+        }
     }
 
     /// What directory `prefix` holds (`prefix` ends in `/`, or is "").

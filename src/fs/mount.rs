@@ -98,17 +98,28 @@ impl MountFs {
                 kind: Kind::Symlink(to),
                 ..
             }) => (FileType::Symlink, to.len() as u64, 0o777),
-            Some(e) => (FileType::RegularFile, e.size, 0o444),
+            // Read-only, but an executable stays executable.
+            Some(e) => (
+                FileType::RegularFile,
+                e.size,
+                0o444 | (e.mode.unwrap_or(0) & 0o111) as u16,
+            ),
             None => (FileType::Directory, 0, 0o555),
         };
+        let time = node
+            .entry
+            .as_ref()
+            .and_then(|e| e.mtime)
+            .and_then(|t| u64::try_from(t).ok())
+            .map_or(self.time, |t| UNIX_EPOCH + Duration::from_secs(t));
         FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
-            atime: self.time,
-            mtime: self.time,
-            ctime: self.time,
-            crtime: self.time,
+            atime: time,
+            mtime: time,
+            ctime: time,
+            crtime: time,
             kind,
             perm,
             nlink: if kind == FileType::Directory { 2 } else { 1 },

@@ -16,7 +16,7 @@ use super::key::FileKey;
 use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use crate::data::{Data, InflateSource, Range, SliceSource};
-use crate::extraction::{EntryKind, Extra, Extraction, Phase, Progress, Tree};
+use crate::extraction::{EntryKind, Extra, Extraction, Meta, Phase, Progress, Tree};
 use crate::name::Name;
 use crate::status::Damage;
 
@@ -366,6 +366,9 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             done: r.var()?,
             total: r.opt()?,
         };
+        let mtime = r.opt()?.map(|z| ((z >> 1) as i64) ^ -((z & 1) as i64));
+        let mode = r.opt()?.map(|m| m as u32);
+        let meta = Meta::new(mtime, mode);
         let phase = match r.u8()? {
             2 => Phase::Done,
             3 => Phase::Leaf,
@@ -414,6 +417,7 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             nodes: ThinVec::new(),
             phase,
             depth,
+            meta,
         });
     }
     Ok(tree)

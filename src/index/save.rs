@@ -336,6 +336,9 @@ fn write_ext<W: Write>(out: &mut Out<W>, e: &Extraction, src: usize) -> io::Resu
     let p = e.progress();
     out.var(p.done)?;
     out.opt(p.total)?;
+    // Zigzag, so that times before 1970 stay short.
+    out.opt(e.meta.mtime().map(|t| ((t << 1) ^ (t >> 63)) as u64))?;
+    out.opt(e.meta.mode().map(u64::from))?;
     out.u8(match e.phase {
         Phase::Waiting => 0,
         Phase::Parsing => 1,

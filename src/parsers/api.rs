@@ -154,6 +154,8 @@ pub struct ChildSpec {
     /// Whether the child is sniffed and parsed (false: its bytes are listed
     /// only, as for entries that overlap other entries).
     pub parse: bool,
+    /// Its time and permissions, where the container records them.
+    pub meta: crate::extraction::Meta,
 }
 
 impl ChildSpec {
@@ -169,6 +171,7 @@ impl ChildSpec {
             damage: Vec::new(),
             file: None,
             parse: true,
+            meta: crate::extraction::Meta::default(),
         }
     }
     /// A child whose bytes are `parent`'s over `range`, verbatim (a tar
@@ -323,6 +326,7 @@ impl<'a> StepCx<'a> {
                 nodes: ThinVec::new(),
                 phase,
                 depth,
+                meta: spec.meta,
             });
             t.inherit_into(id);
         }));

@@ -194,6 +194,8 @@ struct Header {
     link: Vec<u8>,
     size: u64,
     kind: u8,
+    mtime: Option<i64>,
+    mode: Option<u32>,
 }
 
 fn header_fields(b: &[u8; 512]) -> Option<Header> {
@@ -213,6 +215,8 @@ fn header_fields(b: &[u8; 512]) -> Option<Header> {
         link: cstr(&b[field::LINKNAME]).to_vec(),
         size,
         kind: b[field::TYPEFLAG],
+        mtime: number(&b[field::MTIME]).and_then(|t| i64::try_from(t).ok()),
+        mode: octal(&b[field::MODE]).map(|m| (m & 0o7777) as u32),
     })
 }
 
@@ -320,6 +324,8 @@ struct Pending {
     name: Option<Vec<u8>>,
     link: Option<Vec<u8>>,
     size: Option<u64>,
+    /// A pax `mtime` (whole seconds; pax gives fractions too).
+    mtime: Option<i64>,
     sparse: bool,
 }
 
@@ -332,6 +338,14 @@ impl Pending {
             match k.as_str() {
                 "path" => self.name = Some(v.clone()),
                 "linkpath" => self.link = Some(v.clone()),
+                "mtime" => {
+                    let whole = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|s| s.split('.').next()?.parse::<i64>().ok());
+                    if whole.is_some() {
+                        self.mtime = whole;
+                    }
+                }
                 "size" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
                     Some(size) => self.size = Some(size),
                     None => problems.push((
@@ -821,6 +835,10 @@ impl TarParser {
             }
             _ => {
                 let pending = std::mem::take(&mut self.pending);
+                let meta = crate::extraction::Meta::new(
+                    pending.mtime.or(self.global.mtime).or(h.mtime),
+                    h.mode,
+                );
                 let Member {
                     name,
                     link,
@@ -838,6 +856,7 @@ impl TarParser {
                     Range::new(data_at, data_end),
                 );
                 spec.declared_size = Some(data_len);
+                spec.meta = meta;
                 let clean = bad.is_none();
                 if let Some(why) = bad {
                     let d = Damage::corrupt(Range::new(at, at + BLOCK), why.clone());

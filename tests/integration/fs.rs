@@ -363,3 +363,46 @@ fn walk_visits_every_entry_with_its_bytes() {
         .unwrap();
     assert_eq!(stopped.unwrap_err().to_string(), "enough");
 }
+
+/// Members' times and permissions are those Python's tarfile and zipfile
+/// read (a zip's DOS time taken as UTC, as `calendar.timegm` does).
+#[test]
+fn stat_gives_mtime_and_mode_where_the_format_has_them() {
+    let fs = Fs::with_options(fixture_path("nested.tar.gz"), pparse::Options::default()).unwrap();
+    let mut checked = 0;
+    for m in archive("nested.tar.gz")["members"].as_array().unwrap() {
+        let e = fs.stat(s(&m["path"])).unwrap();
+        assert_eq!(e.mtime, Some(u(&m["mtime"]) as i64), "{}", s(&m["path"]));
+        assert_eq!(e.mode, Some(u(&m["mode"]) as u32), "{}", s(&m["path"]));
+        checked += 1;
+    }
+    assert!(checked > 10);
+    let zip = fixture_path("plain.zip");
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import calendar, json, sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1])\n\
+             print(json.dumps({i.filename: [calendar.timegm(i.date_time + (0, 0, 0)), \
+             (i.external_attr >> 16) & 0o7777 if i.create_system == 3 else None] \
+             for i in z.infolist()}))",
+        )
+        .arg(&zip)
+        .output()
+        .expect("python3 reads the zip");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fs = Fs::with_options(&zip, pparse::Options::default()).unwrap();
+    let mut checked = 0;
+    for (name, v) in want.as_object().unwrap() {
+        let e = fs.stat(name).unwrap();
+        assert_eq!(e.mtime, v[0].as_i64(), "{name}");
+        assert_eq!(e.mode, v[1].as_u64().map(|m| m as u32), "{name}");
+        checked += 1;
+    }
+    assert!(checked > 2);
+}

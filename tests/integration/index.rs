@@ -23,8 +23,11 @@ fn at(index: &Path) -> Options {
     }
 }
 
-/// Every file below the root: PATH and bytes, read through `fs`.
-fn contents(fs: &Fs) -> Vec<(String, pparse::Status, Vec<u8>)> {
+/// What one file below the root is: PATH, status, time, mode, bytes.
+type Content = (String, pparse::Status, Option<i64>, Option<u32>, Vec<u8>);
+
+/// Every file below the root, read through `fs`.
+fn contents(fs: &Fs) -> Vec<Content> {
     let mut out = Vec::new();
     for e in fs.list("", true).unwrap() {
         if e.kind != Kind::File || e.container {
@@ -32,7 +35,7 @@ fn contents(fs: &Fs) -> Vec<(String, pparse::Status, Vec<u8>)> {
         }
         let mut bytes = Vec::new();
         fs.open(&e.path).unwrap().read_to_end(&mut bytes).unwrap();
-        out.push((e.path, e.status, bytes));
+        out.push((e.path, e.status, e.mtime, e.mode, bytes));
     }
     out
 }

@@ -130,6 +130,18 @@ fn a_mounted_archive_is_read_back_file_by_file_and_unmounts() {
             Some("complete")
         );
     }
+    // Members show the times their tar headers give.
+    for m_ in archive("nested.tar.gz")["members"].as_array().unwrap() {
+        let path = m.at.join(s(&m_["path"]));
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let t = meta
+            .modified()
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH);
+        assert_eq!(t.unwrap().as_secs(), u(&m_["mtime"]), "{}", path.display());
+    }
     // Folders: the tar's directories, and containers as folders.
     let names = |p: &str| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(m.at.join(p))

@@ -377,6 +377,8 @@ impl ZipParser {
             name: c.name.clone(),
             zip64,
             len: header_len,
+            time: c.time,
+            mode: c.unix_mode(),
         };
         let repeat = overlap.filter(|o| {
             o.offset == c.offset
@@ -542,6 +544,8 @@ impl ZipParser {
                         name: Vec::new(),
                         zip64: false,
                         len,
+                        time: 0,
+                        mode: None,
                     };
                     matches!(self.proves_deflate(start, &probe), Probe::Valid(()))
                 }

@@ -297,6 +297,7 @@ impl ZipParser {
         let start = self.entries[idx].lfh + local.len;
         spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));
         spec.declared_size = declared;
+        spec.meta = crate::extraction::Meta::new(records::dos_time(local.time), local.mode);
         self.entries[idx].child = Some(cx.add_child(spec));
     }
 }

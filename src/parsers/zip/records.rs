@@ -143,6 +143,10 @@ pub(super) struct Local {
     pub zip64: bool,
     /// Header length: 30 + name + extra.
     pub len: u64,
+    /// DOS time (low 16 bits) and date (high 16 bits).
+    pub time: u32,
+    /// Unix permission bits, from a central record made on Unix.
+    pub mode: Option<u32>,
 }
 
 impl Local {
@@ -201,6 +205,8 @@ pub(super) fn parse_local(b: &[u8]) -> Result<Local, Bad> {
         name,
         zip64: false,
         len: len as u64,
+        time: le::u32(b, lfh::TIME),
+        mode: None,
     };
     if let Some(z) = find_extra(extra, 1) {
         // In a local header the zip64 field holds both sizes.
@@ -235,6 +241,8 @@ pub(super) struct Central {
     pub usize: u64,
     pub disk: u32,
     pub external: u32,
+    /// DOS time (low 16 bits) and date (high 16 bits).
+    pub time: u32,
     pub offset: u64,
     pub name: Vec<u8>,
     pub extra_len: u64,
@@ -243,6 +251,12 @@ pub(super) struct Central {
 }
 
 impl Central {
+    /// Unix permission bits, when the record was made on Unix.
+    pub(super) fn unix_mode(&self) -> Option<u32> {
+        (self.made_by >> 8 == 3 && self.external >> 16 != 0)
+            .then_some((self.external >> 16) & 0o7777)
+    }
+
     /// A Unix symlink (file type bits in the external attributes).
     pub(super) fn is_symlink(&self) -> bool {
         self.made_by >> 8 == 3 && (self.external >> 16) & 0o170000 == 0o120000
@@ -276,6 +290,7 @@ pub(super) fn parse_central(b: &[u8]) -> Result<Central, Bad> {
         usize: le::u32(b, cdh::USIZE) as u64,
         disk: le::u16(b, cdh::DISK) as u32,
         external: le::u32(b, cdh::EXTERNAL),
+        time: le::u32(b, cdh::TIME),
         offset: le::u32(b, cdh::OFFSET) as u64,
         name: b[cdh::LEN..cdh::LEN + nlen].to_vec(),
         extra_len: xlen as u64,
@@ -535,6 +550,31 @@ pub(super) fn find_end(data: &Data, exact: bool) -> Option<End> {
         return Some(e);
     }
     None
+}
+
+/// Seconds since the Unix epoch of a DOS time and date (low and high 16
+/// bits), read as UTC: zip records no time zone. `None` for impossible
+/// fields (a zero date, month 13).
+pub(super) fn dos_time(v: u32) -> Option<i64> {
+    let (time, date) = (v & 0xffff, v >> 16);
+    let (year, month, day) = (1980 + (date >> 9) as i64, (date >> 5) & 15, date & 31);
+    let (hour, min, sec) = (time >> 11, (time >> 5) & 63, (time & 31) * 2);
+    if !(1..=12).contains(&month) || day == 0 || hour > 23 || min > 59 || sec > 59 {
+        return None;
+    }
+    // Days from 1970-01-01 to year-month-day (the proleptic Gregorian
+    // calendar, counted from March so leap days fall at a year's end).
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * i64::from(m) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + i64::from(hour * 3600 + min * 60 + sec))
 }
 
 #[cfg(test)]
