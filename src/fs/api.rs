@@ -59,6 +59,12 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // A remote source's errors already start with its URL.
+            Error::Open { file, source }
+                if source.to_string().starts_with(&*file.to_string_lossy()) =>
+            {
+                write!(f, "cannot read {source}")
+            }
             Error::Open { file, source } => write!(f, "cannot read {}: {source}", file.display()),
             Error::NotFound { path, hint } => write!(f, "no entry named {path:?} ({hint})"),
             Error::NotAContainer { path } => write!(f, "{path:?} holds no entries"),
@@ -158,6 +164,8 @@ const POLL: Duration = Duration::from_millis(100);
 
 impl Fs {
     /// A file system over a file (or a folder), parsed in the background.
+    /// `file` may also be an `http://`, `https://` or `s3://bucket/key` URL,
+    /// read with range requests ([`crate::data::RemoteSource`]).
     pub fn new(file: impl AsRef<Path>) -> Result<Fs, Error> {
         Fs::with_options(file, Options::default())
     }
@@ -165,7 +173,11 @@ impl Fs {
     /// [`Fs::new`] with options (memory budget, protobuf schemas, …).
     pub fn with_options(file: impl AsRef<Path>, options: Options) -> Result<Fs, Error> {
         let file = file.as_ref();
-        let session = Session::open(file, options).map_err(|source| Error::Open {
+        let session = match file.to_str().filter(|f| crate::data::is_remote_url(f)) {
+            Some(url) => Session::open_url(url, options),
+            None => Session::open(file, options),
+        };
+        let session = session.map_err(|source| Error::Open {
             file: file.to_path_buf(),
             source,
         })?;
