@@ -20,8 +20,20 @@ pub(super) struct Input {
 }
 
 pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
+    if let Some(url) = input.url() {
+        // The source's errors already name the URL.
+        return Session::open_url(url, input.options.clone())
+            .map_err(|e| Fatal(format!("cannot read {e}")));
+    }
     Session::open(&input.file, input.options.clone())
         .map_err(|e| Fatal(format!("cannot read {}: {e}", input.file.display())))
+}
+
+impl Input {
+    /// The FILE when it is a URL (`http://`, `https://`, `s3://`).
+    pub(super) fn url(&self) -> Option<&str> {
+        self.file.to_str().filter(|f| crate::data::is_remote_url(f))
+    }
 }
 
 /// Waits until `until` holds or the parse is over, drawing a progress line

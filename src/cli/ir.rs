@@ -40,6 +40,7 @@ pub(super) enum Show {
 pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal> {
     let file = input.file.as_path();
     let (data, label): (Data, String) = if path.is_empty()
+        && input.url().is_none()
         && let Ok(src) = MmapSource::open(file)
     {
         (Arc::new(src), file.display().to_string())

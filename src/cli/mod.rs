@@ -367,7 +367,11 @@ fn explore(input: &Input, theme: Option<&str>) -> Result<Status, Fatal> {
             "the explorer needs a terminal; use `pparse tree FILE` in pipes".into(),
         ));
     }
-    crate::tui::run(file, theme, input.options.clone())
+    let shown = match input.url() {
+        Some(_) => crate::tui::run_session(std::sync::Arc::new(open(input)?), theme),
+        None => crate::tui::run(file, theme, input.options.clone()),
+    };
+    shown
         .map(|_| Status::Complete)
         .map_err(|e| Fatal(format!("cannot explore {}: {e}", file.display())))
 }

@@ -24,6 +24,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
     // A log file itself is read straight from its mapping: no parse of the
     // tree runs beside the listing.
     if path.is_empty()
+        && input.url().is_none()
         && let Ok(src) = MmapSource::open(file)
     {
         let data: Data = Arc::new(src);

@@ -286,6 +286,7 @@ pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Res
 /// `--io-stats`: one line of text, or one JSON object (docs/contract.md).
 pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
     let budget = crate::data::ChunkCache::global().budget() as u64;
+    let remote = crate::data::remote_stats();
     if json {
         let mut o = serde_json::json!({
             "file_read": s.file_read,
@@ -296,9 +297,9 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
             "decode_seconds": s.decoding.as_secs_f64(),
             "wait_seconds": s.waiting.as_secs_f64(),
         });
-        if s.remote_requests > 0 {
-            o["remote_fetched"] = s.remote_fetched.into();
-            o["remote_requests"] = s.remote_requests.into();
+        if remote.requests > 0 {
+            o["remote_fetched"] = remote.bytes_fetched.into();
+            o["remote_requests"] = remote.requests.into();
         }
         return serde_json::json!({ "io": o }).to_string();
     }
@@ -312,11 +313,11 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
         s.decoding.as_secs_f64(),
         s.waiting.as_secs_f64()
     );
-    if s.remote_requests > 0 {
+    if remote.requests > 0 {
         line.push_str(&format!(
             "; fetched {} B in {} requests",
-            thousands(s.remote_fetched),
-            thousands(s.remote_requests)
+            thousands(remote.bytes_fetched),
+            thousands(remote.requests)
         ));
     }
     line

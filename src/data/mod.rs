@@ -2,8 +2,9 @@
 //!
 //! A [`Source`] is one immutable sequence of bytes that may still be growing:
 //! a memory-mapped file ([`MmapSource`]), a window into another source
-//! ([`SliceSource`]), a decoded deflate stream ([`InflateSource`]) or bytes in
-//! memory ([`MemSource`]). Parsers read through [`Source::read_at`] at absolute
+//! ([`SliceSource`]), a decoded deflate stream ([`InflateSource`]), bytes in
+//! memory ([`MemSource`]) or an object on a web server or S3, read with range
+//! requests ([`RemoteSource`]). Parsers read through [`Source::read_at`] at absolute
 //! offsets (like `pread`), so several readers can share one source without a
 //! shared cursor, and nothing ever needs the whole source in memory.
 //!
@@ -18,6 +19,7 @@ pub mod checkpoints;
 pub mod inflate;
 mod mem;
 mod mmap;
+mod remote;
 mod slice;
 mod source;
 pub mod stats;
@@ -26,5 +28,6 @@ pub use cache::ChunkCache;
 pub use inflate::{InflateEvent, InflateSource, Inflater};
 pub use mem::MemSource;
 pub use mmap::MmapSource;
+pub use remote::{RemoteSource, RemoteStats, is_remote_url, remote_stats};
 pub use slice::SliceSource;
 pub use source::{Cursor, Data, Layout, Range, Source, file_offset, le, read_exact_at, view};

@@ -7,6 +7,7 @@
 //! the file. "Decoded" is the first pass of every deflate stream;
 //! "re-decoded" what reads decoded again from checkpoints after the cache
 //! had dropped it; "from the cache" what reads found already decoded.
+//! Remote sources count their own requests (`remote_stats`).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -17,8 +18,6 @@ static REDECODED: AtomicU64 = AtomicU64::new(0);
 static FROM_CACHE: AtomicU64 = AtomicU64::new(0);
 static DECODE_NS: AtomicU64 = AtomicU64::new(0);
 static WAIT_NS: AtomicU64 = AtomicU64::new(0);
-static REMOTE_FETCHED: AtomicU64 = AtomicU64::new(0);
-static REMOTE_REQUESTS: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,10 +34,6 @@ pub struct IoStats {
     pub decoding: Duration,
     /// Time readers spent waiting for the background parse.
     pub waiting: Duration,
-    /// Bytes fetched from remote sources.
-    pub remote_fetched: u64,
-    /// Requests made to remote sources.
-    pub remote_requests: u64,
 }
 
 /// The counters now.
@@ -50,8 +45,6 @@ pub fn io_stats() -> IoStats {
         from_cache: FROM_CACHE.load(Relaxed),
         decoding: Duration::from_nanos(DECODE_NS.load(Relaxed)),
         waiting: Duration::from_nanos(WAIT_NS.load(Relaxed)),
-        remote_fetched: REMOTE_FETCHED.load(Relaxed),
-        remote_requests: REMOTE_REQUESTS.load(Relaxed),
     }
 }
 
@@ -74,10 +67,4 @@ pub fn from_cache(n: u64) {
 /// A reader waited `took` for the background parse.
 pub fn waited(took: Duration) {
     WAIT_NS.fetch_add(took.as_nanos() as u64, Relaxed);
-}
-
-/// A remote source made one request that fetched `n` bytes.
-pub fn fetched(n: u64) {
-    REMOTE_REQUESTS.fetch_add(1, Relaxed);
-    REMOTE_FETCHED.fetch_add(n, Relaxed);
 }

@@ -116,6 +116,22 @@ impl Session {
         self.from_index
     }
 
+    /// Opens the object at `url` (`http://`, `https://`, `s3://bucket/key`,
+    /// see [`crate::data::RemoteSource`]) and starts parsing it; the root is
+    /// named after the URL's last segment.
+    pub fn open_url(url: &str, opts: Options) -> std::io::Result<Session> {
+        let src = crate::data::RemoteSource::open(url)?;
+        let name = Name::new(src.name().to_vec());
+        Ok(Session::start_file(
+            name,
+            Arc::new(src),
+            EntryKind::Root,
+            None,
+            opts,
+            None,
+        ))
+    }
+
     /// Starts parsing bytes held in memory (tests, small inputs).
     pub fn from_bytes(name: &str, bytes: Vec<u8>, opts: Options) -> Session {
         let data: Data = Arc::new(crate::data::MemSource::new(bytes));

@@ -59,6 +59,12 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // A remote source's errors already start with its URL.
+            Error::Open { file, source }
+                if source.to_string().starts_with(&*file.to_string_lossy()) =>
+            {
+                write!(f, "cannot read {source}")
+            }
             Error::Open { file, source } => write!(f, "cannot read {}: {source}", file.display()),
             Error::NotFound { path, hint } => write!(f, "no entry named {path:?} ({hint})"),
             Error::NotAContainer { path } => write!(f, "{path:?} holds no entries"),
@@ -167,7 +173,9 @@ impl Fs {
     /// or read back at once from its index in the user's cache folder when
     /// an earlier open saved one (see [`crate::index`]); the parse saves
     /// one when it ends. Use [`Fs::with_options`] to choose the index's
-    /// place or turn it off.
+    /// place or turn it off. `file` may also be an `http://`, `https://`
+    /// or `s3://bucket/key` URL, read with range requests
+    /// ([`crate::data::RemoteSource`]; no index).
     pub fn new(file: impl AsRef<Path>) -> Result<Fs, Error> {
         let options = Options {
             index: crate::parsers::IndexMode::Cache,
@@ -179,7 +187,11 @@ impl Fs {
     /// [`Fs::new`] with options (memory budget, protobuf schemas, …).
     pub fn with_options(file: impl AsRef<Path>, options: Options) -> Result<Fs, Error> {
         let file = file.as_ref();
-        let session = Session::open(file, options).map_err(|source| Error::Open {
+        let session = match file.to_str().filter(|f| crate::data::is_remote_url(f)) {
+            Some(url) => Session::open_url(url, options),
+            None => Session::open(file, options),
+        };
+        let session = session.map_err(|source| Error::Open {
             file: file.to_path_buf(),
             source,
         })?;

@@ -41,7 +41,12 @@ const FRAME: Duration = Duration::from_millis(8);
 
 /// Opens `path` in the explorer; returns when the user quits.
 pub fn run(path: &Path, theme: Theme, options: Options) -> io::Result<()> {
-    let session = Arc::new(Session::open(path, options)?);
+    run_session(Arc::new(Session::open(path, options)?), theme)
+}
+
+/// Shows an open session (a remote object's) in the explorer; returns
+/// when the user quits.
+pub fn run_session(session: Arc<Session>, theme: Theme) -> io::Result<()> {
     let mut app = App::new(session.clone(), theme);
     let mut terminal = ratatui::try_init()?;
     execute!(io::stdout(), EnableMouseCapture)?;
