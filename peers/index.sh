@@ -54,7 +54,7 @@ bench() {  # GZ LABEL
   local tarname; tarname=$(basename "$gz" .gz)
   local last; last=$(tail -1 "$BENCH_DIR/tree.txt" | sed 's/^[│├└─ ]*//; s/  .*//')
   local member="$tarname/$last"
-  local want; want=$(tar xzOf "$gz" "${last#./}" 2>/dev/null | md5sum | cut -d' ' -f1 || true)
+  local want; want=$(tar xzOf "$gz" "$last" 2>/dev/null | md5sum | cut -d' ' -f1 || true)
   local got; got=$("$PPARSE" cat "$gz" "$member" --index "$idx" | md5sum | cut -d' ' -f1)
   [[ $got == "$want" ]] || echo "!!!!! the last member ($member) differs from tar xzOf" >&2
   local slow fast

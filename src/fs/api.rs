@@ -162,7 +162,14 @@ pub struct Fs {
     /// The directories of each parsed container, made on first use and
     /// shared by the views of one session.
     dirs: Arc<Mutex<HashMap<ExtId, Arc<Dirs>>>>,
+    /// PATHs resolved by walking a container's members, per container: a
+    /// container's directories are made for PATH lookups only once a few
+    /// were asked for (one `cat` is quicker with one walk).
+    walks: Arc<Mutex<HashMap<ExtId, u32>>>,
 }
+
+/// Walks through a container before its directories are made for lookups.
+const WALKS_BEFORE_DIRS: u32 = 3;
 
 /// How often a waiting call looks at the tree again: resolving a PATH
 /// walks members under the tree's read lock, which the parse waits for.
@@ -205,6 +212,7 @@ impl Fs {
             session,
             root: String::new(),
             dirs: Arc::default(),
+            walks: Arc::default(),
         }
     }
 
@@ -443,6 +451,7 @@ impl Fs {
             session: self.session.clone(),
             root,
             dirs: self.dirs.clone(),
+            walks: self.walks.clone(),
         })
     }
 
@@ -554,25 +563,41 @@ impl Fs {
         if rest.is_empty() {
             return Some(c);
         }
-        if depth > 256 || t.exts[c].children.is_empty() || !settled(t, c) {
+        let kids = &t.exts[c].children;
+        if depth > 256 || kids.is_empty() || !settled(t, c) {
             return None;
         }
-        let dirs = self.dirs_of(t, c);
-        // Members whose name is `rest` up to a `/` or the end, in
-        // container order: the order `Tree::resolve` tries them in.
+        // Members whose name is `rest` up to a `/` or the end, with where
+        // the name ends in `rest`, in container order: the order
+        // `Tree::resolve` tries them in.
         let mut hits: Vec<(ExtId, usize)> = Vec::new();
-        let ends = rest.match_indices('/').map(|(i, _)| i).chain([rest.len()]);
-        for i in ends {
-            if i == 0 {
-                continue;
+        match self.lookup_dirs(t, c) {
+            Some(dirs) => {
+                let ends = rest.match_indices('/').map(|(i, _)| i).chain([rest.len()]);
+                for i in ends.filter(|&i| i > 0) {
+                    match dirs.named(t, &rest[..i]) {
+                        Ok(Some(x)) => hits.push((x, i)),
+                        Ok(None) => {}
+                        Err(()) => return None,
+                    }
+                }
+                hits.sort_unstable();
             }
-            match dirs.named(t, &rest[..i]) {
-                Ok(Some(x)) => hits.push((x, i)),
-                Ok(None) => {}
-                Err(()) => return None,
+            None => {
+                for &x in kids {
+                    let name = t.exts[x].name.display_cow();
+                    let bare = name.trim_end_matches('/');
+                    if rest == name.as_ref() || (!bare.is_empty() && rest == bare) {
+                        hits.push((x, rest.len()));
+                    } else if !bare.is_empty()
+                        && rest.starts_with(bare)
+                        && rest[bare.len()..].starts_with('/')
+                    {
+                        hits.push((x, bare.len()));
+                    }
+                }
             }
         }
-        hits.sort_unstable();
         for (x, i) in hits {
             let after = rest[i..].strip_prefix('/').unwrap_or(&rest[i..]);
             if after.is_empty() {
@@ -583,6 +608,26 @@ impl Fs {
             }
         }
         None
+    }
+
+    /// The directories of container `c` for PATH lookups, once a few
+    /// lookups have walked it (one `cat` is quicker with one walk than
+    /// with the directories of a million members); none for a small one.
+    fn lookup_dirs(&self, t: &Tree, c: ExtId) -> Option<Arc<Dirs>> {
+        if let Some(d) = self.dirs.lock().unwrap_or_else(|e| e.into_inner()).get(&c) {
+            return Some(d.clone());
+        }
+        if t.exts[c].children.len() < 256 {
+            return None;
+        }
+        let mut walks = self.walks.lock().unwrap_or_else(|e| e.into_inner());
+        let n = walks.entry(c).or_default();
+        *n += 1;
+        if *n <= WALKS_BEFORE_DIRS {
+            return None;
+        }
+        drop(walks);
+        Some(self.dirs_of(t, c))
     }
 
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
