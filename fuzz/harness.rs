@@ -53,6 +53,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tar_counts", tar_counts),
     ("tensor_shapes", tensor_shapes),
     ("pir", pir),
+    ("index", index),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -1129,4 +1130,9 @@ fn gen_tar(u: &mut Unstructured, gz: bool) -> Vec<u8> {
         out.extend(std::iter::repeat_n(0, 1024));
     }
     out
+}
+
+/// An index body (inflated), read back into a tree whose bytes are read.
+pub fn index(data: &[u8]) {
+    pparse::index::fuzz_body(data);
 }

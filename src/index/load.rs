@@ -422,3 +422,26 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
     }
     Ok(tree)
 }
+
+/// Reads `body` (an index body, inflated) as [`load`] does, then reads the
+/// first bytes of the first extractions: for the fuzz target. Whatever the
+/// body holds, it must end in an error or a tree, never a panic.
+pub(super) fn fuzz_body(body: &[u8]) {
+    let root: Data = Arc::new(crate::data::MemSource::new(body.to_vec()));
+    let Ok(file) = tempfile::tempfile() else {
+        return;
+    };
+    let store = Arc::new(IndexWindows { file, end: 0 });
+    let mut r = In::new(body);
+    let Ok(sources) = read_sources(&mut r, root, store) else {
+        return;
+    };
+    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), Path::new("fuzz")) else {
+        return;
+    };
+    let mut buf = vec![0u8; 4096];
+    for e in tree.exts.iter().take(64) {
+        let _ = e.data().read_at(0, &mut buf);
+        let _ = tree.path_of(e.id);
+    }
+}

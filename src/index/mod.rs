@@ -48,6 +48,13 @@ pub fn take_notes() -> Vec<String> {
     std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// Reads an inflated index body as an index is read, for the fuzz target
+/// (`fuzz/fuzz_targets/index.rs`).
+#[doc(hidden)]
+pub fn fuzz_body(body: &[u8]) {
+    load::fuzz_body(body);
+}
+
 /// The index of one file: where it is and which version of the file it is
 /// valid for.
 pub struct Plan {

@@ -67,6 +67,7 @@ replays! {
     tar_counts,
     tensor_shapes,
     pir,
+    index,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and
