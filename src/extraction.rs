@@ -299,6 +299,24 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
     ))
 }
 
+/// How a member named `name` matches `rest`, a PATH below its container
+/// (docs/contract.md): `rest.len()` when `rest` names the member (with or
+/// without its trailing `/`), the offset where the rest of the PATH inside
+/// the member begins when `rest` goes on past its name and a `/`, `None`
+/// otherwise. [`Tree::resolve`] and `pparse::fs` both match names here.
+pub fn match_name(name: &str, rest: &str) -> Option<usize> {
+    let bare = name.trim_end_matches('/');
+    if rest == name || (!bare.is_empty() && rest == bare) {
+        return Some(rest.len());
+    }
+    let after = if name.ends_with('/') {
+        rest.strip_prefix(name)
+    } else {
+        rest.strip_prefix(name).and_then(|r| r.strip_prefix('/'))
+    };
+    after.map(|r| rest.len() - r.len())
+}
+
 /// All extractions of one opened file; index 0 is the root.
 #[derive(Default)]
 pub struct Tree {
@@ -358,21 +376,14 @@ impl Tree {
             return None;
         }
         for &c in &self.exts[at].children {
-            let name = self.exts[c].name.display_cow();
-            let bare = name.trim_end_matches('/');
-            if rest == name.as_ref() || (!bare.is_empty() && rest == bare) {
-                return Some(c);
-            }
-            let after = if name.ends_with('/') {
-                rest.strip_prefix(name.as_ref())
-            } else {
-                rest.strip_prefix(name.as_ref())
-                    .and_then(|r| r.strip_prefix('/'))
-            };
-            if let Some(r) = after
-                && let Some(found) = self.walk(c, r, depth + 1)
-            {
-                return Some(found);
+            match match_name(&self.exts[c].name.display_cow(), rest) {
+                Some(i) if i == rest.len() => return Some(c),
+                Some(i) => {
+                    if let Some(found) = self.walk(c, &rest[i..], depth + 1) {
+                        return Some(found);
+                    }
+                }
+                None => {}
             }
         }
         None

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::dirs::{Dirs, Item};
 use crate::data::{Data, Range};
 use crate::engine::{Options, Session};
-use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::extraction::{EntryKind, ExtId, Phase, Tree, match_name};
 use crate::status::{Damage, Status};
 
 /// What went wrong, with the PATH it concerns.
@@ -568,15 +568,18 @@ impl Fs {
             return None;
         }
         // Members whose name is `rest` up to a `/` or the end, with where
-        // the name ends in `rest`, in container order: the order
-        // `Tree::resolve` tries them in.
+        // the PATH inside them begins (see `match_name`), in container
+        // order: the order `Tree::resolve` tries them in.
         let mut hits: Vec<(ExtId, usize)> = Vec::new();
         match self.lookup_dirs(t, c) {
             Some(dirs) => {
                 let ends = rest.match_indices('/').map(|(i, _)| i).chain([rest.len()]);
                 for i in ends.filter(|&i| i > 0) {
                     match dirs.named(t, &rest[..i]) {
-                        Ok(Some(x)) => hits.push((x, i)),
+                        Ok(Some(x)) => {
+                            let name = t.exts[x].name.display_cow();
+                            hits.extend(match_name(&name, rest).map(|at| (x, at)));
+                        }
                         Ok(None) => {}
                         Err(()) => return None,
                     }
@@ -586,24 +589,15 @@ impl Fs {
             None => {
                 for &x in kids {
                     let name = t.exts[x].name.display_cow();
-                    let bare = name.trim_end_matches('/');
-                    if rest == name.as_ref() || (!bare.is_empty() && rest == bare) {
-                        hits.push((x, rest.len()));
-                    } else if !bare.is_empty()
-                        && rest.starts_with(bare)
-                        && rest[bare.len()..].starts_with('/')
-                    {
-                        hits.push((x, bare.len()));
-                    }
+                    hits.extend(match_name(&name, rest).map(|at| (x, at)));
                 }
             }
         }
-        for (x, i) in hits {
-            let after = rest[i..].strip_prefix('/').unwrap_or(&rest[i..]);
-            if after.is_empty() {
+        for (x, at) in hits {
+            if at == rest.len() {
                 return Some(x);
             }
-            if let Some(found) = self.find(t, x, after, depth + 1) {
+            if let Some(found) = self.find(t, x, &rest[at..], depth + 1) {
                 return Some(found);
             }
         }

@@ -175,11 +175,6 @@ impl InflateSource {
         LABELS.iter().copied().find(|l| *l == s)
     }
 
-    /// The source its compressed bytes are read from.
-    pub fn input(&self) -> &Data {
-        &self.input
-    }
-
     /// Drops this stream's decoded chunks from the cache, so that the next
     /// reads must decode again from checkpoints.
     pub fn evict(&self) {
