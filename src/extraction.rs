@@ -110,6 +110,9 @@ pub struct Extra {
     /// How far the parse of this extraction has got (only parsed
     /// extractions have one).
     pub progress: Progress,
+    /// The sibling whose format it is parsed as (see
+    /// [`crate::parsers::ChildSpec::like`]).
+    pub like: Option<ExtId>,
 }
 
 /// Where an extraction is in its life.

@@ -16,6 +16,16 @@ pub struct WindowSlot {
     pub len: u32,
 }
 
+impl WindowSlot {
+    /// The window before a point where decoding resumed after damage: it
+    /// is unknown, and decoding starts from 32 KiB of zeros (the bytes that
+    /// copy it are listed as damage; see `inflate::resync`).
+    pub const UNKNOWN: WindowSlot = WindowSlot {
+        off: u64::MAX,
+        len: 0,
+    };
+}
+
 /// A place where decoding can resume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Checkpoint {

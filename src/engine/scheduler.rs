@@ -57,6 +57,9 @@ struct Job {
     nodes: usize,
     /// (available, final) of the source when the job last could not progress.
     blocked_at: Option<(u64, bool)>,
+    /// The sibling whose format it is parsed as (see
+    /// [`crate::parsers::ChildSpec::like`]).
+    like: Option<ExtId>,
 }
 
 impl Job {
@@ -107,6 +110,7 @@ impl Engine {
                 by_name: false,
                 nodes: 0,
                 blocked_at: None,
+                like: None,
             }],
             ext_count: 1,
         }
@@ -222,6 +226,40 @@ impl Engine {
         if depth > self.opts.max_depth {
             return Some(None);
         }
+        if let Some(like) = job.like {
+            // As the sibling was parsed, or would be: it may not have been
+            // sniffed yet when damage came early.
+            let (parser, data, name, kind) = {
+                let t = self.shared.tree.read();
+                let l = &t.exts[like];
+                (l.parser, l.data(), l.display_name(), l.kind.clone())
+            };
+            if let Some(format) = parser.and_then(parsers::by_name) {
+                return Some(Some(Sniffed {
+                    format,
+                    by_name: false,
+                }));
+            }
+            let like_job = Job {
+                ext: like,
+                depth,
+                data,
+                name,
+                kind,
+                file: None,
+                work: Work::Sniff,
+                by_name: false,
+                nodes: 0,
+                blocked_at: None,
+                like: None,
+            };
+            return self.sniff(&like_job, depth).map(|s| {
+                s.map(|s| Sniffed {
+                    format: s.format,
+                    by_name: false,
+                })
+            });
+        }
         let head = parsers::api::head(&**data);
         let sniff = Sniff {
             head: &head,
@@ -313,6 +351,7 @@ impl Engine {
                         by_name: false,
                         nodes: 0,
                         blocked_at: None,
+                        like: e.extra.as_ref().and_then(|x| x.like),
                     };
                     (job, content)
                 })

@@ -385,6 +385,7 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
                 outer_damage,
                 notes,
                 progress,
+                like: None,
             })
         });
         let (index, depth) = match parent {

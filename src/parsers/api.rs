@@ -156,6 +156,10 @@ pub struct ChildSpec {
     pub parse: bool,
     /// Its time and permissions, where the container records them.
     pub meta: crate::extraction::Meta,
+    /// Parse it as this sibling was parsed, whatever its first bytes: a
+    /// stream recovered after damage starts in the middle of what the
+    /// stream before the damage held.
+    pub like: Option<ExtId>,
 }
 
 impl ChildSpec {
@@ -172,6 +176,7 @@ impl ChildSpec {
             file: None,
             parse: true,
             meta: crate::extraction::Meta::default(),
+            like: None,
         }
     }
     /// A child whose bytes are `parent`'s over `range`, verbatim (a tar
@@ -317,9 +322,10 @@ impl<'a> StepCx<'a> {
                 declared_size: spec.declared_size,
                 parser: None,
                 damage: spec.damage.into(),
-                extra: spec.file.map(|file| {
+                extra: (spec.file.is_some() || spec.like.is_some()).then(|| {
                     Box::new(crate::extraction::Extra {
-                        file: Some(file),
+                        file: spec.file,
+                        like: spec.like,
                         ..Default::default()
                     })
                 }),

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use memchr::memmem;
 
 use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use crate::data::inflate::resync;
 use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
 use crate::extraction::{EntryKind, ExtId};
@@ -36,6 +37,9 @@ pub static FORMAT: Format = Format {
 const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Longest FNAME or FCOMMENT accepted; longer means a damaged header.
 const MAX_STRING: usize = 64 * 1024;
+/// Input bytes the deflate block finder scans in one step (it reads a
+/// few MB/s: every bit position is a candidate).
+const SCAN_STEP: u64 = 256 * 1024;
 /// Output a resync candidate must decode without error to be accepted.
 const TRIAL_OUTPUT: usize = 64 * 1024;
 
@@ -171,6 +175,9 @@ enum State {
         start: u64,
         out_start: u64,
         inflater: Box<Inflater>,
+        /// Decoding resumed after damage inside this member: its CRC and
+        /// size cannot be checked.
+        recovered: bool,
     },
     Trailer {
         node: usize,
@@ -179,11 +186,24 @@ enum State {
         crc: u32,
         size: u64,
         out_start: u64,
+        recovered: bool,
     },
     /// After a member: another member, zero padding (from `pad`), or garbage.
     After {
         at: u64,
         pad: u64,
+    },
+    /// After invalid deflate data detected at `lost` in the member at
+    /// `start`: looking, from input bit `bit`, for a deflate block to
+    /// resume at, before the next valid member (`member`, once found;
+    /// members were looked for up to `members_to`).
+    Blocks {
+        bit: u64,
+        lost: u64,
+        start: u64,
+        why: String,
+        member: Option<u64>,
+        members_to: u64,
     },
     /// Looking for the next valid member after damage that was detected at
     /// `lost`; the bytes from `suspect` on cannot be trusted (the damaged
@@ -204,6 +224,20 @@ struct GzipParser {
     members: usize,
     state: State,
     scratch: Vec<u8>,
+    /// Name of the first decoded stream, which recovered ones are named after.
+    stream_name: String,
+}
+
+/// How far a scan for the next member got.
+enum MemberScan {
+    /// A member that parses and decodes starts here.
+    Found(u64),
+    /// None before this offset; the scan budget was used.
+    Scanned(u64),
+    /// Bytes are missing at this offset and may come.
+    NeedMore(u64),
+    /// None to the end of the input.
+    Nothing,
 }
 
 impl GzipParser {
@@ -215,6 +249,7 @@ impl GzipParser {
             members: 0,
             state: State::Header { at: 0 },
             scratch: Vec::new(),
+            stream_name: String::new(),
         }
     }
 
@@ -248,10 +283,87 @@ impl GzipParser {
             Some(n) if !n.is_empty() => Name::new(n.to_vec()),
             _ => Name::new(derived_name(cx.name)),
         };
+        self.stream_name = name.display();
         let mut spec = ChildSpec::new(name, EntryKind::Stream, out.clone() as Data);
         spec.origin = Some(Range::new(origin, self.data.available().max(origin)));
         self.child = Some(cx.add_child(spec));
         self.out = Some(out);
+    }
+
+    /// Decodes on from the deflate block at input bit `bit`, found after
+    /// damage at `lost` in the member at `start`, into a new child: the
+    /// stream recovered after the damage, parsed as the first stream was.
+    fn recover_at(&mut self, cx: &mut StepCx, bit: u64, lost: u64, start: u64) {
+        let byte = bit / 8;
+        if let Some(o) = &self.out {
+            // The stream before the damage ends there.
+            o.finish();
+        }
+        let out = InflateSource::new(self.data.clone(), "recovered deflate stream");
+        let inflater = Inflater::recover(out.clone(), bit);
+        let name = format!("{}~recovered@{byte:#x}", self.stream_name);
+        let mut spec = ChildSpec::new(Name::new(name), EntryKind::Stream, out.clone() as Data);
+        spec.origin = Some(Range::new(byte, self.data.available().max(byte)));
+        spec.like = self.child;
+        spec.damage.push(Damage::corrupt(
+            Range::new(0, 0),
+            format!(
+                "recovered after damage at {lost:#x}: decoding resumed at bit {} of byte {byte:#x}; what the stream held before is lost, and bytes that copy the 32 KiB before this point are unknown",
+                bit % 8
+            ),
+        ));
+        self.child = Some(cx.add_child(spec));
+        self.out = Some(out);
+        let node = cx.push_node(
+            Node::new("recovered", "decoding resumed", Range::new(byte, byte))
+                .text(format!("at bit {} of byte {byte:#x}", bit % 8)),
+        );
+        self.state = State::Body {
+            node,
+            start,
+            out_start: 0,
+            inflater: Box::new(inflater),
+            recovered: true,
+        };
+    }
+
+    /// Looks for the next member that parses and decodes, from `from`,
+    /// scanning at most `budget` bytes.
+    fn next_member(&mut self, from: u64, budget: u64) -> MemberScan {
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let finder = memmem::Finder::new(&MAGIC);
+        let mut pos = from;
+        let mut scanned = 0u64;
+        while pos + 3 <= avail && scanned < budget {
+            let window = match view(&*data, pos, 1 << 20, &mut self.scratch) {
+                Ok(w) => w.to_vec(),
+                Err(_) => break,
+            };
+            if window.len() < 3 {
+                break;
+            }
+            let mut search_from = 0;
+            while let Some(i) = finder.find(&window[search_from..]) {
+                let cand = pos + (search_from + i) as u64;
+                match self.try_member(cand) {
+                    Trial::Good => return MemberScan::Found(cand),
+                    Trial::NeedMore => return MemberScan::NeedMore(cand),
+                    Trial::Bad => search_from += i + 1,
+                }
+            }
+            let advance = (window.len() as u64).saturating_sub(2).max(1);
+            pos += advance;
+            scanned += advance;
+        }
+        if pos + 3 <= avail {
+            MemberScan::Scanned(pos)
+        } else if !fin {
+            MemberScan::NeedMore(pos)
+        } else {
+            MemberScan::Nothing
+        }
     }
 
     fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
@@ -325,6 +437,7 @@ impl GzipParser {
                     start: at,
                     out_start,
                     inflater: Box::new(Inflater::new(out, at + h.len as u64)),
+                    recovered: false,
                 };
                 None
             }
@@ -337,11 +450,12 @@ impl GzipParser {
             start,
             out_start,
             inflater,
+            recovered,
         } = &mut self.state
         else {
             return None;
         };
-        let (node, start, out_start) = (*node, *start, *out_start);
+        let (node, start, out_start, recovered) = (*node, *start, *out_start, *recovered);
         if cx.decode_left == 0 {
             let at = out_start + inflater.produced();
             let d = cx.budget_damage(at);
@@ -351,6 +465,21 @@ impl GzipParser {
         let before = inflater.produced();
         let event = inflater.run(cx.budget.min(cx.decode_left));
         cx.decoded(inflater.produced() - before);
+        let unknown = inflater.take_unknown();
+        if let Some(c) = self.child {
+            for (s, e) in unknown {
+                cx.child_damage(
+                    c,
+                    Damage::corrupt(
+                        Range::new(out_start + s, out_start + e),
+                        "unknown bytes: they copy the 32 KiB of the stream lost before the resync point",
+                    ),
+                );
+            }
+        }
+        let State::Body { inflater, .. } = &mut self.state else {
+            return None;
+        };
         let total = self.data.available();
         cx.progress(inflater.input_pos(), Some(total));
         match event {
@@ -366,6 +495,7 @@ impl GzipParser {
                     crc,
                     size,
                     out_start,
+                    recovered,
                 };
                 None
             }
@@ -422,13 +552,15 @@ impl GzipParser {
                     ),
                 );
                 let resume = at.saturating_sub(16).max(start + 1);
-                self.state = State::Resync {
-                    from: resume,
+                self.state = State::Blocks {
+                    bit: resume * 8,
                     lost: at,
-                    suspect: start,
+                    start,
                     why: format!(
                         "member #{m} has invalid deflate data ({message}) detected at {at:#x}; its bytes before that cannot be checked"
                     ),
+                    member: None,
+                    members_to: resume,
                 };
                 None
             }
@@ -443,6 +575,7 @@ impl GzipParser {
             crc,
             size,
             out_start,
+            recovered,
         } = self.state
         else {
             return None;
@@ -483,6 +616,20 @@ impl GzipParser {
         let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let stored_size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
         let tr = Range::new(at, at + 8);
+        if recovered {
+            // The CRC and size cover the whole member, whose start is lost.
+            cx.edit_node(node, move |nd| {
+                nd.range.end = at + 8;
+                nd.value = Some(Value::Str(
+                    format!("decoded {out_start:#x}..{out_end:#x} ({size} bytes) after damage; CRC-32 and size not checkable").into(),
+                ));
+            });
+            self.state = State::After {
+                at: at + 8,
+                pad: at + 8,
+            };
+            return None;
+        }
         let mut problems = Vec::new();
         if stored_crc != crc {
             problems.push(format!(
@@ -591,71 +738,133 @@ impl GzipParser {
             return None;
         };
         let (from, lost, suspect, why) = (*from, *lost, *suspect, why.clone());
-        let fin = self.data.is_final();
-        let avail = self.data.available();
-        let data = self.data.clone();
-        let finder = memmem::Finder::new(&MAGIC);
-        let mut pos = from;
-        let mut scanned = 0u64;
-        while pos + 3 <= avail && scanned < cx.budget.max(1 << 20) {
-            let window = match view(&*data, pos, 1 << 20, &mut self.scratch) {
-                Ok(w) => w.to_vec(),
-                Err(_) => break,
-            };
-            if window.len() < 3 {
-                break;
+        let pos = match self.next_member(from, cx.budget.max(1 << 20)) {
+            MemberScan::Found(cand) => {
+                self.record_lost(cx, lost, suspect, cand, &why);
+                self.state = State::Header { at: cand };
+                return None;
             }
-            let mut search_from = 0;
-            while let Some(i) = finder.find(&window[search_from..]) {
-                let cand = pos + (search_from + i) as u64;
-                match self.try_member(cand) {
-                    Trial::Good => {
-                        self.record_lost(cx, lost, suspect, cand, &why);
-                        self.state = State::Header { at: cand };
-                        return None;
-                    }
-                    Trial::NeedMore => {
-                        self.state = State::Resync {
-                            from: cand,
-                            lost,
-                            suspect,
-                            why,
-                        };
-                        return Some(Step::Blocked);
-                    }
-                    Trial::Bad => search_from += i + 1,
+            MemberScan::Scanned(pos) => {
+                self.state = State::Resync {
+                    from: pos,
+                    lost,
+                    suspect,
+                    why,
+                };
+                return Some(Step::Yield);
+            }
+            MemberScan::NeedMore(pos) => {
+                self.state = State::Resync {
+                    from: pos,
+                    lost,
+                    suspect,
+                    why,
+                };
+                return Some(Step::Blocked);
+            }
+            MemberScan::Nothing => self.data.available(),
+        };
+        self.record_lost(cx, lost, suspect, pos, &why);
+        Some(self.finish(cx))
+    }
+
+    /// After invalid deflate data: resumes at the next deflate block that
+    /// decodes, if one begins before the next valid member.
+    fn blocks(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Blocks {
+            bit,
+            lost,
+            start,
+            why,
+            member,
+            members_to,
+        } = &self.state
+        else {
+            return None;
+        };
+        let (mut bit, lost, start, why) = (*bit, *lost, *start, why.clone());
+        let (mut member, mut members_to) = (*member, *members_to);
+        let avail = self.data.available();
+        let fin = self.data.is_final();
+        // Blocks are looked for only where members were looked for first.
+        if member.is_none() && members_to < avail {
+            match self.next_member(members_to, cx.budget.max(1 << 20)) {
+                MemberScan::Found(m) => member = Some(m),
+                MemberScan::Scanned(p) | MemberScan::NeedMore(p) => members_to = p,
+                MemberScan::Nothing => members_to = avail,
+            }
+        }
+        let end = member.unwrap_or(if fin && members_to >= avail.saturating_sub(3) {
+            avail
+        } else {
+            members_to
+        });
+        cx.progress(bit / 8, Some(avail));
+        let data = self.data.clone();
+        let end_ok = |at: u64| stream_may_end(&data, at);
+        let found = resync::find_block(&self.data, bit, end, SCAN_STEP, &end_ok);
+        let step = match found {
+            Ok(resync::Found::Block(b)) => {
+                self.record_lost(
+                    cx,
+                    lost,
+                    start,
+                    b / 8,
+                    &format!(
+                        "{why}; decoding resumed at a deflate block at bit {} of byte {:#x}",
+                        b % 8,
+                        b / 8
+                    ),
+                );
+                self.recover_at(cx, b, lost, start);
+                return None;
+            }
+            Ok(resync::Found::Scanned(b)) => {
+                bit = b;
+                Step::Yield
+            }
+            Ok(resync::Found::NeedInput(b)) => {
+                bit = b;
+                if end > b / 8 + 8 {
+                    Step::Blocked
+                } else {
+                    Step::Yield
                 }
             }
-            let advance = (window.len() as u64).saturating_sub(2).max(1);
-            pos += advance;
-            scanned += advance;
-        }
-        if pos + 3 <= avail {
-            // Budget used; continue next step.
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                suspect,
-                why,
-            };
-            return Some(Step::Yield);
-        }
-        if !fin {
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                suspect,
-                why,
-            };
-            return Some(Step::Blocked);
-        }
-        self.record_lost(cx, lost, suspect, avail, &why);
-        Some(self.finish(cx))
+            Ok(resync::Found::Nothing) | Err(_) => {
+                if let Some(m) = member {
+                    self.record_lost(cx, lost, start, m, &why);
+                    self.state = State::Header { at: m };
+                    return None;
+                }
+                if end >= avail && fin {
+                    self.record_lost(cx, lost, start, avail, &why);
+                    return Some(self.finish(cx));
+                }
+                bit = bit.max(end * 8);
+                if members_to >= avail && !fin {
+                    Step::Blocked
+                } else {
+                    Step::Yield
+                }
+            }
+        };
+        self.state = State::Blocks {
+            bit,
+            lost,
+            start,
+            why,
+            member,
+            members_to,
+        };
+        Some(step)
     }
 
     fn record_lost(&mut self, cx: &mut StepCx, lost: u64, suspect: u64, next: u64, why: &str) {
         let r = Range::new(lost, next);
-        let reason = if next >= self.data.available() {
+        let reason = if why.contains("decoding resumed") {
+            format!("{why} ({} bytes skipped)", r.len())
+        } else if next >= self.data.available() {
             format!(
                 "{why}; no further gzip member found ({} bytes unreadable)",
                 r.len()
@@ -715,6 +924,17 @@ impl GzipParser {
     }
 }
 
+/// Whether a member's deflate data may end at `at`: its 8-byte trailer
+/// follows, then the end of the file, zero padding or another member.
+fn stream_may_end(data: &Data, at: u64) -> bool {
+    let mut b = [0u8; 64];
+    let n = data.read_at(at + 8, &mut b).unwrap_or(0);
+    if data.available() < at + 8 {
+        return false;
+    }
+    n == 0 || b[..n].starts_with(&MAGIC) || b[..n].iter().all(|&x| x == 0)
+}
+
 enum Trial {
     Good,
     Bad,
@@ -731,6 +951,7 @@ impl Parser for GzipParser {
                 State::Trailer { .. } => self.trailer(cx),
                 State::After { .. } => self.after(cx),
                 State::Resync { .. } => self.resync(cx),
+                State::Blocks { .. } => self.blocks(cx),
                 State::Done => Some(Step::Done),
             };
             if let Some(step) = r {

@@ -21,6 +21,7 @@ mod onnx;
 mod paddle;
 mod pickle;
 mod protobuf;
+mod recovery;
 mod remote;
 mod robust;
 mod safetensors;

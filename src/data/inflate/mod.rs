@@ -16,6 +16,7 @@
 //! So a 600 GB decoded stream costs a few MB of checkpoint table in RAM, a few
 //! GB of windows on disk, and the cache budget.
 
+pub mod resync;
 mod windows;
 pub mod zlib;
 
@@ -71,6 +72,9 @@ pub struct InflateSource {
     span: u64,
     /// Where windows are read from when the stream was restored.
     store: Option<Arc<dyn WindowStore>>,
+    /// It starts where decoding resumed after damage (see
+    /// [`Inflater::recover`]); such a stream is not indexed.
+    recovered: AtomicBool,
 }
 
 impl InflateSource {
@@ -96,6 +100,7 @@ impl InflateSource {
             label,
             span: span.max(1024),
             store: None,
+            recovered: AtomicBool::new(false),
         })
     }
 
@@ -167,6 +172,7 @@ impl InflateSource {
             label,
             span: layout.span.max(1024),
             store: Some(store),
+            recovered: AtomicBool::new(false),
         }))
     }
 
@@ -195,6 +201,10 @@ impl InflateSource {
     }
 
     fn begin_segment(&self, input: u64) {
+        self.begin_segment_at(input, 0, None);
+    }
+
+    fn begin_segment_at(&self, input: u64, bits: u8, window: Option<WindowSlot>) {
         let out = self.avail.load(Ordering::Acquire);
         self.segments.write().push(Segment {
             out_start: out,
@@ -202,8 +212,8 @@ impl InflateSource {
             points: vec![Point {
                 out,
                 input,
-                bits: 0,
-                window: None,
+                bits,
+                window,
             }],
         });
     }
@@ -346,6 +356,9 @@ impl Source for InflateSource {
         Some((self.input.clone(), p.input, p.out == offset))
     }
     fn layout(&self) -> Layout<'_> {
+        if self.recovered.load(Ordering::Relaxed) {
+            return Layout::Opaque;
+        }
         Layout::Inflate {
             input: &self.input,
             stream: InflateSource::layout(self),
@@ -453,6 +466,19 @@ pub struct Inflater {
     /// Output offsets where the last [`BLOCK_RING`] deflate blocks began,
     /// oldest first (see [`Inflater::suspect_from`]).
     block_starts: std::collections::VecDeque<u64>,
+    /// Decoding after damage, until the window holds no unknown byte.
+    rec: Option<Box<resync::Recover>>,
+    /// Unknown output ranges found and not yet taken.
+    unknown: Vec<(u64, u64)>,
+}
+
+/// Where decoding at input bit `bit` starts: the input byte, and the bits
+/// of the byte before it that are still to be read (a checkpoint's form).
+fn split_bit(bit: u64) -> (u64, u8) {
+    match (bit % 8) as u8 {
+        0 => (bit / 8, 0),
+        k => (bit / 8 + 1, 8 - k),
+    }
 }
 
 /// Block starts remembered for [`Inflater::suspect_from`].
@@ -465,6 +491,24 @@ impl Inflater {
     /// appended to `src` after what is already there.
     pub fn new(src: Arc<InflateSource>, start: u64) -> Inflater {
         src.begin_segment(start);
+        Inflater::new_in_segment(src, start)
+    }
+
+    /// Starts decoding `src`'s input at the block that begins at input bit
+    /// `bit`, found after damage ([`resync::find_block`]): the 32 KiB
+    /// before it are unknown, so the bytes that copy them are zeros and are
+    /// listed by [`Inflater::take_unknown`]. `src` is not indexed.
+    pub fn recover(src: Arc<InflateSource>, bit: u64) -> Inflater {
+        let (input, bits) = split_bit(bit);
+        src.recovered.store(true, Ordering::Relaxed);
+        src.begin_segment_at(input, bits, Some(WindowSlot::UNKNOWN));
+        let rec = resync::Recover::new(src.input.clone(), bit);
+        let mut me = Inflater::new_in_segment(src, input);
+        me.rec = Some(Box::new(rec));
+        me
+    }
+
+    fn new_in_segment(src: Arc<InflateSource>, start: u64) -> Inflater {
         Inflater {
             src,
             z: RawInflate::new(),
@@ -477,7 +521,23 @@ impl Inflater {
             window: Vec::new(),
             limit: None,
             block_starts: std::collections::VecDeque::from([0]),
+            rec: None,
+            unknown: Vec::new(),
         }
+    }
+
+    /// Output ranges (offsets in this stream's output) of bytes that are
+    /// unknown, found since the last call: back-references into the window
+    /// lost before a resync point. Merged when close, so a few known bytes
+    /// may be listed; an unknown one is never left out.
+    pub fn take_unknown(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.unknown)
+    }
+
+    /// Whether bytes from here on are exact: not (or no longer) decoding
+    /// with markers for an unknown window.
+    pub fn exact(&self) -> bool {
+        self.rec.is_none()
     }
 
     /// Where bytes that cannot be vouched for begin, after invalid data was
@@ -530,6 +590,13 @@ impl Inflater {
     }
 
     fn run_inner(&mut self, budget: u64) -> InflateEvent {
+        if self.rec.is_some() {
+            match self.run_recover(budget) {
+                Some(e) => return e,
+                None if self.rec.is_some() => return InflateEvent::Progress,
+                None => {} // exact again: zlib goes on
+            }
+        }
         let input = self.src.input.clone();
         let mut made = 0u64;
         loop {
@@ -631,6 +698,115 @@ impl Inflater {
         }
     }
 
+    /// Decodes with the unknown-window decoder until the budget is used, an
+    /// event, or the window is exact again at a block end (`None` with
+    /// `rec` cleared: zlib takes over from there).
+    fn run_recover(&mut self, budget: u64) -> Option<InflateEvent> {
+        let mut made = 0u64;
+        let mut out = Vec::with_capacity(OUT_BUF);
+        loop {
+            let rec = self.rec.as_mut()?;
+            if made >= budget {
+                return None;
+            }
+            let room = match self.limit {
+                Some(l) => (l.saturating_sub(self.produced) as usize).min(OUT_BUF),
+                None => OUT_BUF,
+            };
+            out.clear();
+            let ev = match rec.run(&mut out, room.max(1)) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    return Some(InflateEvent::Error {
+                        at: rec.bit() / 8,
+                        message: format!("read error: {e}"),
+                    });
+                }
+            };
+            if let Some(l) = self.limit
+                && self.produced + out.len() as u64 > l
+            {
+                out.truncate(l.saturating_sub(self.produced) as usize);
+            }
+            let n = out.len() as u64;
+            self.unknown.extend(rec.take_unknown(false));
+            self.crc.update(&out);
+            self.src.append(&out);
+            self.produced += n;
+            made += n;
+            if let Some(l) = self.limit
+                && self.produced >= l
+                && ev == resync::Event::Progress
+            {
+                return Some(InflateEvent::Overflow {
+                    at: rec.bit() / 8,
+                    message: format!("decodes to more than the expected {l} bytes"),
+                });
+            }
+            match ev {
+                resync::Event::Progress => {}
+                resync::Event::Block => {
+                    if self.block_starts.len() == BLOCK_RING {
+                        self.block_starts.pop_front();
+                    }
+                    self.block_starts.push_back(self.produced);
+                    let (input, bits) = split_bit(rec.bit());
+                    let clean = rec.clean();
+                    let due = clean || self.produced - self.last_point >= self.src.span;
+                    if due {
+                        // Unknown bytes are zeros in this window, as a
+                        // replay from the segment start makes them.
+                        self.window = rec.window();
+                    }
+                    if clean {
+                        self.unknown.extend(rec.take_unknown(true));
+                    }
+                    if due {
+                        self.point_at(input, bits);
+                    }
+                    if clean {
+                        self.z = RawInflate::new();
+                        if bits > 0 {
+                            let mut b = [0u8; 1];
+                            let ok =
+                                super::source::read_exact_at(&*self.src.input, input - 1, &mut b);
+                            if !matches!(ok, Ok(true)) {
+                                return Some(InflateEvent::Error {
+                                    at: input,
+                                    message: "input unreadable at the resync point".into(),
+                                });
+                            }
+                            self.z.prime(bits, b[0] >> (8 - bits));
+                        }
+                        self.z.set_dictionary(&self.window);
+                        self.inbuf.reset(input);
+                        self.released = self.released.min(input);
+                        self.rec = None;
+                        return None;
+                    }
+                }
+                resync::Event::End(in_end) => {
+                    self.unknown.extend(rec.take_unknown(true));
+                    return Some(InflateEvent::End { in_end });
+                }
+                resync::Event::NeedInput => return Some(InflateEvent::NeedInput),
+                resync::Event::Truncated => {
+                    self.unknown.extend(rec.take_unknown(true));
+                    return Some(InflateEvent::Truncated {
+                        in_end: self.src.input.available(),
+                    });
+                }
+                resync::Event::Error(bit, why) => {
+                    self.unknown.extend(rec.take_unknown(true));
+                    return Some(InflateEvent::Error {
+                        at: bit.div_ceil(8),
+                        message: why.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
     /// The decoder needs bytes it does not have: `None` if more input has
     /// arrived meanwhile, else truncation (input final) or a wait.
     fn starved(&self, input: &dyn Source) -> Option<InflateEvent> {
@@ -650,13 +826,19 @@ impl Inflater {
 
     fn checkpoint(&mut self) {
         self.z.dictionary(&mut self.window);
+        let bits = (self.z.data_type() & 7) as u8;
+        self.point_at(self.inbuf.pos, bits);
+    }
+
+    /// Records a checkpoint here whose window is `self.window`.
+    fn point_at(&mut self, input: u64, bits: u8) {
         let Ok(w) = windows::put(&self.window) else {
             return; // no checkpoint: reads just resume from an earlier one
         };
         self.src.add_point(Point {
             out: self.src.available(),
-            input: self.inbuf.pos,
-            bits: (self.z.data_type() & 7) as u8,
+            input,
+            bits,
             window: Some(w),
         });
         self.last_point = self.produced;
@@ -729,7 +911,11 @@ impl Replay {
             }
             z.prime(p.bits, b[0] >> (8 - p.bits));
         }
-        if let Some(w) = p.window {
+        if p.window == Some(WindowSlot::UNKNOWN) {
+            if !z.set_dictionary(&[0u8; resync::WINDOW]) {
+                return Err(io::Error::other("cannot set an unknown window"));
+            }
+        } else if let Some(w) = p.window {
             let mut win = Vec::new();
             WindowStore::read(src, w, &mut win)?;
             if !z.set_dictionary(&win) {
@@ -778,8 +964,9 @@ impl Replay {
             if self.pos >= seg_end {
                 // Next deflate stream (next gzip member).
                 self.seg += 1;
-                let next_in = src.segments.read()[self.seg].points[0].input;
-                self.z.reset();
+                let first = src.segments.read()[self.seg].points[0];
+                let next_in = first.input;
+                self.z = Replay::decoder_at(src, &first)?;
                 self.inbuf.reset(next_in);
                 self.released = next_in;
                 continue;

@@ -1,0 +1,1045 @@
+//! Deflate after damage: where a block can start, and decoding from there
+//! without the 32 KiB of output the stream had before it.
+//!
+//! zlib cannot help here: it needs the window. This is a small deflate
+//! decoder of its own whose history holds 16-bit values, so a back-reference
+//! into the lost window yields a marker for "unknown" instead of a guess
+//! (rapidgzip's idea). Unknown bytes come out as zeros, listed in
+//! [`Recover::take_unknown`]; once 32 KiB of output holds no marker the
+//! window is exact again and zlib can take over (see [`Recover::window`]).
+//! zlib given a window of 32 KiB of zeros decodes the same bytes, which is
+//! how replays re-read a recovered stream.
+//!
+//! [`find_block`] looks for a block start bit by bit: a dynamic-Huffman
+//! header that passes every check zlib makes (counts, a complete precode,
+//! code lengths that fit, complete codes with an end-of-block code), or a
+//! stored block's `LEN`/`NLEN` at a byte boundary; each candidate must then
+//! decode through two block ends (or to the end of the stream, or 1 MiB)
+//! before it is believed. The rules of what is valid follow zlib's, so a
+//! stream this decoder accepts, zlib accepts too.
+
+use std::io;
+use std::sync::OnceLock;
+
+use crate::data::source::Data;
+
+/// Size of the deflate window.
+pub const WINDOW: usize = 32 * 1024;
+const MASK: usize = WINDOW - 1;
+/// A history value that stands for a byte of the lost window.
+const UNKNOWN: u16 = 0x100;
+/// Input read at once.
+const IN_CHUNK: usize = 256 * 1024;
+/// Bits one length/distance pair can take at most (15+5+15+13).
+const MAX_SYMBOL_BITS: u64 = 48;
+/// Bytes a block header can take at most (a dynamic one: 3+14+57 bits and
+/// 316 code lengths of up to 14 bits each).
+const MAX_HEADER_BYTES: usize = 600;
+/// Unknown runs closer than this are reported as one.
+const MERGE_GAP: u64 = 64;
+/// Most unknown runs kept apart; past it, runs merge into one.
+const MAX_RUNS: usize = 4096;
+
+const LEN_BASE: [u16; 29] = [
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
+    163, 195, 227, 258,
+];
+const LEN_EXTRA: [u8; 29] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+];
+const DIST_BASE: [u16; 30] = [
+    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
+    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+];
+const DIST_EXTRA: [u8; 30] = [
+    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
+    13,
+];
+/// The order code-length code lengths are sent in.
+const CL_ORDER: [usize; 19] = [
+    16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+];
+
+/// Bits of a byte slice, least significant first, from a bit offset.
+/// Reads past the end give zeros and set `over`, so a caller that may be
+/// at the true end of its input checks `over` before it uses a symbol.
+struct Bits<'a> {
+    b: &'a [u8],
+    next: usize,
+    acc: u64,
+    n: u32,
+    over: bool,
+}
+
+impl<'a> Bits<'a> {
+    fn new(b: &'a [u8], bit: u64) -> Bits<'a> {
+        let mut r = Bits {
+            b,
+            next: (bit / 8) as usize,
+            acc: 0,
+            n: 0,
+            over: false,
+        };
+        r.consume((bit % 8) as u32);
+        r
+    }
+    #[inline]
+    fn refill(&mut self) {
+        while self.n <= 56 {
+            match self.b.get(self.next) {
+                Some(&x) => {
+                    self.acc |= (x as u64) << self.n;
+                    self.next += 1;
+                    self.n += 8;
+                }
+                None => break,
+            }
+        }
+    }
+    #[inline]
+    fn peek(&mut self, k: u32) -> u32 {
+        if self.n < k {
+            self.refill();
+        }
+        (self.acc & ((1u64 << k) - 1)) as u32
+    }
+    #[inline]
+    fn consume(&mut self, k: u32) {
+        if self.n < k {
+            self.refill();
+        }
+        if self.n < k {
+            self.over = true;
+            self.acc = 0;
+            self.n = 0;
+            return;
+        }
+        self.acc >>= k;
+        self.n -= k;
+    }
+    #[inline]
+    fn take(&mut self, k: u32) -> u32 {
+        let v = self.peek(k);
+        self.consume(k);
+        v
+    }
+    /// Bit offset in the slice of the next unread bit.
+    fn pos(&self) -> u64 {
+        self.next as u64 * 8 - self.n as u64
+    }
+    /// Bits left in the slice.
+    fn left(&self) -> u64 {
+        (self.b.len() - self.next) as u64 * 8 + self.n as u64
+    }
+}
+
+/// A canonical Huffman code as a lookup table indexed by the next
+/// `bits` input bits; an entry is `symbol | length << 9`, length 0 for a
+/// bit pattern no code starts with (incomplete codes).
+struct Huff {
+    table: Vec<u16>,
+    bits: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CodeKind {
+    /// The code-length code: must be complete.
+    Precode,
+    /// Literal/length and distance codes: complete, or a single code.
+    Data,
+}
+
+/// Checks `lengths` as zlib does (over-subscribed: invalid; incomplete:
+/// invalid unless a single one-bit code, or no code at all).
+fn code_ok(lengths: &[u8], kind: CodeKind) -> bool {
+    let mut count = [0u32; 16];
+    for &l in lengths {
+        count[l as usize] += 1;
+    }
+    let max = (1..16).rev().find(|&l| count[l] != 0).unwrap_or(0);
+    if max == 0 {
+        return true;
+    }
+    let mut left: i32 = 1;
+    for c in &count[1..] {
+        left <<= 1;
+        left -= *c as i32;
+        if left < 0 {
+            return false;
+        }
+    }
+    !(left > 0 && (kind == CodeKind::Precode || max != 1))
+}
+
+impl Huff {
+    /// The table for `lengths`, which [`code_ok`] accepted.
+    fn new(lengths: &[u8]) -> Huff {
+        let bits = lengths.iter().copied().max().unwrap_or(0).max(1) as u32;
+        let mut table = vec![0u16; 1 << bits];
+        let mut count = [0u16; 16];
+        for &l in lengths {
+            count[l as usize] += 1;
+        }
+        count[0] = 0;
+        let mut next = [0u16; 16];
+        let mut code = 0u16;
+        for l in 1..16 {
+            code = (code + count[l - 1]) << 1;
+            next[l] = code;
+        }
+        for (sym, &l) in lengths.iter().enumerate() {
+            if l == 0 {
+                continue;
+            }
+            let c = next[l as usize];
+            next[l as usize] += 1;
+            let rev = (c.reverse_bits() >> (16 - l)) as usize;
+            let entry = sym as u16 | (l as u16) << 9;
+            let mut i = rev;
+            while i < table.len() {
+                table[i] = entry;
+                i += 1 << l;
+            }
+        }
+        Huff { table, bits }
+    }
+
+    /// The next symbol, or `None` for a pattern that is no code.
+    #[inline]
+    fn decode(&self, r: &mut Bits) -> Option<u16> {
+        let e = self.table[r.peek(self.bits) as usize];
+        let len = (e >> 9) as u32;
+        if len == 0 {
+            return None;
+        }
+        r.consume(len);
+        Some(e & 0x1ff)
+    }
+}
+
+fn fixed() -> &'static (Huff, Huff) {
+    static FIXED: OnceLock<(Huff, Huff)> = OnceLock::new();
+    FIXED.get_or_init(|| {
+        let mut l = [0u8; 288];
+        l[..144].fill(8);
+        l[144..256].fill(9);
+        l[256..280].fill(7);
+        l[280..].fill(8);
+        (Huff::new(&l), Huff::new(&[5u8; 30]))
+    })
+}
+
+/// Reads a dynamic block's header after its 3 type bits: the two codes,
+/// or why they are invalid (zlib's words).
+fn dynamic_header(r: &mut Bits) -> Result<(Huff, Huff), &'static str> {
+    let hlit = r.take(5) as usize + 257;
+    let hdist = r.take(5) as usize + 1;
+    let hclen = r.take(4) as usize + 4;
+    if hlit > 286 || hdist > 30 {
+        return Err("too many length or distance symbols");
+    }
+    let mut cl = [0u8; 19];
+    for &i in &CL_ORDER[..hclen] {
+        cl[i] = r.take(3) as u8;
+    }
+    if !code_ok(&cl, CodeKind::Precode) || cl.iter().all(|&l| l == 0) {
+        return Err("invalid code lengths set");
+    }
+    let pre = Huff::new(&cl);
+    let mut lens = [0u8; 316];
+    let total = hlit + hdist;
+    let mut i = 0;
+    while i < total {
+        let sym = pre.decode(r).ok_or("invalid code lengths set")?;
+        let (value, repeat) = match sym {
+            0..=15 => {
+                lens[i] = sym as u8;
+                i += 1;
+                continue;
+            }
+            16 => {
+                let prev = *lens[..i].last().ok_or("invalid bit length repeat")?;
+                (prev, 3 + r.take(2) as usize)
+            }
+            17 => (0, 3 + r.take(3) as usize),
+            _ => (0, 11 + r.take(7) as usize),
+        };
+        if i + repeat > total {
+            return Err("invalid bit length repeat");
+        }
+        lens[i..i + repeat].fill(value);
+        i += repeat;
+    }
+    if r.over {
+        return Err("input ends inside a block header");
+    }
+    if lens[256] == 0 {
+        return Err("invalid code -- missing end-of-block");
+    }
+    let (lit, dist) = (&lens[..hlit], &lens[hlit..total]);
+    if !code_ok(lit, CodeKind::Data) {
+        return Err("invalid literal/lengths set");
+    }
+    if !code_ok(dist, CodeKind::Data) {
+        return Err("invalid distances set");
+    }
+    Ok((Huff::new(lit), Huff::new(dist)))
+}
+
+enum Block {
+    /// A block header comes next.
+    Header,
+    Codes {
+        /// The block's codes; `None`: the fixed ones.
+        codes: Option<Box<(Huff, Huff)>>,
+        last: bool,
+    },
+    Stored {
+        left: u32,
+        last: bool,
+    },
+    /// After the last block.
+    End,
+}
+
+/// What [`Recover::run`] ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The output limit was reached; call again.
+    Progress,
+    /// A block that is not the last ended: a place where decoding can
+    /// resume (see [`Recover::window`], [`Recover::bit`]).
+    Block,
+    /// The last block ended; the stream's bytes end at this input byte.
+    End(u64),
+    /// More input is needed and may still arrive.
+    NeedInput,
+    /// The input ended for good inside the stream.
+    Truncated,
+    /// Invalid deflate data at this input bit.
+    Error(u64, &'static str),
+}
+
+/// A deflate decoder that starts at any block boundary with an unknown
+/// window. See the module docs.
+pub struct Recover {
+    input: Data,
+    buf: Vec<u8>,
+    /// Input offset of `buf[0]`.
+    buf_start: u64,
+    /// Input bit offset of the next unread bit.
+    bit: u64,
+    block: Block,
+    hist: Box<[u16]>,
+    produced: u64,
+    /// Output offset just past the last unknown byte.
+    unknown_end: u64,
+    /// The unknown run being extended, and the finished ones.
+    run: Option<(u64, u64)>,
+    runs: Vec<(u64, u64)>,
+    merge_all: bool,
+    blocks: u64,
+    /// Dynamic-Huffman headers and stored `LEN`/`NLEN` pairs that checked
+    /// out: what random bits rarely pass (see [`confirm`]).
+    evidence: u64,
+}
+
+impl Recover {
+    /// Decodes `input` from the block header at bit `bit`.
+    pub fn new(input: Data, bit: u64) -> Recover {
+        Recover {
+            input,
+            buf: Vec::new(),
+            buf_start: 0,
+            bit,
+            block: Block::Header,
+            hist: vec![UNKNOWN; WINDOW].into_boxed_slice(),
+            produced: 0,
+            unknown_end: 0,
+            run: None,
+            runs: Vec::new(),
+            merge_all: false,
+            blocks: 0,
+            evidence: 0,
+        }
+    }
+
+    /// Input bit offset of the next unread bit.
+    pub fn bit(&self) -> u64 {
+        self.bit
+    }
+    /// Bytes produced.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+    /// Blocks decoded to their end.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+    /// Whether the last 32 KiB of output hold no unknown byte: from here
+    /// on every byte is exact, and zlib can continue with [`Self::window`].
+    pub fn clean(&self) -> bool {
+        self.produced >= self.unknown_end + WINDOW as u64
+    }
+    /// The last 32 KiB of output (unknown bytes as zeros, as they were
+    /// written).
+    pub fn window(&self) -> Vec<u8> {
+        let n = (self.produced as usize).min(WINDOW);
+        let mut w = Vec::with_capacity(n);
+        for k in (1..=n).rev() {
+            let v = self.hist[(self.produced as usize).wrapping_sub(k) & MASK];
+            w.push(if v < 256 { v as u8 } else { 0 });
+        }
+        w
+    }
+    /// Output ranges of unknown bytes found since the last call, merged
+    /// when closer than 64 bytes (so some known bytes may be listed; an
+    /// unknown one never goes unlisted). With `all`, the run still being
+    /// extended is included.
+    pub fn take_unknown(&mut self, all: bool) -> Vec<(u64, u64)> {
+        if all && let Some(r) = self.run.take() {
+            self.runs.push(r);
+        }
+        std::mem::take(&mut self.runs)
+    }
+
+    #[inline]
+    fn put(&mut self, v: u16, out: &mut Vec<u8>) {
+        let p = self.produced;
+        self.hist[p as usize & MASK] = v;
+        if v < 256 {
+            out.push(v as u8);
+        } else {
+            out.push(0);
+            self.unknown_end = p + 1;
+            match &mut self.run {
+                Some((_, end)) if self.merge_all || p <= *end + MERGE_GAP => *end = p + 1,
+                _ => {
+                    if let Some(r) = self.run.replace((p, p + 1)) {
+                        self.runs.push(r);
+                        if self.runs.len() >= MAX_RUNS {
+                            self.merge_all = true;
+                        }
+                    }
+                }
+            }
+        }
+        self.produced = p + 1;
+    }
+
+    /// Makes input from the current byte on present: `Ok(true)` when at
+    /// least `want` bytes (or all that will ever exist) are buffered.
+    fn fill(&mut self, want: usize) -> io::Result<bool> {
+        let at = self.bit / 8;
+        let have_end = self.buf_start + self.buf.len() as u64;
+        let fin = self.input.is_final();
+        let avail = self.input.available();
+        if at >= self.buf_start && at + want as u64 <= have_end {
+            return Ok(true);
+        }
+        if at >= self.buf_start && have_end >= avail && at <= have_end {
+            // Everything there is, is buffered.
+            return Ok(fin);
+        }
+        let n = avail.saturating_sub(at).min(IN_CHUNK.max(want) as u64) as usize;
+        self.buf.resize(n, 0);
+        let got = self.input.read_at(at, &mut self.buf)?;
+        self.buf.truncate(got);
+        self.buf_start = at;
+        Ok(got >= want || (fin && at + got as u64 >= avail))
+    }
+
+    /// Decodes until about `max` more bytes were appended to `out`, or a
+    /// block ends, or an event.
+    pub fn run(&mut self, out: &mut Vec<u8>, max: usize) -> io::Result<Event> {
+        let stop = out.len() + max;
+        loop {
+            match &self.block {
+                Block::End => return Ok(Event::End(self.bit.div_ceil(8))),
+                Block::Header => {
+                    if !self.fill(MAX_HEADER_BYTES)? {
+                        return Ok(self.starved());
+                    }
+                    let rel = self.bit - self.buf_start * 8;
+                    let mut r = Bits::new(&self.buf, rel);
+                    let last = r.take(1) == 1;
+                    let kind = r.take(2);
+                    let block = match kind {
+                        0 => {
+                            // To the byte boundary; LEN and NLEN follow.
+                            let skip = (8 - (r.pos() % 8) as u32) % 8;
+                            r.consume(skip);
+                            Block::Stored {
+                                left: u32::MAX,
+                                last,
+                            }
+                        }
+                        1 => Block::Codes { codes: None, last },
+                        2 => match dynamic_header(&mut r) {
+                            Ok(c) => Block::Codes {
+                                codes: Some(Box::new(c)),
+                                last,
+                            },
+                            Err(_) if r.over => return Ok(self.starved_final()),
+                            Err(e) => return Ok(Event::Error(self.bit, e)),
+                        },
+                        _ => return Ok(Event::Error(self.bit, "invalid block type")),
+                    };
+                    if r.over {
+                        return Ok(self.starved_final());
+                    }
+                    self.bit = self.buf_start * 8 + r.pos();
+                    if kind == 2 {
+                        self.evidence += 1;
+                    }
+                    self.block = block;
+                }
+                Block::Stored { left, last } => {
+                    let (left, last) = (*left, *last);
+                    if left == u32::MAX {
+                        if !self.fill(4)? {
+                            return Ok(self.starved());
+                        }
+                        let at = (self.bit / 8 - self.buf_start) as usize;
+                        let b = &self.buf[at..at + 4];
+                        let len = u16::from_le_bytes([b[0], b[1]]);
+                        let nlen = u16::from_le_bytes([b[2], b[3]]);
+                        if len != !nlen {
+                            return Ok(Event::Error(self.bit, "invalid stored block lengths"));
+                        }
+                        self.bit += 32;
+                        self.evidence += 1;
+                        self.block = Block::Stored {
+                            left: len as u32,
+                            last,
+                        };
+                        continue;
+                    }
+                    if left == 0 {
+                        self.end_block(last);
+                        if !last {
+                            return Ok(Event::Block);
+                        }
+                        continue;
+                    }
+                    if out.len() >= stop {
+                        return Ok(Event::Progress);
+                    }
+                    if !self.fill(1)? {
+                        return Ok(self.starved());
+                    }
+                    let at = (self.bit / 8 - self.buf_start) as usize;
+                    let n = (left as usize)
+                        .min(self.buf.len() - at)
+                        .min(stop - out.len());
+                    if n == 0 {
+                        return Ok(self.starved_final());
+                    }
+                    for k in 0..n {
+                        let v = self.buf[at + k] as u16;
+                        self.put(v, out);
+                    }
+                    self.bit += n as u64 * 8;
+                    self.block = Block::Stored {
+                        left: left - n as u32,
+                        last,
+                    };
+                }
+                Block::Codes { .. } => {
+                    if !self.fill(4096)? && self.input.available() <= self.bit / 8 {
+                        return Ok(self.starved());
+                    }
+                    match self.codes(out, stop) {
+                        Some(e) => return Ok(e),
+                        None => continue,
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_block(&mut self, last: bool) {
+        self.blocks += 1;
+        self.block = if last { Block::End } else { Block::Header };
+    }
+
+    /// Input is missing: a wait, or the end of the input for good.
+    fn starved(&self) -> Event {
+        if self.input.is_final() {
+            Event::Truncated
+        } else {
+            Event::NeedInput
+        }
+    }
+    /// The buffered input ran out although it was filled: if the input is
+    /// final it is truncated, else more must be read.
+    fn starved_final(&self) -> Event {
+        self.starved()
+    }
+
+    /// Decodes symbols of a Huffman block from the buffer. `None`: the
+    /// buffer runs low or the block ended; call `run` again.
+    fn codes(&mut self, out: &mut Vec<u8>, stop: usize) -> Option<Event> {
+        let Block::Codes { codes, last } = std::mem::replace(&mut self.block, Block::End) else {
+            return None;
+        };
+        let buf = std::mem::take(&mut self.buf);
+        let at_end =
+            self.input.is_final() && self.buf_start + buf.len() as u64 >= self.input.available();
+        let mut r = Bits::new(&buf, self.bit - self.buf_start * 8);
+        let (lit, dist) = match &codes {
+            Some(c) => (&c.0, &c.1),
+            None => {
+                let f = fixed();
+                (&f.0, &f.1)
+            }
+        };
+        let mut result = None;
+        let mut ended = false;
+        loop {
+            if out.len() >= stop {
+                result = Some(Event::Progress);
+                break;
+            }
+            if r.left() < MAX_SYMBOL_BITS && !at_end {
+                break; // refill
+            }
+            let start = r.pos();
+            let Some(sym) = lit.decode(&mut r) else {
+                result = Some(Event::Error(
+                    self.buf_start * 8 + start,
+                    "invalid literal/length code",
+                ));
+                break;
+            };
+            if sym < 256 {
+                if r.over {
+                    result = Some(Event::Truncated);
+                    break;
+                }
+                self.put(sym, out);
+                continue;
+            }
+            if sym == 256 {
+                if r.over {
+                    result = Some(Event::Truncated);
+                    break;
+                }
+                ended = true;
+                break;
+            }
+            let li = (sym - 257) as usize;
+            if li >= 29 {
+                result = Some(Event::Error(
+                    self.buf_start * 8 + start,
+                    "invalid literal/length code",
+                ));
+                break;
+            }
+            let len = LEN_BASE[li] as usize + r.take(LEN_EXTRA[li] as u32) as usize;
+            let Some(ds) = dist.decode(&mut r) else {
+                result = Some(Event::Error(
+                    self.buf_start * 8 + start,
+                    "invalid distance code",
+                ));
+                break;
+            };
+            if ds >= 30 {
+                result = Some(Event::Error(
+                    self.buf_start * 8 + start,
+                    "invalid distance code",
+                ));
+                break;
+            }
+            let d =
+                DIST_BASE[ds as usize] as usize + r.take(DIST_EXTRA[ds as usize] as u32) as usize;
+            if r.over {
+                result = Some(Event::Truncated);
+                break;
+            }
+            for _ in 0..len {
+                let v = self.hist[(self.produced as usize).wrapping_sub(d) & MASK];
+                self.put(v, out);
+            }
+        }
+        // Where the last whole symbol ended.
+        let pos = if r.over { None } else { Some(r.pos()) };
+        let low = r.left() < MAX_SYMBOL_BITS;
+        if let Some(p) = pos {
+            self.bit = self.buf_start * 8 + p;
+        }
+        self.buf = buf;
+        if ended {
+            self.end_block(last);
+            return if last { None } else { Some(Event::Block) };
+        }
+        self.block = Block::Codes { codes, last };
+        if result.is_none() && low && !at_end {
+            // Read on from the current byte; if nothing more can come yet,
+            // say so rather than spin.
+            let more = self.input.available() > self.buf_start + self.buf.len() as u64;
+            if !more {
+                return Some(self.starved());
+            }
+            self.buf_start = u64::MAX; // force a re-read from self.bit
+            self.buf.clear();
+            return None;
+        }
+        result
+    }
+}
+
+/// What [`find_block`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A block that decodes begins at this input bit.
+    Block(u64),
+    /// The budget was used up to this input bit; call again from it.
+    Scanned(u64),
+    /// More input is needed (and may arrive) to go on from this bit.
+    NeedInput(u64),
+    /// No block begins before the end given or the end of the input.
+    Nothing,
+}
+
+/// Output a candidate must decode to without two block ends to be believed.
+const CONFIRM_OUT: u64 = 1 << 20;
+
+/// Whether decoding from input bit `bit` holds up. Random bits pass as
+/// fixed-Huffman blocks for a while, so only block headers that checked
+/// out count as evidence (dynamic ones, stored `LEN`/`NLEN`): two of them
+/// and two block ends; or one and [`CONFIRM_OUT`] bytes without an error;
+/// or the stream's end where `end_ok` says a stream may end; or, when the
+/// input is cut, two, or one and 256 KiB. `None`: input is missing.
+fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool) -> Option<bool> {
+    let mut d = Recover::new(input.clone(), bit);
+    let mut sink = Vec::with_capacity(64 * 1024);
+    loop {
+        sink.clear();
+        let Ok(ev) = d.run(&mut sink, 64 * 1024) else {
+            return Some(false);
+        };
+        let e = d.evidence;
+        match ev {
+            Event::Block if e >= 2 && d.blocks() >= 2 => return Some(true),
+            Event::Block | Event::Progress if e >= 1 && d.produced() >= CONFIRM_OUT => {
+                return Some(true);
+            }
+            Event::Block | Event::Progress if d.produced() >= 4 * CONFIRM_OUT => {
+                return Some(false);
+            }
+            Event::Block | Event::Progress => {}
+            Event::End(at) => return Some(e >= 1 && end_ok(at)),
+            Event::NeedInput => return None,
+            Event::Truncated => {
+                return Some(e >= 2 || (e >= 1 && d.produced() >= 256 * 1024));
+            }
+            Event::Error(..) => return Some(false),
+        }
+    }
+}
+
+/// Looks for the first input bit at or after `from`, before byte `end`,
+/// where a deflate block begins that decodes (see the module docs),
+/// scanning at most `budget` bytes. `end_ok` says whether a deflate stream
+/// may end at an input byte (a gzip trailer and the end of the file or the
+/// next member follow; a zip entry's data ends there).
+pub fn find_block(
+    input: &Data,
+    from: u64,
+    end: u64,
+    budget: u64,
+    end_ok: &dyn Fn(u64) -> bool,
+) -> io::Result<Found> {
+    let stop = end.min((from / 8).saturating_add(budget.max(1)));
+    let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
+    let mut bit = from;
+    while bit < stop.saturating_mul(8) {
+        let base = bit / 8;
+        let fin = input.is_final();
+        let avail = input.available();
+        if base >= avail {
+            return Ok(if fin {
+                Found::Nothing
+            } else {
+                Found::NeedInput(bit)
+            });
+        }
+        let want = ((avail - base) as usize).min(buf.len());
+        let got = input.read_at(base, &mut buf[..want])?;
+        let b = &buf[..got];
+        // A header near the end of what was read is read again later
+        // with the bytes after it, unless there are none.
+        let more = base + (got as u64) < avail || !fin;
+        let lim = if more {
+            got.saturating_sub(MAX_HEADER_BYTES)
+        } else {
+            got
+        } as u64
+            * 8;
+        let lim = lim.min((stop - base) * 8);
+        let mut rel = bit - base * 8;
+        if rel >= lim {
+            return Ok(if more {
+                Found::NeedInput(bit)
+            } else {
+                Found::Nothing
+            });
+        }
+        while rel < lim {
+            if let Some(at) = candidate(b, rel) {
+                let at = base * 8 + at;
+                match confirm(input, at, end_ok) {
+                    Some(true) => return Ok(Found::Block(at)),
+                    Some(false) => {}
+                    None => return Ok(Found::NeedInput(base * 8 + rel)),
+                }
+            }
+            rel += 1;
+        }
+        bit = base * 8 + rel;
+        if !more && rel >= got as u64 * 8 {
+            return Ok(Found::Nothing);
+        }
+    }
+    Ok(if bit >= end.saturating_mul(8) {
+        Found::Nothing
+    } else {
+        Found::Scanned(bit)
+    })
+}
+
+/// Where a block may start for a scan at bit `rel` of `b`, after the
+/// cheap checks and before a trial decode: `rel` itself for a dynamic
+/// header; for a stored block whose `LEN`, `NLEN` are at byte `rel / 8`,
+/// its header's bit in the byte before.
+fn candidate(b: &[u8], rel: u64) -> Option<u64> {
+    if rel.is_multiple_of(8) {
+        let i = (rel / 8) as usize;
+        if i >= 1 && i + 4 <= b.len() {
+            let len = u16::from_le_bytes([b[i], b[i + 1]]);
+            let nlen = u16::from_le_bytes([b[i + 2], b[i + 3]]);
+            if len == !nlen
+                && let Some(k) = stored_header_bits(b[i - 1])
+            {
+                return Some(rel - 8 + k as u64);
+            }
+        }
+    }
+    let mut r = Bits::new(b, rel);
+    let head = r.peek(17);
+    // BTYPE = 2 (dynamic), HLIT <= 29, HDIST <= 29.
+    if (head >> 1) & 3 != 2 || (head >> 3) & 31 > 29 || (head >> 8) & 31 > 29 {
+        return None;
+    }
+    r.consume(3);
+    match dynamic_header(&mut r) {
+        Ok(_) if !r.over => Some(rel),
+        _ => None,
+    }
+}
+
+/// Whether the byte before a stored block's LEN can hold its header: three
+/// bits `x00` somewhere, then zero padding (as every writer pads).
+fn stored_header_bits(prev: u8) -> Option<u32> {
+    (0..6).find(|&k| {
+        let hdr = (prev >> k) & 0b111;
+        hdr & 0b110 == 0 && (prev as u32) >> (k + 3) == 0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+    use crate::data::inflate::zlib::{Code, RawInflate};
+    use std::sync::Arc;
+
+    fn deflate(data: &[u8], level: u32) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Text-like data with long-range repeats, as a tar of sources is:
+    /// words from a vocabulary of random ones, and random numbers.
+    fn sample(n: usize) -> Vec<u8> {
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let vocab: Vec<Vec<u8>> = (0..2000)
+            .map(|_| {
+                let len = 2 + next() % 9;
+                (0..len).map(|_| b'a' + (next() % 26) as u8).collect()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let r = next();
+            out.extend_from_slice(&vocab[(r % 2000) as usize]);
+            out.push(if r % 11 == 0 { b'\n' } else { b' ' });
+            if r % 5 == 0 {
+                out.extend_from_slice(format!("{} ", r >> 40).as_bytes());
+            }
+        }
+        out.truncate(n);
+        out
+    }
+
+    /// Input bit offsets of every block boundary zlib sees, with the
+    /// output offset there.
+    fn boundaries(z: &[u8]) -> Vec<(u64, u64)> {
+        let mut d = RawInflate::new();
+        let mut out = vec![0u8; 1 << 16];
+        let (mut pos, mut made) = (0usize, 0u64);
+        let mut v = Vec::new();
+        loop {
+            let s = d.inflate(&z[pos..], &mut out, true);
+            pos += s.consumed;
+            made += s.produced as u64;
+            if d.at_block_boundary() {
+                let bits = (d.data_type() & 7) as u64;
+                v.push((pos as u64 * 8 - bits, made));
+            }
+            if s.code == Code::StreamEnd || s.code == Code::DataError {
+                break;
+            }
+        }
+        v.dedup();
+        v
+    }
+
+    fn mem(b: Vec<u8>) -> Data {
+        Arc::new(MemSource::new(b))
+    }
+
+    fn decode_all(d: &mut Recover) -> (Vec<u8>, Event) {
+        let mut out = Vec::new();
+        loop {
+            match d.run(&mut out, 1 << 20).unwrap() {
+                Event::Progress | Event::Block => {}
+                e => return (out, e),
+            }
+        }
+    }
+
+    #[test]
+    fn decodes_from_every_block_boundary_with_unknowns_marked() {
+        let data = sample(3 << 20);
+        for level in [2, 6, 9] {
+            let z = deflate(&data, level);
+            let input = mem(z.clone());
+            let bounds = boundaries(&z);
+            assert!(bounds.len() > 3, "level {level}: {} blocks", bounds.len());
+            for &(bit, out_at) in bounds.iter().take(6) {
+                let mut d = Recover::new(input.clone(), bit);
+                let (out, ev) = decode_all(&mut d);
+                assert_eq!(ev, Event::End(z.len() as u64), "level {level} bit {bit}");
+                let want = &data[out_at as usize..];
+                assert_eq!(out.len(), want.len());
+                let unknown = d.take_unknown(true);
+                let mut is_unknown = vec![false; out.len()];
+                for (s, e) in &unknown {
+                    is_unknown[*s as usize..*e as usize].fill(true);
+                }
+                for (i, (&a, &b)) in out.iter().zip(want).enumerate() {
+                    assert!(
+                        is_unknown[i] || a == b,
+                        "level {level} byte {i} wrong and not listed"
+                    );
+                }
+                // zlib with a window of zeros gives the same bytes.
+                let mut z2 = RawInflate::new();
+                let k = (bit % 8) as u8;
+                let byte = (bit / 8) as usize;
+                let mut from = byte;
+                if k > 0 {
+                    z2.prime(8 - k, z[byte] >> k);
+                    from += 1;
+                }
+                assert!(z2.set_dictionary(&[0u8; WINDOW]));
+                let mut again = vec![0u8; out.len() + 16];
+                let s = z2.inflate(&z[from..], &mut again, false);
+                assert_eq!(s.code, Code::StreamEnd);
+                assert_eq!(&again[..s.produced], &out[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_next_block_after_damage() {
+        let data = sample(4 << 20);
+        let mut z = deflate(&data, 6);
+        let bounds = boundaries(&z);
+        let hit = z.len() / 3;
+        let mut x = 12345u64;
+        for b in &mut z[hit..hit + 4096] {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *b = (x >> 33) as u8;
+        }
+        let input = mem(z.clone());
+        let from = (hit as u64 + 4096) * 8;
+        let want = bounds.iter().find(|b| b.0 >= from).unwrap();
+        let f = find_block(&input, from, z.len() as u64, u64::MAX, &|e| {
+            e == z.len() as u64
+        })
+        .unwrap();
+        assert_eq!(f, Found::Block(want.0));
+    }
+
+    #[test]
+    fn finds_pigz_style_stored_blocks() {
+        // A stream made of independent parts joined by empty stored blocks.
+        let data = sample(1 << 20);
+        let mut z = Vec::new();
+        let mut e = flate2::write::DeflateEncoder::new(&mut z, flate2::Compression::new(6));
+        use std::io::Write;
+        for part in data.chunks(128 * 1024) {
+            e.write_all(part).unwrap();
+            e.flush().unwrap();
+        }
+        e.finish().unwrap();
+        let input = mem(z.clone());
+        let f = find_block(&input, z.len() as u64 * 4, z.len() as u64, u64::MAX, &|e| {
+            e == z.len() as u64
+        })
+        .unwrap();
+        let Found::Block(s) = f else { panic!("{f:?}") };
+        let mut d = Recover::new(input.clone(), s);
+        let (out, ev) = decode_all(&mut d);
+        assert_eq!(ev, Event::End(z.len() as u64));
+        let tail = &data[data.len() - out.len()..];
+        let unknown = d.take_unknown(true);
+        let mut ok = vec![true; out.len()];
+        for (s, e) in unknown {
+            ok[s as usize..e as usize].fill(false);
+        }
+        assert!(
+            out.iter()
+                .zip(tail)
+                .zip(&ok)
+                .all(|((a, b), k)| !k || a == b)
+        );
+    }
+
+    #[test]
+    fn random_bytes_hold_no_block() {
+        let mut x = 99u64;
+        let b: Vec<u8> = (0..256 * 1024)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (x >> 33) as u8
+            })
+            .collect();
+        let n = b.len() as u64;
+        let f = find_block(&mem(b), 0, n, u64::MAX, &|e| e == n).unwrap();
+        assert_eq!(f, Found::Nothing);
+    }
+}

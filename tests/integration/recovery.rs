@@ -1,0 +1,226 @@
+//! Recovery through damage inside one deflate stream: a single-member
+//! tar.gz of real files (this repository's sources, docs and fixtures,
+//! made at test time by GNU tar and GNU gzip) with 4 KiB of random bytes
+//! written over it where they stop the decoder. Expectations come from
+//! the undamaged tar read by Python's tarfile, never from pparse.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use pparse::{Status, Tree};
+
+use crate::util::*;
+
+/// One regular file of the tar, as tarfile lists it.
+struct Member {
+    /// Offset of its data in the tar.
+    data: u64,
+    size: u64,
+}
+
+struct Sample {
+    tar: Vec<u8>,
+    gz: Vec<u8>,
+    members: HashMap<String, Member>,
+}
+
+fn sample() -> &'static Sample {
+    static S: OnceLock<Sample> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tar = dir.join("real.tar");
+        let root = env!("CARGO_MANIFEST_DIR");
+        let ok = Command::new("tar")
+            .args(["--format=gnu", "--sort=name", "--mtime=@0", "--owner=0"])
+            .args(["--group=0", "--numeric-owner", "-cf"])
+            .arg(&tar)
+            .args(["-C", root, "src", "docs", "fixtures", "tests"])
+            .status()
+            .expect("GNU tar runs");
+        assert!(ok.success());
+        let gz = Command::new("gzip")
+            .args(["-6", "-n", "-c"])
+            .arg(&tar)
+            .output()
+            .expect("gzip runs");
+        assert!(gz.status.success());
+        let list = Command::new("python3")
+            .arg("-c")
+            .arg(
+                "import sys,tarfile\n\
+                 for m in tarfile.open(sys.argv[1]):\n\
+                 \x20   if m.isfile(): print(m.offset_data, m.size, m.name)",
+            )
+            .arg(&tar)
+            .output()
+            .expect("python3 runs");
+        assert!(list.status.success());
+        let members = String::from_utf8(list.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut f = l.splitn(3, ' ');
+                let data = f.next().unwrap().parse().unwrap();
+                let size = f.next().unwrap().parse().unwrap();
+                (f.next().unwrap().to_string(), Member { data, size })
+            })
+            .collect();
+        Sample {
+            tar: std::fs::read(&tar).unwrap(),
+            gz: gz.stdout,
+            members,
+        }
+    })
+}
+
+/// Length of the gzip header GNU gzip -n writes (no name, no extras).
+const GZ_HEADER: usize = 10;
+
+/// Whether the raw deflate data stops with an error before its end.
+fn hard_error(gz: &[u8]) -> bool {
+    let body = &gz[GZ_HEADER..gz.len() - 8];
+    let mut z = flate2::Decompress::new(false);
+    let mut out = vec![0u8; 1 << 20];
+    loop {
+        let before = (z.total_in(), z.total_out());
+        let at = z.total_in() as usize;
+        match z.decompress(&body[at..], &mut out, flate2::FlushDecompress::None) {
+            Ok(flate2::Status::StreamEnd) => return false,
+            Err(_) => return true,
+            Ok(_) if (z.total_in(), z.total_out()) == before => return true,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Unknown-byte ranges of an extraction, from its damage list.
+fn unknown_ranges(t: &Tree, id: pparse::ExtId) -> Vec<(u64, u64)> {
+    t.exts[id]
+        .damage
+        .iter()
+        .filter(|d| d.reason.starts_with("unknown bytes"))
+        .map(|d| (d.range.start, d.range.end))
+        .collect()
+}
+
+#[test]
+fn members_after_a_hard_deflate_error_come_back_whole() {
+    let s = sample();
+    let mut rng = Rng::new(15);
+    let (mut cases, mut tries) = (0, 0);
+    let (mut past, mut back) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    while cases < 12 && tries < 600 {
+        tries += 1;
+        let len = s.gz.len() as u64;
+        let at = rng.range(len / 20, len * 9 / 10);
+        let mut gz = s.gz.clone();
+        overwrite(&mut gz, at, 4096, &mut rng);
+        if !hard_error(&gz) {
+            continue;
+        }
+        cases += 1;
+        let what = format!("real.tar.gz with 4 KiB random at {at:#x}");
+        // Decoded offset where the damage begins.
+        let dmg_out = inflated_len_from(&s.gz[GZ_HEADER..], at as usize - GZ_HEADER) as u64;
+        if std::env::var_os("PPARSE_KEEP_CASES").is_some() {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery");
+            std::fs::write(dir.join(format!("case{cases}.tar.gz")), &gz).unwrap();
+        }
+        let (p0, b0) = (past, back);
+        let session = parse_named("real.tar.gz", gz, &what);
+        let t = session.tree();
+        let mut whole: HashMap<String, bool> = HashMap::new();
+        let mut recovered_streams = 0;
+        for id in 0..t.exts.len() {
+            let e = &t.exts[id];
+            let path = t.path_of(id);
+            if path.contains("~recovered@") && e.parent == Some(0) {
+                recovered_streams += 1;
+                check_aligned(&t, id, s, &what, &mut failures);
+            }
+            let Some((_, name)) = path.split_once('/') else {
+                continue;
+            };
+            let Some(m) = s.members.get(name) else {
+                continue;
+            };
+            if e.parent.is_none_or(|p| t.exts[p].parent != Some(0)) {
+                continue; // a member of a member
+            }
+            let st = t.status_of(id);
+            if st == Status::Corrupt {
+                continue;
+            }
+            let got = read_all(&t, id);
+            let want = &s.tar[m.data as usize..(m.data + m.size) as usize];
+            let exact = got == want;
+            if st == Status::Complete && !exact {
+                failures.push(format!(
+                    "{what}: {path} is complete but its bytes are wrong"
+                ));
+            }
+            if st == Status::Complete && exact {
+                whole.insert(name.to_string(), true);
+            }
+        }
+        if recovered_streams == 0 {
+            failures.push(format!("{what}: no stream recovered after the damage"));
+        }
+        for (name, m) in &s.members {
+            if m.data >= dmg_out + 64 * 1024 {
+                past += 1;
+                if whole.contains_key(name) {
+                    back += 1;
+                }
+            }
+        }
+        eprintln!("{what}: {} of {} back", back - b0, past - p0);
+    }
+    eprintln!(
+        "{cases} damaged copies ({tries} tried): {back} of {past} members past the damage whole"
+    );
+    assert!(cases >= 8, "only {cases} damaged copies stop the decoder");
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        back * 100 >= past * 95,
+        "{back} of {past} members that start 64 KiB past the damage came back whole"
+    );
+}
+
+/// Every byte of a recovered stream that is not listed as unknown equals
+/// the tar at the place it comes from (found by its first member).
+fn check_aligned(t: &Tree, id: pparse::ExtId, s: &Sample, what: &str, failures: &mut Vec<String>) {
+    let e = &t.exts[id];
+    let Some(first) = e.children.iter().find_map(|&c| {
+        let name = t.exts[c].name.display();
+        let m = s.members.get(&name)?;
+        Some((t.exts[c].origin?.start, m.data))
+    }) else {
+        failures.push(format!("{what}: {} holds no member", t.path_of(id)));
+        return;
+    };
+    let Some(shift) = first.1.checked_sub(first.0) else {
+        failures.push(format!("{what}: {} is misaligned", t.path_of(id)));
+        return;
+    };
+    let bytes = read_all(t, id);
+    let unknown = unknown_ranges(t, id);
+    let is_unknown = |i: u64| unknown.iter().any(|&(a, b)| a <= i && i < b);
+    let mut wrong = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let j = i as u64 + shift;
+        if s.tar.get(j as usize) != Some(&b) && !is_unknown(i as u64) {
+            wrong += 1;
+        }
+    }
+    if wrong > 0 {
+        failures.push(format!(
+            "{what}: {} has {wrong} bytes that differ from the tar and are not listed as unknown",
+            t.path_of(id)
+        ));
+    }
+}
