@@ -224,3 +224,105 @@ fn check_aligned(t: &Tree, id: pparse::ExtId, s: &Sample, what: &str, failures: 
         ));
     }
 }
+
+/// A zip entry (Info-ZIP, deflated) damaged in the middle: its tail after
+/// the damage is a child of its own whose known bytes are the file's.
+#[test]
+fn a_zip_entry_damaged_in_the_middle_keeps_its_tail() {
+    let s = sample();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery");
+    let zip = dir.join("real.zip");
+    let _ = std::fs::remove_file(&zip);
+    let ok = Command::new("zip")
+        .args(["-X", "-q", "-6", "-j"])
+        .arg(&zip)
+        .arg(dir.join("real.tar"))
+        .status()
+        .expect("Info-ZIP zip runs");
+    assert!(ok.success());
+    let bytes = std::fs::read(&zip).unwrap();
+    // The entry's data: after the 30-byte local header and its name/extra.
+    let nlen = u16::from_le_bytes([bytes[26], bytes[27]]) as usize;
+    let xlen = u16::from_le_bytes([bytes[28], bytes[29]]) as usize;
+    let data = 30 + nlen + xlen;
+    let csize = u32::from_le_bytes(bytes[18..22].try_into().unwrap()) as usize;
+    let mut rng = Rng::new(1515);
+    let mut cases = 0;
+    for _ in 0..200 {
+        if cases == 4 {
+            break;
+        }
+        let at = rng.range((data + csize / 4) as u64, (data + csize * 3 / 4) as u64);
+        let mut z = bytes.clone();
+        overwrite(&mut z, at, 4096, &mut rng);
+        // Only copies where the decoder stops are of interest here.
+        let mut d = flate2::Decompress::new(false);
+        let mut sink = vec![0u8; 1 << 20];
+        let mut stopped = false;
+        loop {
+            let pos = d.total_in() as usize;
+            let before = (d.total_in(), d.total_out());
+            match d.decompress(
+                &z[data + pos..data + csize],
+                &mut sink,
+                flate2::FlushDecompress::None,
+            ) {
+                Ok(flate2::Status::StreamEnd) => break,
+                Err(_) => {
+                    stopped = true;
+                    break;
+                }
+                Ok(_) if (d.total_in(), d.total_out()) == before => break,
+                Ok(_) => {}
+            }
+        }
+        if !stopped {
+            continue;
+        }
+        cases += 1;
+        let what = format!("real.zip with 4 KiB random at {at:#x}");
+        let session = parse_named("real.zip", z, &what);
+        let t = session.tree();
+        let rec: Vec<_> = (0..t.exts.len())
+            .filter(|&i| t.path_of(i).contains("real.tar~recovered@"))
+            .collect();
+        assert_eq!(rec.len(), 1, "{what}: {}", tree_text(&t));
+        let id = rec[0];
+        assert_eq!(t.status_of(id), Status::Corrupt, "{what}");
+        let got = read_all(&t, id);
+        assert!(
+            got.len() > 64 * 1024,
+            "{what}: only {} bytes recovered",
+            got.len()
+        );
+        // Align by the last 64 bytes, which are exact (the stream ends clean).
+        let tail = &got[got.len() - 64..];
+        assert!(
+            unknown_ranges(&t, id)
+                .iter()
+                .all(|&(_, e)| e <= got.len() as u64 - 64)
+        );
+        let shift = s.tar.len() - got.len();
+        assert_eq!(
+            &s.tar[shift + got.len() - 64..],
+            tail,
+            "{what}: not the file's tail"
+        );
+        let unknown = unknown_ranges(&t, id);
+        let wrong = got
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| {
+                s.tar[shift + i] != b
+                    && !unknown
+                        .iter()
+                        .any(|&(a, e)| a <= i as u64 && (i as u64) < e)
+            })
+            .count();
+        assert_eq!(
+            wrong, 0,
+            "{what}: bytes differ and are not listed as unknown"
+        );
+    }
+    assert_eq!(cases, 4, "too few damaged copies stop the decoder");
+}

@@ -104,6 +104,11 @@ impl InflateSource {
         })
     }
 
+    /// The compressed bytes it is decoded from.
+    pub fn input(&self) -> &Data {
+        &self.input
+    }
+
     /// A finished stream's checkpoints and length, for an index; `None`
     /// while it is still being decoded.
     pub fn layout(&self) -> Option<StreamLayout> {

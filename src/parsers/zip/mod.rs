@@ -137,6 +137,21 @@ enum Work {
         inflater: Box<Inflater>,
         src: Arc<InflateSource>,
     },
+    /// Deflate data was invalid (`err`): looking, from input bit `bit` of
+    /// the entry's data `input`, for a deflate block to resume at.
+    Resync {
+        input: Data,
+        bit: u64,
+        err: Damage,
+    },
+    /// Decoding the rest of the entry after the damage into its own child
+    /// (`NAME~recovered@0xOFFSET`).
+    Recovered {
+        inflater: Box<Inflater>,
+        src: Arc<InflateSource>,
+        child: crate::extraction::ExtId,
+        err: Damage,
+    },
     /// The deflate stream ended at `at`; its descriptor follows.
     Descriptor {
         at: u64,
@@ -314,6 +329,8 @@ enum Outcome {
     Yield,
     Blocked,
     Again,
+    /// A deflate block to resume at was found at this bit of the entry's data.
+    Recover(u64),
     Done(Result<(), Damage>),
 }
 

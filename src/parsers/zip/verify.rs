@@ -5,11 +5,12 @@
 
 use super::records::{self, Local};
 use super::{Current, Outcome, Plan, State, Work, ZipParser, method_text, slice, work};
-use crate::data::{Data, InflateEvent, InflateSource, Range, view};
+use crate::data::inflate::resync;
+use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, view};
 use crate::extraction::EntryKind;
-use crate::name::escape_bytes;
+use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
-use crate::parsers::api::{Step, StepCx};
+use crate::parsers::api::{ChildSpec, Step, StepCx};
 use crate::status::Damage;
 
 impl ZipParser {
@@ -73,6 +74,9 @@ impl ZipParser {
     /// Runs the current entry's work for one budget.
     pub(super) fn entry(&mut self, cx: &mut StepCx) -> Option<Step> {
         let mut cur = self.current.take()?;
+        if matches!(cur.work, Work::Recovered { .. }) {
+            return self.recovered(cx, cur);
+        }
         let before = match &cur.work {
             Work::Deflate { inflater, src } if cx.decode_left == 0 => {
                 src.finish();
@@ -104,11 +108,113 @@ impl ZipParser {
                 self.current = Some(cur);
                 None
             }
+            Outcome::Recover(bit) => {
+                let Work::Resync { input, err, .. } = std::mem::replace(&mut cur.work, Work::None)
+                else {
+                    return None;
+                };
+                let byte = cur.data + bit / 8;
+                let lost = err.range.start;
+                let src = InflateSource::new(input, "recovered deflate stream");
+                let inflater = Box::new(Inflater::recover(src.clone(), bit));
+                let name = format!("{}~recovered@{byte:#x}", escape_bytes(&cur.local.name));
+                let mut spec =
+                    ChildSpec::new(Name::new(name), EntryKind::File, src.clone() as Data);
+                spec.parse = self.parse_child;
+                spec.origin = Some(Range::new(byte, self.data.available().max(byte)));
+                spec.damage.push(Damage::corrupt(
+                    Range::new(0, 0),
+                    format!(
+                        "the rest of entry {} after invalid deflate data (its bytes from {lost:#x} on are lost): decoding resumed at bit {} of byte {byte:#x}, and bytes that copy the 32 KiB before this point are unknown",
+                        escape_bytes(&cur.local.name),
+                        bit % 8
+                    ),
+                ));
+                let child = cx.add_child(spec);
+                cur.work = Work::Recovered {
+                    inflater,
+                    src,
+                    child,
+                    err,
+                };
+                self.current = Some(cur);
+                None
+            }
             Outcome::Done(result) => {
                 self.finish_entry(cx, cur, result);
                 None
             }
         }
+    }
+
+    /// Decodes an entry's tail recovered after damage into its own child.
+    fn recovered(&mut self, cx: &mut StepCx, mut cur: Current) -> Option<Step> {
+        let Work::Recovered {
+            inflater,
+            src,
+            child,
+            err,
+        } = &mut cur.work
+        else {
+            return None;
+        };
+        let child = *child;
+        if cx.decode_left == 0 {
+            src.finish();
+            let d = cx.budget_damage(inflater.produced());
+            cx.child_damage(child, d);
+            let err = err.clone();
+            self.finish_entry(cx, cur, Err(err));
+            return None;
+        }
+        let before = inflater.produced();
+        let event = inflater.run(cx.budget.min(cx.decode_left));
+        cx.decoded(inflater.produced() - before);
+        for (s, e) in inflater.take_unknown() {
+            cx.child_damage(
+                child,
+                Damage::corrupt(
+                    Range::new(s, e),
+                    "unknown bytes: they copy the 32 KiB of the entry lost before the resync point",
+                ),
+            );
+        }
+        let tail = match event {
+            InflateEvent::Progress => {
+                self.current = Some(cur);
+                return Some(Step::Yield);
+            }
+            InflateEvent::NeedInput => {
+                self.current = Some(cur);
+                return Some(Step::Blocked);
+            }
+            InflateEvent::End { in_end } => {
+                let e = &mut self.entries[cur.idx];
+                e.end = Some(e.end.unwrap_or(0).max(cur.data + in_end));
+                None
+            }
+            InflateEvent::Truncated { .. } => {
+                let have = inflater.produced();
+                Some(Damage::truncated(
+                    Range::new(have, have),
+                    "deflate data cut off",
+                ))
+            }
+            InflateEvent::Error { message, .. } | InflateEvent::Overflow { message, .. } => {
+                let have = inflater.produced();
+                Some(Damage::corrupt(
+                    Range::new(have, have),
+                    format!("invalid deflate data again ({message}); bytes after this are lost"),
+                ))
+            }
+        };
+        src.finish();
+        if let Some(d) = tail {
+            cx.child_damage(child, d);
+        }
+        let err = err.clone();
+        self.finish_entry(cx, cur, Err(err));
+        None
     }
 
     fn run_work(&mut self, cur: &mut Current, budget: u64) -> Outcome {
@@ -198,12 +304,39 @@ impl ZipParser {
                     let e = &mut self.entries[cur.idx];
                     // Extent unknown: scanning resumes after the error.
                     e.end.get_or_insert(cur.data + at);
-                    Outcome::Done(Err(Damage::corrupt(
+                    let err = Damage::corrupt(
                         Range::new(have, have),
                         format!("invalid deflate data ({message}); bytes after this are lost"),
-                    )))
+                    );
+                    cur.work = Work::Resync {
+                        input: src.input().clone(),
+                        bit: at.saturating_sub(16) * 8,
+                        err,
+                    };
+                    Outcome::Again
                 }
             },
+            Work::Resync { input, bit, err } => {
+                // A recovered stream may end where the entry's size says,
+                // or where a descriptor or the next record begins.
+                let csize = (!cur.local.has_descriptor()).then_some(cur.local.csize);
+                let (data, base) = (self.data.clone(), cur.data);
+                let end_ok = |e: u64| Some(e) == csize || record_at(&data, base + e);
+                let end = input.available();
+                match resync::find_block(input, *bit, end, SCAN_STEP, &end_ok) {
+                    Ok(resync::Found::Block(b)) => Outcome::Recover(b),
+                    Ok(resync::Found::Scanned(b)) => {
+                        *bit = b;
+                        Outcome::Yield
+                    }
+                    Ok(resync::Found::NeedInput(b)) => {
+                        *bit = b;
+                        Outcome::Blocked
+                    }
+                    Ok(resync::Found::Nothing) | Err(_) => Outcome::Done(Err(err.clone())),
+                }
+            }
+            Work::Recovered { .. } => Outcome::Again,
             Work::Descriptor { at, crc, usize } => {
                 let (at, crc, usize) = (*at, *crc, *usize);
                 self.deflate_descriptor(cur, at, crc, usize)
@@ -353,4 +486,20 @@ pub(super) fn check_crc(
         ));
     }
     Ok(())
+}
+
+/// Input bytes the deflate block finder scans in one step.
+const SCAN_STEP: u64 = 256 * 1024;
+
+/// Whether a zip record (local header, descriptor, central header, end
+/// record) begins at `at`: where an entry's deflate data may end.
+fn record_at(data: &Data, at: u64) -> bool {
+    let mut b = [0u8; 4];
+    match data.read_at(at, &mut b) {
+        Ok(0) => data.is_final(),
+        Ok(4) => {
+            b[..2] == *b"PK" && matches!([b[2], b[3]], [3, 4] | [7, 8] | [1, 2] | [5 | 6, 6])
+        }
+        _ => false,
+    }
 }
