@@ -291,15 +291,18 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
     }
     let start = d.range.start.max(o.start) - o.start;
     let end = d.range.end.min(o.end).max(d.range.start.max(o.start)) - o.start;
-    Some(Damage::corrupt(
-        crate::data::Range::new(start, end),
-        format!(
-            "its bytes {} lie in a damaged span of {}: {}",
+    Some(Damage {
+        unknown: d.unknown,
+        ..Damage::corrupt(
             crate::data::Range::new(start, end),
-            parent.display_name(),
-            d.reason
-        ),
-    ))
+            format!(
+                "its bytes {} lie in a damaged span of {}: {}",
+                crate::data::Range::new(start, end),
+                parent.display_name(),
+                d.reason
+            ),
+        )
+    })
 }
 
 /// How a member named `name` matches `rest`, a PATH below its container

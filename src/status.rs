@@ -43,6 +43,11 @@ pub struct Damage {
     pub range: Range,
     /// Why, in words.
     pub reason: String,
+    /// The bytes are not wrong but unknown: a decoder after damage could
+    /// not know them (copies of a lost window); they read as zeros. An empty
+    /// range marks where such a stream begins. The status is `Corrupt`;
+    /// `extract` writes what comes before the first unknown byte.
+    pub unknown: bool,
 }
 
 impl Damage {
@@ -52,6 +57,7 @@ impl Damage {
             status: Status::Truncated,
             range,
             reason: reason.into(),
+            unknown: false,
         }
     }
     /// Bytes at `range` that are wrong.
@@ -60,6 +66,14 @@ impl Damage {
             status: Status::Corrupt,
             range,
             reason: reason.into(),
+            unknown: false,
+        }
+    }
+    /// Bytes at `range` that could not be known (see [`Damage::unknown`]).
+    pub fn unknown(range: Range, reason: impl Into<String>) -> Damage {
+        Damage {
+            unknown: true,
+            ..Damage::corrupt(range, reason)
         }
     }
 }

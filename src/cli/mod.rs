@@ -193,6 +193,11 @@ enum Cmd {
         /// Also write members whose bytes are corrupt (as they came out).
         #[arg(long)]
         all: bool,
+        /// Write members that hold unknown bytes (recovered after deflate
+        /// damage) whole, the unknown bytes as zeros, and list their ranges;
+        /// without it only the bytes before the first unknown one are written.
+        #[arg(long)]
+        with_unknown: bool,
     },
 }
 
@@ -325,7 +330,14 @@ pub fn main() -> i32 {
             path,
             out,
             all,
-        }) => extract(&input(file), path.as_deref().unwrap_or(""), &out, all),
+            with_unknown,
+        }) => extract(
+            &input(file),
+            path.as_deref().unwrap_or(""),
+            &out,
+            all,
+            with_unknown,
+        ),
         None => match cli.file {
             Some(file) => explore(&input(file), cli.theme.as_deref()),
             None => {
@@ -550,7 +562,13 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
 
 /// `extract`: every leaf below PATH written under DIR, walked through the
 /// file-system API ([`crate::fs::Fs::walk`]) as a library user walks it.
-fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, Fatal> {
+fn extract(
+    input: &Input,
+    path: &str,
+    dir: &Path,
+    all: bool,
+    with_unknown: bool,
+) -> Result<Status, Fatal> {
     use crate::fs::Kind;
     let session = std::sync::Arc::new(open(input)?);
     let top = resolve_final(&session, path)?;
@@ -562,12 +580,53 @@ fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, F
     let mut skipped = Vec::new();
     let mut withheld = Vec::new();
     let mut cut = Vec::new();
-    let walked = fs.walk(path, |e, names, file| {
+    let mut unknown = Vec::new();
+    let walked = fs.walk(path, |e, names, mut file| {
         if e.container {
             return Ok(());
         }
         let why = || e.reason.clone().unwrap_or_default();
         let has_content = file.is_some();
+        // Bytes a decoder could not know (after deflate damage) are the
+        // only fault: the bytes before the first are exact.
+        let unknown_at = file.as_ref().and_then(|f| {
+            let d = f.damage();
+            let only = d.iter().all(|d| d.unknown || d.status != Status::Corrupt);
+            let first = d
+                .iter()
+                .filter(|d| d.unknown && !d.range.is_empty())
+                .map(|d| d.range.start)
+                .min();
+            (only && e.status == Status::Corrupt).then(|| first.unwrap_or(e.size))
+        });
+        if let (Some(at), Some(f)) = (unknown_at, file.as_mut())
+            && !all
+        {
+            let ranges: Vec<String> = f
+                .damage()
+                .iter()
+                .filter(|d| d.unknown)
+                .map(|d| d.range.to_string())
+                .collect();
+            let logical: Vec<String> = names.iter().flat_map(|n| components(n)).collect();
+            let shown = ranges.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+            let more = ranges.len().saturating_sub(8);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            if with_unknown {
+                ex.write_from(&logical, f)
+                    .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
+                unknown.push(format!("{}: unknown bytes written as zeros at {shown}{more}", e.path));
+            } else {
+                ex.write_from(&logical, &mut io::Read::take(f, at))
+                    .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
+                unknown.push(format!(
+                    "{}: {at} of {} bytes written, up to the first unknown byte (unknown: {shown}{more})",
+                    e.path, e.size
+                ));
+            }
+            written += 1;
+            return Ok(());
+        }
         match e.status {
             Status::Corrupt if !all && has_content => {
                 withheld.push(format!("{}: {}", e.path, why()));
@@ -617,6 +676,14 @@ fn extract(input: &Input, path: &str, dir: &Path, all: bool) -> Result<Status, F
     }
     for (list, what) in [
         (&cut, "were cut short; their recovered bytes were written"),
+        (
+            &unknown,
+            if with_unknown {
+                "hold bytes pparse could not know (after deflate damage); written whole"
+            } else {
+                "hold bytes pparse could not know (after deflate damage); the bytes before the first were written (--with-unknown writes them whole, as zeros)"
+            },
+        ),
         (
             &withheld,
             "hold bytes pparse cannot vouch for and were not written (--all writes them)",

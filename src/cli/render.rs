@@ -164,12 +164,16 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
             }
             write!(
                 out,
-                "{{\"status\":\"{}\",\"start\":{},\"end\":{},\"reason\":{}}}",
+                "{{\"status\":\"{}\",\"start\":{},\"end\":{},\"reason\":{}",
                 d.status.as_str(),
                 json_u64(d.range.start),
                 json_u64(d.range.end),
                 json_str(&d.reason)
             )?;
+            if d.unknown {
+                write!(out, ",\"unknown\":true")?;
+            }
+            write!(out, "}}")?;
         }
         write!(out, "]")?;
     }

@@ -346,6 +346,8 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
                 status,
                 range,
                 reason,
+                // Streams with unknown bytes are never indexed.
+                unknown: false,
             });
         }
         let no = r.count()?;

@@ -305,7 +305,7 @@ impl GzipParser {
         let mut spec = ChildSpec::new(Name::new(name), EntryKind::Stream, out.clone() as Data);
         spec.origin = Some(Range::new(byte, self.data.available().max(byte)));
         spec.like = self.child;
-        spec.damage.push(Damage::corrupt(
+        spec.damage.push(Damage::unknown(
             Range::new(0, 0),
             format!(
                 "recovered after damage at {lost:#x}: decoding resumed at bit {} of byte {byte:#x}; what the stream held before is lost, and bytes that copy the 32 KiB before this point are unknown",
@@ -470,7 +470,7 @@ impl GzipParser {
             for (s, e) in unknown {
                 cx.child_damage(
                     c,
-                    Damage::corrupt(
+                    Damage::unknown(
                         Range::new(out_start + s, out_start + e),
                         "unknown bytes: they copy the 32 KiB of the stream lost before the resync point",
                     ),

@@ -774,6 +774,7 @@ fn tensor_node(lay: &Layout, t: &Info, avail: u64, fin: bool) -> Node {
                 r
             },
             reason: detail,
+            unknown: false,
         });
     }
     node

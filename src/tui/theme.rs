@@ -33,6 +33,8 @@ pub struct Theme {
     /// Background of the byte under the hex cursor.
     pub cursor: Color,
     pub(super) damage: Color,
+    /// Background of bytes that could not be known (after deflate damage).
+    pub(super) unknown: Color,
     pub(super) unparsed: Color,
     pub(super) complete: Style,
     truncated: Style,
@@ -132,6 +134,7 @@ impl Theme {
             child: get(h, "child")?,
             cursor: get(h, "cursor")?,
             damage: get(h, "damage")?,
+            unknown: get(h, "unknown")?,
             unparsed: get(h, "unparsed")?,
             complete: fg(s, "complete")?,
             truncated: fg(s, "truncated")?.add_modifier(Modifier::BOLD),
@@ -161,6 +164,7 @@ impl Theme {
             child: Color::Reset,
             cursor: Color::Reset,
             damage: Color::Reset,
+            unknown: Color::Reset,
             unparsed: Color::Reset,
             complete: plain,
             truncated: plain.add_modifier(Modifier::BOLD),

@@ -326,3 +326,100 @@ fn a_zip_entry_damaged_in_the_middle_keeps_its_tail() {
     }
     assert_eq!(cases, 4, "too few damaged copies stop the decoder");
 }
+
+/// A damaged copy of a zip of `real.tar` whose recovered tail holds
+/// unknown bytes: the bytes, the tail's name, its bytes, the first unknown.
+fn zip_with_unknown_tail(dir: &std::path::Path) -> (Vec<u8>, String, Vec<u8>, u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let zip = dir.join("x.zip");
+    let _ = std::fs::remove_file(&zip);
+    let ok = Command::new("zip")
+        .args(["-X", "-q", "-6", "-j"])
+        .arg(&zip)
+        .arg(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery/real.tar"))
+        .status()
+        .expect("Info-ZIP zip runs");
+    assert!(ok.success());
+    let bytes = std::fs::read(&zip).unwrap();
+    let data = 30
+        + u16::from_le_bytes([bytes[26], bytes[27]]) as usize
+        + u16::from_le_bytes([bytes[28], bytes[29]]) as usize;
+    let csize = u32::from_le_bytes(bytes[18..22].try_into().unwrap()) as usize;
+    let mut rng = Rng::new(99);
+    for _ in 0..300 {
+        let at = rng.range((data + csize / 4) as u64, (data + csize * 3 / 4) as u64);
+        let mut z = bytes.clone();
+        overwrite(&mut z, at, 4096, &mut rng);
+        let session = parse_named("x.zip", z.clone(), "x.zip");
+        let t = session.tree();
+        let Some(id) = (0..t.exts.len()).find(|&i| t.path_of(i).contains("~recovered@")) else {
+            continue;
+        };
+        let unknown = unknown_ranges(&t, id);
+        let Some(first) = unknown.iter().map(|r| r.0).filter(|&a| a > 0).min() else {
+            continue;
+        };
+        return (z, t.exts[id].name.display(), read_all(&t, id), first);
+    }
+    panic!("no damaged copy gave a tail with unknown bytes");
+}
+
+/// The hex view shows an unknown byte as `??`, not as the zero it reads as.
+#[test]
+fn unknown_bytes_show_as_question_marks() {
+    sample();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery-hex");
+    let (z, name, _, first) = zip_with_unknown_tail(&dir);
+    let mut h = crate::tui::Harness::open("x.zip", z);
+    h.keys(&format!("/{name}<Enter>"));
+    assert!(h.selected_ext_path().ends_with(&name), "{}", h.screen());
+    h.keys(&format!("<Tab><Tab>g{first}<Enter>"));
+    assert!(h.screen().contains("??"), "{}", h.screen());
+}
+
+/// `extract` writes a recovered tail up to its first unknown byte, and
+/// whole with `--with-unknown` (unknown bytes as zeros, listed).
+#[test]
+fn extract_writes_known_bytes_and_with_unknown_writes_all() {
+    let s = sample();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recovery-extract");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (z, name, whole, first) = zip_with_unknown_tail(&dir);
+    let zip = dir.join("x.zip");
+    std::fs::write(&zip, &z).unwrap();
+    let out = dir.join("out");
+    let r = pparse([
+        "extract".as_ref(),
+        zip.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr_text());
+    let got = std::fs::read(out.join(&name)).unwrap();
+    assert_eq!(got.len() as u64, first, "{}", r.stderr_text());
+    assert_eq!(&got[..], &whole[..first as usize]);
+    assert!(
+        r.stderr_text().contains("could not know"),
+        "{}",
+        r.stderr_text()
+    );
+    let out2 = dir.join("out2");
+    let r = pparse([
+        "extract".as_ref(),
+        zip.as_os_str(),
+        "--out".as_ref(),
+        out2.as_os_str(),
+        "--with-unknown".as_ref(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr_text());
+    assert_eq!(std::fs::read(out2.join(&name)).unwrap(), whole);
+    assert!(
+        r.stderr_text()
+            .contains("unknown bytes written as zeros at"),
+        "{}",
+        r.stderr_text()
+    );
+    // The file's own bytes where they are known.
+    let shift = s.tar.len() - whole.len();
+    assert_eq!(&s.tar[shift..shift + first as usize], &got[..]);
+}

@@ -153,6 +153,7 @@ impl WireError {
             status: self.status,
             range: Range::new(self.offset, end),
             reason: self.reason.clone(),
+            unknown: false,
         }
     }
 }

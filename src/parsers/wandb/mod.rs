@@ -124,6 +124,7 @@ impl Parser for LogParser {
                         status: b.status,
                         range: b.range,
                         reason: b.reason.clone(),
+                        unknown: false,
                     });
                     cx.push_node(bad_node(&b));
                 }

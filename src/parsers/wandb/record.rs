@@ -457,5 +457,6 @@ pub fn bad_node(b: &log::Bad) -> Node {
             status: b.status,
             range: b.range,
             reason: b.reason.clone(),
+            unknown: false,
         })
 }

@@ -122,7 +122,7 @@ impl ZipParser {
                     ChildSpec::new(Name::new(name), EntryKind::File, src.clone() as Data);
                 spec.parse = self.parse_child;
                 spec.origin = Some(Range::new(byte, self.data.available().max(byte)));
-                spec.damage.push(Damage::corrupt(
+                spec.damage.push(Damage::unknown(
                     Range::new(0, 0),
                     format!(
                         "the rest of entry {} after invalid deflate data (its bytes from {lost:#x} on are lost): decoding resumed at bit {} of byte {byte:#x}, and bytes that copy the 32 KiB before this point are unknown",
@@ -173,7 +173,7 @@ impl ZipParser {
         for (s, e) in inflater.take_unknown() {
             cx.child_damage(
                 child,
-                Damage::corrupt(
+                Damage::unknown(
                     Range::new(s, e),
                     "unknown bytes: they copy the 32 KiB of the entry lost before the resync point",
                 ),
@@ -370,6 +370,7 @@ impl ZipParser {
                 status: d.status,
                 range: Range::new(lfh, end),
                 reason: format!("entry {}: {}", escape_bytes(&cur.local.name), d.reason),
+                unknown: false,
             });
         }
         let node_damage = damage.map(|d| Damage {
@@ -497,9 +498,7 @@ fn record_at(data: &Data, at: u64) -> bool {
     let mut b = [0u8; 4];
     match data.read_at(at, &mut b) {
         Ok(0) => data.is_final(),
-        Ok(4) => {
-            b[..2] == *b"PK" && matches!([b[2], b[3]], [3, 4] | [7, 8] | [1, 2] | [5 | 6, 6])
-        }
+        Ok(4) => b[..2] == *b"PK" && matches!([b[2], b[3]], [3, 4] | [7, 8] | [1, 2] | [5 | 6, 6]),
         _ => false,
     }
 }

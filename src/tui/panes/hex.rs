@@ -116,12 +116,21 @@ pub struct Selection {
 struct Marks {
     selection: Selection,
     damage: Vec<Range>,
+    /// Bytes that could not be known (after deflate damage): shown as `??`.
+    unknown: Vec<Range>,
     covered: Vec<Range>,
     parsed: bool,
 }
 
 impl Marks {
+    fn is_unknown(&self, off: u64) -> bool {
+        self.unknown.iter().any(|r| r.contains(off))
+    }
+
     fn bg(&self, th: &Theme, off: u64) -> Option<Color> {
+        if self.is_unknown(off) {
+            return Some(th.unknown);
+        }
         if self
             .damage
             .iter()
@@ -591,6 +600,8 @@ impl HexPane {
                     };
                 }
                 let (h, a) = match byte {
+                    // Not the zero that stands in for it: pparse does not know.
+                    Some(_) if self.marks.is_unknown(off) => ("??", '?'),
                     Some(b) => (hex2(b), ascii(b)),
                     None => ("··", '·'),
                 };
@@ -784,8 +795,15 @@ fn marks(cx: &Cx, start: u64, end: u64, selection: Selection, sorted: bool) -> M
     let mut damage: Vec<Range> = e
         .damage
         .iter()
+        .filter(|d| !d.unknown)
         .map(|d| d.range)
         .filter(|r| r.overlaps(&window) || (r.is_empty() && window.contains(r.start)))
+        .collect();
+    let unknown: Vec<Range> = e
+        .damage
+        .iter()
+        .filter(|d| d.unknown && d.range.overlaps(&window))
+        .map(|d| d.range)
         .collect();
     let lo = if sorted {
         e.nodes
@@ -814,6 +832,7 @@ fn marks(cx: &Cx, start: u64, end: u64, selection: Selection, sorted: bool) -> M
     Marks {
         selection,
         damage,
+        unknown,
         covered,
         parsed: e.parser.is_some() && !e.nodes.is_empty(),
     }
