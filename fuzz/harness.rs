@@ -37,6 +37,7 @@ pub type Target = fn(&[u8]);
 /// Every target: its name (the directory of its corpus) and its function.
 pub const TARGETS: &[(&str, Target)] = &[
     ("gzip", gzip),
+    ("deflate_resync", deflate_resync),
     ("tar", tar),
     ("zip", zip),
     ("json", json),
@@ -1135,4 +1136,46 @@ fn gen_tar(u: &mut Unstructured, gz: bool) -> Vec<u8> {
 /// An index body (inflated), read back into a tree whose bytes are read.
 pub fn index(data: &[u8]) {
     pparse::index::fuzz_body(data);
+}
+
+/// Raw deflate bytes through the resync machinery: the block finder on a
+/// small budget, and the unknown-window decoder from each of the first
+/// eight bits beside zlib given a window of zeros: the bytes they give must
+/// agree, and where the decoder says the stream ends zlib must too.
+pub fn deflate_resync(data: &[u8]) {
+    use pparse::data::inflate::resync::{self, Event, Recover};
+    use pparse::data::inflate::zlib::{Code, RawInflate};
+    let src: pparse::data::Data = std::sync::Arc::new(pparse::data::MemSource::new(data.to_vec()));
+    let n = data.len() as u64;
+    let _ = resync::find_block(&src, 0, n, 1 << 16, &|e| e == n);
+    for bit in 0..8u64.min(n * 8) {
+        let mut d = Recover::new(src.clone(), bit);
+        let mut out = Vec::new();
+        let end = loop {
+            match d.run(&mut out, 1 << 20) {
+                Ok(Event::Progress | Event::Block) if out.len() < 16 << 20 => {}
+                Ok(Event::End(_)) => break true,
+                _ => break false,
+            }
+        };
+        let mut z = RawInflate::new();
+        let mut from = (bit / 8) as usize;
+        if bit % 8 > 0 {
+            z.prime(8 - (bit % 8) as u8, data[from] >> (bit % 8));
+            from += 1;
+        }
+        assert!(z.set_dictionary(&[0u8; resync::WINDOW]));
+        let mut zout = vec![0u8; out.len() + 1];
+        let s = z.inflate(&data[from.min(data.len())..], &mut zout, false);
+        let k = s.produced.min(out.len());
+        assert_eq!(&zout[..k], &out[..k], "decoders disagree from bit {bit}");
+        if end {
+            assert_eq!(
+                s.code,
+                Code::StreamEnd,
+                "zlib does not end where the decoder does (bit {bit})"
+            );
+            assert_eq!(s.produced, out.len(), "lengths differ from bit {bit}");
+        }
+    }
 }

@@ -265,8 +265,9 @@ impl Extraction {
 }
 
 /// How many of an extraction's newest children a new damage is checked
-/// against, and how many of its newest damages a new child is: bounded, so
-/// a file with a million members and a million damages stays linear.
+/// against (more only while they reach into it), and how many of its
+/// newest damages a new child is: bounded, so a file with a million
+/// members and a million damages stays linear.
 const INHERIT_SCAN: usize = 4096;
 
 /// The damage `child` inherits from `d`, damage of its parent: when the
@@ -415,12 +416,21 @@ impl Tree {
             // Children come in offset order from a pipelined parse: the
             // ones a new damage can touch are among the newest.
             let e = &self.exts[id];
-            e.children
-                .iter()
-                .rev()
-                .take(INHERIT_SCAN)
-                .filter_map(|&c| inherited(e, &self.exts[c], &d).map(|x| (c, x)))
-                .collect()
+            let mut found = Vec::new();
+            for (k, &c) in e.children.iter().rev().enumerate() {
+                let child = &self.exts[c];
+                // Past the bound, go on while children still reach into
+                // the damage: one found late (a CRC failure at the end of
+                // a stream) covers old members too. Walking stops at the
+                // first child before it, so this stays linear.
+                if k >= INHERIT_SCAN && child.origin.is_none_or(|o| o.end <= d.range.start) {
+                    break;
+                }
+                if let Some(x) = inherited(e, child, &d) {
+                    found.push((c, x));
+                }
+            }
+            found
         } else {
             Vec::new()
         };

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use super::memory::release_free_memory;
 use super::shared::Shared;
-use crate::data::Data;
+use crate::data::{Data, Range};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
 use crate::parsers::api::Options;
+use crate::parsers::carve::{self, Carver};
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::status::Damage;
 
@@ -60,6 +61,8 @@ struct Job {
     /// The sibling whose format it is parsed as (see
     /// [`crate::parsers::ChildSpec::like`]).
     like: Option<ExtId>,
+    /// Its parse is over and a [`Carver`] scans what it left unclaimed.
+    carving: bool,
 }
 
 impl Job {
@@ -111,6 +114,7 @@ impl Engine {
                 nodes: 0,
                 blocked_at: None,
                 like: None,
+                carving: false,
             }],
             ext_count: 1,
         }
@@ -196,6 +200,17 @@ impl Engine {
                 let snap = (job.data.available(), job.data.is_final());
                 self.jobs[i].blocked_at = Some(snap);
             }
+            Some(None) if job.ext == 0 && job.data.available() > 0 => {
+                // The opened file is no format pparse knows: scan it for
+                // ones it does.
+                let span = Range::new(0, job.data.available());
+                let carver = Carver::new(job.data.clone(), vec![span], &self.opts);
+                self.shared.tree.write().exts[0].phase = Phase::Parsing;
+                let job = &mut self.jobs[i];
+                job.work = Work::Parse(Box::new(carver));
+                job.carving = true;
+                job.blocked_at = None;
+            }
             Some(None) => {
                 self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
                 self.jobs.swap_remove(i);
@@ -252,6 +267,7 @@ impl Engine {
                 nodes: 0,
                 blocked_at: None,
                 like: None,
+                carving: false,
             };
             return self.sniff(&like_job, depth).map(|s| {
                 s.map(|s| Sniffed {
@@ -309,6 +325,7 @@ impl Engine {
         }
         let ext = job.ext;
         let depth = job.depth;
+        let mut carve = None;
         {
             let mut t = self.shared.tree.write();
             for e in edits {
@@ -316,11 +333,27 @@ impl Engine {
             }
             if step == Step::Done {
                 let e = &mut t.exts[ext];
-                e.phase = Phase::Done;
-                clamp_ranges(e);
+                if !job.carving {
+                    carve = Some(carve::unclaimed(&e.nodes)).filter(|s| !s.is_empty());
+                }
+                if carve.is_none() {
+                    e.phase = if e.parser.is_none() && e.children.is_empty() {
+                        Phase::Leaf
+                    } else {
+                        Phase::Done
+                    };
+                    clamp_ranges(e);
+                }
             }
         }
-        if step == Step::Done {
+        if let Some(spans) = carve {
+            // What the parser left unclaimed is scanned next, as this
+            // extraction's parse.
+            let job = &mut self.jobs[i];
+            job.work = Work::Parse(Box::new(Carver::new(job.data.clone(), spans, &self.opts)));
+            job.carving = true;
+            job.blocked_at = None;
+        } else if step == Step::Done {
             self.jobs.swap_remove(i);
         }
         self.start_children(children, depth + 1);
@@ -352,6 +385,7 @@ impl Engine {
                         nodes: 0,
                         blocked_at: None,
                         like: e.extra.as_ref().and_then(|x| x.like),
+                        carving: false,
                     };
                     (job, content)
                 })

@@ -278,6 +278,14 @@ impl<'a> StepCx<'a> {
         }));
     }
 
+    /// Records a note on a child.
+    pub fn child_note(&mut self, child: ExtId, text: impl Into<Box<str>>) {
+        let text = text.into();
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[child].extra_mut().notes.push(text);
+        }));
+    }
+
     /// Records damage in a child's bytes.
     pub fn child_damage(&mut self, child: ExtId, d: Damage) {
         self.edits

@@ -924,6 +924,32 @@ impl GzipParser {
     }
 }
 
+/// Where the gzip member that starts at `at` ends (after its trailer),
+/// when its header parses and its deflate data decodes to an end, or to
+/// the end of the bytes (a cut member); its CRC is not checked (the parser
+/// does that). For carving: where a member found in unclaimed bytes stops.
+pub fn member_end(data: &Data, at: u64) -> Option<u64> {
+    let mut buf = Vec::new();
+    let h = parse_header(view(&**data, at, HEADER_WINDOW, &mut buf).ok()?).ok()?;
+    let mut z = RawInflate::new();
+    let mut out = vec![0u8; 64 * 1024];
+    let mut inbuf = vec![0u8; 64 * 1024];
+    let mut pos = at + h.len as u64;
+    loop {
+        let n = data.read_at(pos, &mut inbuf).ok()?;
+        let s = z.inflate(&inbuf[..n], &mut out, false);
+        pos += s.consumed as u64;
+        match s.code {
+            Code::StreamEnd => return Some((pos + 8).min(data.available())),
+            Code::DataError => return None,
+            _ if s.consumed == 0 && s.produced == 0 => {
+                return (n == 0 && data.is_final()).then(|| data.available());
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Whether a member's deflate data may end at `at`: its 8-byte trailer
 /// follows, then the end of the file, zero padding or another member.
 fn stream_may_end(data: &Data, at: u64) -> bool {

@@ -6,6 +6,7 @@
 //! `offers`, and the views, the CLI and the explorer find it only there.
 
 pub mod api;
+pub mod carve;
 pub mod folder;
 pub mod gzip;
 pub mod json;

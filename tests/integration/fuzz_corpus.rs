@@ -68,6 +68,7 @@ replays! {
     tensor_shapes,
     pir,
     index,
+    deflate_resync,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

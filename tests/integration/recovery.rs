@@ -423,3 +423,183 @@ fn extract_writes_known_bytes_and_with_unknown_writes_all() {
     let shift = s.tar.len() - whole.len();
     assert_eq!(&s.tar[shift..shift + first as usize], &got[..]);
 }
+
+/// gzip members written by GNU gzip, named by their source file.
+fn gzipped(file: &str) -> (Vec<u8>, Vec<u8>) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
+    let out = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (out.stdout, std::fs::read(&src).unwrap())
+}
+
+/// The decoded bytes of every `found@…` child of the root, in order.
+fn found(t: &Tree) -> Vec<(String, Vec<u8>)> {
+    t.exts[0]
+        .children
+        .iter()
+        .filter(|&&c| t.exts[c].name.display().starts_with("found@"))
+        .map(|&c| {
+            let inner = t.exts[c].children.first().copied();
+            let bytes = inner.map(|i| read_all(t, i)).unwrap_or_default();
+            (t.exts[c].name.display(), bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn carving_finds_gzip_members_in_an_unknown_file() {
+    let (g1, s1) = gzipped("src/parsers/tar.rs");
+    let (g2, s2) = gzipped("README.md");
+    let mut rng = Rng::new(3);
+    let mut noise = |n: usize| {
+        let mut v = vec![0u8; n];
+        rng.fill(&mut v);
+        v
+    };
+    let mut file = noise(70_000);
+    let at1 = file.len();
+    file.extend_from_slice(&g1);
+    file.extend(noise(5_000));
+    let at2 = file.len();
+    file.extend_from_slice(&g2);
+    file.extend(noise(999));
+    let session = parse("blob.bin", file);
+    let t = session.tree();
+    let f = found(&t);
+    assert_eq!(f.len(), 2, "{}", tree_text(&t));
+    assert_eq!(f[0].0, format!("found@{at1:#x}.gz"));
+    assert_eq!(f[0].1, s1);
+    assert_eq!(f[1].0, format!("found@{at2:#x}.gz"));
+    assert_eq!(f[1].1, s2);
+    let notes = &t.exts[t.exts[0].children[0]].notes();
+    assert!(
+        notes.iter().any(|n| n.contains("found by scan at")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn carving_finds_what_follows_a_zip_and_what_a_damaged_tar_skipped() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carve");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("d")).unwrap();
+    // After a zip's end.
+    let (g, s) = gzipped("src/parsers/gzip.rs");
+    let zip = dir.join("a.zip");
+    let ok = Command::new("zip")
+        .args(["-X", "-q", "-j"])
+        .arg(&zip)
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut z = std::fs::read(&zip).unwrap();
+    let at = z.len();
+    z.extend_from_slice(&g);
+    let session = parse("a.zip", z);
+    let t = session.tree();
+    let f = found(&t);
+    assert_eq!(f.len(), 1, "{}", tree_text(&t));
+    assert_eq!(f[0].0, format!("found@{at:#x}.gz"));
+    assert_eq!(f[0].1, s);
+    drop(t);
+    // A tar whose member header before a .gz member is destroyed.
+    std::fs::write(dir.join("d/first.txt"), vec![b'x'; 3000]).unwrap();
+    std::fs::write(dir.join("d/notes.gz"), &g).unwrap();
+    std::fs::write(dir.join("d/last.txt"), vec![b'y'; 700]).unwrap();
+    let ok = Command::new("tar")
+        .args(["--format=gnu", "-cf"])
+        .arg(dir.join("t.tar"))
+        .args([
+            "-C",
+            dir.join("d").to_str().unwrap(),
+            "first.txt",
+            "notes.gz",
+            "last.txt",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut tar = std::fs::read(dir.join("t.tar")).unwrap();
+    // first.txt: header 0, data 512..3512 (to 3584); notes.gz's header at 3584.
+    let mut rng = Rng::new(7);
+    overwrite(&mut tar, 3584, 512, &mut rng);
+    let session = parse("t.tar", tar);
+    let t = session.tree();
+    let f = found(&t);
+    assert_eq!(f.len(), 1, "{}", tree_text(&t));
+    assert_eq!(f[0].0, format!("found@{:#x}.gz", 3584 + 512));
+    assert_eq!(f[0].1, s);
+    assert!(t.resolve("last.txt").is_some(), "{}", tree_text(&t));
+}
+
+#[test]
+fn carving_is_bounded() {
+    // A megabyte of zip signatures: one child at most per span, no hang.
+    let file: Vec<u8> = b"PK\x03\x04".repeat(1 << 18);
+    let session = parse("sigs.bin", file);
+    let t = session.tree();
+    assert!(found(&t).len() <= 1, "{}", tree_text(&t));
+}
+
+/// A gzip member whose CRC fails (damage that decoded without an error)
+/// makes every tar member in it corrupt, however many there are: the
+/// failure is found at the member's end, after thousands of members.
+#[test]
+fn a_failed_crc_reaches_every_member() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crc-many");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("m")).unwrap();
+    for i in 0..6000 {
+        std::fs::write(
+            dir.join(format!("m/f{i:05}.txt")),
+            format!("member {i}\n").repeat(3),
+        )
+        .unwrap();
+    }
+    let ok = Command::new("tar")
+        .args(["--format=gnu", "--sort=name", "-cf"])
+        .arg(dir.join("m.tar"))
+        .args(["-C", dir.to_str().unwrap(), "m"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let gz = Command::new("gzip")
+        .args(["-6", "-n", "-c"])
+        .arg(dir.join("m.tar"))
+        .output()
+        .unwrap();
+    let mut gz = gz.stdout;
+    // A byte flipped early in the deflate data: zlib decodes on (checked),
+    // and only the CRC says so.
+    let mut at = GZ_HEADER + 2000;
+    loop {
+        let mut g = gz.clone();
+        g[at] ^= 0x10;
+        if !hard_error(&g) {
+            gz = g;
+            break;
+        }
+        at += 1;
+    }
+    let session = parse("m.tar.gz", gz);
+    let t = session.tree();
+    let stream = t.exts[0].children[0];
+    let members = &t.exts[stream].children;
+    assert!(members.len() > 6000, "{}", members.len());
+    let complete: Vec<String> = members
+        .iter()
+        .filter(|&&c| t.exts[c].kind.as_str() == "file" && t.status_of(c) == Status::Complete)
+        .map(|&c| t.path_of(c))
+        .collect();
+    assert!(
+        complete.is_empty(),
+        "{} members called complete, e.g. {:?}",
+        complete.len(),
+        &complete[..complete.len().min(3)]
+    );
+}
