@@ -75,25 +75,27 @@ def untar(tarball, out):
                    stderr=subprocess.DEVNULL)
 
 
-def tool_gzip(f, out):
+def via_tar(out, write_tar):
+    """Runs write_tar(path) to decode into a tar beside `out`, then untars it."""
     t = os.path.join(out, "..", os.path.basename(out) + ".tar")
-    subprocess.run(f"gzip -dc '{f}' > '{t}'", shell=True, stderr=subprocess.DEVNULL)
+    write_tar(t)
     untar(t, out)
     os.remove(t)
+
+
+def tool_gzip(f, out):
+    via_tar(out, lambda t: subprocess.run(f"gzip -dc '{f}' > '{t}'", shell=True,
+                                          stderr=subprocess.DEVNULL))
 
 
 def tool_gzrecover(f, out):
-    t = os.path.join(out, "..", os.path.basename(out) + ".tar")
-    subprocess.run(["gzrecover", "-o", t, f], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    untar(t, out)
-    os.remove(t)
+    via_tar(out, lambda t: subprocess.run(["gzrecover", "-o", t, f], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
 
 
 def tool_7z(f, out):
-    t = os.path.join(out, "..", os.path.basename(out) + ".tar")
-    subprocess.run(f"{seven()} x -so '{f}' > '{t}'", shell=True, stderr=subprocess.DEVNULL)
-    untar(t, out)
-    os.remove(t)
+    via_tar(out, lambda t: subprocess.run(f"{seven()} x -so '{f}' > '{t}'", shell=True,
+                                          stderr=subprocess.DEVNULL))
 
 
 def tool_bsdtar(f, out):

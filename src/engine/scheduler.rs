@@ -66,6 +66,31 @@ struct Job {
 }
 
 impl Job {
+    /// A job that sniffs extraction `ext` first.
+    fn sniffing(
+        ext: ExtId,
+        depth: u32,
+        data: Data,
+        name: String,
+        kind: EntryKind,
+        file: Option<std::path::PathBuf>,
+    ) -> Job {
+        Job {
+            ext,
+            depth,
+            data,
+            name,
+            kind,
+            file,
+            work: Work::Sniff,
+            by_name: false,
+            nodes: 0,
+            blocked_at: None,
+            like: None,
+            carving: false,
+        }
+    }
+
     fn runnable(&self) -> bool {
         match self.blocked_at {
             None => true,
@@ -102,20 +127,7 @@ impl Engine {
             decode_left: opts.decode_budget(size),
             shared,
             opts,
-            jobs: vec![Job {
-                ext: 0,
-                depth: 0,
-                data,
-                name,
-                kind,
-                file,
-                work: Work::Sniff,
-                by_name: false,
-                nodes: 0,
-                blocked_at: None,
-                like: None,
-                carving: false,
-            }],
+            jobs: vec![Job::sniffing(0, 0, data, name, kind, file)],
             ext_count: 1,
         }
     }
@@ -255,20 +267,7 @@ impl Engine {
                     by_name: false,
                 }));
             }
-            let like_job = Job {
-                ext: like,
-                depth,
-                data,
-                name,
-                kind,
-                file: None,
-                work: Work::Sniff,
-                by_name: false,
-                nodes: 0,
-                blocked_at: None,
-                like: None,
-                carving: false,
-            };
+            let like_job = Job::sniffing(like, depth, data, name, kind, None);
             return self.sniff(&like_job, depth).map(|s| {
                 s.map(|s| Sniffed {
                     format: s.format,
@@ -373,20 +372,15 @@ impl Engine {
                     // Contents, or a folder on disk, are worth sniffing.
                     let content =
                         e.kind.has_content() || (e.kind == EntryKind::Dir && e.file().is_some());
-                    let job = Job {
-                        ext: id,
+                    let mut job = Job::sniffing(
+                        id,
                         depth,
-                        data: e.data(),
-                        name: e.display_name(),
-                        kind: e.kind.clone(),
-                        file: e.file().map(|f| f.to_path_buf()),
-                        work: Work::Sniff,
-                        by_name: false,
-                        nodes: 0,
-                        blocked_at: None,
-                        like: e.extra.as_ref().and_then(|x| x.like),
-                        carving: false,
-                    };
+                        e.data(),
+                        e.display_name(),
+                        e.kind.clone(),
+                        e.file().map(|f| f.to_path_buf()),
+                    );
+                    job.like = e.extra.as_ref().and_then(|x| x.like);
                     (job, content)
                 })
                 .collect()

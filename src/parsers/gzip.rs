@@ -738,34 +738,27 @@ impl GzipParser {
             return None;
         };
         let (from, lost, suspect, why) = (*from, *lost, *suspect, why.clone());
-        let pos = match self.next_member(from, cx.budget.max(1 << 20)) {
+        let (pos, step) = match self.next_member(from, cx.budget.max(1 << 20)) {
             MemberScan::Found(cand) => {
                 self.record_lost(cx, lost, suspect, cand, &why);
                 self.state = State::Header { at: cand };
                 return None;
             }
-            MemberScan::Scanned(pos) => {
-                self.state = State::Resync {
-                    from: pos,
-                    lost,
-                    suspect,
-                    why,
-                };
-                return Some(Step::Yield);
+            MemberScan::Scanned(pos) => (pos, Step::Yield),
+            MemberScan::NeedMore(pos) => (pos, Step::Blocked),
+            MemberScan::Nothing => {
+                let end = self.data.available();
+                self.record_lost(cx, lost, suspect, end, &why);
+                return Some(self.finish(cx));
             }
-            MemberScan::NeedMore(pos) => {
-                self.state = State::Resync {
-                    from: pos,
-                    lost,
-                    suspect,
-                    why,
-                };
-                return Some(Step::Blocked);
-            }
-            MemberScan::Nothing => self.data.available(),
         };
-        self.record_lost(cx, lost, suspect, pos, &why);
-        Some(self.finish(cx))
+        self.state = State::Resync {
+            from: pos,
+            lost,
+            suspect,
+            why,
+        };
+        Some(step)
     }
 
     /// After invalid deflate data: resumes at the next deflate block that
