@@ -267,18 +267,30 @@ impl Engine {
                     by_name: false,
                 }));
             }
-            let like_job = Job::sniffing(like, depth, data, name, kind, None);
-            return self.sniff(&like_job, depth).map(|s| {
-                s.map(|s| Sniffed {
-                    format: s.format,
-                    by_name: false,
-                })
-            });
+            let like_job = Job::sniffing(like, depth, data, name.clone(), kind, None);
+            match self.sniff(&like_job, depth) {
+                None => return None,
+                Some(Some(s)) => {
+                    return Some(Some(Sniffed {
+                        format: s.format,
+                        by_name: false,
+                    }));
+                }
+                // The sibling is too short to tell (damage came early):
+                // this stream is sniffed itself, under the sibling's name.
+                Some(None) => return self.sniff_as(job, &name, depth),
+            }
         }
+        self.sniff_as(job, &job.name, depth)
+    }
+
+    /// Sniffs `job`'s bytes as if named `name`.
+    fn sniff_as(&self, job: &Job, name: &str, depth: u32) -> Option<Option<Sniffed>> {
+        let data = &job.data;
         let head = parsers::api::head(&**data);
         let sniff = Sniff {
             head: &head,
-            name: &job.name,
+            name,
             data,
             kind: &job.kind,
             file: job.file.as_deref(),
