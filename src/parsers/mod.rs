@@ -6,6 +6,8 @@
 //! `offers`, and the views, the CLI and the explorer find it only there.
 
 pub mod api;
+pub mod bzip2;
+mod decoded;
 pub mod folder;
 pub mod gzip;
 pub mod json;
@@ -18,7 +20,9 @@ pub mod safetensors_index;
 pub mod tar;
 pub mod torch;
 pub mod wandb;
+pub mod xz;
 pub mod zip;
+pub mod zstd;
 
 pub use api::{ChildSpec, Format, IndexMode, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
@@ -28,13 +32,17 @@ use crate::extraction::Extraction;
 ///
 /// Folders first (they are recognised by kind alone); protobuf next, as it
 /// takes the opened file whatever its bytes when `--message` names a type
-/// (and otherwise only `.pb` names); then formats with magic bytes; safetensors and the sharded index before JSON, which would
+/// (and otherwise only `.pb` names); then formats with magic bytes (the compressors before tar, whose
+/// sniffer would otherwise look at their bytes); safetensors and the sharded index before JSON, which would
 /// claim an index by its name; JSON last, as it accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
     &folder::FORMAT,
     &protobuf::FORMAT,
     &gzip::FORMAT,
     &zip::FORMAT,
+    &bzip2::FORMAT,
+    &xz::FORMAT,
+    &zstd::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,

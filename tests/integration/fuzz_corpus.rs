@@ -68,6 +68,9 @@ replays! {
     tensor_shapes,
     pir,
     index,
+    bzip2,
+    xz,
+    zstd,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and
