@@ -122,7 +122,7 @@ enum Found {
 /// after `from` (a bit offset), in at most about `max` bytes.
 fn find_magic(data: &dyn Source, from: u64, max: u64, scratch: &mut Vec<u8>) -> Found {
     let base = from / 8;
-    let Ok(w) = view(data, base, max.clamp(64, 1 << 22) as usize, scratch) else {
+    let Ok(w) = view(data, base, max.clamp(64, 1 << 20) as usize, scratch) else {
         return Found::Upto(from);
     };
     let mut reg: u64 = 0;
@@ -189,26 +189,24 @@ fn block_stream(data: &dyn Source, s: u64, e: u64) -> io::Result<Vec<u8>> {
     if !crate::data::read_exact_at(data, first, &mut raw)? {
         return Err(io::Error::other("block bytes unavailable"));
     }
-    let mut w = BitWriter {
-        out: Vec::with_capacity(raw.len() + 16),
-        acc: 0,
-        n: 0,
-    };
-    w.out.extend_from_slice(b"BZh9");
-    let skip = (s % 8) as u32;
-    let mut left = e - s;
-    for (i, &b) in raw.iter().enumerate() {
-        let (v, nb) = if i == 0 {
-            ((b as u64) & ((1 << (8 - skip)) - 1), 8 - skip)
-        } else {
-            (b as u64, 8)
-        };
-        let take = (nb as u64).min(left) as u32;
-        w.put(v >> (nb - take), take);
-        left -= take as u64;
-        if left == 0 {
-            break;
-        }
+    // The block's bits moved to byte alignment: whole bytes first, then
+    // the remaining bits through the bit writer.
+    let k = (s % 8) as u32;
+    let bits = e - s;
+    let whole = (bits / 8) as usize;
+    let mut out = Vec::with_capacity(whole + 16);
+    out.extend_from_slice(b"BZh9");
+    let at = |i: usize| raw.get(i).copied().unwrap_or(0) as u16;
+    for i in 0..whole {
+        let two = (at(i) << 8) | at(i + 1);
+        out.push((two >> (8 - k)) as u8);
+    }
+    let mut w = BitWriter { out, acc: 0, n: 0 };
+    let rem = (bits % 8) as u32;
+    if rem > 0 {
+        let two = (at(whole) << 8) | at(whole + 1);
+        let byte = (two >> (8 - k)) as u8;
+        w.put((byte >> (8 - rem)) as u64, rem);
     }
     w.put(EOS_MAGIC, 48);
     w.put(crc, 32);

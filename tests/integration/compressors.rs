@@ -431,3 +431,43 @@ fn bzip2_block_magic_damaged() {
         );
     }
 }
+
+/// `pparse cat` of a member inside each compressed tar is byte-exact, and
+/// `tree --json` names the parsers.
+#[test]
+fn cat_and_tree_json() {
+    let m = cmanifest();
+    let readme = m["tar"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| s_(&e["name"]).ends_with("README.md"))
+        .unwrap();
+    for (file, parser) in FILES {
+        let path = fixture_path(file);
+        // `.tar.xz` and `.txz` alike decode to `nested.tar`.
+        let stem = "nested.tar";
+        let out = std::process::Command::new(BIN)
+            .args(["cat", "--no-index"])
+            .arg(&path)
+            .arg(format!("{stem}/{}", s_(&readme["name"])))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}: {out:?}");
+        assert_eq!(
+            hex(&Sha256::digest(&out.stdout)),
+            s_(&readme["sha256"]),
+            "{file}"
+        );
+        let out = std::process::Command::new(BIN)
+            .args(["tree", "--json", "--no-index"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}: {out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["parser"], *parser);
+        assert_eq!(v["children"][0]["parser"], "tar");
+        assert_eq!(v["children"][0]["kind"], "stream");
+    }
+}
