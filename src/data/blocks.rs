@@ -35,7 +35,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Chunk, ChunkCache};
-use super::source::{Data, Range, Source};
+pub use super::checkpoints::Block;
+use super::source::{Data, Layout, Range, Source};
 
 /// Cache granularity of decoded bytes.
 pub const CHUNK: u64 = 64 * 1024;
@@ -45,21 +46,6 @@ const OUT_BUF: usize = 64 * 1024;
 const IN_BUF: usize = 64 * 1024;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1 << 40);
-
-/// One block of the stream: where its compressed bytes are and what it
-/// decoded to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Block {
-    /// Its compressed bytes in the input (whole bytes around it, for a
-    /// bit-aligned block).
-    pub input: Range,
-    /// Decoded offset of its first byte.
-    pub out_start: u64,
-    /// Bytes it decoded to.
-    pub out_len: u64,
-    /// What its codec needs to open it again (bzip2: the bit range).
-    pub aux: [u64; 2],
-}
 
 /// What one [`BlockReader::read`] call gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +70,21 @@ pub trait BlockReader: Send {
     fn input_pos(&self) -> u64;
 }
 
+/// Labels a stream of blocks may carry (labels are static strings).
+const LABELS: [&str; 7] = [
+    "bzip2 stream",
+    "xz stream",
+    "zstd stream",
+    "bzip2 entry",
+    "lzma entry",
+    "zstd entry",
+    "xz entry",
+];
+
 /// How a format decodes one of its blocks.
 pub trait BlockCodec: Send + Sync + 'static {
+    /// Its name, by which an index finds it again.
+    fn name(&self) -> &'static str;
     /// A reader at the start of `block`, over the compressed bytes `input`.
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>>;
 }
@@ -144,6 +143,46 @@ impl BlockSource {
             replay: Mutex::new(None),
             label,
         })
+    }
+
+    /// The stream `blocks` describe, decoded from `input` by `codec` on
+    /// demand (from an index). The table is checked for order and bounds,
+    /// never trusted blindly.
+    pub fn restore(
+        input: Data,
+        codec: Box<dyn BlockCodec>,
+        label: &str,
+        blocks: Vec<Block>,
+    ) -> io::Result<Arc<BlockSource>> {
+        let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+        let label = LABELS
+            .iter()
+            .copied()
+            .find(|l| *l == label)
+            .ok_or_else(|| bad("unknown stream label"))?;
+        let mut out = 0u64;
+        for b in &blocks {
+            if b.out_start != out || b.input.end < b.input.start {
+                return Err(bad("blocks out of order"));
+            }
+            out = out
+                .checked_add(b.out_len)
+                .ok_or_else(|| bad("block sizes overflow"))?;
+        }
+        Ok(Arc::new(BlockSource {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            input,
+            codec,
+            blocks: RwLock::new(blocks),
+            tail: Mutex::new(Tail {
+                start: out - out % CHUNK,
+                buf: Vec::new(),
+            }),
+            avail: AtomicU64::new(out),
+            done: AtomicBool::new(true),
+            replay: Mutex::new(None),
+            label,
+        }))
     }
 
     /// The compressed bytes.
@@ -425,6 +464,14 @@ impl Source for BlockSource {
         let (_, b) = self.block_at(offset)?;
         Some((self.input.clone(), b.input.start, b.out_start == offset))
     }
+    fn layout(&self) -> Layout<'_> {
+        Layout::Blocks {
+            input: &self.input,
+            codec: self.codec.name(),
+            label: self.label,
+            blocks: self.is_final().then(|| self.blocks()),
+        }
+    }
 }
 
 /// Buffered input over a source that may still grow: what the readers of
@@ -519,6 +566,9 @@ mod tests {
         }
     }
     impl BlockCodec for Toy {
+        fn name(&self) -> &'static str {
+            "toy"
+        }
         fn open(&self, _: &Data, b: &Block) -> io::Result<Box<dyn BlockReader>> {
             Ok(Box::new(ToyReader {
                 left: b.aux[0],

@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
-use super::checkpoints::{StreamLayout, WindowStore};
+use super::checkpoints::{Block, StreamLayout, WindowStore};
 
 /// One immutable byte source. See the module docs.
 pub trait Source: Send + Sync + 'static {
@@ -64,6 +64,18 @@ pub enum Layout<'a> {
         stream: Option<StreamLayout>,
         /// Where its checkpoints' windows are read from.
         windows: &'a dyn WindowStore,
+    },
+    /// A stream of independently decoded blocks (bzip2, xz, zstd).
+    Blocks {
+        /// The compressed bytes it is decoded from.
+        input: &'a Data,
+        /// The name of the codec that decodes one block (see
+        /// `parsers::block_codec`).
+        codec: &'static str,
+        /// Its label ("xz stream").
+        label: &'static str,
+        /// Its blocks; `None` until it is decoded to its end.
+        blocks: Option<Vec<Block>>,
     },
 }
 

@@ -214,9 +214,13 @@ fn block_stream(data: &dyn Source, s: u64, e: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Decodes one block, its bit range in `aux`.
-struct Codec;
+pub(crate) struct Codec;
 
 impl BlockCodec for Codec {
+    fn name(&self) -> &'static str {
+        "bzip2 block"
+    }
+
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
         let [s, e] = block.aux;
         Ok(Box::new(BlockDecoder {
@@ -288,6 +292,79 @@ impl BlockReader for BlockDecoder {
     /// 32 bits into the one-block stream).
     fn input_pos(&self) -> u64 {
         (self.start_bit + (self.pos as u64 * 8).saturating_sub(32)) / 8
+    }
+}
+
+/// Decodes a whole bzip2 stream from `block.input.start` as one block (a
+/// zip entry compressed with bzip2: a read decodes from the entry's start).
+pub(crate) struct StreamCodec;
+
+impl BlockCodec for StreamCodec {
+    fn name(&self) -> &'static str {
+        "bzip2 stream"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        Ok(Box::new(StreamDecoder {
+            z: bzip2::Decompress::new(false),
+            input: input.clone(),
+            inbuf: crate::data::InputBuf::new(block.input.start),
+            ended: false,
+        }))
+    }
+}
+
+struct StreamDecoder {
+    z: bzip2::Decompress,
+    input: Data,
+    inbuf: crate::data::InputBuf,
+    ended: bool,
+}
+
+impl BlockReader for StreamDecoder {
+    fn read(&mut self, out: &mut [u8]) -> Pull {
+        if self.ended {
+            return Pull::End;
+        }
+        for _ in 0..1024 {
+            let fill = self.inbuf.fill(&*self.input);
+            let (in0, out0) = (self.z.total_in(), self.z.total_out());
+            let r = self.z.decompress(self.inbuf.bytes(), out);
+            let consumed = (self.z.total_in() - in0) as usize;
+            let produced = (self.z.total_out() - out0) as usize;
+            self.inbuf.consume(consumed);
+            match r {
+                Err(e) => {
+                    self.ended = true;
+                    if produced > 0 {
+                        return Pull::Out(produced);
+                    }
+                    return Pull::Error(format!("{e}"));
+                }
+                Ok(bzip2::Status::StreamEnd) => {
+                    self.ended = true;
+                    return if produced > 0 {
+                        Pull::Out(produced)
+                    } else {
+                        Pull::End
+                    };
+                }
+                Ok(_) if produced > 0 => return Pull::Out(produced),
+                Ok(_) if consumed > 0 => {}
+                Ok(_) => match fill {
+                    crate::data::Fill::Bytes => {
+                        self.ended = true;
+                        return Pull::Error("the decoder made no progress".into());
+                    }
+                    crate::data::Fill::Wait => return Pull::NeedInput,
+                    crate::data::Fill::Eof => return Pull::Truncated,
+                },
+            }
+        }
+        Pull::Error("the decoder made no progress".into())
+    }
+    fn input_pos(&self) -> u64 {
+        self.inbuf.pos
     }
 }
 

@@ -67,6 +67,21 @@ pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
     !(format.sniff)(&Sniff { name: "", ..*s })
 }
 
+/// The decoder of one block of a bzip2, xz or zstd stream (or zip entry)
+/// named `name` (see [`crate::data::BlockCodec::name`]): how an index
+/// makes such a stream again.
+pub fn block_codec(name: &str) -> Option<Box<dyn crate::data::BlockCodec>> {
+    Some(match name {
+        "bzip2 block" => Box::new(bzip2::Codec),
+        "bzip2 stream" => Box::new(bzip2::StreamCodec),
+        "xz block" => Box::new(xz::Codec),
+        "xz stream" => Box::new(xz::StreamCodec),
+        "lzma zip" => Box::new(xz::LzmaZipCodec),
+        "zstd frame" => Box::new(zstd::Codec),
+        _ => return None,
+    })
+}
+
 /// Looks a format up by name.
 pub fn by_name(name: &str) -> Option<&'static Format> {
     REGISTRY.iter().copied().find(|f| f.name == name)

@@ -262,9 +262,13 @@ fn parse_block_header(b: &[u8]) -> Result<BlockHeader, Option<String>> {
 }
 
 /// Decodes one block: header at `block.input.start`.
-struct Codec;
+pub(crate) struct Codec;
 
 impl BlockCodec for Codec {
+    fn name(&self) -> &'static str {
+        "xz block"
+    }
+
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
         let mut buf = Vec::new();
         let b = view(&**input, block.input.start, 1024, &mut buf)?;
@@ -295,6 +299,74 @@ impl BlockCodec for Codec {
             inbuf: InputBuf::new(block.input.start + h.len as u64),
             limit: h.csize.map(|c| block.input.start + h.len as u64 + c),
             ended: false,
+            pre: Vec::new(),
+            pre_pos: 0,
+        }))
+    }
+}
+
+/// Memory liblzma may use for one zip entry's decoder.
+const ZIP_MEMLIMIT: u64 = 1 << 30;
+
+/// Decodes a whole xz stream from `block.input.start` as one block (a zip
+/// entry of method 95: a read decodes from the entry's start).
+pub(crate) struct StreamCodec;
+
+impl BlockCodec for StreamCodec {
+    fn name(&self) -> &'static str {
+        "xz stream"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        let z = liblzma::stream::Stream::new_stream_decoder(ZIP_MEMLIMIT, 0)
+            .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        Ok(Box::new(XzReader {
+            z,
+            input: input.clone(),
+            inbuf: InputBuf::new(block.input.start),
+            limit: None,
+            ended: false,
+            pre: Vec::new(),
+            pre_pos: 0,
+        }))
+    }
+}
+
+/// Decodes a zip entry of method 14 (LZMA): after its 4-byte version and
+/// size field, 5 bytes of LZMA properties, then LZMA data. It is fed to
+/// liblzma's `.lzma` decoder behind a 13-byte header made of those
+/// properties and the decoded size (`aux[0]`; `u64::MAX` when the entry
+/// says an end marker ends the data).
+pub(crate) struct LzmaZipCodec;
+
+impl BlockCodec for LzmaZipCodec {
+    fn name(&self) -> &'static str {
+        "lzma zip"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        let mut head = [0u8; 9];
+        if !crate::data::read_exact_at(&**input, block.input.start, &mut head)? {
+            return Err(io::Error::other("LZMA header cut off"));
+        }
+        let psize = u16::from_le_bytes([head[2], head[3]]);
+        if psize != 5 {
+            return Err(io::Error::other(format!(
+                "LZMA properties of {psize} bytes (5 expected)"
+            )));
+        }
+        let mut pre = head[4..9].to_vec();
+        pre.extend_from_slice(&block.aux[0].to_le_bytes());
+        let z = liblzma::stream::Stream::new_lzma_decoder(ZIP_MEMLIMIT)
+            .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        Ok(Box::new(XzReader {
+            z,
+            input: input.clone(),
+            inbuf: InputBuf::new(block.input.start + 9),
+            limit: None,
+            ended: false,
+            pre,
+            pre_pos: 0,
         }))
     }
 }
@@ -306,6 +378,9 @@ struct XzReader {
     /// Input offset the compressed data ends at, when the header says.
     limit: Option<u64>,
     ended: bool,
+    /// Bytes fed before the input (a made-up header).
+    pre: Vec<u8>,
+    pre_pos: usize,
 }
 
 impl BlockReader for XzReader {
@@ -314,8 +389,17 @@ impl BlockReader for XzReader {
             return Pull::End;
         }
         for _ in 0..1024 {
-            let fill = self.inbuf.fill(&*self.input);
-            let mut bytes = self.inbuf.bytes();
+            let from_pre = self.pre_pos < self.pre.len();
+            let fill = if from_pre {
+                Fill::Bytes
+            } else {
+                self.inbuf.fill(&*self.input)
+            };
+            let mut bytes = if from_pre {
+                &self.pre[self.pre_pos..]
+            } else {
+                self.inbuf.bytes()
+            };
             if let Some(l) = self.limit {
                 let room = l.saturating_sub(self.inbuf.pos);
                 bytes = &bytes[..(bytes.len() as u64).min(room) as usize];
@@ -325,7 +409,11 @@ impl BlockReader for XzReader {
             let consumed = (self.z.total_in() - in0) as usize;
             let produced = (self.z.total_out() - out0) as usize;
             let had_bytes = !bytes.is_empty();
-            self.inbuf.consume(consumed);
+            if from_pre {
+                self.pre_pos += consumed;
+            } else {
+                self.inbuf.consume(consumed);
+            }
             match r {
                 Err(e) => {
                     self.ended = true;

@@ -47,10 +47,14 @@ fn sniff(s: &Sniff) -> bool {
     s.head.starts_with(&MAGIC) || (is_skippable(s.head) && s.name.ends_with(".zst"))
 }
 
-/// Decodes one zstd frame with the reference decoder.
-struct Codec;
+/// Decodes one zstd frame with the reference decoder (also a zip entry's).
+pub(crate) struct Codec;
 
 impl BlockCodec for Codec {
+    fn name(&self) -> &'static str {
+        "zstd frame"
+    }
+
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
         let dctx = zstd::zstd_safe::DCtx::try_create()
             .ok_or_else(|| io::Error::other("cannot create a zstd decoder"))?;
