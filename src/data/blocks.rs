@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Chunk, ChunkCache};
-pub use super::checkpoints::Block;
+pub use super::source::Block;
 use super::source::{Data, Layout, Range, Source};
 
 /// Cache granularity of decoded bytes.

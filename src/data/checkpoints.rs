@@ -61,19 +61,3 @@ pub struct StreamLayout {
     /// One per raw deflate stream laid end to end.
     pub segments: Vec<Segment>,
 }
-
-/// One block of a stream of independently decoded blocks (bzip2 blocks,
-/// xz blocks, zstd frames): where its compressed bytes are and what it
-/// decoded to. See `data::blocks`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Block {
-    /// Its compressed bytes in the input (whole bytes around it, for a
-    /// bit-aligned block).
-    pub input: super::source::Range,
-    /// Decoded offset of its first byte.
-    pub out_start: u64,
-    /// Bytes it decoded to.
-    pub out_len: u64,
-    /// What its codec needs to open it again (bzip2: the bit range).
-    pub aux: [u64; 2],
-}

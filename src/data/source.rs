@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
-use super::checkpoints::{Block, StreamLayout, WindowStore};
+use super::checkpoints::{StreamLayout, WindowStore};
 
 /// One immutable byte source. See the module docs.
 pub trait Source: Send + Sync + 'static {
@@ -77,6 +77,22 @@ pub enum Layout<'a> {
         /// Its blocks; `None` until it is decoded to its end.
         blocks: Option<Vec<Block>>,
     },
+}
+
+/// One block of a stream of independently decoded blocks (bzip2 blocks,
+/// xz blocks, zstd frames): where its compressed bytes are and what it
+/// decoded to. See `data::blocks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Its compressed bytes in the input (whole bytes around it, for a
+    /// bit-aligned block).
+    pub input: Range,
+    /// Decoded offset of its first byte.
+    pub out_start: u64,
+    /// Bytes it decoded to.
+    pub out_len: u64,
+    /// What its codec needs to open it again (bzip2: the bit range).
+    pub aux: [u64; 2],
 }
 
 /// Follows [`Source::origin`] down to the file: the file offset a byte comes

@@ -519,3 +519,71 @@ fn zip_entries_of_other_methods() {
         }
     }
 }
+
+/// Concatenated streams (and xz stream padding) decode into one stream,
+/// as `bunzip2`, `unxz` and `unzstd` write one file.
+#[test]
+fn concatenated_streams() {
+    let small = {
+        let s = parse("small.zst", fixture("compress/small.zst"));
+        let t = s.tree();
+        read_all(&t, t.exts[0].children[0])
+    };
+    for (name, pad) in [("small.bz2", 0usize), ("small.xz", 8), ("small.zst", 0)] {
+        let one = fixture(&format!("compress/{name}"));
+        let mut two = one.clone();
+        two.extend(std::iter::repeat_n(0u8, pad));
+        two.extend_from_slice(&one);
+        let s = parse(name, two);
+        let t = s.tree();
+        assert_eq!(
+            t.status_of(0),
+            Status::Complete,
+            "{name}\n{}",
+            tree_text(&t)
+        );
+        let got = read_all(&t, t.exts[0].children[0]);
+        assert_eq!(got, [&small[..], &small[..]].concat(), "{name}");
+        // Padding that is not a multiple of 4 bytes is damage in xz.
+        if pad > 0 {
+            let mut bad = one.clone();
+            bad.extend([0u8; 3]);
+            let s = parse(name, bad);
+            assert_eq!(s.tree().status_of(0), Status::Corrupt, "{name}");
+        }
+    }
+}
+
+/// The session's decode budget stops a decoder that produces too much (a
+/// decompression bomb): the stream is truncated, with a note.
+#[test]
+fn decode_budget_stops_the_decoders() {
+    for file in [
+        "compress/nested.tar.bz2",
+        "compress/nested.tar.xz",
+        "compress/nested.tar.zst",
+    ] {
+        let options = pparse::Options {
+            decode_ratio: 1,
+            decode_floor: 100_000,
+            ..Default::default()
+        };
+        let session = pparse::Session::from_bytes(file, fixture(file), options);
+        let start = std::time::Instant::now();
+        while !session.is_finished() {
+            assert!(start.elapsed() < DEADLINE, "{file}: hang");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let t = session.tree();
+        let stream = t.exts[0].children[0];
+        assert_eq!(
+            t.status_of(stream),
+            Status::Truncated,
+            "{file}\n{}",
+            tree_text(&t)
+        );
+        assert!(t.exts[stream].size() < 491_520, "{file}");
+        let notes = format!("{:?}", t.exts[0].notes());
+        assert!(notes.contains("decompression bomb"), "{file}: {notes}");
+    }
+}
