@@ -594,6 +594,12 @@ impl XzParser {
             self.stream_start = at;
             self.flags = [b[6], b[7]];
             self.check_id = b[7] & 0x0f;
+            if !matches!(self.check_id, 0 | 1 | 4 | 10) {
+                cx.note(format!(
+                    "xz stream #{} uses reserved check type {}: its blocks' checks are skipped, not verified",
+                    self.streams, self.check_id
+                ));
+            }
             self.records = Some(Vec::new());
             self.blocks = 0;
             cx.push_node(
