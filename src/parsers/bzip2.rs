@@ -58,9 +58,13 @@ fn sniff(s: &Sniff) -> bool {
         let m = u64::from_be_bytes([
             0, 0, s.head[4], s.head[5], s.head[6], s.head[7], s.head[8], s.head[9],
         ]);
-        return m == BLOCK_MAGIC || m == EOS_MAGIC;
+        if m == BLOCK_MAGIC || m == EOS_MAGIC {
+            return true;
+        }
     }
-    is_header(s.head) && (s.name.ends_with(".bz2") || s.name.ends_with(".tbz2"))
+    // By name: a damaged stream header is reported and the blocks after
+    // it are found by their magic.
+    NAMES.iter().any(|(suffix, _)| s.name.ends_with(suffix))
 }
 
 /// bzip2's CRC-32: polynomial 0x04c11db7, most significant bit first.

@@ -38,8 +38,10 @@ const NAMES: &[(&str, &str)] = &[(".txz", ".tar"), (".xz", "")];
 /// Largest index read (a record is 2 to 18 bytes: millions of blocks).
 const MAX_INDEX: usize = 64 << 20;
 
+/// The magic, or an `.xz`/`.txz` name (a damaged stream header is then
+/// reported and the blocks after it are found).
 fn sniff(s: &Sniff) -> bool {
-    s.head.starts_with(&MAGIC)
+    s.head.starts_with(&MAGIC) || s.name.ends_with(".xz") || s.name.ends_with(".txz")
 }
 
 /// xz's CRC-64 (ECMA-182, reflected).
@@ -101,6 +103,9 @@ enum Check {
     Sha256(Box<sha2::Sha256>),
     /// A reserved check id: its bytes are skipped, not verified.
     Unknown,
+    /// The stream header is lost: every check this parser knows is
+    /// computed, and the one whose size fits is used.
+    Any(crc32fast::Hasher, u64, Box<sha2::Sha256>),
 }
 
 impl Check {
@@ -120,6 +125,11 @@ impl Check {
             Check::Crc32(h) => h.update(b),
             Check::Crc64(c) => *c = crc64_update(*c, b),
             Check::Sha256(h) => h.update(b),
+            Check::Any(a, c, h) => {
+                a.update(b);
+                *c = crc64_update(*c, b);
+                h.update(b);
+            }
             Check::None | Check::Unknown => {}
         }
     }
@@ -132,6 +142,17 @@ impl Check {
             Check::Crc64(c) => Some(c.to_le_bytes().to_vec()),
             Check::Sha256(h) => Some((**h).clone().finalize().to_vec()),
             Check::Unknown => None,
+            Check::Any(..) => None,
+        }
+    }
+    /// For a stream whose header is lost: the check of type `id`.
+    fn into_type(self, id: u8) -> Check {
+        match (self, id) {
+            (Check::Any(a, _, _), 1) => Check::Crc32(a),
+            (Check::Any(_, c, _), 4) => Check::Crc64(c),
+            (Check::Any(_, _, h), 10) => Check::Sha256(h),
+            (Check::Any(..), 0) => Check::None,
+            (c, _) => c,
         }
     }
 }
@@ -510,6 +531,9 @@ struct XzParser {
     streams: u64,
     stream_start: u64,
     check_id: u8,
+    /// Whether `check_id` comes from this stream's header (else it is
+    /// guessed from where the next block header is).
+    check_known: bool,
     flags: [u8; 2],
     /// Blocks of this stream as the index records them: (unpadded size,
     /// uncompressed size); `None` once a block was lost.
@@ -527,6 +551,7 @@ impl XzParser {
             streams: 0,
             stream_start: 0,
             check_id: 4,
+            check_known: false,
             flags: [0, 4],
             records: Some(Vec::new()),
             blocks: 0,
@@ -594,6 +619,7 @@ impl XzParser {
             self.stream_start = at;
             self.flags = [b[6], b[7]];
             self.check_id = b[7] & 0x0f;
+            self.check_known = true;
             if !matches!(self.check_id, 0 | 1 | 4 | 10) {
                 cx.note(format!(
                     "xz stream #{} uses reserved check type {}: its blocks' checks are skipped, not verified",
@@ -617,6 +643,7 @@ impl XzParser {
             self.state = State::Block { at: at + 12 };
             return None;
         }
+        self.check_known = false;
         self.state = State::Resync {
             from: at + 1,
             lost: at,
@@ -689,7 +716,15 @@ impl XzParser {
             header,
             reader,
             out_start: self.out.pos(),
-            check: Check::new(self.check_id),
+            check: if self.check_known {
+                Check::new(self.check_id)
+            } else {
+                Check::Any(
+                    crc32fast::Hasher::new(),
+                    0,
+                    Box::new(<sha2::Sha256 as sha2::Digest>::new()),
+                )
+            },
         };
         None
     }
@@ -807,6 +842,33 @@ impl XzParser {
         };
         let (at, data_end, out_start) = (*at, *data_end, *out_start);
         let pad = ((4 - (data_end - at) % 4) % 4) as usize;
+        if !self.check_known {
+            // The stream header is lost: the check's size is the one after
+            // which the next block header or the index starts.
+            let b = match self.need(data_end, pad + 32 + 1024) {
+                Ok(b) => b,
+                Err(Some(s)) => return Some(s),
+                Err(None) => return Some(self.finish(cx)),
+            };
+            let fits = |size: usize| {
+                let q = pad + size;
+                match b.get(q..) {
+                    None => false,
+                    Some([]) => true,
+                    Some(rest) if rest[0] == 0 => !matches!(parse_index(rest, None), Err(Some(_))),
+                    Some(rest) => parse_block_header(rest).is_ok(),
+                }
+            };
+            if let Some(id) = [4u8, 1, 10, 0].into_iter().find(|&id| fits(check_size(id))) {
+                self.check_id = id;
+                self.check_known = true;
+                cx.note(format!(
+                    "xz stream #{}: its header is lost; its blocks' check is taken to be {} from where the next block starts",
+                    self.streams.max(1),
+                    check_name(id)
+                ));
+            }
+        }
         let csize = check_size(self.check_id);
         let b = match self.need(data_end, pad + csize) {
             Ok(b) => b,
@@ -817,6 +879,7 @@ impl XzParser {
         else {
             return None;
         };
+        let check = check.into_type(self.check_id);
         let k = self.blocks;
         let out_end = self.out.pos();
         let size = out_end - out_start;

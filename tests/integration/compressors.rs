@@ -587,3 +587,54 @@ fn decode_budget_stops_the_decoders() {
         assert!(notes.contains("decompression bomb"), "{file}: {notes}");
     }
 }
+
+/// An xz stream whose header is destroyed: its blocks are found, and their
+/// check type (SHA-256 in nested.txz, CRC64 in nested.tar.xz) is taken from
+/// where the next block starts, so every block checks out.
+#[test]
+fn xz_stream_header_lost() {
+    for file in ["compress/nested.txz", "compress/nested.tar.xz"] {
+        let original = fixture(file);
+        let intact = units(&parse(file, original.clone()).tree());
+        let mut d = original.clone();
+        d[0..12].fill(0x33);
+        let s = parse(file, d);
+        let t = s.tree();
+        assert_eq!(t.status_of(0), Status::Corrupt);
+        let got = units(&t);
+        for o in &intact {
+            assert!(
+                got.iter().any(|u| u.clean && u.input.0 == o.input.0),
+                "{file}: block at {:#x} not back\n{}",
+                o.input.0,
+                tree_text(&t)
+            );
+        }
+    }
+}
+
+/// Damage at the very start (the bzip2 header and first block magic, the
+/// first bytes of the first zstd frame): the file is still taken for what
+/// its name says, the damage is reported, and the later blocks or frames
+/// come back.
+#[test]
+fn start_destroyed() {
+    for file in ["compress/nested.tar.bz2", "compress/nested.tar.zst"] {
+        let original = fixture(file);
+        let intact = units(&parse(file, original.clone()).tree());
+        let mut d = original.clone();
+        d[0..12].fill(0x33);
+        let s = parse(file, d);
+        let t = s.tree();
+        assert_eq!(t.status_of(0), Status::Corrupt, "{file}\n{}", tree_text(&t));
+        let got = units(&t);
+        for o in &intact[1..] {
+            assert!(
+                got.iter().any(|u| u.clean && u.input.0 == o.input.0),
+                "{file}: unit at {:#x} not back\n{}",
+                o.input.0,
+                tree_text(&t)
+            );
+        }
+    }
+}
