@@ -43,10 +43,12 @@ fn is_skippable(b: &[u8]) -> bool {
     b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
 }
 
-/// The magic, or a `.zst`/`.tzst` name (damage at the start is then
-/// reported and the frames after it are found).
+/// A frame or skippable frame magic, or a `.zst`/`.tzst` name (damage at
+/// the start is then reported and the frames after it are found).
 fn sniff(s: &Sniff) -> bool {
-    s.head.starts_with(&MAGIC) || NAMES.iter().any(|(suffix, _)| s.name.ends_with(suffix))
+    s.head.starts_with(&MAGIC)
+        || is_skippable(s.head)
+        || NAMES.iter().any(|(suffix, _)| s.name.ends_with(suffix))
 }
 
 /// Decodes one zstd frame with the reference decoder (also a zip entry's).
