@@ -55,6 +55,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tensor_shapes", tensor_shapes),
     ("pir", pir),
     ("index", index),
+    ("bzip2", bzip2),
+    ("xz", xz),
+    ("zstd", zstd),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -91,6 +94,18 @@ pub fn options() -> Options {
 
 pub fn gzip(data: &[u8]) {
     check("fuzz.gz", data);
+}
+
+pub fn bzip2(data: &[u8]) {
+    check("fuzz.tar.bz2", data);
+}
+
+pub fn xz(data: &[u8]) {
+    check("fuzz.tar.xz", data);
+}
+
+pub fn zstd(data: &[u8]) {
+    check("fuzz.tar.zst", data);
 }
 
 pub fn tar(data: &[u8]) {

@@ -19,6 +19,12 @@ impl Chunk {
         Arc::new(Chunk(v))
     }
 
+    /// A chunk holding `bytes` (shrunk to their size).
+    pub fn from_vec(mut bytes: Vec<u8>) -> Chunk {
+        bytes.shrink_to_fit();
+        Chunk(bytes)
+    }
+
     /// Memory the chunk holds.
     pub fn cost(&self) -> usize {
         self.0.capacity()

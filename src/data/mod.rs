@@ -2,7 +2,8 @@
 //!
 //! A [`Source`] is one immutable sequence of bytes that may still be growing:
 //! a memory-mapped file ([`MmapSource`]), a window into another source
-//! ([`SliceSource`]), a decoded deflate stream ([`InflateSource`]), bytes in
+//! ([`SliceSource`]), a decoded deflate stream ([`InflateSource`]), a stream
+//! of independently decoded blocks (bzip2, xz, zstd: [`BlockSource`]), bytes in
 //! memory ([`MemSource`]) or an object on a web server or S3, read with range
 //! requests ([`RemoteSource`]). Parsers read through [`Source::read_at`] at absolute
 //! offsets (like `pread`), so several readers can share one source without a
@@ -14,6 +15,7 @@
 //! a source that is not final yields and is stepped again later; if the source
 //! is final, the bytes will never come: the input is truncated.
 
+pub mod blocks;
 mod cache;
 pub mod checkpoints;
 pub mod inflate;
@@ -24,6 +26,7 @@ mod slice;
 mod source;
 pub mod stats;
 
+pub use blocks::{Block, BlockCodec, BlockReader, BlockSource, Fill, InputBuf, Pull, Pumped};
 pub use cache::ChunkCache;
 pub use inflate::{InflateEvent, InflateSource, Inflater};
 pub use mem::MemSource;

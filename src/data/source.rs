@@ -65,6 +65,34 @@ pub enum Layout<'a> {
         /// Where its checkpoints' windows are read from.
         windows: &'a dyn WindowStore,
     },
+    /// A stream of independently decoded blocks (bzip2, xz, zstd).
+    Blocks {
+        /// The compressed bytes it is decoded from.
+        input: &'a Data,
+        /// The name of the codec that decodes one block (see
+        /// `parsers::block_codec`).
+        codec: &'static str,
+        /// Its label ("xz stream").
+        label: &'static str,
+        /// Its blocks; `None` until it is decoded to its end.
+        blocks: Option<Vec<Block>>,
+    },
+}
+
+/// One block of a stream of independently decoded blocks (bzip2 blocks,
+/// xz blocks, zstd frames): where its compressed bytes are and what it
+/// decoded to. See `data::blocks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Its compressed bytes in the input (whole bytes around it, for a
+    /// bit-aligned block).
+    pub input: Range,
+    /// Decoded offset of its first byte.
+    pub out_start: u64,
+    /// Bytes it decoded to.
+    pub out_len: u64,
+    /// What its codec needs to open it again (bzip2: the bit range).
+    pub aux: [u64; 2],
 }
 
 /// Follows [`Source::origin`] down to the file: the file offset a byte comes

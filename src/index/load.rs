@@ -15,7 +15,7 @@ use super::codec::{Bad, END, FORMAT, In, MAGIC, TRAILER};
 use super::key::FileKey;
 use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
-use crate::data::{Data, InflateSource, Range, SliceSource};
+use crate::data::{BlockSource, Data, InflateSource, Range, SliceSource};
 use crate::extraction::{EntryKind, Extra, Extraction, Meta, Phase, Progress, Tree};
 use crate::name::Name;
 use crate::status::Damage;
@@ -210,6 +210,29 @@ fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<
                 let of = input(r, &out)?;
                 let layout = read_stream(r)?;
                 InflateSource::restore(of, layout, store.clone())
+                    .map_err(|e| Bad(format!("source {i} at byte {at}: {e}")))?
+            }
+            3 => {
+                let of = input(r, &out)?;
+                let name = r.str()?;
+                let codec = crate::parsers::block_codec(name)
+                    .ok_or_else(|| Bad(format!("unknown block codec {name:?}")))?;
+                let label = r.str()?.to_string();
+                let n = r.count()?;
+                let mut blocks = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    let input = range(r)?;
+                    let out_start = r.var()?;
+                    let out_len = r.var()?;
+                    let aux = [r.var()?, r.var()?];
+                    blocks.push(crate::data::Block {
+                        input,
+                        out_start,
+                        out_len,
+                        aux,
+                    });
+                }
+                BlockSource::restore(of, codec, &label, blocks)
                     .map_err(|e| Bad(format!("source {i} at byte {at}: {e}")))?
             }
             t => return Err(Bad(format!("unknown source kind {t} at byte {at}"))),

@@ -25,6 +25,12 @@ enum Rec {
         layout: StreamLayout,
         data: Data,
     },
+    Blocks {
+        of: usize,
+        codec: &'static str,
+        label: &'static str,
+        blocks: Vec<crate::data::Block>,
+    },
 }
 
 /// The sources under a tree, inputs before what is made of them, each once.
@@ -53,6 +59,17 @@ impl Sources {
             Layout::Slice { of, range } => Rec::Slice {
                 of: self.add(of, depth + 1)?,
                 range,
+            },
+            Layout::Blocks {
+                input,
+                codec,
+                label,
+                blocks,
+            } => Rec::Blocks {
+                blocks: blocks.ok_or("a decoded stream was not decoded to its end")?,
+                of: self.add(input, depth + 1)?,
+                codec,
+                label,
             },
             Layout::Inflate { input, stream, .. } => {
                 let layout = stream.ok_or("a decoded stream was not decoded to its end")?;
@@ -201,6 +218,30 @@ fn write_body<W: Write>(
                 out.u8(2)?;
                 out.var(*of as u64)?;
                 write_stream(out, layout)?;
+            }
+            Rec::Blocks {
+                of,
+                codec,
+                label,
+                blocks,
+            } => {
+                out.u8(3)?;
+                out.var(*of as u64)?;
+                out.str(codec)?;
+                out.str(label)?;
+                out.var(blocks.len() as u64)?;
+                for b in blocks {
+                    for v in [
+                        b.input.start,
+                        b.input.end,
+                        b.out_start,
+                        b.out_len,
+                        b.aux[0],
+                        b.aux[1],
+                    ] {
+                        out.var(v)?;
+                    }
+                }
             }
         }
     }

@@ -6,7 +6,9 @@
 //! `offers`, and the views, the CLI and the explorer find it only there.
 
 pub mod api;
+pub mod bzip2;
 pub mod carve;
+mod decoded;
 pub mod folder;
 pub mod gzip;
 pub mod json;
@@ -19,7 +21,9 @@ pub mod safetensors_index;
 pub mod tar;
 pub mod torch;
 pub mod wandb;
+pub mod xz;
 pub mod zip;
+pub mod zstd;
 
 pub use api::{ChildSpec, Format, IndexMode, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
@@ -29,13 +33,17 @@ use crate::extraction::Extraction;
 ///
 /// Folders first (they are recognised by kind alone); protobuf next, as it
 /// takes the opened file whatever its bytes when `--message` names a type
-/// (and otherwise only `.pb` names); then formats with magic bytes; safetensors and the sharded index before JSON, which would
+/// (and otherwise only `.pb` names); then formats with magic bytes (the compressors before tar, whose
+/// sniffer would otherwise look at their bytes); safetensors and the sharded index before JSON, which would
 /// claim an index by its name; JSON last, as it accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
     &folder::FORMAT,
     &protobuf::FORMAT,
     &gzip::FORMAT,
     &zip::FORMAT,
+    &bzip2::FORMAT,
+    &xz::FORMAT,
+    &zstd::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,
@@ -58,6 +66,21 @@ pub fn sniff(s: &Sniff) -> Option<&'static Format> {
 /// would not without the name.
 pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
     !(format.sniff)(&Sniff { name: "", ..*s })
+}
+
+/// The decoder of one block of a bzip2, xz or zstd stream (or zip entry)
+/// named `name` (see [`crate::data::BlockCodec::name`]): how an index
+/// makes such a stream again.
+pub fn block_codec(name: &str) -> Option<Box<dyn crate::data::BlockCodec>> {
+    Some(match name {
+        "bzip2 block" => Box::new(bzip2::Codec),
+        "bzip2 stream" => Box::new(bzip2::StreamCodec),
+        "xz block" => Box::new(xz::Codec),
+        "xz stream" => Box::new(xz::StreamCodec),
+        "lzma zip" => Box::new(xz::LzmaZipCodec),
+        "zstd frame" => Box::new(zstd::Codec),
+        _ => return None,
+    })
 }
 
 /// Looks a format up by name.

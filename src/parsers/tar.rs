@@ -475,6 +475,9 @@ struct TarParser {
     pending: Pending,
     global: Pending,
     open: Option<Open>,
+    /// The last member whose data is past: its child and where its
+    /// padded data ends.
+    prev: Option<(ExtId, u64)>,
     /// Whether an end-of-archive marker was seen.
     ended: bool,
     /// Bytes before this were handed back to the source ([`Source::release`]):
@@ -498,6 +501,7 @@ impl TarParser {
             pending: Pending::default(),
             global: Pending::default(),
             open: None,
+            prev: None,
             ended: false,
             released: 0,
             scratch: Vec::new(),
@@ -623,6 +627,7 @@ impl TarParser {
         if let Some(o) = &self.open
             && avail >= o.data.saturating_add(o.size)
         {
+            self.prev = Some((o.child, o.data.saturating_add(round_up(o.size))));
             self.open = None;
         }
         let b = self.block(at)?;
@@ -641,9 +646,29 @@ impl TarParser {
                         Some(false) => {}
                     }
                 }
+                self.suspect_prev(cx, at);
                 self.lose(at, at + 1, why);
                 None
             }
+        }
+    }
+
+    /// A header that fails right after a member's data, in decoded bytes:
+    /// a decoder that read damaged input writes garbage for a while before
+    /// anything notices, so the member before may hold some of it too.
+    fn suspect_prev(&mut self, cx: &mut StepCx, at: u64) {
+        let Some((child, end)) = self.prev.take() else {
+            return;
+        };
+        let (_, exact) = crate::data::file_offset(&self.data, at);
+        if end == at && !exact {
+            cx.child_damage(
+                child,
+                Damage::corrupt(
+                    Range::new(0, 0),
+                    "the tar header after it is damaged, in decoded bytes: the damage may have begun in this member's bytes",
+                ),
+            );
         }
     }
 

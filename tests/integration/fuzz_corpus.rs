@@ -69,6 +69,9 @@ replays! {
     pir,
     index,
     deflate_resync,
+    bzip2,
+    xz,
+    zstd,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

@@ -105,11 +105,26 @@ fn an_index_gives_the_same_tree_and_bytes_as_a_parse() {
         "named.tar.gz",
         "methods.zip",
         "zip64.zip",
+        "compress/nested.tar.bz2",
+        "compress/nested.tar.xz",
+        "compress/nested.tar.zst",
+        "compress/zip-zstd-xz.zip",
     ]
     .iter()
     .map(|f| fixture_path(f))
     .collect();
     files.push(cut);
+    // A cut .tar.xz and a .tar.bz2 with a block lost: their partial
+    // streams are indexed too.
+    let cut_xz = tmp.path().join("cut.tar.xz");
+    let xz = fixture("compress/nested.tar.xz");
+    std::fs::write(&cut_xz, &xz[..xz.len() * 3 / 5]).unwrap();
+    files.push(cut_xz);
+    let hole_bz2 = tmp.path().join("hole.tar.bz2");
+    let mut bz2 = fixture("compress/nested.tar.bz2");
+    bz2[60_000..64_096].fill(0x55);
+    std::fs::write(&hole_bz2, &bz2).unwrap();
+    files.push(hole_bz2);
     for (i, file) in files.iter().enumerate() {
         let index = tmp.path().join(format!("{i}.pidx"));
         let idx = index.to_str().unwrap();

@@ -10,6 +10,7 @@ mod architecture;
 
 mod bounds;
 mod cli;
+mod compressors;
 mod damage;
 mod fs;
 mod fuzz_corpus;

@@ -625,12 +625,13 @@ fn dd_stored_trap_entry_survives_scanning() {
     f.check("dd_stored.zip trap");
 }
 
-/// An entry compressed with a method pparse does not decode (bzip2, made by
-/// Info-ZIP `zip -Z bzip2`) is listed as such, not passed off as a file, and
-/// the entries around it are decoded — from the central directory and, with
-/// the directory cut off, from the local-header scan.
+/// An entry compressed with bzip2 (made by Info-ZIP `zip -Z bzip2`) is
+/// decoded byte for byte, and the entries around it too — from the central
+/// directory and, with the directory cut off, from the local-header scan.
+/// A method pparse does not decode (PPMd, made by 7-Zip) is listed as such,
+/// not passed off as a file.
 #[test]
-fn unsupported_method_is_listed_not_decoded() {
+fn other_methods_are_decoded_or_listed() {
     let data = fixture("methods.zip");
     let cd = data
         .windows(4)
@@ -642,18 +643,18 @@ fn unsupported_method_is_listed_not_decoded() {
     ] {
         let session = parse_named("methods.zip", bytes, what);
         let t = session.tree();
-        let id = t.resolve("alpha.txt").expect("bzip2 entry listed");
-        match &t.exts[id].kind {
-            pparse::extraction::EntryKind::Other(w) => {
-                assert!(
-                    w.contains("bzip2") && w.contains("not decoded"),
-                    "{what}: {w}"
-                );
-            }
-            k => panic!("{what}: bzip2 entry is a {}", k.as_str()),
-        }
+        assert_exact(&t, "alpha.txt", &source_bytes("src/zipsrc/alpha.txt"), what);
         assert_exact(&t, "beta.c", &source_bytes("src/zipsrc/beta.c"), what);
         assert_exact(&t, "noise.bin", &source_bytes("src/zipsrc/noise.bin"), what);
+    }
+    let session = parse("zip-ppmd-7z.zip", fixture("compress/zip-ppmd-7z.zip"));
+    let t = session.tree();
+    let id = t.resolve("alpha.txt").expect("ppmd entry listed");
+    match &t.exts[id].kind {
+        pparse::extraction::EntryKind::Other(w) => {
+            assert!(w.contains("ppmd") && w.contains("not decoded"), "{w}");
+        }
+        k => panic!("ppmd entry is a {}", k.as_str()),
     }
     let t = parse("methods.zip", data).tree().exts.len();
     assert_eq!(t, 4, "the archive and its three entries");

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use crate::data::{Data, InflateSource, Inflater, Range, SliceSource};
+use crate::data::{BlockReader, BlockSource, Data, InflateSource, Inflater, Range, SliceSource};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::Name;
 use crate::offer::{Offers, TensorOffer};
@@ -113,6 +113,10 @@ enum Plan {
     StoredScan,
     /// Deflate data, with the declared size as a limit when it is known.
     Deflate(Arc<InflateSource>, Option<u64>),
+    /// bzip2, LZMA, zstd or xz data of a known compressed size, decoded as
+    /// one block of a [`BlockSource`] (`aux` for its codec), with the
+    /// declared size as a limit.
+    Blocks(Arc<BlockSource>, [u64; 2], u64),
 }
 
 /// An entry waiting to be verified (central mode, merged entries).
@@ -151,6 +155,15 @@ enum Work {
         src: Arc<InflateSource>,
         child: crate::extraction::ExtId,
         err: Damage,
+    },
+    /// Decoding a bzip2, LZMA, zstd or xz entry (`reader` is the error
+    /// when its decoder could not start).
+    Blocks {
+        src: Arc<BlockSource>,
+        reader: Result<Box<dyn BlockReader>, String>,
+        hasher: crc32fast::Hasher,
+        limit: u64,
+        scratch: Vec<u8>,
     },
     /// The deflate stream ended at `at`; its descriptor follows.
     Descriptor {
@@ -348,6 +361,17 @@ fn work(plan: Plan, data: u64) -> Work {
             hasher: crc32fast::Hasher::new(),
             fallback: None,
         })),
+        Plan::Blocks(src, aux, limit) => {
+            let reader = src.open(0, aux).map_err(|e| e.to_string());
+            src.begin_block(0, aux);
+            Work::Blocks {
+                src,
+                reader,
+                hasher: crc32fast::Hasher::new(),
+                limit,
+                scratch: Vec::new(),
+            }
+        }
         Plan::Deflate(src, limit) => {
             let mut inflater = Box::new(Inflater::new(src.clone(), 0));
             if let Some(l) = limit {

@@ -6,11 +6,15 @@
 use super::records::{self, Local};
 use super::{Current, Outcome, Plan, State, Work, ZipParser, method_text, slice, work};
 use crate::data::inflate::resync;
-use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, view};
+use crate::data::{
+    BlockCodec, BlockSource, Data, InflateEvent, InflateSource, Inflater, Pull, Pumped, Range,
+    Source, view,
+};
 use crate::extraction::EntryKind;
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
 use crate::parsers::api::{ChildSpec, Step, StepCx};
+use crate::parsers::{bzip2, xz, zstd};
 use crate::status::Damage;
 
 impl ZipParser {
@@ -30,7 +34,35 @@ impl ZipParser {
             self.add_entry_child(cx, idx, local, EntryKind::Dir, d, Some(0));
             return Plan::None;
         }
-        let unsupported = if local.flags & records::FLAG_ENCRYPTED != 0 {
+        let encrypted = local.flags & records::FLAG_ENCRYPTED != 0;
+        if !encrypted && let Some(c) = csize {
+            let codec: Option<(Box<dyn BlockCodec>, &'static str, u64)> = match local.method {
+                12 => Some((Box::new(bzip2::StreamCodec), "bzip2 entry", 0)),
+                // Bit 1 of the flags: an end marker ends the LZMA data.
+                14 if local.flags & 2 != 0 => {
+                    Some((Box::new(xz::LzmaZipCodec), "lzma entry", u64::MAX))
+                }
+                14 => Some((Box::new(xz::LzmaZipCodec), "lzma entry", usize)),
+                20 | 93 => Some((Box::new(zstd::Codec), "zstd entry", 0)),
+                95 => Some((Box::new(xz::StreamCodec), "xz entry", 0)),
+                _ => None,
+            };
+            if let Some((codec, label, aux0)) = codec {
+                let end = data.saturating_add(c);
+                let src = BlockSource::new(slice(&self.data, data, end), codec, label);
+                let declared = (csize.is_some() || usize > 0).then_some(usize);
+                self.add_entry_child(
+                    cx,
+                    idx,
+                    local,
+                    EntryKind::File,
+                    src.clone() as Data,
+                    declared,
+                );
+                return Plan::Blocks(src, [aux0, 0], usize);
+            }
+        }
+        let unsupported = if encrypted {
             Some("encrypted: bytes not decoded".to_string())
         } else if local.method != 0 && local.method != 8 {
             Some(format!(
@@ -85,6 +117,14 @@ impl ZipParser {
                 return None;
             }
             Work::Deflate { inflater, .. } => Some(inflater.produced()),
+            Work::Blocks { src, .. } if cx.decode_left == 0 => {
+                let have = src.available();
+                src.finish();
+                let d = cx.budget_damage(have);
+                self.finish_entry(cx, cur, Err(d));
+                return None;
+            }
+            Work::Blocks { src, .. } => Some(src.available()),
             _ => None,
         };
         let budget = match before {
@@ -94,6 +134,9 @@ impl ZipParser {
         let outcome = self.run_work(&mut cur, budget);
         if let (Some(before), Work::Deflate { inflater, .. }) = (before, &cur.work) {
             cx.decoded(inflater.produced() - before);
+        }
+        if let (Some(before), Work::Blocks { src, .. }) = (before, &cur.work) {
+            cx.decoded(src.available() - before);
         }
         match outcome {
             Outcome::Yield => {
@@ -252,6 +295,73 @@ impl ZipParser {
                 }
             }
             Work::StoredScan(_) => self.stored_scan(cur, budget),
+            Work::Blocks {
+                src,
+                reader,
+                hasher,
+                limit,
+                scratch,
+            } => {
+                let method = records::method_name(cur.local.method).unwrap_or("?");
+                let r = match reader {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let e = e.clone();
+                        src.finish();
+                        return Outcome::Done(Err(Damage::corrupt(
+                            Range::new(0, 0),
+                            format!("{method} data cannot be decoded: {e}"),
+                        )));
+                    }
+                };
+                let room = (*limit + 1).saturating_sub(src.available()).max(1);
+                let pumped = src.pump(&mut **r, budget.min(room), scratch, &mut |b| {
+                    hasher.update(b);
+                });
+                let have = src.available();
+                let in_end = r.input_pos();
+                if have > *limit {
+                    src.end_block(in_end);
+                    src.finish();
+                    self.entries[cur.idx].end.get_or_insert(cur.data + in_end);
+                    return Outcome::Done(Err(Damage::corrupt(
+                        Range::new(have, have),
+                        format!(
+                            "{method} data decodes to more than the declared {limit} bytes; decoding stopped there"
+                        ),
+                    )));
+                }
+                match pumped {
+                    Pumped::Progress => Outcome::Yield,
+                    Pumped::Stopped(Pull::Out(_)) => Outcome::Yield,
+                    Pumped::Stopped(Pull::NeedInput) => Outcome::Blocked,
+                    Pumped::Stopped(Pull::End) => {
+                        src.end_block(in_end);
+                        src.finish();
+                        let crc = hasher.clone().finalize();
+                        Outcome::Done(check_crc(cur.expect, crc, have))
+                    }
+                    Pumped::Stopped(Pull::Truncated) => {
+                        src.end_block(in_end);
+                        src.finish();
+                        let e = &mut self.entries[cur.idx];
+                        e.end = Some(e.end.unwrap_or(cur.data + in_end).min(avail));
+                        Outcome::Done(Err(Damage::truncated(
+                            Range::new(have, have),
+                            format!("{method} data cut off after {have} decoded bytes"),
+                        )))
+                    }
+                    Pumped::Stopped(Pull::Error(message)) => {
+                        src.end_block(in_end);
+                        src.finish();
+                        self.entries[cur.idx].end.get_or_insert(cur.data + in_end);
+                        Outcome::Done(Err(Damage::corrupt(
+                            Range::new(have, have),
+                            format!("invalid {method} data ({message}); bytes after this are lost"),
+                        )))
+                    }
+                }
+            }
             Work::Deflate { inflater, src } => match inflater.run(budget) {
                 InflateEvent::Progress => Outcome::Yield,
                 InflateEvent::NeedInput => Outcome::Blocked,

@@ -1,0 +1,623 @@
+//! A decoded stream made of independently decodable blocks (bzip2 blocks,
+//! xz blocks, zstd frames), with random access and bounded memory.
+//!
+//! A [`BlockSource`] is filled by the parser of its format during the first
+//! pass: it opens a [`BlockReader`] on each block it finds
+//! ([`BlockCodec::open`]), calls [`BlockSource::begin_block`], pumps the
+//! reader's output in with [`BlockSource::pump`], and closes the block with
+//! [`BlockSource::end_block`]. The source never holds the decoded bytes
+//! itself:
+//!
+//! * what was just produced goes into the global [`ChunkCache`] in 64 KiB
+//!   chunks, where parsers reading right behind the decoder find it;
+//! * the table of blocks (compressed range → decoded range) is the only
+//!   thing kept per block, a few words each;
+//! * a read of an evicted chunk opens a reader on the block that holds it
+//!   and decodes that block from its start, up to the chunk; the reader is
+//!   kept, so sequential reads go on where the last one ended.
+//!
+//! A block's decoded length is whatever its first pass produced: a block
+//! cut off by the end of the input, or by invalid data after some output,
+//! keeps that output, and re-reading stops at the same place. A lost block
+//! contributes no bytes.
+//!
+//! One huge block (a zstd frame of 1 GB) is streamed through the cache the
+//! same way; a random read inside it decodes from the block's start up to
+//! the chunk asked for, since these formats have no point to resume from
+//! inside a block. That costs time (at most one block's decoding per
+//! evicted chunk read out of order), never memory beyond the cache and the
+//! decoder's own window.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::cache::{Chunk, ChunkCache};
+pub use super::source::Block;
+use super::source::{Data, Layout, Range, Source};
+
+/// Cache granularity of decoded bytes.
+pub const CHUNK: u64 = 64 * 1024;
+/// Output buffer of one reader call.
+const OUT_BUF: usize = 64 * 1024;
+/// Input read size for one decoder call.
+const IN_BUF: usize = 64 * 1024;
+
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1 << 40);
+
+/// What one [`BlockReader::read`] call gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pull {
+    /// This many bytes were written at the start of the buffer (never 0).
+    Out(usize),
+    /// The block ended where its format says it ends.
+    End,
+    /// The input has no more bytes yet but is still growing.
+    NeedInput,
+    /// The input ended for good inside the block.
+    Truncated,
+    /// The block's data is invalid here.
+    Error(String),
+}
+
+/// A decoder of one block, pulled for output.
+pub trait BlockReader: Send {
+    /// Decodes more of the block into `out` (never empty).
+    fn read(&mut self, out: &mut [u8]) -> Pull;
+    /// Input offset of the first compressed byte not yet consumed.
+    fn input_pos(&self) -> u64;
+}
+
+/// Labels a stream of blocks may carry (labels are static strings).
+const LABELS: [&str; 7] = [
+    "bzip2 stream",
+    "xz stream",
+    "zstd stream",
+    "bzip2 entry",
+    "lzma entry",
+    "zstd entry",
+    "xz entry",
+];
+
+/// How a format decodes one of its blocks.
+pub trait BlockCodec: Send + Sync + 'static {
+    /// Its name, by which an index finds it again.
+    fn name(&self) -> &'static str;
+    /// A reader at the start of `block`, over the compressed bytes `input`.
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>>;
+}
+
+struct Tail {
+    /// Decoded offset of `buf[0]`, a multiple of [`CHUNK`].
+    start: u64,
+    buf: Vec<u8>,
+}
+
+/// A reader kept between reads, at decoded offset `pos` of block `block`.
+struct Replay {
+    block: usize,
+    pos: u64,
+    reader: Box<dyn BlockReader>,
+}
+
+/// A decoded stream of independent blocks. See the module docs.
+pub struct BlockSource {
+    key: u64,
+    input: Data,
+    codec: Box<dyn BlockCodec>,
+    blocks: RwLock<Vec<Block>>,
+    tail: Mutex<Tail>,
+    avail: AtomicU64,
+    done: AtomicBool,
+    replay: Mutex<Option<Replay>>,
+    label: &'static str,
+}
+
+/// What [`BlockSource::pump`] ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pumped {
+    /// The output budget was used; call again.
+    Progress,
+    /// The reader ended ([`Pull::End`], [`Pull::NeedInput`],
+    /// [`Pull::Truncated`] or [`Pull::Error`]).
+    Stopped(Pull),
+}
+
+impl BlockSource {
+    /// A new, empty stream decoded from `input` by `codec`; `label` names it
+    /// in status lines ("bzip2 stream").
+    pub fn new(input: Data, codec: Box<dyn BlockCodec>, label: &'static str) -> Arc<BlockSource> {
+        Arc::new(BlockSource {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            input,
+            codec,
+            blocks: RwLock::new(Vec::new()),
+            tail: Mutex::new(Tail {
+                start: 0,
+                buf: Vec::new(),
+            }),
+            avail: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            replay: Mutex::new(None),
+            label,
+        })
+    }
+
+    /// The stream `blocks` describe, decoded from `input` by `codec` on
+    /// demand (from an index). The table is checked for order and bounds,
+    /// never trusted blindly.
+    pub fn restore(
+        input: Data,
+        codec: Box<dyn BlockCodec>,
+        label: &str,
+        blocks: Vec<Block>,
+    ) -> io::Result<Arc<BlockSource>> {
+        let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+        let label = LABELS
+            .iter()
+            .copied()
+            .find(|l| *l == label)
+            .ok_or_else(|| bad("unknown stream label"))?;
+        let mut out = 0u64;
+        for b in &blocks {
+            if b.out_start != out || b.input.end < b.input.start {
+                return Err(bad("blocks out of order"));
+            }
+            out = out
+                .checked_add(b.out_len)
+                .ok_or_else(|| bad("block sizes overflow"))?;
+        }
+        Ok(Arc::new(BlockSource {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            input,
+            codec,
+            blocks: RwLock::new(blocks),
+            tail: Mutex::new(Tail {
+                start: out - out % CHUNK,
+                buf: Vec::new(),
+            }),
+            avail: AtomicU64::new(out),
+            done: AtomicBool::new(true),
+            replay: Mutex::new(None),
+            label,
+        }))
+    }
+
+    /// The compressed bytes.
+    pub fn input(&self) -> &Data {
+        &self.input
+    }
+
+    /// A reader at the start of a block whose compressed bytes start at
+    /// `input_start` (the first pass uses it before [`Self::begin_block`]).
+    pub fn open(&self, input_start: u64, aux: [u64; 2]) -> io::Result<Box<dyn BlockReader>> {
+        let b = Block {
+            input: Range::new(input_start, input_start),
+            out_start: 0,
+            out_len: 0,
+            aux,
+        };
+        self.codec.open(&self.input, &b)
+    }
+
+    /// Starts a block whose compressed bytes start at `input_start`; its
+    /// output is what [`Self::pump`] appends until the next block starts.
+    pub fn begin_block(&self, input_start: u64, aux: [u64; 2]) {
+        let out = self.available();
+        self.blocks.write().push(Block {
+            input: Range::new(input_start, input_start),
+            out_start: out,
+            out_len: 0,
+            aux,
+        });
+    }
+
+    /// Sets where the current block's compressed bytes end.
+    pub fn end_block(&self, input_end: u64) {
+        if let Some(b) = self.blocks.write().last_mut() {
+            b.input = Range::new(b.input.start, input_end);
+        }
+    }
+
+    /// The blocks so far.
+    pub fn blocks(&self) -> Vec<Block> {
+        self.blocks.read().clone()
+    }
+
+    /// Decodes up to about `max` bytes from `reader` into the current
+    /// block, handing each piece to `seen` (for checksums).
+    pub fn pump(
+        &self,
+        reader: &mut dyn BlockReader,
+        max: u64,
+        scratch: &mut Vec<u8>,
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Pumped {
+        scratch.resize(OUT_BUF, 0);
+        let started = std::time::Instant::now();
+        let mut made = 0u64;
+        let r = loop {
+            if made >= max {
+                break Pumped::Progress;
+            }
+            match reader.read(scratch) {
+                Pull::Out(n) => {
+                    let n = n.min(scratch.len());
+                    seen(&scratch[..n]);
+                    self.append(&scratch[..n]);
+                    made += n as u64;
+                }
+                other => break Pumped::Stopped(other),
+            }
+        };
+        super::stats::decoded(made, started.elapsed(), false);
+        r
+    }
+
+    fn append(&self, mut data: &[u8]) {
+        let mut t = self.tail.lock();
+        let new_avail = self.avail.load(Ordering::Relaxed) + data.len() as u64;
+        while !data.is_empty() {
+            let room = CHUNK as usize - t.buf.len();
+            let take = room.min(data.len());
+            t.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if t.buf.len() == CHUNK as usize {
+                let idx = t.start / CHUNK;
+                ChunkCache::global().insert((self.key, idx), Chunk::copy_of(&t.buf));
+                t.start += CHUNK;
+                t.buf.clear();
+            }
+        }
+        if let Some(b) = self.blocks.write().last_mut() {
+            b.out_len = new_avail - b.out_start;
+        }
+        self.avail.store(new_avail, Ordering::Release);
+    }
+
+    /// Marks the stream complete: no more output will be appended.
+    pub fn finish(&self) {
+        let mut t = self.tail.lock();
+        if !t.buf.is_empty() {
+            let idx = t.start / CHUNK;
+            ChunkCache::global().insert((self.key, idx), Chunk::copy_of(&t.buf));
+            t.buf = Vec::new();
+        }
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// Drops this stream's decoded chunks from the cache, so that the next
+    /// reads must decode their blocks again.
+    pub fn evict(&self) {
+        ChunkCache::global().forget(self.key);
+        *self.replay.lock() = None;
+    }
+
+    fn read_tail(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let t = self.tail.lock();
+        if offset < t.start || offset >= t.start + t.buf.len() as u64 {
+            return 0;
+        }
+        let at = (offset - t.start) as usize;
+        let n = buf.len().min(t.buf.len() - at);
+        buf[..n].copy_from_slice(&t.buf[at..at + n]);
+        n
+    }
+
+    /// The index of the block holding decoded offset `pos`.
+    fn block_at(&self, pos: u64) -> Option<(usize, Block)> {
+        let blocks = self.blocks.read();
+        let i = blocks.partition_point(|b| b.out_start + b.out_len <= pos);
+        let b = *blocks.get(i)?;
+        (b.out_start <= pos).then_some((i, b))
+    }
+
+    /// Decodes chunk `idx` again from the blocks that hold it.
+    fn chunk(&self, idx: u64) -> io::Result<Arc<Chunk>> {
+        if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+            return Ok(c);
+        }
+        let mut guard = self.replay.lock();
+        if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+            return Ok(c);
+        }
+        let started = std::time::Instant::now();
+        let mut decoded = 0u64;
+        let target = idx * CHUNK;
+        let end = (target + CHUNK).min(self.available());
+        let mut acc: Vec<u8> = Vec::with_capacity(end.saturating_sub(target) as usize);
+        let mut skip = Vec::new();
+        let mut pos = target;
+        let result = loop {
+            if pos >= end {
+                break Ok(());
+            }
+            let Some((bi, b)) = self.block_at(pos) else {
+                break Err(io::Error::other(format!("no decoded data at {pos:#x}")));
+            };
+            let reuse = matches!(&*guard, Some(r) if r.block == bi && r.pos <= pos);
+            if !reuse {
+                match self.codec.open(&self.input, &b) {
+                    Ok(reader) => {
+                        *guard = Some(Replay {
+                            block: bi,
+                            pos: b.out_start,
+                            reader,
+                        });
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
+            let r = guard.as_mut().expect("replay set above");
+            let block_end = b.out_start + b.out_len;
+            let stop = end.min(block_end);
+            let mut failed = None;
+            while r.pos < stop {
+                let skipping = r.pos < pos;
+                let want = if skipping { pos - r.pos } else { stop - r.pos }.min(OUT_BUF as u64);
+                let want = want as usize;
+                let got = if skipping {
+                    skip.resize(want, 0);
+                    r.reader.read(&mut skip[..want])
+                } else {
+                    let at = acc.len();
+                    acc.resize(at + want, 0);
+                    let g = r.reader.read(&mut acc[at..]);
+                    let n = match g {
+                        Pull::Out(n) => n.min(want),
+                        _ => 0,
+                    };
+                    acc.truncate(at + n);
+                    g
+                };
+                match got {
+                    Pull::Out(n) => {
+                        let n = n.min(want) as u64;
+                        r.pos += n;
+                        decoded += n;
+                    }
+                    other => {
+                        failed = Some(io::Error::other(format!(
+                            "re-decoding block #{} stopped at {:#x} ({other:?})",
+                            bi + 1,
+                            r.pos
+                        )));
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                *guard = None;
+                break Err(e);
+            }
+            pos = stop;
+            if r.pos >= block_end {
+                *guard = None;
+            }
+        };
+        super::stats::decoded(decoded, started.elapsed(), true);
+        result?;
+        let c = Arc::new(Chunk::from_vec(acc));
+        ChunkCache::global().insert((self.key, idx), c.clone());
+        Ok(c)
+    }
+}
+
+impl Drop for BlockSource {
+    fn drop(&mut self) {
+        ChunkCache::global().forget(self.key);
+    }
+}
+
+impl Source for BlockSource {
+    fn available(&self) -> u64 {
+        self.avail.load(Ordering::Acquire)
+    }
+    fn is_final(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.available();
+        if offset >= avail {
+            return Ok(0);
+        }
+        let n = (buf.len() as u64).min(avail - offset) as usize;
+        let mut done = 0;
+        while done < n {
+            let pos = offset + done as u64;
+            let idx = pos / CHUNK;
+            let within = (pos % CHUNK) as usize;
+            if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+                let k = (n - done).min(c.len().saturating_sub(within));
+                if k == 0 {
+                    break;
+                }
+                buf[done..done + k].copy_from_slice(&c[within..within + k]);
+                done += k;
+                super::stats::from_cache(k as u64);
+                continue;
+            }
+            let k = self.read_tail(pos, &mut buf[done..n]);
+            if k > 0 {
+                done += k;
+                super::stats::from_cache(k as u64);
+                continue;
+            }
+            let c = self.chunk(idx)?;
+            let k = (n - done).min(c.len().saturating_sub(within));
+            if k == 0 {
+                return Err(io::Error::other(format!(
+                    "decoded stream ended early at {pos:#x} while re-reading"
+                )));
+            }
+            buf[done..done + k].copy_from_slice(&c[within..within + k]);
+            done += k;
+        }
+        Ok(done)
+    }
+    fn describe(&self) -> &'static str {
+        self.label
+    }
+    fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
+        let (_, b) = self.block_at(offset)?;
+        Some((self.input.clone(), b.input.start, b.out_start == offset))
+    }
+    fn layout(&self) -> Layout<'_> {
+        Layout::Blocks {
+            input: &self.input,
+            codec: self.codec.name(),
+            label: self.label,
+            blocks: self.is_final().then(|| self.blocks()),
+        }
+    }
+}
+
+/// Buffered input over a source that may still grow: what the readers of
+/// xz blocks and zstd frames feed their decoders from.
+pub struct InputBuf {
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+    /// Input offset of the first unconsumed byte.
+    pub pos: u64,
+}
+
+/// What [`InputBuf::fill`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Bytes are buffered.
+    Bytes,
+    /// None now; the input is still growing.
+    Wait,
+    /// None ever: the input ended.
+    Eof,
+}
+
+impl InputBuf {
+    /// A buffer reading from input offset `pos`.
+    pub fn new(pos: u64) -> InputBuf {
+        InputBuf {
+            buf: Vec::new(),
+            lo: 0,
+            hi: 0,
+            pos,
+        }
+    }
+    /// Refills from `input` when empty.
+    pub fn fill(&mut self, input: &dyn Source) -> Fill {
+        if self.lo < self.hi {
+            return Fill::Bytes;
+        }
+        let fin = input.is_final();
+        let avail = input.available();
+        if self.pos >= avail {
+            return if fin { Fill::Eof } else { Fill::Wait };
+        }
+        if self.buf.len() < IN_BUF {
+            self.buf.resize(IN_BUF, 0);
+        }
+        let want = ((avail - self.pos) as usize).min(self.buf.len());
+        match input.read_at(self.pos, &mut self.buf[..want]) {
+            Ok(n) if n > 0 => {
+                self.lo = 0;
+                self.hi = n;
+                Fill::Bytes
+            }
+            _ => Fill::Eof,
+        }
+    }
+    /// The buffered bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.lo..self.hi]
+    }
+    /// Marks `n` buffered bytes consumed.
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.hi - self.lo);
+        self.lo += n;
+        self.pos += n as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+
+    /// A toy codec: block `i` is `aux[0]` bytes of value `aux[1]`.
+    struct Toy;
+    struct ToyReader {
+        left: u64,
+        byte: u8,
+    }
+    impl BlockReader for ToyReader {
+        fn read(&mut self, out: &mut [u8]) -> Pull {
+            if self.left == 0 {
+                return Pull::End;
+            }
+            let n = (out.len() as u64).min(self.left).min(1000) as usize;
+            out[..n].fill(self.byte);
+            self.left -= n as u64;
+            Pull::Out(n)
+        }
+        fn input_pos(&self) -> u64 {
+            0
+        }
+    }
+    impl BlockCodec for Toy {
+        fn name(&self) -> &'static str {
+            "toy"
+        }
+        fn open(&self, _: &Data, b: &Block) -> io::Result<Box<dyn BlockReader>> {
+            Ok(Box::new(ToyReader {
+                left: b.aux[0],
+                byte: b.aux[1] as u8,
+            }))
+        }
+    }
+
+    #[test]
+    fn random_reads_redecode_only_their_blocks() {
+        let input: Data = Arc::new(MemSource::new(vec![0; 10]));
+        let src = BlockSource::new(input, Box::new(Toy), "toy");
+        let sizes = [70_000u64, 1, 0, 200_000, 65_536, 3];
+        let mut reference = Vec::new();
+        let mut scratch = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let aux = [n, i as u64 + 1];
+            let mut r = src.open(i as u64, aux).unwrap();
+            src.begin_block(i as u64, aux);
+            loop {
+                match src.pump(&mut *r, 5000, &mut scratch, &mut |_| {}) {
+                    Pumped::Progress => {}
+                    Pumped::Stopped(p) => {
+                        assert_eq!(p, Pull::End);
+                        break;
+                    }
+                }
+            }
+            src.end_block(i as u64 + 1);
+            reference.extend(std::iter::repeat_n(i as u8 + 1, n as usize));
+        }
+        src.finish();
+        assert_eq!(src.available(), reference.len() as u64);
+        let mut x = 12345u64;
+        for i in 0..200 {
+            if i % 2 == 0 {
+                src.evict();
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let off = x % reference.len() as u64;
+            let len = (x >> 20) % 150_000 + 1;
+            let mut buf = vec![0; len as usize];
+            let k = src.read_at(off, &mut buf).unwrap();
+            let want = (len).min(reference.len() as u64 - off) as usize;
+            assert_eq!(k, want);
+            assert_eq!(buf[..k], reference[off as usize..off as usize + k]);
+        }
+        assert_eq!(src.origin(70_000).map(|o| (o.1, o.2)), Some((1, true)));
+    }
+}
