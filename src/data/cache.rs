@@ -154,3 +154,54 @@ impl ChunkCache {
         }
     }
 }
+
+/// Reads `[offset, offset + buf.len())` of a decoded stream keyed `key`
+/// with `avail` bytes, cached in chunks of `chunk_len`: from the cache, else from the producer's unfinished
+/// chunk (`tail`), else by decoding the chunk again (`chunk`). Shared by
+/// the decoded sources (deflate streams, block-compressed streams).
+pub(crate) fn read_chunked(
+    key: u64,
+    chunk_len: u64,
+    avail: u64,
+    offset: u64,
+    buf: &mut [u8],
+    tail: impl Fn(u64, &mut [u8]) -> usize,
+    chunk: impl Fn(u64) -> std::io::Result<Arc<Chunk>>,
+) -> std::io::Result<usize> {
+    if offset >= avail {
+        return Ok(0);
+    }
+    let n = (buf.len() as u64).min(avail - offset) as usize;
+    let mut done = 0;
+    while done < n {
+        let pos = offset + done as u64;
+        let idx = pos / chunk_len;
+        let within = (pos % chunk_len) as usize;
+        if let Some(c) = ChunkCache::global().get((key, idx)) {
+            let k = (n - done).min(c.len().saturating_sub(within));
+            if k == 0 {
+                break;
+            }
+            buf[done..done + k].copy_from_slice(&c[within..within + k]);
+            done += k;
+            super::stats::from_cache(k as u64);
+            continue;
+        }
+        let k = tail(pos, &mut buf[done..n]);
+        if k > 0 {
+            done += k;
+            super::stats::from_cache(k as u64);
+            continue;
+        }
+        let c = chunk(idx)?;
+        let k = (n - done).min(c.len().saturating_sub(within));
+        if k == 0 {
+            return Err(std::io::Error::other(format!(
+                "decoded stream ended early at {pos:#x} while re-reading"
+            )));
+        }
+        buf[done..done + k].copy_from_slice(&c[within..within + k]);
+        done += k;
+    }
+    Ok(done)
+}

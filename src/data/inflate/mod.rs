@@ -313,43 +313,15 @@ impl Source for InflateSource {
         self.done.load(Ordering::Acquire)
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = self.available();
-        if offset >= avail {
-            return Ok(0);
-        }
-        let n = (buf.len() as u64).min(avail - offset) as usize;
-        let mut done = 0;
-        while done < n {
-            let pos = offset + done as u64;
-            let idx = pos / CHUNK;
-            let within = (pos % CHUNK) as usize;
-            if let Some(c) = ChunkCache::global().get((self.key, idx)) {
-                let k = (n - done).min(c.len().saturating_sub(within));
-                if k == 0 {
-                    break;
-                }
-                buf[done..done + k].copy_from_slice(&c[within..within + k]);
-                done += k;
-                super::stats::from_cache(k as u64);
-                continue;
-            }
-            let k = self.read_tail(pos, &mut buf[done..n]);
-            if k > 0 {
-                done += k;
-                super::stats::from_cache(k as u64);
-                continue;
-            }
-            let c = self.chunk(idx)?;
-            let k = (n - done).min(c.len().saturating_sub(within));
-            if k == 0 {
-                return Err(io::Error::other(format!(
-                    "decoded stream ended early at {pos:#x} while re-reading"
-                )));
-            }
-            buf[done..done + k].copy_from_slice(&c[within..within + k]);
-            done += k;
-        }
-        Ok(done)
+        super::cache::read_chunked(
+            self.key,
+            CHUNK,
+            self.available(),
+            offset,
+            buf,
+            |pos, b| self.read_tail(pos, b),
+            |idx| self.chunk(idx),
+        )
     }
     fn describe(&self) -> &'static str {
         self.label
