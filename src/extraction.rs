@@ -269,6 +269,9 @@ impl Extraction {
 /// newest damages a new child is: bounded, so a file with a million
 /// members and a million damages stays linear.
 const INHERIT_SCAN: usize = 4096;
+/// How many damages before a new child's start (in offset order) it is
+/// checked against besides the newest ones and those inside it.
+const NEAR_SCAN: usize = 256;
 
 /// The damage `child` inherits from `d`, damage of its parent: when the
 /// child's bytes are the parent's verbatim (a tar member, a stored zip
@@ -450,11 +453,25 @@ impl Tree {
             return;
         };
         let p = &self.exts[parent];
-        let found: Vec<Damage> = p
-            .outer_damage()
+        let outer = p.outer_damage();
+        let mut idx: Vec<u32> = outer.iter().rev().take(INHERIT_SCAN).copied().collect();
+        if let Some(o) = self.exts[child].origin {
+            // Damage a decoder reports in stream order, ahead of the parser
+            // cutting members (thousands of unknown-byte ranges before this
+            // member is found): the ones around the member, by binary search.
+            let end = outer.partition_point(|&i| p.damage[i as usize].range.start < o.end);
+            let inside = outer[..end]
+                .iter()
+                .rev()
+                .take_while(|&&i| p.damage[i as usize].range.start >= o.start)
+                .count();
+            let from = end.saturating_sub(inside + NEAR_SCAN);
+            idx.extend(outer[from..end].iter().copied());
+            idx.sort_unstable();
+            idx.dedup();
+        }
+        let found: Vec<Damage> = idx
             .iter()
-            .rev()
-            .take(INHERIT_SCAN)
             .filter_map(|&i| inherited(p, &self.exts[child], &p.damage[i as usize]))
             .collect();
         for d in found {
