@@ -143,56 +143,126 @@ def judge(out, strip_first):
 
 
 rng = random.Random(15)
-rows = {"hard": {}, "soft": {}}
-counts = {"hard": 0, "soft": 0}
-for copy in range(400):
-    if all(counts[k] >= WANT[k] for k in counts):
-        break
-    b = bytearray(orig_gz)
-    at = rng.randrange(len(b) // 20, len(b) * 9 // 10)
-    b[at:at + 4096] = bytes(rng.getrandbits(8) for _ in range(4096))
-    kind = "hard" if is_hard(bytes(b)) else "soft"
-    if counts[kind] >= WANT[kind]:
-        continue
-    counts[kind] += 1
-    f = os.path.join(WORK, f"damaged{copy}.tar.gz")
-    open(f, "wb").write(b)
-    dmg_out = decoded_at(at)
-    past = {n for n, m in members.items() if m[0] >= dmg_out + 65536}
-    for name, fn, have in TOOLS:
-        if not have:
+if "gzip" in os.environ.get("PARTS", "gzip bzip2"):
+    rows = {"hard": {}, "soft": {}}
+    counts = {"hard": 0, "soft": 0}
+    for copy in range(400):
+        if all(counts[k] >= WANT[k] for k in counts):
+            break
+        b = bytearray(orig_gz)
+        at = rng.randrange(len(b) // 20, len(b) * 9 // 10)
+        b[at:at + 4096] = bytes(rng.getrandbits(8) for _ in range(4096))
+        kind = "hard" if is_hard(bytes(b)) else "soft"
+        if counts[kind] >= WANT[kind]:
             continue
-        out = os.path.join(WORK, "out")
-        shutil.rmtree(out, ignore_errors=True)
-        os.makedirs(out)
-        t0 = time.time()
-        fn(f, out)
-        dt = time.time() - t0
-        whole, prefix, wrong, good = judge(out, name.startswith("pparse"))
-        r = rows[kind].setdefault(name, [0, 0, 0, 0, 0, 0, 0.0])
-        r[0] += len(whole)
-        r[1] += len(whole & past)
-        r[2] += len(past)
-        r[3] += good
-        r[4] += wrong
-        r[5] += prefix
-        r[6] += dt
-    os.remove(f)
+        counts[kind] += 1
+        f = os.path.join(WORK, f"damaged{copy}.tar.gz")
+        open(f, "wb").write(b)
+        dmg_out = decoded_at(at)
+        past = {n for n, m in members.items() if m[0] >= dmg_out + 65536}
+        for name, fn, have in TOOLS:
+            if not have:
+                continue
+            out = os.path.join(WORK, "out")
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            t0 = time.time()
+            fn(f, out)
+            dt = time.time() - t0
+            whole, prefix, wrong, good = judge(out, name.startswith("pparse"))
+            r = rows[kind].setdefault(name, [0, 0, 0, 0, 0, 0, 0.0])
+            r[0] += len(whole)
+            r[1] += len(whole & past)
+            r[2] += len(past)
+            r[3] += good
+            r[4] += wrong
+            r[5] += prefix
+            r[6] += dt
+        os.remove(f)
 
-print(f"Input: {SRC} as one GNU tar ({os.path.getsize(tar_path) / 1e6:.1f} MB, {len(members)} files), "
-      f"`gzip -6` ({len(orig_gz) / 1e6:.1f} MB); copies with 4 KiB of random bytes each "
-      f"at random offsets: {counts['hard']} that stop zlib (hard), {counts['soft']} that decode "
-      f"to a CRC error (soft).\n")
-for kind in ("hard", "soft"):
-    if not counts[kind]:
-        continue
-    print(f"**{kind} damage** ({counts[kind]} copies, totals)\n")
-    print("| tool | files whole | whole of those 64 KiB past the damage | MB in whole files | files with wrong bytes | files cut short (exact prefix) | time |")
-    print("|---|---|---|---|---|---|---|")
-    for name, _, have in TOOLS:
-        if not have or name not in rows[kind]:
+    print(f"Input: {SRC} as one GNU tar ({os.path.getsize(tar_path) / 1e6:.1f} MB, {len(members)} files), "
+          f"`gzip -6` ({len(orig_gz) / 1e6:.1f} MB); copies with 4 KiB of random bytes each "
+          f"at random offsets: {counts['hard']} that stop zlib (hard), {counts['soft']} that decode "
+          f"to a CRC error (soft).\n")
+    for kind in ("hard", "soft"):
+        if not counts[kind]:
             continue
-        r = rows[kind][name]
-        pct = 100.0 * r[1] / r[2] if r[2] else 0.0
-        print(f"| {name} | {r[0]} | {r[1]} of {r[2]} ({pct:.1f}%) | {r[3] / 1e6:.1f} | {r[4]} | {r[5]} | {r[6]:.1f} s |")
+        print(f"**{kind} damage** ({counts[kind]} copies, totals)\n")
+        print("| tool | files whole | whole of those 64 KiB past the damage | MB in whole files | files with wrong bytes | files cut short (exact prefix) | time |")
+        print("|---|---|---|---|---|---|---|")
+        for name, _, have in TOOLS:
+            if not have or name not in rows[kind]:
+                continue
+            r = rows[kind][name]
+            pct = 100.0 * r[1] / r[2] if r[2] else 0.0
+            print(f"| {name} | {r[0]} | {r[1]} of {r[2]} ({pct:.1f}%) | {r[3] / 1e6:.1f} | {r[4]} | {r[5]} | {r[6]:.1f} s |")
+        print()
+
+# bzip2: the same tar compressed by bzip2 -9, 4 KiB of random bytes in the
+# middle of a block; bzip2recover writes each block it can read as its own
+# file (rec*), which bzip2 -d and GNU tar -i then read.
+if shutil.which("bzip2recover") and "bzip2" in os.environ.get("PARTS", "gzip bzip2"):
+    bz_path = tar_path + ".bz2"
+    if not os.path.exists(bz_path):
+        with open(bz_path, "wb") as out:
+            subprocess.run(["bzip2", "-9", "-c", tar_path], check=True, stdout=out)
+    orig_bz = open(bz_path, "rb").read()
+
+    def tool_bzip2recover(f, out):
+        d = os.path.join(WORK, "bzrec")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        g = os.path.join(d, "x.bz2")
+        shutil.copy(f, g)
+        subprocess.run(["bzip2recover", g], cwd=d, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        parts = sorted(p for p in os.listdir(d) if p.startswith("rec"))
+
+        def write(t):
+            with open(t, "wb") as o:
+                for p in parts:
+                    subprocess.run(["bzip2", "-dc", os.path.join(d, p)], stdout=o,
+                                   stderr=subprocess.DEVNULL)
+        via_tar(out, write)
+
+    def tool_bzip2(f, out):
+        via_tar(out, lambda t: subprocess.run(f"bzip2 -dc '{f}' > '{t}'", shell=True,
+                                              stderr=subprocess.DEVNULL))
+
+    bz_tools = [("pparse", tool_pparse), ("bzip2 + tar", tool_bzip2),
+                ("bzip2recover + bzip2 + tar", tool_bzip2recover)]
+    if shutil.which("bsdtar"):
+        bz_tools.append(("bsdtar", tool_bsdtar))
+    if seven():
+        bz_tools.append(("7-Zip + tar", tool_7z))
+    brows = {}
+    for copy in range(WANT["hard"] + WANT["soft"]):
+        b = bytearray(orig_bz)
+        at = rng.randrange(len(b) // 20, len(b) * 9 // 10)
+        b[at:at + 4096] = bytes(rng.getrandbits(8) for _ in range(4096))
+        f = os.path.join(WORK, f"damaged{copy}.tar.bz2")
+        open(f, "wb").write(b)
+        for name, fn in bz_tools:
+            out = os.path.join(WORK, "out")
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            t0 = time.time()
+            fn(f, out)
+            dt = time.time() - t0
+            whole, prefix, wrong, good = judge(out, name.startswith("pparse"))
+            r = brows.setdefault(name, [0, 0, 0, 0, 0.0])
+            r[0] += len(whole)
+            r[1] += good
+            r[2] += wrong
+            r[3] += prefix
+            r[4] += dt
+        os.remove(f)
+    n = WANT["hard"] + WANT["soft"]
+    print(f"**bzip2** (`bzip2 -9`, {len(orig_bz) / 1e6:.1f} MB; {n} copies with 4 KiB of random "
+          f"bytes at random offsets, totals of {n} x {len(members)} files)\n")
+    print("| tool | files whole | MB in whole files | files with wrong bytes | files cut short (exact prefix) | time |")
+    print("|---|---|---|---|---|---|")
+    for name, _ in bz_tools:
+        r = brows[name]
+        print(f"| {name} | {r[0]} | {r[1] / 1e6:.1f} | {r[2]} | {r[3]} | {r[4]:.1f} s |")
     print()

@@ -10,6 +10,9 @@
 # Needs: GNU tar, gzip, python3; optional: gzrecover (apt install gzrt),
 # 7z (apt install 7zip), bsdtar (apt install libarchive-tools).
 # HARD=N and SOFT=N: damaged copies of each kind (default 5 each).
+# Then the same tar as `bzip2 -9`, HARD+SOFT damaged copies, read back by
+# pparse, bzip2 + GNU tar, bzip2recover + bzip2 + GNU tar, bsdtar and
+# 7-Zip. PARTS="gzip" or PARTS="bzip2" runs one part only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}/recovery
