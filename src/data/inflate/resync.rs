@@ -129,7 +129,7 @@ impl<'a> Bits<'a> {
     }
     /// Bits left in the slice.
     fn left(&self) -> u64 {
-        (self.b.len() - self.next) as u64 * 8 + self.n as u64
+        self.b.len().saturating_sub(self.next) as u64 * 8 + self.n as u64
     }
 }
 
@@ -501,7 +501,10 @@ impl Recover {
                             return Ok(self.starved());
                         }
                         let at = (self.bit / 8 - self.buf_start) as usize;
-                        let b = &self.buf[at..at + 4];
+                        // A final input may hold fewer than 4 bytes here.
+                        let Some(b) = self.buf.get(at..at + 4) else {
+                            return Ok(self.starved());
+                        };
                         let len = u16::from_le_bytes([b[0], b[1]]);
                         let nlen = u16::from_le_bytes([b[2], b[3]]);
                         if len != !nlen {
@@ -1027,6 +1030,16 @@ mod tests {
                 .zip(&ok)
                 .all(|((a, b), k)| !k || a == b)
         );
+    }
+
+    #[test]
+    fn a_stored_header_cut_short_is_truncation() {
+        // BFINAL=0, BTYPE=00, then two of the four LEN/NLEN bytes.
+        let input = mem(vec![0x00, 0x05, 0x00]);
+        let mut d = Recover::new(input, 0);
+        let (out, ev) = decode_all(&mut d);
+        assert!(out.is_empty());
+        assert_eq!(ev, Event::Truncated);
     }
 
     #[test]
