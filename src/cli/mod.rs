@@ -560,6 +560,29 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
+/// A reader that writes zeros over the given ranges of what it reads:
+/// unknown bytes, whatever the decoder made of them.
+struct ZeroHoles<R> {
+    inner: R,
+    holes: Vec<crate::data::Range>,
+    pos: u64,
+}
+
+impl<R: io::Read> io::Read for ZeroHoles<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let (start, end) = (self.pos, self.pos + n as u64);
+        for h in &self.holes {
+            let (a, b) = (h.start.max(start), h.end.min(end));
+            if a < b {
+                buf[(a - start) as usize..(b - start) as usize].fill(0);
+            }
+        }
+        self.pos = end;
+        Ok(n)
+    }
+}
+
 /// `extract`: every leaf below PATH written under DIR, walked through the
 /// file-system API ([`crate::fs::Fs::walk`]) as a library user walks it.
 fn extract(
@@ -613,7 +636,18 @@ fn extract(
             let more = ranges.len().saturating_sub(8);
             let more = if more > 0 { format!(" and {more} more") } else { String::new() };
             if with_unknown {
-                ex.write_from(&logical, f)
+                let holes: Vec<_> = f
+                    .damage()
+                    .iter()
+                    .filter(|d| d.unknown)
+                    .map(|d| d.range)
+                    .collect();
+                let mut zeroed = ZeroHoles {
+                    inner: f,
+                    holes,
+                    pos: 0,
+                };
+                ex.write_from(&logical, &mut zeroed)
                     .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
                 unknown.push(format!("{}: unknown bytes written as zeros at {shown}{more}", e.path));
             } else {

@@ -731,8 +731,8 @@ impl Inflater {
                     let clean = rec.clean();
                     let due = clean || self.produced - self.last_point >= self.src.span;
                     if due {
-                        // Unknown bytes are zeros in this window, as a
-                        // replay from the segment start makes them.
+                        // The window as a replay from the segment start
+                        // (zlib with a window of zeros) makes it.
                         self.window = rec.window();
                     }
                     if clean {

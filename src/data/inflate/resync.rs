@@ -4,18 +4,19 @@
 //! zlib cannot help here: it needs the window. This is a small deflate
 //! decoder of its own whose history holds 16-bit values, so a back-reference
 //! into the lost window yields a marker for "unknown" instead of a guess
-//! (rapidgzip's idea). Unknown bytes come out as zeros, listed in
+//! (rapidgzip's idea). Unknown bytes are listed in
 //! [`Recover::take_unknown`]; once 32 KiB of output holds no marker the
 //! window is exact again and zlib can take over (see [`Recover::window`]).
-//! zlib given a window of 32 KiB of zeros decodes the same bytes, which is
-//! how replays re-read a recovered stream.
+//! The bytes written are those zlib writes given a window of 32 KiB of
+//! zeros (zeros where they copy the lost window), which is how replays
+//! re-read a recovered stream.
 //!
 //! [`find_block`] looks for a block start bit by bit: a dynamic-Huffman
 //! header that passes every check zlib makes (counts, a complete precode,
 //! code lengths that fit, complete codes with an end-of-block code), or a
-//! stored block's `LEN`/`NLEN` at a byte boundary; each candidate must then
-//! decode through two block ends (or to the end of the stream, or 1 MiB)
-//! before it is believed. The rules of what is valid follow zlib's, so a
+//! stored block's `LEN`/`NLEN` at a byte boundary, or fixed-Huffman blocks
+//! that decode 1,024 symbols without an invalid code; each candidate must
+//! then decode on before it is believed. The rules of what is valid follow zlib's, so a
 //! stream this decoder accepts, zlib accepts too.
 
 use std::io;
@@ -26,7 +27,8 @@ use crate::data::source::Data;
 /// Size of the deflate window.
 pub const WINDOW: usize = 32 * 1024;
 const MASK: usize = WINDOW - 1;
-/// A history value that stands for a byte of the lost window.
+/// The flag of a history value whose byte is unknown; alone, a byte of the
+/// lost window (written as a zero, as zlib with a window of zeros would).
 const UNKNOWN: u16 = 0x100;
 /// Input read at once.
 const IN_CHUNK: usize = 256 * 1024;
@@ -340,8 +342,24 @@ pub struct Recover {
     merge_all: bool,
     blocks: u64,
     /// Dynamic-Huffman headers and stored `LEN`/`NLEN` pairs that checked
-    /// out: what random bits rarely pass (see [`confirm`]).
+    /// out, and every [`FIXED_PROOF`] symbols of fixed-Huffman blocks: what
+    /// random bits rarely pass (see [`confirm`]).
     evidence: u64,
+    /// Symbols decoded in fixed-Huffman blocks not yet counted as evidence.
+    fixed_syms: u64,
+    /// Whether no block header was read yet.
+    first: bool,
+    /// While the blocks decoded so far are all fixed-Huffman ones and fewer
+    /// than [`FIXED_PROOF`] symbols long.
+    fixed_lead: bool,
+    /// The stream began with fewer than [`FIXED_PROOF`] fixed-Huffman
+    /// symbols before another block type: nothing vouches for them.
+    unproven: bool,
+    /// Input bit before which symbols are doubted: their bytes are
+    /// unknown. A stream that starts with fixed-Huffman blocks may have
+    /// started inside the damage, or out of step with the real symbols
+    /// (see [`fixed_sync`]).
+    sync_at: u64,
 }
 
 impl Recover {
@@ -361,6 +379,11 @@ impl Recover {
             merge_all: false,
             blocks: 0,
             evidence: 0,
+            fixed_syms: 0,
+            first: true,
+            fixed_lead: false,
+            unproven: false,
+            sync_at: 0,
         }
     }
 
@@ -381,14 +404,12 @@ impl Recover {
     pub fn clean(&self) -> bool {
         self.produced >= self.unknown_end + WINDOW as u64
     }
-    /// The last 32 KiB of output (unknown bytes as zeros, as they were
-    /// written).
+    /// The last 32 KiB of output, as it was written.
     pub fn window(&self) -> Vec<u8> {
         let n = (self.produced as usize).min(WINDOW);
         let mut w = Vec::with_capacity(n);
         for k in (1..=n).rev() {
-            let v = self.hist[(self.produced as usize).wrapping_sub(k) & MASK];
-            w.push(if v < 256 { v as u8 } else { 0 });
+            w.push(self.hist[(self.produced as usize).wrapping_sub(k) & MASK] as u8);
         }
         w
     }
@@ -403,14 +424,15 @@ impl Recover {
         std::mem::take(&mut self.runs)
     }
 
+    /// Appends a history value: its low byte is the output, bit 8 says
+    /// it is unknown (so unknown bytes are what zlib with a window of zeros
+    /// writes, and replays agree).
     #[inline]
     fn put(&mut self, v: u16, out: &mut Vec<u8>) {
         let p = self.produced;
         self.hist[p as usize & MASK] = v;
-        if v < 256 {
-            out.push(v as u8);
-        } else {
-            out.push(0);
+        out.push(v as u8);
+        if v & UNKNOWN != 0 {
             self.unknown_end = p + 1;
             match &mut self.run {
                 Some((_, end)) if self.merge_all || p <= *end + MERGE_GAP => *end = p + 1,
@@ -461,6 +483,7 @@ impl Recover {
                         return Ok(self.starved());
                     }
                     let rel = self.bit - self.buf_start * 8;
+                    let start_bit = self.bit;
                     let mut r = Bits::new(&self.buf, rel);
                     let last = r.take(1) == 1;
                     let kind = r.take(2);
@@ -491,6 +514,17 @@ impl Recover {
                     self.bit = self.buf_start * 8 + r.pos();
                     if kind == 2 {
                         self.evidence += 1;
+                    }
+                    if std::mem::take(&mut self.first) {
+                        self.fixed_lead = kind == 1;
+                        if kind == 1 {
+                            self.sync_at = u64::MAX;
+                        }
+                    } else if kind != 1 && std::mem::take(&mut self.fixed_lead) {
+                        self.unproven = true;
+                    } else if kind != 1 && self.sync_at == u64::MAX {
+                        // A header that checked out: in step from here.
+                        self.sync_at = start_bit;
                     }
                     self.block = block;
                 }
@@ -561,6 +595,27 @@ impl Recover {
         }
     }
 
+    /// Counts a symbol of a fixed-Huffman block toward evidence; `at` is
+    /// the input bit after it. When the stream's leading fixed-Huffman
+    /// run is proven, finds where its symbols are surely in step.
+    #[inline]
+    fn count_fixed(&mut self, at: u64, last: bool) {
+        self.fixed_syms += 1;
+        if self.fixed_syms >= FIXED_PROOF {
+            self.evidence += 1;
+            self.fixed_syms = 0;
+            if std::mem::take(&mut self.fixed_lead) {
+                self.sync_at = fixed_sync(&self.input, at, last).unwrap_or(u64::MAX);
+            }
+        }
+    }
+
+    /// Whether the stream so far began with a fixed-Huffman run too short
+    /// to vouch for it.
+    fn unvouched_lead(&self) -> bool {
+        self.unproven || self.fixed_lead
+    }
+
     fn end_block(&mut self, last: bool) {
         self.blocks += 1;
         self.block = if last { Block::End } else { Block::Header };
@@ -599,6 +654,7 @@ impl Recover {
         };
         let mut result = None;
         let mut ended = false;
+        let fixed_codes = codes.is_none();
         loop {
             if out.len() >= stop {
                 result = Some(Event::Progress);
@@ -620,7 +676,11 @@ impl Recover {
                     result = Some(Event::Truncated);
                     break;
                 }
-                self.put(sym, out);
+                let doubt = self.buf_start * 8 + start < self.sync_at;
+                if fixed_codes {
+                    self.count_fixed(self.buf_start * 8 + r.pos(), last);
+                }
+                self.put(if doubt { sym | UNKNOWN } else { sym }, out);
                 continue;
             }
             if sym == 256 {
@@ -660,9 +720,13 @@ impl Recover {
                 result = Some(Event::Truncated);
                 break;
             }
+            let doubt = self.buf_start * 8 + start < self.sync_at;
+            if fixed_codes {
+                self.count_fixed(self.buf_start * 8 + r.pos(), last);
+            }
             for _ in 0..len {
                 let v = self.hist[(self.produced as usize).wrapping_sub(d) & MASK];
-                self.put(v, out);
+                self.put(if doubt { v | UNKNOWN } else { v }, out);
             }
         }
         // Where the last whole symbol ended.
@@ -707,13 +771,22 @@ pub enum Found {
 
 /// Output a candidate must decode to without two block ends to be believed.
 const CONFIRM_OUT: u64 = 1 << 20;
+/// Fixed-Huffman symbols that count as one piece of evidence: random bits
+/// get that far with a chance of about e^-20.
+const FIXED_PROOF: u64 = 1024;
 
 /// Whether decoding from input bit `bit` holds up. Random bits pass as
-/// fixed-Huffman blocks for a while, so only block headers that checked
-/// out count as evidence (dynamic ones, stored `LEN`/`NLEN`): two of them
-/// and two block ends; or one and [`CONFIRM_OUT`] bytes without an error;
-/// or the stream's end where `end_ok` says a stream may end; or, when the
-/// input is cut, two, or one and 256 KiB. `None`: input is missing.
+/// fixed-Huffman blocks for a while (about 36 symbols on average: 2% of
+/// fixed codes are invalid), so what counts as evidence is what they
+/// rarely pass: dynamic headers and stored `LEN`/`NLEN` that checked out,
+/// and each [`FIXED_PROOF`] fixed-Huffman symbols decoded without an
+/// error. Two of them and two block ends; or one and [`CONFIRM_OUT`] bytes
+/// without an error; or the stream's end where `end_ok` says a stream may
+/// end; or, when the input is cut, two, or one and 256 KiB. A stream that
+/// starts with fixed-Huffman blocks must prove them before anything else
+/// counts: else random bits that happen to end a "block" where a real one
+/// starts would pass, and their bytes would become the real block's
+/// window. `None`: input is missing.
 fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool) -> Option<bool> {
     let mut d = Recover::new(input.clone(), bit);
     let mut sink = Vec::with_capacity(64 * 1024);
@@ -722,6 +795,9 @@ fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool) -> Option<bool>
         let Ok(ev) = d.run(&mut sink, 64 * 1024) else {
             return Some(false);
         };
+        if d.unproven {
+            return Some(false);
+        }
         let e = d.evidence;
         match ev {
             Event::Block if e >= 2 && d.blocks() >= 2 => return Some(true),
@@ -732,10 +808,12 @@ fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool) -> Option<bool>
                 return Some(false);
             }
             Event::Block | Event::Progress => {}
-            Event::End(at) => return Some(e >= 1 && end_ok(at)),
+            Event::End(at) => return Some(e >= 1 && !d.unvouched_lead() && end_ok(at)),
             Event::NeedInput => return None,
             Event::Truncated => {
-                return Some(e >= 2 || (e >= 1 && d.produced() >= 256 * 1024));
+                return Some(
+                    !d.unvouched_lead() && (e >= 2 || (e >= 1 && d.produced() >= 256 * 1024)),
+                );
             }
             Event::Error(..) => return Some(false),
         }
@@ -756,6 +834,7 @@ pub fn find_block(
 ) -> io::Result<Found> {
     let stop = end.min((from / 8).saturating_add(budget.max(1)));
     let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
+    let mut memo = FixedMemo::new();
     let mut bit = from;
     while bit < stop.saturating_mul(8) {
         let base = bit / 8;
@@ -790,7 +869,7 @@ pub fn find_block(
             });
         }
         while rel < lim {
-            if let Some(at) = candidate(b, rel) {
+            if let Some(at) = candidate(b, base * 8, rel, &mut memo) {
                 let at = base * 8 + at;
                 match confirm(input, at, end_ok) {
                     Some(true) => return Ok(Found::Block(at)),
@@ -814,9 +893,10 @@ pub fn find_block(
 
 /// Where a block may start for a scan at bit `rel` of `b`, after the
 /// cheap checks and before a trial decode: `rel` itself for a dynamic
-/// header; for a stored block whose `LEN`, `NLEN` are at byte `rel / 8`,
-/// its header's bit in the byte before.
-fn candidate(b: &[u8], rel: u64) -> Option<u64> {
+/// header or a fixed-Huffman run that decodes [`FIXED_PROOF`] symbols (or
+/// to the end of `b`); for a stored block whose `LEN`, `NLEN` are at byte
+/// `rel / 8`, its header's bit in the byte before.
+fn candidate(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> Option<u64> {
     if rel.is_multiple_of(8) {
         let i = (rel / 8) as usize;
         if i >= 1 && i + 4 <= b.len() {
@@ -831,6 +911,9 @@ fn candidate(b: &[u8], rel: u64) -> Option<u64> {
     }
     let mut r = Bits::new(b, rel);
     let head = r.peek(17);
+    if (head >> 1) & 3 == 1 {
+        return fixed_run_holds(b, base, rel, memo).then_some(rel);
+    }
     // BTYPE = 2 (dynamic), HLIT <= 29, HDIST <= 29.
     if (head >> 1) & 3 != 2 || (head >> 3) & 31 > 29 || (head >> 8) & 31 > 29 {
         return None;
@@ -839,6 +922,220 @@ fn candidate(b: &[u8], rel: u64) -> Option<u64> {
     match dynamic_header(&mut r) {
         Ok(_) if !r.over => Some(rel),
         _ => None,
+    }
+}
+
+/// Bits from a symbol start within which the next one starts: a fixed
+/// code's longest length/distance pair (8+5 and 5+13 bits).
+const FIXED_PAIR_BITS: u64 = 31;
+/// Input read to find where fixed-Huffman paths come into step.
+const SYNC_SPAN: usize = 64 * 1024;
+
+/// A fixed-Huffman decoding path of [`fixed_sync`]: the bit it is at, and
+/// what comes there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PathAt {
+    /// A symbol of a block (of the last block or not).
+    Symbol(u64, bool),
+    /// A block header.
+    Header(u64),
+    /// Stopped at a header of another type, or after the last block.
+    Stopped(u64),
+}
+
+impl PathAt {
+    fn bit(self) -> u64 {
+        match self {
+            PathAt::Symbol(b, _) | PathAt::Header(b) | PathAt::Stopped(b) => b,
+        }
+    }
+}
+
+/// Where fixed-Huffman decoding is surely in step with the real symbols,
+/// given that a symbol of a fixed-Huffman block (the last one if `last`)
+/// ends at input bit `at` and that real fixed-Huffman data follows.
+/// Decoding that starts off a symbol boundary does not always fall into
+/// step with the real symbols, and in real data (unlike random bits) it
+/// rarely meets an invalid code, so an error-free run proves nothing about
+/// being in step. But one of the paths that start at each of the
+/// [`FIXED_PAIR_BITS`] bits from `at` starts on a real boundary and stays
+/// on the real symbols: where all paths that survive have met, decoding is
+/// in step. `None`: they do not meet within [`SYNC_SPAN`] bytes.
+fn fixed_sync(input: &Data, at: u64, last: bool) -> Option<u64> {
+    let base = at / 8;
+    let mut buf = vec![0u8; SYNC_SPAN];
+    let n = input.read_at(base, &mut buf).ok()?;
+    let b = &buf[..n];
+    let rel = at - base * 8;
+    let (lit, dist) = fixed();
+    let mut paths: Vec<PathAt> = (0..FIXED_PAIR_BITS)
+        .map(|k| PathAt::Symbol(rel + k, last))
+        .collect();
+    loop {
+        paths.sort_unstable_by_key(|p| p.bit());
+        paths.dedup();
+        if paths.len() == 1 {
+            return Some(base * 8 + paths[0].bit());
+        }
+        // Advance the path furthest behind.
+        let i = paths
+            .iter()
+            .position(|p| !matches!(p, PathAt::Stopped(_)))?;
+        let mut r = Bits::new(b, paths[i].bit());
+        if r.left() < MAX_SYMBOL_BITS {
+            return None;
+        }
+        let next = match paths[i] {
+            PathAt::Header(_) => {
+                let head = r.take(3);
+                if (head >> 1) & 3 == 1 {
+                    Some(PathAt::Symbol(r.pos(), head & 1 == 1))
+                } else {
+                    Some(PathAt::Stopped(paths[i].bit()))
+                }
+            }
+            PathAt::Symbol(_, last) => match lit.decode(&mut r) {
+                Some(256) if last => Some(PathAt::Stopped(r.pos())),
+                Some(256) => Some(PathAt::Header(r.pos())),
+                Some(sym) if sym < 256 => Some(PathAt::Symbol(r.pos(), last)),
+                Some(sym) if sym < 286 => {
+                    r.consume(LEN_EXTRA[(sym - 257) as usize] as u32);
+                    match dist.decode(&mut r) {
+                        Some(ds) if ds < 30 => {
+                            r.consume(DIST_EXTRA[ds as usize] as u32);
+                            Some(PathAt::Symbol(r.pos(), last))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            stopped @ PathAt::Stopped(_) => Some(stopped),
+        };
+        match next {
+            Some(p) => paths[i] = p,
+            None => {
+                paths.swap_remove(i);
+                if paths.is_empty() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// What [`fixed_run_holds`] learnt of the bits it decoded: from a state
+/// (a bit position, whether a header or a symbol of a last block or not
+/// comes next), how many symbols decode before the run stops. Runs from
+/// nearby bits fall into step within a few symbols (Huffman codes
+/// resynchronise), so most candidates end at a state already seen.
+struct FixedMemo {
+    /// `(state + 1, symbols left)`, indexed by the state's low bits.
+    seen: Vec<(u64, u32)>,
+    /// The states of the run under way, with the symbols decoded before
+    /// each.
+    path: Vec<(u64, u64)>,
+}
+
+const MEMO_SLOTS: usize = 4096;
+
+impl FixedMemo {
+    fn new() -> FixedMemo {
+        FixedMemo {
+            seen: vec![(0, 0); MEMO_SLOTS],
+            path: Vec::new(),
+        }
+    }
+    fn get(&self, state: u64) -> Option<u32> {
+        let (k, left) = self.seen[state as usize % MEMO_SLOTS];
+        (k == state + 1).then_some(left)
+    }
+    /// Records that the run under way stopped after `total` symbols.
+    fn settle(&mut self, total: u64) {
+        for &(st, at) in &self.path {
+            let left = total.saturating_sub(at).min(u32::MAX as u64) as u32;
+            self.seen[st as usize % MEMO_SLOTS] = (st + 1, left);
+        }
+        self.path.clear();
+    }
+}
+
+/// Whether fixed-Huffman blocks from the header at bit `rel` of `b`
+/// decode [`FIXED_PROOF`] symbols without an invalid code, or run into
+/// the end of `b` trying (then the trial decode decides). Only the
+/// symbols are checked: a copy's distance may reach into the unknown
+/// window. `b` starts at input bit `base`.
+fn fixed_run_holds(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> bool {
+    let (lit, dist) = fixed();
+    // The first symbol's state is often on a run seen before.
+    if let Some(left) =
+        memo.get((base + rel + 3) * 4 + (b[(rel / 8) as usize] >> (rel % 8) & 1) as u64)
+    {
+        return left as u64 >= FIXED_PROOF;
+    }
+    let mut r = Bits::new(b, rel);
+    let mut syms = 0u64;
+    memo.path.clear();
+    // Symbols this run decodes before it stops (None: it got far enough,
+    // or to the end of `b`).
+    let stop = 'run: loop {
+        let st = (base + r.pos()) * 4 + 2;
+        if let Some(left) = memo.get(st) {
+            break 'run Some(syms + left as u64);
+        }
+        memo.path.push((st, syms));
+        let head = r.take(3);
+        if r.over {
+            break None;
+        }
+        if (head >> 1) & 3 != 1 {
+            break Some(syms);
+        }
+        let last = (head & 1) as u64;
+        loop {
+            if r.left() < MAX_SYMBOL_BITS {
+                break 'run None;
+            }
+            let st = (base + r.pos()) * 4 + last;
+            if let Some(left) = memo.get(st) {
+                break 'run Some(syms + left as u64);
+            }
+            memo.path.push((st, syms));
+            let Some(sym) = lit.decode(&mut r) else {
+                break 'run Some(syms);
+            };
+            if sym == 256 {
+                if last == 1 {
+                    break 'run Some(syms);
+                }
+                break;
+            }
+            if sym > 256 {
+                let li = (sym - 257) as usize;
+                if li >= 29 {
+                    break 'run Some(syms);
+                }
+                r.consume(LEN_EXTRA[li] as u32);
+                match dist.decode(&mut r) {
+                    Some(ds) if ds < 30 => r.consume(DIST_EXTRA[ds as usize] as u32),
+                    _ => break 'run Some(syms),
+                }
+            }
+            syms += 1;
+            if syms >= FIXED_PROOF {
+                break 'run None;
+            }
+        }
+    };
+    match stop {
+        Some(total) => {
+            memo.settle(total);
+            total >= FIXED_PROOF
+        }
+        None => {
+            memo.path.clear();
+            true
+        }
     }
 }
 
