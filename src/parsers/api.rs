@@ -97,6 +97,11 @@ pub struct Format {
     pub load: fn(&dyn Source, &Node) -> Vec<Node>,
     /// What it offers beyond nodes and children: tensors, pickles, records.
     pub offers: Offers,
+    /// How far a file of this format that starts at 0 of the bytes given
+    /// reaches, when its own structure says so (`None` from the function:
+    /// it does not start there after all). Carving bounds what it finds
+    /// with it; formats without one are taken to the end of the span.
+    pub extent: Option<fn(&Data) -> Option<u64>>,
 }
 
 /// What a sniffer sees.

@@ -29,6 +29,7 @@ use crate::status::Damage;
 /// bzip2: streams, blocks, the decoded stream.
 pub static FORMAT: Format = Format {
     name: "bzip2",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(Bzip2Parser::new(data.clone())),
     load: |_, _| Vec::new(),

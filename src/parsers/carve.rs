@@ -97,11 +97,15 @@ impl Carver {
     }
 }
 
+/// How far before its signature a start can be (a tar header's `ustar`).
+const LOOKBACK: u64 = 257;
+
 /// Offsets in `b` where a known signature could put a format's start,
 /// relative to `b` (a tar header starts 257 bytes before its `ustar`):
 /// gzip, zip local headers, tar headers, bzip2 blocks, xz and zstd
-/// frames, pickles of protocol 4 and 5. Each is then proved by its
-/// format's sniffer (a tar header's checksum, a zip header's fields).
+/// frames, safetensors headers, pickles of protocol 4 and 5. Each is then
+/// proved by its format's sniffer (a tar header's checksum, a zip
+/// header's fields).
 fn candidates(b: &[u8], mut f: impl FnMut(usize) -> bool) {
     for i in 0..b.len() {
         let hit = match b[i] {
@@ -110,6 +114,14 @@ fn candidates(b: &[u8], mut f: impl FnMut(usize) -> bool) {
             b'B' => b[i..].starts_with(b"BZh") && b.get(i + 4..i + 10) == Some(b"1AY&SY"),
             0xfd => b[i..].starts_with(b"\xfd7zXZ\x00"),
             0x28 => b[i..].starts_with(&[0x28, 0xb5, 0x2f, 0xfd]),
+            // A safetensors header: a length up to 100 MB, then `{"`.
+            b'{' if i >= 8 && b.get(i + 1) == Some(&b'"') => {
+                let n = u64::from_le_bytes(b[i - 8..i].try_into().expect("8 bytes"));
+                if (2..=100_000_000).contains(&n) && !f(i - 8) {
+                    return;
+                }
+                false
+            }
             // Protocol 4 or 5 and a first frame that fits: random bytes
             // pass that about once in 2^58.
             0x80 => {
@@ -142,15 +154,23 @@ impl Parser for Carver {
                 continue;
             }
             let want = ((end - self.pos) as usize).min(cx.budget.max(1 << 16) as usize);
+            // Read a little before `pos` again: a signature found there
+            // may put its start before the chunk.
+            let lead = (self.pos - span.start).min(LOOKBACK);
             let mut scratch = std::mem::take(&mut self.scratch);
-            let Ok(bytes) = view(&*data, self.pos, want, &mut scratch) else {
+            let Ok(bytes) = view(&*data, self.pos - lead, want + lead as usize, &mut scratch)
+            else {
                 self.scratch = scratch;
-                self.span += 1;
+                self.pos = end; // unreadable: on to the next span
                 continue;
             };
             let bytes = bytes.to_vec();
             self.scratch = scratch;
-            let base = self.pos;
+            let (start, base) = (self.pos, self.pos - lead);
+            if bytes.len() as u64 <= lead {
+                self.pos = end; // nothing new could be read
+                continue;
+            }
             let mut next = base + bytes.len() as u64;
             let mut hits = Vec::new();
             candidates(&bytes, |i| {
@@ -165,14 +185,14 @@ impl Parser for Carver {
                 let Some((format, window)) = self.probe(at, end) else {
                     continue;
                 };
-                let stop = if format.name == super::gzip::FORMAT.name {
-                    // A gzip start must decode, to its end or the span's.
-                    match super::gzip::member_end(&window, 0) {
-                        Some(e) => Some(at + e),
+                // A gzip start must decode, to its end or the span's; a
+                // safetensors header that reads whole says where it ends.
+                let stop = match format.extent {
+                    Some(extent) => match extent(&window) {
+                        Some(e) => Some(at.saturating_add(e).min(end)),
                         None => continue,
-                    }
-                } else {
-                    None
+                    },
+                    None => None,
                 };
                 let child_end = stop.unwrap_or(end);
                 drop(window);
@@ -199,7 +219,7 @@ impl Parser for Carver {
                 }
             }
             let done = next.max(self.pos).min(end);
-            self.scanned += done - base;
+            self.scanned += done - start;
             self.pos = done;
             cx.progress(self.pos, Some(avail));
             return Step::Yield;

@@ -28,6 +28,7 @@ use crate::status::Damage;
 /// A folder opened as a whole (shards of a model).
 pub static FORMAT: Format = Format {
     name: "folder",
+    extent: None,
     sniff,
     parse: |_, _| Box::new(FolderParser),
     load: |_, _| Vec::new(),

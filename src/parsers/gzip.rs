@@ -28,6 +28,7 @@ use crate::status::Damage;
 /// gzip: members, their headers, decoded streams.
 pub static FORMAT: Format = Format {
     name: "gzip",
+    extent: Some(|d: &Data| member_end(d, 0)),
     sniff,
     parse: |data, _| Box::new(GzipParser::new(data.clone())),
     load,

@@ -29,6 +29,7 @@ use crate::status::{Damage, Status};
 /// ONNX models (protobuf `ModelProto`).
 pub static FORMAT: Format = Format {
     name: "onnx",
+    extent: None,
     sniff,
     parse,
     load,

@@ -36,6 +36,7 @@ use crate::status::{Damage, Status};
 /// safetensors: an 8-byte header length, a JSON header, then the tensors' data.
 pub static FORMAT: Format = Format {
     name: "safetensors",
+    extent: Some(|d: &Data| file_end(&**d)),
     sniff,
     parse: |data, _| Box::new(StParser::new(data.clone())),
     load,
@@ -184,6 +185,17 @@ impl Layout {
             Range::new(s, s)
         }
     }
+}
+
+/// Where a safetensors file that starts at 0 of `src` ends (its header,
+/// then its tensors' bytes), when its header reads without damage: how
+/// far a file found by carving reaches.
+pub fn file_end(src: &dyn Source) -> Option<u64> {
+    let lay = read_layout(src);
+    lay.damage
+        .is_empty()
+        .then(|| lay.data_start().checked_add(lay.data_end))
+        .flatten()
 }
 
 /// Reads and checks the header from the bytes available now.

@@ -30,6 +30,7 @@ use crate::status::Damage;
 /// Sharded safetensors models: the index JSON, its shards as children.
 pub static FORMAT: Format = Format {
     name: "safetensors-index",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(IndexParser::new(data.clone())),
     load: |data, node| (json::FORMAT.load)(data, node),

@@ -25,6 +25,7 @@ use crate::status::Damage;
 /// tar: ustar, GNU and PAX.
 pub static FORMAT: Format = Format {
     name: "tar",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(TarParser::new(data.clone())),
     load,

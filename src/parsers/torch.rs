@@ -28,6 +28,7 @@ use crate::status::{Damage, Status};
 /// Legacy (pre-zip) torch checkpoints; zip ones are read by the zip format.
 pub static FORMAT: Format = Format {
     name: "torch",
+    extent: None,
     sniff: |s: &Sniff| pickle::is_legacy_torch(s.head),
     parse: |data, _| Box::new(LegacyParser::new(data.clone())),
     load: super::pickle::FORMAT.load,

@@ -26,6 +26,7 @@ use crate::status::Damage;
 /// xz: streams, blocks, index, the decoded stream.
 pub static FORMAT: Format = Format {
     name: "xz",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(XzParser::new(data.clone())),
     load: |_, _| Vec::new(),

@@ -28,6 +28,7 @@ use crate::status::Damage;
 /// zstd: frames, skippable frames, the decoded stream.
 pub static FORMAT: Format = Format {
     name: "zstd",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(ZstdParser::new(data.clone())),
     load: |_, _| Vec::new(),

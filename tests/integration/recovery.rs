@@ -557,6 +557,34 @@ fn carving_finds_gzip_members_in_an_unknown_file() {
     );
 }
 
+/// A safetensors file in random bytes, its header's length field just
+/// across the carver's first chunk boundary (64 KiB).
+#[test]
+fn carving_finds_a_safetensors_file() {
+    let st = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/safetensors/numpy_dtypes.safetensors"),
+    )
+    .unwrap();
+    let mut rng = Rng::new(4);
+    let mut file = vec![0u8; (1 << 16) - 3];
+    rng.fill(&mut file);
+    let at = file.len();
+    file.extend_from_slice(&st);
+    let mut tail = vec![0u8; 777];
+    rng.fill(&mut tail);
+    file.extend(tail);
+    let session = parse("blob.bin", file);
+    let t = session.tree();
+    let f = found(&t);
+    assert_eq!(f.len(), 1, "{}", tree_text(&t));
+    assert_eq!(f[0].0, format!("found@{at:#x}.safetensors"));
+    let id = t.exts[0].children[0];
+    assert_eq!(read_all(&t, id), st, "{}", tree_text(&t));
+    assert_eq!(t.exts[id].parser, Some("safetensors"), "{}", tree_text(&t));
+    assert_eq!(t.status_of(id), Status::Complete, "{}", tree_text(&t));
+}
+
 #[test]
 fn carving_finds_what_follows_a_zip_and_what_a_damaged_tar_skipped() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carve");

@@ -39,6 +39,7 @@ use crate::status::{Damage, Status};
 /// JSON and JSON Lines.
 pub static FORMAT: Format = Format {
     name: "json",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(JsonParser::new(data.clone())),
     load,

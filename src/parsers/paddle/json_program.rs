@@ -32,6 +32,7 @@ use crate::status::Damage;
 /// Saved PIR programs (`.json`).
 pub static FORMAT: Format = Format {
     name: "pir-json",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(JsonParser { data: data.clone() }),
     load,

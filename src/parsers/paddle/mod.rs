@@ -41,6 +41,7 @@ use crate::status::Damage;
 /// Printed PIR programs.
 pub static FORMAT: Format = Format {
     name: "pir",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(PirParser::new(data.clone())),
     load,

@@ -24,6 +24,7 @@ use crate::status::{Damage, Status};
 /// `.pdiparams` files.
 pub static FORMAT: Format = Format {
     name: "pdiparams",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(ParamsParser { data: data.clone() }),
     load: |_, _| Vec::new(),

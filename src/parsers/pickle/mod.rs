@@ -30,6 +30,7 @@ use vm::{Id, Obj, Vm};
 /// Python pickles (protocols 0–5), rebuilt symbolically, never executed.
 pub static FORMAT: Format = Format {
     name: "pickle",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(PickleParser::new(data.clone())),
     load,

@@ -30,6 +30,7 @@ use wire::Scanner;
 /// `.pb` file) as bare wire fields.
 pub static FORMAT: Format = Format {
     name: "protobuf",
+    extent: None,
     sniff,
     parse,
     load,

@@ -30,6 +30,7 @@ pub use record::{
 /// W&B run logs (`.wandb`).
 pub static FORMAT: Format = Format {
     name: "wandb",
+    extent: None,
     sniff,
     parse,
     load,

@@ -47,6 +47,7 @@ use records::{Central, Descriptor, End, Local};
 /// zip, zip64, and everything built on it (torch checkpoints, wheels).
 pub static FORMAT: Format = Format {
     name: "zip",
+    extent: None,
     sniff,
     parse: |data, _| Box::new(ZipParser::new(data.clone())),
     load: load::load,
