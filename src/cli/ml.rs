@@ -32,7 +32,14 @@ pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
 }
 
-pub(super) fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Result<Status, Fatal> {
+/// `pickle`: the listing, and whether loading would import anything
+/// outside the allowed set.
+pub(super) fn pickle(
+    input: &Input,
+    path: &str,
+    json: bool,
+    trace: bool,
+) -> Result<(Status, bool), Fatal> {
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // The target's parse gives the pickles' ranges.
@@ -77,10 +84,12 @@ pub(super) fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Resu
         .filter(|(_, n)| matches!(&n.value, Some(Value::Str(s)) if s.contains("imports")))
         .map(|(i, n)| (i, n.range))
         .collect();
+    let mut imports = false;
     for (i, r) in suspicious {
         let (vm, _, _) = pickle::run(&*data, r.start, r.end.max(r.start + 1), VM_LIMIT);
         for (name, verdict) in pickle::globals(&vm) {
             if verdict != Verdict::Allowed {
+                imports = true;
                 say!(
                     "pparse: pickle #{i} imports {}: {}: {}",
                     crate::name::escape_str(&name),
@@ -90,7 +99,7 @@ pub(super) fn pickle(input: &Input, path: &str, json: bool, trace: bool) -> Resu
             }
         }
     }
-    Ok(report(&t, &[target]))
+    Ok((report(&t, &[target]), imports))
 }
 
 /// [`pickle::scan`] over `r` with a writer: stops at the first write error

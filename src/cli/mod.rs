@@ -143,6 +143,10 @@ enum Cmd {
         /// memo keys, each cut at 120 characters, with "… N more" for the rest.
         #[arg(long)]
         trace: bool,
+        /// Exit 3 if loading a pickle would import anything outside the
+        /// allowed set (what it would import is listed on stderr).
+        #[arg(long)]
+        check: bool,
     },
     /// Tensors of a safetensors or torch file: name, dtype, shape, bytes, status.
     Tensors {
@@ -275,6 +279,8 @@ pub fn main() -> i32 {
         file,
         options: options.clone(),
     };
+    // `pickle --check` found imports outside the allowed set.
+    let mut unsafe_imports = false;
     let result = match cli.cmd {
         Some(Cmd::Tree { file, json }) => tree(&input(file), json),
         Some(Cmd::Nodes {
@@ -290,7 +296,13 @@ pub fn main() -> i32 {
             path,
             json,
             trace,
-        }) => ml::pickle(&input(file), path.as_deref().unwrap_or(""), json, trace),
+            check,
+        }) => ml::pickle(&input(file), path.as_deref().unwrap_or(""), json, trace).map(
+            |(status, imports)| {
+                unsafe_imports = check && imports;
+                status
+            },
+        ),
         Some(Cmd::Tensors { file, path, json }) => {
             ml::tensors(&input(file), path.as_deref().unwrap_or(""), json)
         }
@@ -358,6 +370,7 @@ pub fn main() -> i32 {
         );
     }
     match result {
+        Ok(_) if unsafe_imports => 3,
         Ok(status) => match status {
             Status::Complete => 0,
             _ => 1,

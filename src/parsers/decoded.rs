@@ -147,9 +147,11 @@ impl Decoded {
     }
 }
 
-/// The decoded stream's name: the file's name with its suffix replaced
-/// as `table` says, or `.decoded` added.
+/// The decoded stream's name, as the decompressor would write it: the
+/// last component of the file's name (a tar member's name is its whole
+/// path) with its suffix replaced as `table` says, or `.decoded` added.
 pub(super) fn derived_name(name: &str, table: &[(&str, &str)]) -> String {
+    let name = name.rsplit('/').next().unwrap_or(name);
     let lower = name.to_ascii_lowercase();
     for (suffix, repl) in table {
         if lower.ends_with(suffix) && name.len() > suffix.len() {
@@ -222,5 +224,6 @@ mod tests {
         assert_eq!(derived_name("a.TBZ2", &t), "a.tar");
         assert_eq!(derived_name(".bz2", &t), ".bz2.decoded");
         assert_eq!(derived_name("x", &t), "x.decoded");
+        assert_eq!(derived_name("bundle/bash/a.tbz2", &t), "a.tar");
     }
 }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use memchr::memmem;
 
 use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::decoded::derived_name;
 use crate::data::inflate::resync;
 use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
@@ -282,7 +283,7 @@ impl GzipParser {
         let out = InflateSource::new(self.data.clone(), "gzip stream");
         let name = match fname {
             Some(n) if !n.is_empty() => Name::new(n.to_vec()),
-            _ => Name::new(derived_name(cx.name)),
+            _ => Name::new(derived_name(cx.name, SUFFIXES)),
         };
         self.stream_name = name.display();
         let mut spec = ChildSpec::new(name, EntryKind::Stream, out.clone() as Data);
@@ -982,25 +983,15 @@ impl Parser for GzipParser {
     }
 }
 
-/// Name of the decoded stream when the header carries none: what `gunzip`
-/// would write.
-fn derived_name(name: &str) -> String {
-    for (suffix, repl) in [
-        (".tgz", ".tar"),
-        (".taz", ".tar"),
-        (".gz", ""),
-        (".z", ""),
-        ("-gz", ""),
-        ("_z", ""),
-    ] {
-        if let Some(stem) = name.strip_suffix(suffix)
-            && !stem.is_empty()
-        {
-            return format!("{stem}{repl}");
-        }
-    }
-    format!("{name}.decoded")
-}
+/// Suffixes `gunzip` replaces in the name of the file it decodes.
+const SUFFIXES: &[(&str, &str)] = &[
+    (".tgz", ".tar"),
+    (".taz", ".tar"),
+    (".gz", ""),
+    (".z", ""),
+    ("-gz", ""),
+    ("_z", ""),
+];
 
 fn os_name(os: u8) -> &'static str {
     match os {
@@ -1154,10 +1145,12 @@ mod tests {
 
     #[test]
     fn derived_names() {
-        assert_eq!(derived_name("a.tar.gz"), "a.tar");
-        assert_eq!(derived_name("b.tgz"), "b.tar");
-        assert_eq!(derived_name("c.bin"), "c.bin.decoded");
-        assert_eq!(derived_name(".gz"), ".gz.decoded");
+        let n = |s| derived_name(s, SUFFIXES);
+        assert_eq!(n("a.tar.gz"), "a.tar");
+        assert_eq!(n("b.tgz"), "b.tar");
+        assert_eq!(n("c.bin"), "c.bin.decoded");
+        assert_eq!(n(".gz"), ".gz.decoded");
+        assert_eq!(n("bundle/bash/changelog.gz"), "changelog");
     }
 
     #[test]

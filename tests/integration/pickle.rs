@@ -442,3 +442,37 @@ pickle_sweeps! {
     sweep_p5_buffers => "pickle/p5_buffers.pkl",
     sweep_stacked => "pickle/stacked.pkl",
 }
+
+/// `pickle --check` exits 3 when loading would import anything outside
+/// the allowed set, so a script can gate on it; without `--check` such a
+/// pickle lists as usual (exit 0). Pickles written by Python's pickle.
+#[test]
+fn check_exits_3_for_imports_outside_the_allowed_set() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pickle-check");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import os, pickle, sys, collections\n\
+             class Evil:\n\
+             \x20   def __reduce__(self):\n\
+             \x20       return (os.system, ('true',))\n\
+             d = sys.argv[1]\n\
+             open(d + '/evil.pkl', 'wb').write(pickle.dumps({'a': Evil()}, protocol=4))\n\
+             safe = collections.OrderedDict(w=[1.5, 2], n='x')\n\
+             open(d + '/safe.pkl', 'wb').write(pickle.dumps(safe, protocol=2))",
+        )
+        .arg(&dir)
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success());
+    let evil = dir.join("evil.pkl");
+    let r = pparse(["pickle".as_ref(), evil.as_os_str(), "--check".as_ref()]);
+    assert_eq!(r.code, 3, "{}", r.stderr_text());
+    assert!(r.stderr_text().contains("system"), "{}", r.stderr_text());
+    let r = pparse(["pickle".as_ref(), evil.as_os_str()]);
+    assert_eq!(r.code, 0, "{}", r.stderr_text());
+    let safe = dir.join("safe.pkl");
+    let r = pparse(["pickle".as_ref(), safe.as_os_str(), "--check".as_ref()]);
+    assert_eq!(r.code, 0, "{}", r.stderr_text());
+}

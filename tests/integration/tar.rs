@@ -123,3 +123,43 @@ fn groups_of_entries_open_to_what_tarfile_lists_gnu() {
 fn groups_of_entries_open_to_what_tarfile_lists_pax() {
     check("many-pax.tar.gz", "many-pax.list");
 }
+
+/// A gzip file inside a tar: its decoded stream is named as gunzip names
+/// its output, after the member's last path component.
+#[test]
+fn a_gzip_member_decodes_to_its_own_base_name() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tar-gz-name");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bundle/bash")).unwrap();
+    let text = b"bash (5.2) unstable; urgency=medium\n".repeat(40);
+    let gz = std::process::Command::new("gzip")
+        .args(["-n", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(&text)?;
+            c.wait_with_output()
+        })
+        .expect("gzip runs");
+    std::fs::write(dir.join("bundle/bash/changelog.gz"), gz.stdout).unwrap();
+    let tar = dir.join("doc.tar");
+    let ok = std::process::Command::new("tar")
+        .arg("-cf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(&dir)
+        .arg("bundle")
+        .status()
+        .expect("GNU tar runs");
+    assert!(ok.success());
+    let session = parse("doc.tar", std::fs::read(&tar).unwrap());
+    let t = session.tree();
+    let id = (0..t.exts.len())
+        .find(|&i| t.path_of(i).ends_with("changelog.gz"))
+        .expect("the member");
+    let stream = t.exts[id].children[0];
+    assert_eq!(t.exts[stream].name.display(), "changelog");
+    assert_eq!(crate::util::read_all(&t, stream), text);
+}
