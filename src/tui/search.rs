@@ -15,6 +15,8 @@ use crate::view::search;
 
 /// The worker's slot for searches.
 const SLOT: &str = "search";
+/// Bytes few enough to count every match of a byte search in.
+const COUNT_MAX: u64 = 256 << 20;
 
 /// Progress and results of a background search.
 pub enum SearchEvent {
@@ -35,6 +37,11 @@ pub enum SearchEvent {
         ext: ExtId,
         /// Where the match starts.
         at: u64,
+        /// Found only after going on from the other end.
+        wrapped: bool,
+        /// Which match it is and how many there are, (k, n) from 1, when
+        /// the bytes are few enough to count them all.
+        rank: Option<(u64, u64)>,
     },
     /// Tree matches, in tree order.
     Exts {
@@ -159,11 +166,29 @@ impl Search {
         };
         self.running = true;
         self.id = task(worker, move |_, stop, report, id| {
-            let found = search::bytes(&data, &pattern, start, forward, stop, &|done, total| {
-                report(SearchEvent::Progress { id, done, total });
-            });
+            let progress = |done, total| report(SearchEvent::Progress { id, done, total });
+            let mut found = search::bytes(&data, &pattern, start, forward, stop, &progress)
+                .map(|at| (at, false));
+            if found.is_none() && !stop.load(Ordering::Acquire) {
+                // On from the other end, as vim and less do.
+                let other = if forward { 0 } else { data.available() };
+                found = search::bytes(&data, &pattern, other, forward, stop, &progress)
+                    .map(|at| (at, true));
+            }
             match found {
-                Some(at) => report(SearchEvent::Offset { id, ext, at }),
+                Some((at, wrapped)) => {
+                    let rank = (data.available() <= COUNT_MAX)
+                        .then(|| search::count(&data, &pattern, at, stop))
+                        .flatten()
+                        .map(|(n, before)| (before + 1, n));
+                    report(SearchEvent::Offset {
+                        id,
+                        ext,
+                        at,
+                        wrapped,
+                        rank,
+                    });
+                }
                 None if !stop.load(Ordering::Acquire) => report(SearchEvent::NotFound { id }),
                 None => {}
             }
@@ -186,12 +211,14 @@ impl Search {
                 (Found::Nothing, None)
             }
             Some(Pane::Extractions) if !self.exts.is_empty() => {
-                self.index = step(self.index, self.exts.len(), forward);
-                (Found::Ext(self.exts[self.index]), None)
+                let (i, say) = step(self.index, self.exts.len(), forward);
+                self.index = i;
+                (Found::Ext(self.exts[i]), Some(say))
             }
             Some(Pane::Nodes) if !self.nodes.is_empty() => {
-                self.index = step(self.index, self.nodes.len(), forward);
-                (Found::Node(self.nodes[self.index].clone()), None)
+                let (i, say) = step(self.index, self.nodes.len(), forward);
+                self.index = i;
+                (Found::Node(self.nodes[i].clone()), Some(say))
             }
             _ => (
                 Found::Nothing,
@@ -223,18 +250,31 @@ impl Search {
         let q = &self.query;
         match e {
             SearchEvent::Progress { .. } => (Found::Nothing, None),
-            SearchEvent::Offset { ext, at, .. } if ext == shown => {
-                (Found::Bytes(at), Some(format!("{q:?} found at {at:#x}")))
+            SearchEvent::Offset {
+                ext,
+                at,
+                wrapped,
+                rank,
+                ..
+            } if ext == shown => {
+                let mut say = format!("{q:?} found at {at:#x}");
+                if let Some((k, n)) = rank {
+                    say.push_str(&format!(", match {k} of {n}"));
+                }
+                if wrapped {
+                    say.push_str(WRAPPED);
+                }
+                (Found::Bytes(at), Some(say))
             }
             SearchEvent::Offset { .. } => (Found::Nothing, None),
             SearchEvent::Exts { hits, .. } => {
-                let say = format!("{} extractions match {q:?}", hits.len());
+                let say = ranked(hits.len(), "extractions", q);
                 let first = hits.first().copied();
                 self.exts = hits;
                 (first.map_or(Found::Nothing, Found::Ext), Some(say))
             }
             SearchEvent::Nodes { hits, .. } => {
-                let say = format!("{} nodes match {q:?}", hits.len());
+                let say = ranked(hits.len(), "nodes", q);
                 let first = hits.first().cloned();
                 self.nodes = hits;
                 (first.map_or(Found::Nothing, Found::Node), Some(say))
@@ -255,10 +295,27 @@ fn task(
     })
 }
 
-fn step(i: usize, n: usize, forward: bool) -> usize {
-    if forward {
-        (i + 1) % n
-    } else {
-        (i + n - 1) % n
+/// What a tree search found: how many, and that the first is shown.
+fn ranked(n: usize, what: &str, q: &str) -> String {
+    match n {
+        0 => format!("no {what} match {q:?}"),
+        _ => format!("{n} {what} match {q:?}: match 1 of {n}"),
     }
+}
+
+/// Said when a search went on from the other end.
+const WRAPPED: &str = " (wrapped around the end)";
+
+/// The match after (or before) the `i`th of `n`, and what to say of it.
+fn step(i: usize, n: usize, forward: bool) -> (usize, String) {
+    let (next, wrapped) = if forward {
+        ((i + 1) % n, i + 1 == n)
+    } else {
+        ((i + n - 1) % n, i == 0)
+    };
+    let mut say = format!("match {} of {n}", next + 1);
+    if wrapped {
+        say.push_str(WRAPPED);
+    }
+    (next, say)
 }

@@ -125,3 +125,42 @@ pub fn bytes(
     }
     None
 }
+
+/// How many times `pat` occurs in `data` (overlapping matches count),
+/// and how many of them start before `at`; `None` if stopped.
+pub fn count(
+    data: &Data,
+    pat: &[u8],
+    at: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Option<(u64, u64)> {
+    const WIN: u64 = 1 << 20;
+    let len = data.available();
+    let overlap = pat.len() as u64 - 1;
+    let finder = memchr::memmem::Finder::new(pat);
+    let mut buf = Vec::new();
+    let (mut total, mut before) = (0, 0);
+    let mut pos = 0;
+    while pos < len {
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let w = crate::data::view(&**data, pos, (WIN + overlap) as usize, &mut buf).ok()?;
+        // Matches that start in this window; the overlap only completes them.
+        let own = WIN.min(len - pos);
+        let mut i = 0;
+        while let Some(k) = finder.find(&w[i..]) {
+            let m = pos + (i + k) as u64;
+            if m >= pos + own {
+                break;
+            }
+            total += 1;
+            if m < at {
+                before += 1;
+            }
+            i += k + 1;
+        }
+        pos += WIN;
+    }
+    Some((total, before))
+}

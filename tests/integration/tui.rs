@@ -220,10 +220,18 @@ fn goto_search_and_next_match_in_the_hex_view() {
     assert_eq!(h.app.place().cursor, hits[2]);
     h.keys("N");
     assert_eq!(h.app.place().cursor, hits[1]);
-    // Text search works too.
-    h.keys("g0<Enter>/gamma.txt<Enter>");
+    assert_on_screen(&h, &format!("match 2 of {}", hits.len()));
+    // Past the last match, n goes on from the top, as in vim and less.
+    h.keys(&format!("g{}<Enter>n", hits[hits.len() - 1]));
+    assert_eq!(h.app.place().cursor, hits[0]);
+    assert_on_screen(&h, &format!("match 1 of {}", hits.len()));
+    assert_on_screen(&h, "wrapped");
+    // Text search works too, and finds what is before the cursor.
     let at = data.windows(9).position(|w| w == b"gamma.txt").unwrap() as u64;
+    let last = data.windows(9).rposition(|w| w == b"gamma.txt").unwrap() as u64;
+    h.keys(&format!("g{}<Enter>/gamma.txt<Enter>", last + 1));
     assert_eq!(h.app.place().cursor, at);
+    assert_on_screen(&h, "wrapped");
     h.keys("gzz<Enter>");
     assert_on_screen(&h, "not an offset");
 }
@@ -240,6 +248,7 @@ fn tree_search_finds_names_and_values() {
     let first = h.selected_ext_path();
     h.keys("n");
     assert_ne!(h.selected_ext_path(), first);
+    assert_on_screen(&h, "match 2 of");
     h.keys("N");
     assert_eq!(h.selected_ext_path(), first);
     // Node search: the gzip member's header field holding the stored name.
