@@ -7,30 +7,14 @@ use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::node::Value;
 use crate::offer::tensor::Tensor;
-use crate::parsers::format_of;
 use crate::parsers::pickle::dis::Dis;
 use crate::parsers::pickle::ops::Op;
 use crate::parsers::pickle::safety::Verdict;
 use crate::parsers::pickle::vm::Vm;
 use crate::parsers::pickle::{self, End, VM_LIMIT};
 use crate::status::Status;
+use crate::view::stepper::pickle_target;
 use crate::view::tensors;
-
-/// The extraction holding the pickle(s) to list: PATH itself, or the
-/// `data.pkl` (else the first child with pickles) of a container named by
-/// PATH, such as a torch zip.
-pub(super) fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
-    let e = &t.exts[id];
-    let has_pickles = |x: ExtId| format_of(&t.exts[x]).is_some_and(|f| f.offers.pickles);
-    if has_pickles(id) {
-        return Some(id);
-    }
-    e.children
-        .iter()
-        .copied()
-        .find(|&c| t.exts[c].display_name().ends_with("data.pkl"))
-        .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
-}
 
 /// `pickle`: the listing, and whether loading would import anything
 /// outside the allowed set.

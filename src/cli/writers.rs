@@ -29,7 +29,7 @@ pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut dyn Write) -> io::Resu
 /// `pparse pickle --json` of extraction `id` (a pickle, or a torch file's
 /// `data.pkl`); `Ok(false)` when it holds no pickle.
 pub fn pickle_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool> {
-    let Some(target) = super::ml::pickle_target(t, id) else {
+    let Some(target) = crate::view::stepper::pickle_target(t, id) else {
         return Ok(false);
     };
     let e = &t.exts[target];
@@ -69,7 +69,7 @@ pub fn records_json(
 /// listing, with the VM's stack and memo after each opcode when `trace`;
 /// `Ok(false)` when it holds no pickle.
 pub fn pickle_text(t: &Tree, id: ExtId, trace: bool, out: &mut dyn Write) -> io::Result<bool> {
-    let Some(target) = super::ml::pickle_target(t, id) else {
+    let Some(target) = crate::view::stepper::pickle_target(t, id) else {
         return Ok(false);
     };
     let e = &t.exts[target];

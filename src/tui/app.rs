@@ -740,7 +740,14 @@ impl App {
             self.panel = Panel::None;
             return;
         }
-        let ext = self.ext();
+        let mut ext = self.ext();
+        // A torch file's root: its data.pkl, as `pparse pickle` takes it.
+        let target = crate::view::stepper::pickle_target(&self.session.tree(), ext);
+        if let Some(t) = target.filter(|&t| t != ext) {
+            self.exts.reveal(t, &cx!(self, Pane::Extractions));
+            self.hex.forget_highlight();
+            ext = t;
+        }
         let selected = self.nodes.selected(ext).and_then(|p| p.first().copied());
         let opened = Stepper::open(&self.session.tree(), ext, selected);
         let Some(mut stepper) = opened else {

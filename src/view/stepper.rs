@@ -7,10 +7,27 @@
 //! a hundred million opcodes costs a few MiB, not gigabytes.
 
 use crate::data::{Data, Range, Source};
-use crate::extraction::ExtId;
+use crate::extraction::{ExtId, Tree};
+use crate::parsers::format_of;
 use crate::parsers::pickle::ops::{self, Op};
 use crate::parsers::pickle::vm::Vm;
 use crate::parsers::pickle::{self, VM_LIMIT};
+
+/// The extraction holding the pickle(s) to list: PATH itself, or the
+/// `data.pkl` (else the first child with pickles) of a container named by
+/// PATH, such as a torch zip.
+pub fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
+    let e = &t.exts[id];
+    let has_pickles = |x: ExtId| format_of(&t.exts[x]).is_some_and(|f| f.offers.pickles);
+    if has_pickles(id) {
+        return Some(id);
+    }
+    e.children
+        .iter()
+        .copied()
+        .find(|&c| t.exts[c].display_name().ends_with("data.pkl"))
+        .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
+}
 
 /// Opcodes listed around the current one.
 const WINDOW: usize = 200;

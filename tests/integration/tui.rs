@@ -1073,3 +1073,17 @@ fn paddle_diagnostics_panel_lists_errors_with_carets() {
     h.keys("E");
     assert_on_screen(&h, "no errors: the program reads cleanly");
 }
+
+/// `p` on a torch file's root steps its data.pkl, as `pparse pickle` does.
+#[test]
+fn pickle_stepper_opens_a_torch_files_data_pkl_from_its_root() {
+    let mut h = Harness::open("dtypes.pt", fixture("torch/dtypes.pt"));
+    h.keys("p");
+    assert_on_screen(&h, "Pickle VM (never executes)");
+    assert!(
+        h.selected_ext_path().ends_with("data.pkl"),
+        "{}",
+        h.screen()
+    );
+    assert_eq!(h.app.panel().marked().unwrap().1.start, 0, "{}", h.screen());
+}
