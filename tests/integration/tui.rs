@@ -1087,3 +1087,19 @@ fn pickle_stepper_opens_a_torch_files_data_pkl_from_its_root() {
     );
     assert_eq!(h.app.panel().marked().unwrap().1.start, 0, "{}", h.screen());
 }
+
+/// A tensor whose bytes are all cut off shows a dash for its values and
+/// statistics, never NaN or a blank.
+#[test]
+fn a_missing_tensor_reads_as_dashes() {
+    let mut bytes = fixture("safetensors/silero_vad_16k.safetensors");
+    bytes.truncate(0x4c0 + 100);
+    let mut h = Harness::open("cut.safetensors", bytes);
+    h.keys("T<End>");
+    assert_on_screen(&h, "tensor   final_conv.bias  15 of 15");
+    let screen = h.screen();
+    assert!(screen.contains("values   —"), "{screen}");
+    assert!(screen.contains("min —  max —"), "{screen}");
+    assert!(screen.contains("1 missing"), "{screen}");
+    assert!(!screen.contains("NaN"), "{screen}");
+}

@@ -498,8 +498,13 @@ fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec
         return lines;
     };
     if let Some(v) = &d.values {
-        let mut s = v.join(" ");
-        if t.numel() > v.len() as u64 {
+        // No value readable (the bytes are missing): a dash, not a blank.
+        let mut s = if v.is_empty() && t.numel() > 0 {
+            MISSING.to_string()
+        } else {
+            v.join(" ")
+        };
+        if t.numel() > v.len() as u64 && !v.is_empty() {
             s.push_str(" …");
         }
         let s: String = s.chars().take(w.saturating_sub(9) * 2).collect();
@@ -521,7 +526,14 @@ fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec
         ]));
     }
     if let Some(s) = &d.stats {
-        let g = |x: f64| format!("{x:.6}");
+        // Without a finite value there is no range or moment to show.
+        let g = |x: f64| {
+            if s.count == 0 {
+                MISSING.to_string()
+            } else {
+                format!("{x:.6}")
+            }
+        };
         lines.push(Line::from(vec![
             label("range"),
             Span::raw(format!("min {}  max {}", g(s.min), g(s.max))),
@@ -551,6 +563,9 @@ fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec
     }
     lines
 }
+
+/// What stands for a value or statistic that cannot be had.
+const MISSING: &str = "—";
 
 /// A value as NumPy prints its own dtype: float32 and narrower at float32
 /// precision (`0.1`, not the `f64` expansion of it).
