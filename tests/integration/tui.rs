@@ -152,6 +152,8 @@ fn navigates_into_a_nested_zip_and_shows_its_bytes() {
     assert_on_screen(&h, "docs/inner.zip");
     h.keys("/inner.zip<Enter>");
     assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip");
+    // The inspector shows the PATH that `pparse cat` takes.
+    assert_on_screen(&h, "path     nested.tar/docs/inner.zip");
     h.keys("<Enter><Down>");
     assert_eq!(
         h.selected_ext_path(),

@@ -16,6 +16,20 @@ use crate::tui::panel::{self, Component, Cx, Look, Reply};
 use crate::tui::readings::readings;
 use crate::util::thousands;
 
+/// `s` in at most `room` characters: its middle replaced by `…` when it
+/// is longer (a path's start and its file name both matter).
+fn cut_middle(s: &str, room: usize) -> String {
+    let n = s.chars().count();
+    if n <= room || room < 3 {
+        return s.to_string();
+    }
+    let head = (room - 1) / 2;
+    let tail = room - 1 - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 /// The inspector pane: what it shows is handed to it before each frame.
 #[derive(Debug, Clone, Default)]
 pub struct Inspector {
@@ -95,6 +109,15 @@ impl Inspector {
                     s.push(Span::raw(format!(": {d}")));
                 }
                 lines.push(Line::from(s));
+                if self.ext != 0 {
+                    // What `pparse cat FILE PATH` takes.
+                    let path = escape_str(&t.path_of(self.ext));
+                    let room = (width as usize).saturating_sub(9);
+                    lines.push(Line::from(vec![
+                        label("path"),
+                        Span::raw(cut_middle(&path, room)),
+                    ]));
+                }
                 for note in e.notes().iter().take(3) {
                     lines.push(Line::from(vec![label("note"), Span::raw(note.to_string())]));
                 }
@@ -150,5 +173,17 @@ impl Component for Inspector {
     fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect) {
         let inner = panel::frame(look, " Inspector (le | be) ".into(), buf, area);
         Paragraph::new(self.lines(look, area.width)).render(inner, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_middle;
+
+    #[test]
+    fn long_paths_lose_their_middle() {
+        assert_eq!(cut_middle("a/b/c.txt", 20), "a/b/c.txt");
+        assert_eq!(cut_middle("abcdefghij", 5), "ab…ij");
+        assert_eq!(cut_middle("abcdefghij", 6), "ab…hij");
     }
 }
