@@ -188,7 +188,9 @@ enum Cmd {
     },
     /// Write every leaf extraction below PATH as a file under DIR: what
     /// pparse can vouch for (intact members, and the recovered part of cut
-    /// ones); corrupt members only with --all.
+    /// ones); corrupt members only with --all. FILE is the file (or URL) to
+    /// read; PATH the extraction to start from (default: all of FILE); DIR
+    /// is created if missing, and nothing is written outside it.
     Extract {
         file: PathBuf,
         path: Option<String>,
@@ -198,10 +200,15 @@ enum Cmd {
         #[arg(long)]
         all: bool,
         /// Write members that hold unknown bytes (recovered after deflate
-        /// damage) whole, the unknown bytes as zeros, and list their ranges;
-        /// without it only the bytes before the first unknown one are written.
+        /// damage) whole, the unknown ranges listed as zeros; without it
+        /// only the bytes before the first unknown one are written.
         #[arg(long)]
         with_unknown: bool,
+        /// Write members that are containers themselves (a .zip, .whl, .gz
+        /// or .npz in an archive) as the files they are, as tar x does,
+        /// instead of what they hold.
+        #[arg(long)]
+        keep_containers: bool,
     },
 }
 
@@ -343,12 +350,16 @@ pub fn main() -> i32 {
             out,
             all,
             with_unknown,
+            keep_containers,
         }) => extract(
             &input(file),
             path.as_deref().unwrap_or(""),
             &out,
-            all,
-            with_unknown,
+            Writes {
+                all,
+                with_unknown,
+                keep_containers,
+            },
         ),
         None => match cli.file {
             Some(file) => explore(&input(file), cli.theme.as_deref()),
@@ -573,6 +584,16 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     Ok(report(&t, &[id]))
 }
 
+/// What `extract` writes besides intact leaves.
+struct Writes {
+    /// Corrupt members too.
+    all: bool,
+    /// Members holding unknown bytes whole.
+    with_unknown: bool,
+    /// Container members as the files they are.
+    keep_containers: bool,
+}
+
 /// A reader that writes zeros over the given ranges of what it reads:
 /// unknown bytes, whatever the decoder made of them.
 struct ZeroHoles<R> {
@@ -598,13 +619,12 @@ impl<R: io::Read> io::Read for ZeroHoles<R> {
 
 /// `extract`: every leaf below PATH written under DIR, walked through the
 /// file-system API ([`crate::fs::Fs::walk`]) as a library user walks it.
-fn extract(
-    input: &Input,
-    path: &str,
-    dir: &Path,
-    all: bool,
-    with_unknown: bool,
-) -> Result<Status, Fatal> {
+fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Status, Fatal> {
+    let Writes {
+        all,
+        with_unknown,
+        keep_containers,
+    } = writes;
     use crate::fs::Kind;
     let session = std::sync::Arc::new(open(input)?);
     let top = resolve_final(&session, path)?;
@@ -617,9 +637,17 @@ fn extract(
     let mut withheld = Vec::new();
     let mut cut = Vec::new();
     let mut unknown = Vec::new();
+    // Members written whole (--keep-containers): what they hold is not.
+    let mut kept: Vec<Vec<Vec<u8>>> = Vec::new();
     let walked = fs.walk(path, |e, names, mut file| {
-        if e.container {
+        if kept.iter().any(|k| names.len() > k.len() && names.starts_with(k)) {
             return Ok(());
+        }
+        if e.container {
+            if !(keep_containers && e.member && file.is_some()) {
+                return Ok(());
+            }
+            kept.push(names.to_vec());
         }
         let why = || e.reason.clone().unwrap_or_default();
         let has_content = file.is_some();

@@ -136,6 +136,9 @@ pub struct Entry {
     /// Whether it holds entries (an archive, a compressed stream, a
     /// directory of a folder): [`Fs::list`] and [`Fs::sub`] go into it.
     pub container: bool,
+    /// Whether its container holds it as a file of its own (a member), not
+    /// the opened file or a decoded stream: what `tar x` would write.
+    pub member: bool,
     /// The format it was parsed as (`tar`, `zip`, `gzip`, …).
     pub format: Option<&'static str>,
     /// Modification time in seconds since the Unix epoch, where its
@@ -350,6 +353,7 @@ impl Fs {
             status: Status::Complete,
             reason: None,
             container: true,
+            member: false,
             format: None,
             mtime: None,
             mode: None,
@@ -651,6 +655,7 @@ impl Fs {
             }),
             status,
             container: !e.children.is_empty(),
+            member: e.kind == EntryKind::File,
             format: e.parser,
             mtime: e.meta.mtime(),
             mode: e.meta.mode(),

@@ -411,3 +411,65 @@ fn extract_nested_writes_every_leaf() {
     }
     f.check("extract nested.tar.gz");
 }
+
+/// `--keep-containers` writes a zip held in a tar as the zip file it is,
+/// byte for byte what Python's tarfile reads, and not what it holds.
+#[test]
+fn extract_keep_containers_writes_the_inner_zip_as_a_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("dir");
+    let run = pparse([
+        "extract".as_ref(),
+        fixture_path("nested.tar.gz").as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--keep-containers".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let want = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys,tarfile\n\
+             t = tarfile.open(sys.argv[1])\n\
+             sys.stdout.buffer.write(t.extractfile('docs/inner.zip').read())",
+        )
+        .arg(fixture_path("nested.tar.gz"))
+        .output()
+        .expect("python3 runs");
+    assert!(want.status.success());
+    let zip = walk_files(&out)
+        .into_iter()
+        .find(|p| p.ends_with("docs/inner.zip"))
+        .expect("docs/inner.zip written");
+    assert!(zip.is_file(), "{}", zip.display());
+    assert_eq!(std::fs::read(&zip).unwrap(), want.stdout);
+    // What the zip holds is not written, the tar's other members are.
+    let files = walk_files(&out);
+    assert!(
+        !files
+            .iter()
+            .any(|p| p.to_string_lossy().contains("inner.zip/")),
+        "{files:?}"
+    );
+    assert!(
+        files.iter().any(|p| p.ends_with("docs/guide.txt")),
+        "{files:?}"
+    );
+}
+
+/// Every regular file under `dir`.
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
