@@ -785,6 +785,22 @@ pub fn fitting_bpr(inner_w: u64, len: u64) -> u64 {
         .unwrap_or(4)
 }
 
+/// The bytes of a node to mark for its damage at `d`: the range itself,
+/// or for a point (a cut, where invalid data was found) the one byte there
+/// (the node's last when the point is its end): the bytes before it are
+/// intact, a cut member's header too.
+fn damaged_bytes(d: Range, node: Range) -> Range {
+    if !d.is_empty() {
+        return d;
+    }
+    let at = if d.start >= node.end {
+        node.end.saturating_sub(1).max(node.start)
+    } else {
+        d.start.max(node.start)
+    };
+    Range::new(at, (at + 1).min(node.end.max(at)))
+}
+
 /// What is marked in `[start, end)` of the shown extraction.
 fn marks(cx: &Cx, start: u64, end: u64, selection: Selection, sorted: bool) -> Marks {
     let t = cx.session.tree();
@@ -820,11 +836,11 @@ fn marks(cx: &Cx, start: u64, end: u64, selection: Selection, sorted: bool) -> M
         if n.range.overlaps(&window) {
             covered.push(n.range);
             if let Some(d) = &n.damage {
-                damage.push(if d.range.is_empty() { n.range } else { d.range });
+                damage.push(damaged_bytes(d.range, n.range));
             }
             for c in n.loaded_children() {
                 if let Some(d) = &c.damage {
-                    damage.push(if d.range.is_empty() { c.range } else { d.range });
+                    damage.push(damaged_bytes(d.range, c.range));
                 }
             }
         }
@@ -871,5 +887,24 @@ mod tests {
         assert_eq!(super::hex2(0), "00");
         assert_eq!(super::hex2(0xab), "ab");
         assert_eq!(super::hex2(255), "ff");
+    }
+
+    /// A member cut at its end marks its last byte, not its intact header;
+    /// invalid data found at a point marks that byte; a range is a range.
+    #[test]
+    fn damage_marks_only_the_bytes_at_the_damage() {
+        use super::{Range, damaged_bytes};
+        let node = Range::new(0, 700);
+        assert_eq!(
+            damaged_bytes(Range::new(700, 700), node),
+            Range::new(699, 700)
+        );
+        assert_eq!(
+            damaged_bytes(Range::new(300, 300), node),
+            Range::new(300, 301)
+        );
+        assert_eq!(damaged_bytes(Range::new(10, 40), node), Range::new(10, 40));
+        let empty = Range::new(5, 5);
+        assert!(damaged_bytes(Range::new(5, 5), empty).is_empty());
     }
 }
