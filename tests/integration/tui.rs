@@ -1104,4 +1104,9 @@ fn a_missing_tensor_reads_as_dashes() {
     assert!(screen.contains("min —  max —"), "{screen}");
     assert!(screen.contains("1 missing"), "{screen}");
     assert!(!screen.contains("NaN"), "{screen}");
+    // Cut tensors say so in words in the list, not only by colour.
+    assert!(
+        screen.contains("final_conv.bias  F32 [1]  [truncated]"),
+        "{screen}"
+    );
 }

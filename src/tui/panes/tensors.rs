@@ -423,7 +423,13 @@ fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
         );
         let rest = format!("  {} {}", t.dtype.as_str(), shape(&t.shape));
         let w = (inner.x + inner.width).saturating_sub(x) as usize;
-        buf.set_stringn(x, y, rest, w, th.dim.patch(base));
+        let (x, _) = buf.set_stringn(x, y, rest, w, th.dim.patch(base));
+        if t.status != Status::Complete {
+            // In words too: without colour (NO_COLOR) this is the mark.
+            let w = (inner.x + inner.width).saturating_sub(x) as usize;
+            let tag = format!("  [{}]", t.status.as_str());
+            buf.set_stringn(x, y, tag, w, th.status(t.status).patch(base));
+        }
     }
 }
 
