@@ -376,18 +376,27 @@ fn nodes_json_nested_tar() {
     f.check("nodes --json");
 }
 
+/// Runs `extract nested.tar.gz --out DIR` with `extra` arguments into a
+/// new temporary folder (kept while the first value lives).
+fn extract_nested(extra: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Run) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("dir");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "extract".into(),
+        fixture_path("nested.tar.gz").into(),
+        "--out".into(),
+        out.clone().into(),
+    ];
+    args.extend(extra.iter().map(|a| a.into()));
+    let run = pparse(args);
+    (tmp, out, run)
+}
+
 /// `extract nested.tar.gz --out DIR` writes every leaf's bytes to
 /// DIR/<PATH>, exit 0.
 #[test]
 fn extract_nested_writes_every_leaf() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let out = tmp.path().join("dir");
-    let run = pparse([
-        "extract".as_ref(),
-        fixture_path("nested.tar.gz").as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let (_tmp, out, run) = extract_nested(&[]);
     let mut f = Failures::default();
     if run.code != 0 {
         f.push(format!(
@@ -416,15 +425,7 @@ fn extract_nested_writes_every_leaf() {
 /// byte for byte what Python's tarfile reads, and not what it holds.
 #[test]
 fn extract_keep_containers_writes_the_inner_zip_as_a_file() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let out = tmp.path().join("dir");
-    let run = pparse([
-        "extract".as_ref(),
-        fixture_path("nested.tar.gz").as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-        "--keep-containers".as_ref(),
-    ]);
+    let (_tmp, out, run) = extract_nested(&["--keep-containers"]);
     assert_eq!(run.code, 0, "{}", run.stderr_text());
     let want = std::process::Command::new("python3")
         .arg("-c")
