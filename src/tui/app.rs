@@ -31,6 +31,7 @@ use super::panes::nodes::NodePane;
 use super::panes::problems::ProblemsPanel;
 use super::panes::stepper::Stepper;
 use super::panes::tensors::TensorPanel;
+use super::save::{self, Chosen, SaveEvent, Saving};
 use super::search::{Found, From, Search, SearchEvent};
 use super::theme::Theme;
 use super::values::{Values, ValuesDone};
@@ -46,6 +47,8 @@ pub enum Overlay {
     None,
     /// The keys (`?`).
     Help,
+    /// `y` was pressed: what to copy (`p`, `o` or `v`).
+    Copy,
     /// A line of input in the status bar.
     Prompt {
         /// What the input is for.
@@ -64,6 +67,8 @@ pub enum PromptKind {
     Search,
     /// Where to write the selected tensor as .npy.
     Export,
+    /// Where to save the selection (see [`App::saving`]).
+    Save,
 }
 
 /// What the Nodes pane shows instead of the node tree.
@@ -168,6 +173,16 @@ pub struct App {
     pub(super) layout: Layout,
     /// Width of the left column, in percent.
     split: u16,
+    /// The focused pane has the whole screen.
+    zoom: bool,
+    /// First line of the help shown (it scrolls on small screens).
+    pub(super) help_top: usize,
+    /// What the save prompt is for.
+    to_save: Option<Chosen>,
+    /// A save under way.
+    pub(super) saving: Option<Saving>,
+    /// Text copied and not yet sent to the terminal (OSC 52).
+    clipboard: Option<String>,
     drag: Drag,
     /// Most points the metrics panel keeps for all series at once; past
     /// it, series are read one metric at a time.
@@ -202,6 +217,11 @@ impl App {
                 ..Layout::default()
             },
             split: 34,
+            zoom: false,
+            help_top: 0,
+            to_save: None,
+            saving: None,
+            clipboard: None,
             drag: Drag::default(),
             metric_budget: crate::offer::metrics::SERIES_BUDGET,
             meter: Meter {
@@ -242,6 +262,31 @@ impl App {
     /// Where the bytes view stands in the selected extraction.
     pub fn place(&self) -> Place {
         self.hex.place(self.ext())
+    }
+
+    /// What covers the panes: a prompt, the help, the copy menu.
+    pub fn overlay(&self) -> &Overlay {
+        &self.overlay
+    }
+
+    /// The status bar's message, if any.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// Whether the focused pane has the whole screen (`z`).
+    pub fn zoomed(&self) -> bool {
+        self.zoom
+    }
+
+    /// Text copied for the terminal's clipboard and not sent yet.
+    pub fn clipboard(&self) -> Option<&str> {
+        self.clipboard.as_deref()
+    }
+
+    /// Takes the text to send to the terminal's clipboard (OSC 52).
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
     }
 
     /// The selected node of the selected extraction.
@@ -306,7 +351,8 @@ impl App {
             Some(p) if p.takes_main() => Room::Plot,
             Some(_) => Room::Panel,
         };
-        self.layout = Layout::new(area, self.split, room, len);
+        let zoom = self.zoom.then_some(self.focus);
+        self.layout = Layout::new(area, self.split, room, len, zoom);
         self.exts.prepare(&cx!(self, Pane::Extractions));
         self.nodes.prepare(&cx!(self, Pane::Nodes));
         if !self.panel.takes_main() {
@@ -338,7 +384,9 @@ impl App {
             return (Selection::default(), false);
         };
         let sorted = self.nodes.known_sorted(ext, &e.nodes);
-        if let Some((_, r)) = self.panel.marked().filter(|(x, _)| *x == ext) {
+        let marked = self.place().marked();
+        let side = self.panel.marked().filter(|(x, _)| *x == ext);
+        if let Some(r) = marked.or(side.map(|(_, r)| r)) {
             let s = Selection {
                 range: Some(r),
                 children: Vec::new(),
@@ -374,10 +422,15 @@ impl App {
                         PromptKind::Goto => self.goto(&text),
                         PromptKind::Search => self.start_search(text),
                         PromptKind::Export => self.export(&text),
+                        PromptKind::Save => self.save(&text),
                     }
                 }
                 KeyCode::Backspace => {
                     input.pop();
+                }
+                // As in a shell: the line is cleared, to type a path anew.
+                KeyCode::Char('u') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    input.clear();
                 }
                 KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
                     self.quit = true;
@@ -387,10 +440,24 @@ impl App {
             }
             return;
         }
+        if self.overlay == Overlay::Copy {
+            self.overlay = Overlay::None;
+            if let KeyCode::Char(c) = k.code {
+                self.copy(c);
+            }
+            return;
+        }
         let Some(a) = keys::action(k) else { return };
         if self.overlay == Overlay::Help {
-            if matches!(a, Action::Help | Action::Cancel | Action::Quit) {
-                self.overlay = Overlay::None;
+            match a {
+                Action::Help | Action::Cancel | Action::Quit => self.overlay = Overlay::None,
+                Action::Up => self.help_top = self.help_top.saturating_sub(1),
+                Action::Down => self.help_top += 1,
+                Action::PageUp => self.help_top = self.help_top.saturating_sub(self.help_page()),
+                Action::PageDown => self.help_top += self.help_page(),
+                Action::Home => self.help_top = 0,
+                Action::End => self.help_top = usize::MAX / 2,
+                _ => {}
             }
             if k.modifiers.contains(KeyModifiers::CONTROL) && a == Action::Quit {
                 self.quit = true;
@@ -406,11 +473,24 @@ impl App {
     pub fn act(&mut self, a: Action) {
         match a {
             Action::Quit => self.quit = true,
-            Action::Help => self.overlay = Overlay::Help,
+            Action::Help => {
+                self.help_top = 0;
+                self.overlay = Overlay::Help;
+            }
             Action::Cancel => {
-                if !self.search.cancel(&self.worker) {
+                let ext = self.ext();
+                if !self.hex.drop_mark(ext) && !self.search.cancel(&self.worker) {
                     self.close_panel();
                 }
+            }
+            Action::Mark => self.toggle_mark(),
+            Action::Save => self.ask_save(),
+            Action::Copy => self.overlay = Overlay::Copy,
+            Action::Zoom => self.zoom = !self.zoom,
+            Action::Narrower | Action::Wider => {
+                let by: i32 = if a == Action::Wider { 5 } else { -5 };
+                self.split = (self.split as i32 + by).clamp(15, 85) as u16;
+                self.zoom = false;
             }
             Action::Stepper => self.toggle_stepper(),
             Action::Tensors => self.toggle_tensors(),
@@ -623,6 +703,10 @@ impl App {
             }
             Err(d) => d,
         };
+        let d = match d.downcast::<SaveEvent>() {
+            Ok(e) => return self.on_save(*e),
+            Err(d) => d,
+        };
         let d = match d.downcast::<ValuesDone>() {
             Ok(v) => {
                 let r = self.values.on_done(*v, self.ext());
@@ -797,7 +881,8 @@ impl App {
             self.say("export works on a tensor: press T for the tensor table");
             return;
         };
-        if let Some(name) = p.export_name() {
+        let name = p.export_name(&self.session.tree());
+        if let Some(name) = name {
             self.prompt(PromptKind::Export, name);
         }
     }
@@ -841,6 +926,170 @@ impl App {
                 self.focus = Pane::Nodes;
             }
             None => self.say("no program here: select a printed Paddle program, then press E"),
+        }
+    }
+
+    // ----- getting bytes out ----------------------------------------------------
+
+    /// Lines the help scrolls by a page.
+    fn help_page(&self) -> usize {
+        (self.layout.status.y as usize).saturating_sub(5).max(1)
+    }
+
+    /// Marks bytes from the cursor (`v`), or drops the mark.
+    fn toggle_mark(&mut self) {
+        if self.panel.takes_main() {
+            return;
+        }
+        self.focus = Pane::Hex;
+        self.hex.show_hex();
+        if self.hex.toggle_mark(self.ext()) {
+            self.say("marking: move to extend, s saves, y v copies, v or Esc drops the mark");
+        }
+    }
+
+    /// The bytes `s` saves: the marked bytes, else what a side panel points
+    /// at or the selected node (unless the extraction tree has the focus),
+    /// else the whole extraction.
+    fn save_target(&self) -> Option<Chosen> {
+        let ext = self.ext();
+        let t = self.session.tree();
+        let len = t.get(ext)?.available();
+        let range = match self.focus {
+            Pane::Extractions => None,
+            _ => self.selection(ext).0.range,
+        }
+        .unwrap_or(Range::new(0, len));
+        Some(Chosen {
+            ext,
+            range,
+            name: save::file_name(&t, ext, range),
+        })
+    }
+
+    /// Asks where to save the selection, offering a new name beside the input.
+    fn ask_save(&mut self) {
+        let Some(c) = self.save_target() else { return };
+        if c.range.is_empty() {
+            self.say("nothing to save: the selection holds no bytes");
+            return;
+        }
+        let path = save::beside_input(&self.session.tree(), &c.name);
+        self.to_save = Some(c);
+        self.prompt(PromptKind::Save, path);
+    }
+
+    /// Saves what [`App::ask_save`] chose to `path`, in the background.
+    fn save(&mut self, path: &str) {
+        let Some(c) = self.to_save.take() else { return };
+        let t = self.session.tree();
+        let Some(data) = t.get(c.ext).map(|e| e.data()) else {
+            return;
+        };
+        let note = save::damage_note(&t, c.ext, c.range);
+        drop(t);
+        match save::start(&self.worker, data, c.range, path, note) {
+            Ok(s) => self.saving = Some(s),
+            Err(msg) => self.say(msg),
+        }
+    }
+
+    /// A save's progress or end.
+    fn on_save(&mut self, e: SaveEvent) {
+        match e {
+            SaveEvent::Progress { id, done } => {
+                if let Some(s) = self.saving.as_mut().filter(|s| s.id == id) {
+                    s.done = done;
+                }
+            }
+            SaveEvent::Finished {
+                id,
+                path,
+                result,
+                note,
+            } if self.saving.is_some_and(|s| s.id == id) => {
+                self.saving = None;
+                let shown = crate::name::escape_str(&path.display().to_string());
+                let msg = match result {
+                    Ok(n) => {
+                        let mut m = format!("wrote {shown} ({})", crate::util::human(n));
+                        if let Some(note) = note {
+                            m.push_str(&format!("; {note}"));
+                        }
+                        m
+                    }
+                    Err(e) => format!("could not write {shown}: {e}"),
+                };
+                self.say(msg);
+            }
+            SaveEvent::Finished { .. } => {}
+        }
+    }
+
+    /// Copies what `key` names after `y`: `p` the PATH of the selected
+    /// extraction, `o` the offset (the hex cursor, else the selection's
+    /// start), `v` the value (the marked bytes as hex, else the selected
+    /// node's value).
+    fn copy(&mut self, key: char) {
+        let ext = self.ext();
+        let t = self.session.tree();
+        let (what, text) = match key {
+            'p' => ("PATH", t.path_of(ext)),
+            'o' => {
+                let at = match self.focus {
+                    Pane::Hex => Some(self.place().cursor),
+                    _ => self.selection(ext).0.range.map(|r| r.start),
+                };
+                ("offset", format!("{:#x}", at.unwrap_or(0)))
+            }
+            'v' => match self.copied_value(&t) {
+                Ok(v) => ("value", v),
+                Err(why) => {
+                    drop(t);
+                    return self.say(why);
+                }
+            },
+            _ => {
+                drop(t);
+                return self.say("nothing copied: y then p (PATH), o (offset) or v (value)");
+            }
+        };
+        drop(t);
+        let shown = crate::name::escape_str(&text);
+        let shown = super::panel::cut_middle(&shown, 60);
+        self.say(format!("copied the {what} (OSC 52): {shown}"));
+        self.clipboard = Some(text);
+    }
+
+    /// The value `y v` copies: marked bytes as hex, else the selected node's
+    /// value.
+    fn copied_value(&self, t: &crate::extraction::Tree) -> Result<String, String> {
+        let ext = self.ext();
+        let e = t.get(ext).ok_or("nothing selected")?;
+        if let Some(r) = self.place().marked() {
+            let n = r.len().min(e.available().saturating_sub(r.start));
+            if n * 3 > save::MAX_COPY as u64 {
+                return Err(format!(
+                    "{} bytes are too many to copy: s saves them to a file",
+                    crate::util::thousands(r.len())
+                ));
+            }
+            let mut buf = vec![0u8; n as usize];
+            let got = crate::data::read_exact_at(&*e.data(), r.start, &mut buf)
+                .map_err(|err| format!("could not read the bytes: {err}"))?;
+            if !got {
+                return Err("the marked bytes are not all there".into());
+            }
+            let hex: Vec<String> = buf.iter().map(|b| format!("{b:02x}")).collect();
+            return Ok(hex.join(" "));
+        }
+        let m = super::models::Nodes(&e.nodes);
+        let node = self.nodes.selected(ext).and_then(|p| m.get(p));
+        match node.and_then(|n| n.value.as_ref()) {
+            Some(v) => Ok(v.to_string()),
+            None => {
+                Err("no value to copy: select a node with a value, or mark bytes with v".into())
+            }
         }
     }
 

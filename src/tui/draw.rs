@@ -27,20 +27,27 @@ pub fn draw(app: &App, f: &mut Frame) {
         focused: pane == Some(app.focus),
     };
     let buf = f.buffer_mut();
-    app.exts.draw(&look(Some(Pane::Extractions)), buf, l.exts);
+    // A zoomed layout leaves the other panes empty: they draw nothing.
+    if !l.exts.is_empty() {
+        app.exts.draw(&look(Some(Pane::Extractions)), buf, l.exts);
+    }
     let side = app.panel.side();
     match side {
+        _ if l.nodes.is_empty() => {}
         Some(p) => p.draw(&look(Some(Pane::Nodes)), buf, l.nodes),
         None => app.nodes.draw(&look(Some(Pane::Nodes)), buf, l.nodes),
     }
     let main = look(Some(Pane::Hex));
-    if !side.is_some_and(|p| p.draw_main(&main, buf, l.hex)) {
+    if !l.hex.is_empty() && !side.is_some_and(|p| p.draw_main(&main, buf, l.hex)) {
         app.hex.draw(&main, buf, l.hex);
     }
     match side {
+        _ if l.inspector.is_empty() => {}
         Some(p) => {
             let (title, lines) = p.inspector(&app.theme, &t, l.inspector.width);
             let inner = panel::frame(&look(None), title.into(), buf, l.inspector);
+            let w = inner.width as usize;
+            let lines: Vec<Line> = lines.into_iter().map(|l| panel::fit(l, w)).collect();
             Paragraph::new(lines).render(inner, buf);
         }
         None => app.inspector.draw(&look(None), buf, l.inspector),
@@ -52,10 +59,19 @@ pub fn draw(app: &App, f: &mut Frame) {
 }
 
 fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
+    if app.overlay == Overlay::Copy {
+        let line = Line::from(vec![
+            Span::styled(" copy: ", app.theme.title),
+            Span::raw("p the PATH · o the offset · v the value · Esc nothing"),
+        ]);
+        f.render_widget(Paragraph::new(line).style(app.theme.bar), area);
+        return;
+    }
     if let Overlay::Prompt { kind, input } = &app.overlay {
         let what = match kind {
             PromptKind::Goto => "go to offset (0x1f, 4096, +16, -0x10): ",
-            PromptKind::Export => "write the tensor as .npy to: ",
+            PromptKind::Export => "write the tensor as .npy to (a new file): ",
+            PromptKind::Save => "save to (a new file; Ctrl-U clears): ",
             PromptKind::Search => match app.focus {
                 Pane::Hex => "search bytes (1f 8b) or text: ",
                 _ => "search names and values: ",
@@ -108,6 +124,12 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
             done as f64 * 100.0 / total.max(1) as f64
         )));
     }
+    if let Some(s) = app.saving {
+        parts.push(Span::raw(format!(
+            "│ saving {:.0}% ",
+            s.done as f64 * 100.0 / s.total.max(1) as f64
+        )));
+    }
     if let Some(m) = &app.message {
         parts.push(Span::styled(
             format!("│ {} ", escape_str(m)),
@@ -118,32 +140,71 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(parts)).style(app.theme.bar), area);
 }
 
+/// The lines of the help in `width` columns: each key with what it does,
+/// wrapped under it rather than cut.
+pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let key_w = 17usize;
+    let text_w = (width as usize).saturating_sub(key_w + 1).max(10);
+    let mut lines = Vec::new();
+    for (k, _, what) in HELP {
+        let mut rows: Vec<String> = Vec::new();
+        let mut cur = String::new();
+        for word in what.split(' ') {
+            if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > text_w {
+                rows.push(std::mem::take(&mut cur));
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        rows.push(cur);
+        for (i, r) in rows.into_iter().enumerate() {
+            let key = if i == 0 { *k } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {key:<16}"), app.theme.title),
+                Span::raw(r),
+            ]));
+        }
+    }
+    lines
+}
+
 fn help(app: &App, f: &mut Frame, area: Rect) {
-    let w = 76.min(area.width);
-    let h = (HELP.len() as u16 + 4).min(area.height);
+    let w = 80.min(area.width);
+    let lines = help_lines(app, w.saturating_sub(2));
+    let h = (lines.len() as u16 + 3)
+        .min(area.height.saturating_sub(1))
+        .max(3);
     let r = Rect::new(
         area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
+        area.y + (area.height.saturating_sub(1) - h) / 2,
         w,
         h,
     );
-    let lines: Vec<Line> = HELP
-        .iter()
-        .map(|(k, _, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {k:<16}"), app.theme.title),
-                Span::raw(*what),
-            ])
-        })
-        .chain([Line::from(Span::styled(
-            " Esc, ? or q closes this help",
-            app.theme.dim,
-        ))])
-        .collect();
+    // One row for the footer, the rest for keys.
+    let rows = (h as usize).saturating_sub(3).max(1);
+    let top = app.help_top.min(lines.len().saturating_sub(rows));
+    let end = (top + rows).min(lines.len());
+    let more = if lines.len() > rows {
+        format!(
+            " lines {}–{} of {}: ↑ ↓ PgUp PgDn scroll · Esc, ? or q closes this help",
+            top + 1,
+            end,
+            lines.len()
+        )
+    } else {
+        " Esc, ? or q closes this help".into()
+    };
+    let mut shown: Vec<Line> = lines[top..end].to_vec();
+    shown.push(panel::fit(
+        Line::from(Span::styled(more, app.theme.dim)),
+        w.saturating_sub(2) as usize,
+    ));
     f.render_widget(Clear, r);
     let b = Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.border_focused)
         .title(Span::styled(" Keys ", app.theme.title));
-    f.render_widget(Paragraph::new(lines).block(b), r);
+    f.render_widget(Paragraph::new(shown).block(b), r);
 }

@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn a_click_finds_the_byte_drawn_there() {
-        for bpr in [4, 8, 16, 32] {
+        for bpr in [4, 8, 16, 24, 32] {
             let g = HexGrid::new(1, 1000, bpr);
             for i in 0..bpr {
                 assert_eq!(g.byte_at(g.hex_col(i)), Some(i), "hex {i} of {bpr}");

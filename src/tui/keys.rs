@@ -56,6 +56,18 @@ pub enum Action {
     NextUse,
     /// Go to the previous use of the selected value (`U`).
     PrevUse,
+    /// Mark bytes from the cursor in the hex view, or drop the mark (`v`).
+    Mark,
+    /// Save the selection to a new file (`s`).
+    Save,
+    /// Copy the PATH, offset or value (`y`, then `p`, `o` or `v`).
+    Copy,
+    /// Zoom the focused pane to the whole screen, or back (`z`).
+    Zoom,
+    /// Narrow the left column (`<`).
+    Narrower,
+    /// Widen the left column (`>`).
+    Wider,
     /// Show the help overlay (`?`).
     Help,
     /// Close a prompt or overlay, or stop a search (Esc).
@@ -73,7 +85,10 @@ pub const HELP: &[(&str, Action, &str)] = &[
     ("→ l", Action::Right, "expand; hex: next byte"),
     ("Enter", Action::Expand, "expand or collapse"),
     ("PgUp / PgDn", Action::PageUp, "page up / down"),
+    ("Ctrl-U / Ctrl-D", Action::PageDown, "page up / down"),
+    ("Space", Action::PageDown, "page down"),
     ("Home / End", Action::Home, "first / last row or byte"),
+    ("G", Action::End, "last row or byte"),
     ("Tab / Shift-Tab", Action::NextPane, "next / previous pane"),
     ("g", Action::Goto, "go to offset: 0x1f, 4096, +16, -0x10"),
     (
@@ -81,12 +96,37 @@ pub const HELP: &[(&str, Action, &str)] = &[
         Action::Search,
         "search names and values; hex: bytes (1f 8b) or text",
     ),
-    ("n / N", Action::NextMatch, "next / previous match"),
+    (
+        "n / N",
+        Action::NextMatch,
+        "next / previous match, going on from the other end",
+    ),
     (
         "t",
         Action::ToggleText,
         "show the bytes as highlighted text / as hex",
     ),
+    (
+        "v",
+        Action::Mark,
+        "hex: mark bytes from the cursor (move to extend); again to drop",
+    ),
+    (
+        "s",
+        Action::Save,
+        "save to a new file: the marked bytes, the selected node, or the extraction",
+    ),
+    (
+        "y",
+        Action::Copy,
+        "copy, then p: PATH, o: offset, v: value (OSC 52 clipboard)",
+    ),
+    (
+        "z",
+        Action::Zoom,
+        "zoom the focused pane to the whole screen, or back",
+    ),
+    ("< / >", Action::Narrower, "narrow / widen the left column"),
     (
         "p",
         Action::Stepper,
@@ -122,11 +162,11 @@ pub const HELP: &[(&str, Action, &str)] = &[
         Action::NextUse,
         "Paddle program: next / previous use of the selected value",
     ),
-    ("?", Action::Help, "this help"),
+    ("?", Action::Help, "this help (↑ ↓ PgUp PgDn scroll it)"),
     (
         "Esc",
         Action::Cancel,
-        "close a prompt or overlay, stop a search",
+        "close a prompt or overlay, drop the mark, stop a search",
     ),
     ("q / Ctrl-C", Action::Quit, "quit"),
     (
@@ -172,6 +212,12 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('D') => Action::Definition,
         KeyCode::Char('u') => Action::NextUse,
         KeyCode::Char('U') => Action::PrevUse,
+        KeyCode::Char('v') => Action::Mark,
+        KeyCode::Char('s') => Action::Save,
+        KeyCode::Char('y') => Action::Copy,
+        KeyCode::Char('z') => Action::Zoom,
+        KeyCode::Char('<') => Action::Narrower,
+        KeyCode::Char('>') => Action::Wider,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -268,6 +314,13 @@ mod tests {
                 KeyCode::Char('D'),
                 KeyCode::Char('u'),
                 KeyCode::Char('?'),
+                KeyCode::Char(' '),
+                KeyCode::Char('G'),
+                KeyCode::Char('v'),
+                KeyCode::Char('s'),
+                KeyCode::Char('y'),
+                KeyCode::Char('z'),
+                KeyCode::Char('<'),
                 KeyCode::Esc,
             ]
             .into_iter()

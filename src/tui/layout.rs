@@ -49,12 +49,28 @@ pub struct Layout {
 
 impl Layout {
     /// The panes in `area`, the left column `split` percent wide, for
-    /// bytes of length `len`.
-    pub fn new(area: Rect, split: u16, room: Room, len: u64) -> Layout {
+    /// bytes of length `len`; with `zoom`, that pane alone above the
+    /// status bar (the others empty).
+    pub fn new(area: Rect, split: u16, room: Room, len: u64, zoom: Option<Pane>) -> Layout {
         let rows = Split::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Min(3), Constraint::Length(1)])
             .split(area);
+        if let Some(pane) = zoom {
+            let full = rows[0];
+            let none = Rect::new(full.x, full.y, 0, 0);
+            let pick = |p: Pane| if p == pane { full } else { none };
+            return Layout {
+                exts: pick(Pane::Extractions),
+                nodes: pick(Pane::Nodes),
+                hex: pick(Pane::Hex),
+                inspector: none,
+                status: rows[1],
+                // No border to drag.
+                split_x: u16::MAX,
+                bpr: fitting_bpr(full.width.saturating_sub(2) as u64, len),
+            };
+        }
         let cols = Split::default()
             .direction(Direction::Horizontal)
             .constraints([Constraint::Percentage(split), Constraint::Min(10)])
@@ -105,7 +121,9 @@ impl Layout {
     /// The pane under a screen position, and the position relative to its
     /// inside (`None` on its top or bottom border); `None` outside the panes.
     pub fn hit(&self, x: u16, y: u16) -> Option<(Pane, Option<(u16, u16)>)> {
-        let inside = |r: Rect| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
+        let inside = |r: Rect| {
+            !r.is_empty() && x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
+        };
         let pane = [Pane::Extractions, Pane::Nodes, Pane::Hex]
             .into_iter()
             .find(|p| inside(self.area(*p)))?;

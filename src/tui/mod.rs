@@ -15,6 +15,7 @@ pub mod models;
 pub mod panel;
 pub mod panes;
 pub mod readings;
+pub mod save;
 pub mod search;
 pub mod text;
 pub mod theme;
@@ -92,6 +93,12 @@ fn event_loop(
             execute!(io::stdout(), BeginSynchronizedUpdate)?;
             render(app, terminal)?;
             execute!(io::stdout(), EndSynchronizedUpdate)?;
+            if let Some(text) = app.take_clipboard() {
+                use std::io::Write;
+                let mut out = io::stdout();
+                out.write_all(save::osc52(&text).as_bytes())?;
+                out.flush()?;
+            }
             last_draw = Instant::now();
             dirty = false;
         }

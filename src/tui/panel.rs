@@ -115,6 +115,99 @@ pub fn frame(look: &Look, title: String, buf: &mut Buffer, area: Rect) -> Rect {
     inner
 }
 
+/// `s` in at most `room` characters: its middle replaced by `…` when it
+/// is longer (a path's start and its file name both matter).
+pub fn cut_middle(s: &str, room: usize) -> String {
+    let n = s.chars().count();
+    if n <= room {
+        return s.to_string();
+    }
+    if room < 3 {
+        return s
+            .chars()
+            .take(room.saturating_sub(1))
+            .chain(['…'])
+            .collect();
+    }
+    let head = (room - 1) / 2;
+    let tail = room - 1 - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// `line` in at most `width` columns, its last one `…` when it is cut,
+/// so that a cut value never passes for a whole one.
+pub fn fit(line: Line<'_>, width: usize) -> Line<'_> {
+    let total: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
+    if total <= width {
+        return line;
+    }
+    let mut left = width.saturating_sub(1);
+    let mut spans = Vec::new();
+    for sp in line.spans {
+        if left == 0 {
+            break;
+        }
+        let n = sp.content.chars().count();
+        if n <= left {
+            left -= n;
+            spans.push(sp);
+        } else {
+            let cut: String = sp.content.chars().take(left).collect();
+            spans.push(Span::styled(cut, sp.style));
+            left = 0;
+        }
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans).style(line.style)
+}
+
+/// Writes `s` at (x, y) in `width` columns, ending in `…` when it is cut;
+/// returns the columns used.
+pub fn put_cut(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    width: u16,
+    s: &str,
+    style: ratatui::style::Style,
+) -> u16 {
+    let n = s.chars().count();
+    if n <= width as usize {
+        return put(buf, x, y, width, s, style);
+    }
+    let cut: String = s
+        .chars()
+        .take((width as usize).saturating_sub(1))
+        .chain(['…'])
+        .collect();
+    put(buf, x, y, width, &cut, style)
+}
+
+/// One row of a tree: `name` cut in the middle and `tags` (a status in
+/// words, which must survive `NO_COLOR`) kept whole as far as they can
+/// be, then `detail` cut at its end with `…`. Returns the columns used.
+pub fn put_row(
+    buf: &mut Buffer,
+    (x, y, w): (u16, u16, u16),
+    name: (&str, ratatui::style::Style),
+    tags: &[(String, ratatui::style::Style)],
+    detail: (&str, ratatui::style::Style),
+) -> u16 {
+    let tag_w: usize = tags.iter().map(|(t, _)| t.chars().count()).sum();
+    let name_n = name.0.chars().count();
+    let w_us = w as usize;
+    // The name gives way to the tags only (the detail takes what is
+    // left), and keeps a dozen columns whatever the tags.
+    let name_room = w_us.saturating_sub(tag_w).max(w_us.min(12)).min(name_n);
+    let mut used = put(buf, x, y, w, &cut_middle(name.0, name_room), name.1);
+    for (t, st) in tags {
+        used += put_cut(buf, x + used, y, w - used, t, *st);
+    }
+    used + put_cut(buf, x + used, y, w - used, detail.0, detail.1)
+}
+
 /// Writes `s` at (x, y) clipped to `width` columns; returns the columns used.
 pub fn put(
     buf: &mut Buffer,

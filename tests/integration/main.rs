@@ -32,6 +32,7 @@ mod terminal;
 mod torch;
 mod truncation;
 mod tui;
+mod tui_habits;
 mod values;
 mod walks;
 mod wandb;

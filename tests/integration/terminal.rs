@@ -11,6 +11,9 @@ use crate::util::*;
 
 struct Term {
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the program wrote, for sequences the screen does not
+    /// show (OSC 52).
+    raw: Arc<Mutex<Vec<u8>>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
 }
@@ -39,6 +42,8 @@ impl Term {
             0,
         )));
         let s = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let r = raw.clone();
         std::thread::spawn(move || {
             let _keep = pty.master;
             let mut buf = [0u8; 8192];
@@ -47,10 +52,12 @@ impl Term {
                     break;
                 }
                 s.lock().unwrap().process(&buf[..n]);
+                r.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         Term {
             screen,
+            raw,
             writer,
             child,
         }
@@ -99,7 +106,9 @@ fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
     t.send("\x1b[B");
     t.send("\r");
     t.send("/inner.zip\r");
-    t.wait_for("the zip", |s| s.contains("docs/inner.zip  [zip]"));
+    t.wait_for("the zip", |s| {
+        s.contains("docs/inner.zip  ◐ partial  [zip]")
+    });
     t.send("\r");
     t.send("\x1b[B");
     let src = source_bytes("src/inner/chapter1.txt");
@@ -111,6 +120,32 @@ fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
     });
     // The member is cut off: the inspector says so.
     assert!(t.text().contains("deflate data cut off"), "{}", t.text());
+    // `y p` puts its PATH on the terminal's clipboard (OSC 52).
+    t.send("yp");
+    let osc = pparse::tui::save::osc52("nested.tar/docs/inner.zip/chapter1.txt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !t
+        .raw
+        .lock()
+        .unwrap()
+        .windows(osc.len())
+        .any(|w| w == osc.as_bytes())
+    {
+        assert!(Instant::now() < deadline, "no OSC 52 sequence came");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    // `s` offers a name beside the input; Enter writes the bytes that are
+    // there, and says they are partial.
+    t.send("s");
+    let offered = dir.path().join("chapter1.txt");
+    t.wait_for("the save prompt", |s| s.contains("save to"));
+    t.send("\r");
+    t.wait_for("the save", |s| {
+        s.contains("wrote ") && s.contains("partial")
+    });
+    let saved = std::fs::read(&offered).unwrap();
+    assert!(!saved.is_empty() && saved.len() < src.len());
+    assert_eq!(saved, &src[..saved.len()]);
     // q quits at once and restores the terminal.
     let start = Instant::now();
     t.send("q");

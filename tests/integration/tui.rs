@@ -26,8 +26,12 @@ impl Harness {
     }
 
     pub(crate) fn sized(name: &str, bytes: Vec<u8>, w: u16, h: u16) -> Harness {
-        let session = Arc::new(Session::from_bytes(name, bytes, Options::default()));
-        let app = App::new(session, Theme::load("dark").unwrap());
+        let session = Session::from_bytes(name, bytes, Options::default());
+        Harness::with_session(session, Theme::load("dark").unwrap(), w, h)
+    }
+
+    pub(crate) fn with_session(session: Session, theme: Theme, w: u16, h: u16) -> Harness {
+        let app = App::new(Arc::new(session), theme);
         let term = Terminal::new(TestBackend::new(w, h)).unwrap();
         let mut h = Harness { app, term };
         h.settle();
@@ -60,7 +64,8 @@ impl Harness {
 
     /// Sends keys: plain characters, or `<Enter>`, `<Tab>`, `<S-Tab>`, `<Esc>`,
     /// `<Up>`, `<Down>`, `<Left>`, `<Right>`, `<PgUp>`, `<PgDn>`, `<Home>`,
-    /// `<End>`, `<BS>`, `<C-c>`; settles after each key.
+    /// `<End>`, `<BS>`, `<C-c>`, `<C-u>`, `<C-d>`, `<lt>` (a `<`); settles
+    /// after each key.
     pub(crate) fn keys(&mut self, seq: &str) {
         let mut rest = seq;
         while !rest.is_empty() {
@@ -82,6 +87,9 @@ impl Harness {
                     "End" => (KeyCode::End, KeyModifiers::NONE),
                     "BS" => (KeyCode::Backspace, KeyModifiers::NONE),
                     "C-c" => (KeyCode::Char('c'), KeyModifiers::CONTROL),
+                    "C-u" => (KeyCode::Char('u'), KeyModifiers::CONTROL),
+                    "C-d" => (KeyCode::Char('d'), KeyModifiers::CONTROL),
+                    "lt" => (KeyCode::Char('<'), KeyModifiers::NONE),
                     other => panic!("unknown key <{other}>"),
                 };
                 (code, mods, end + 1)
@@ -137,7 +145,7 @@ impl Harness {
     }
 }
 
-fn assert_on_screen(h: &Harness, needle: &str) {
+pub(crate) fn assert_on_screen(h: &Harness, needle: &str) {
     let s = h.screen();
     assert!(s.contains(needle), "{needle:?} not on screen:\n{s}");
 }
@@ -609,21 +617,25 @@ fn tensor_panel_shows_values_stats_and_exports_npy() {
         h.keys("<Home>");
         h.keys(key);
         h.keys("e");
-        assert_on_screen(&h, &format!("write the tensor as .npy to: {name}.npy"));
-        h.keys(&"<BS>".repeat(name.len() + 4));
+        assert_on_screen(
+            &h,
+            &format!("write the tensor as .npy to (a new file): {name}.npy"),
+        );
+        h.keys("<C-u>");
         h.keys(&out.display().to_string());
         h.keys("<Enter>");
         let want = fixture(&format!("torch/npy/views.pt.{name}.npy"));
         assert_eq!(std::fs::read(&out).unwrap(), want, "{name}");
+        // Said back as the absolute path written.
+        assert_on_screen(&h, &format!("wrote {}", out.display()));
     }
     // An existing file is never overwritten.
     let out = dir.path().join("step.npy");
     std::fs::write(&out, b"keep").unwrap();
-    h.keys("e");
-    h.keys(&"<BS>".repeat(8));
+    h.keys("e<C-u>");
     h.keys(&out.display().to_string());
     h.keys("<Enter>");
-    assert_on_screen(&h, "exists: choose another name");
+    assert_on_screen(&h, "exists: nothing was written");
     assert_eq!(std::fs::read(&out).unwrap(), b"keep");
 }
 

@@ -6,11 +6,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 
-use crate::extraction::{EntryKind, ExtId, Phase};
+use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
 use crate::status::Status;
 use crate::tui::keys::Action;
 use crate::tui::models::Exts;
-use crate::tui::panel::{self, Component, Cx, Look, Reply, put};
+use crate::tui::panel::{self, Component, Cx, Look, Reply, put, put_row};
 use crate::tui::treeview::{TreeModel, TreeView};
 use crate::util::{human, thousands};
 
@@ -131,9 +131,6 @@ impl Component for ExtPane {
             } else {
                 th.status(status)
             };
-            let n = put(buf, x, y, w, &e.display_name(), name_style.patch(base));
-            x += n;
-            w -= n;
             let mut detail = String::new();
             if let Some(p) = e.parser {
                 detail.push_str(&format!("  [{p}]"));
@@ -143,15 +140,42 @@ impl Component for ExtPane {
                 EntryKind::Symlink(t) => detail.push_str(&format!("  -> {t}")),
                 EntryKind::HardLink(t) => detail.push_str(&format!("  link {t}")),
                 EntryKind::Other(what) => detail.push_str(&format!("  {what}")),
-                _ => detail.push_str(&format!("  {}", human(e.size()))),
+                // A cut member: how much of it is there.
+                _ => match e.declared_size {
+                    Some(d) if d > e.size() => {
+                        detail.push_str(&format!("  {} of {}", human(e.size()), human(d)));
+                    }
+                    _ => detail.push_str(&format!("  {}", human(e.size()))),
+                },
             }
             if e.phase == Phase::Parsing || e.phase == Phase::Waiting && !e.is_final() {
                 detail.push_str("  …");
             }
-            if status != Status::Complete {
-                detail.push_str(&format!("  {}", status.as_str()));
-            }
-            put(buf, x, y, w, &detail, th.dim.patch(base));
+            // The status in words, next to the name, so that it is seen
+            // without colour and is never the part cut off.
+            let tags: Vec<(String, Style)> = status_tag(e, status)
+                .map(|tag| (format!("  {tag}"), th.status(status).patch(base)))
+                .into_iter()
+                .collect();
+            put_row(
+                buf,
+                (x, y, w),
+                (&e.display_name(), name_style.patch(base)),
+                &tags,
+                (&detail, th.dim.patch(base)),
+            );
         }
+    }
+}
+
+/// An extraction's status in words: a member whose bytes are only partly
+/// there (a cut member: what is there is kept) is told apart from one
+/// with bad bytes and from one with nothing.
+pub fn status_tag(e: &Extraction, status: Status) -> Option<String> {
+    match status {
+        Status::Complete => None,
+        Status::Truncated if e.parent.is_some() && e.size() > 0 => Some("◐ partial".into()),
+        Status::Truncated if e.parent.is_some() => Some("○ missing".into()),
+        s => Some(format!("✗ {}", s.as_str())),
     }
 }

@@ -98,6 +98,16 @@ pub struct Place {
     pub top: u64,
     /// Offset of the first text line shown (a line start).
     pub text_top: u64,
+    /// Where a byte range marked with `v` starts (it ends at the cursor).
+    pub mark: Option<u64>,
+}
+
+impl Place {
+    /// The marked bytes: from the mark to the cursor, both included.
+    pub fn marked(&self) -> Option<Range> {
+        let m = self.mark?;
+        Some(Range::new(m.min(self.cursor), m.max(self.cursor) + 1))
+    }
 }
 
 /// What other panes select in the bytes: the selected node and its
@@ -185,7 +195,7 @@ pub struct HexPane {
     text_follows: bool,
 }
 
-/// Lines kept above the cursor's line when the text view follows it.
+/// Rows kept above and below the cursor when the view follows it.
 const TEXT_MARGIN: usize = 3;
 
 impl HexPane {
@@ -220,18 +230,54 @@ impl HexPane {
         self.highlight_gen += 1;
     }
 
-    /// Moves the cursor of `cx.ext` and scrolls to keep it in view.
+    /// Moves the cursor of `cx.ext` and scrolls to keep it in view with a
+    /// few rows above and below it (as vim's `scrolloff`), so that what a
+    /// jump lands on is seen with what surrounds it.
     pub fn set_cursor(&mut self, offset: u64, cx: &Cx) {
+        self.place_cursor(offset, cx, TEXT_MARGIN as u64);
+    }
+
+    /// Moves the cursor, keeping `margin` rows (at most a quarter of the
+    /// pane) between it and the top and bottom, except at the ends.
+    fn place_cursor(&mut self, offset: u64, cx: &Cx, margin: u64) {
         let bpr = self.bpr.max(1);
-        let rows = cx.rows as u64;
+        let rows = (cx.rows as u64).max(1);
+        let m = margin.min(rows.saturating_sub(1) / 4);
+        let last_row = Self::data_len(cx).saturating_sub(1) / bpr;
         let v = self.places.entry(cx.ext).or_default();
         v.cursor = offset;
         self.text_follows = self.text;
-        if offset < v.top {
-            v.top = offset - offset % bpr;
-        } else if offset >= v.top + rows * bpr {
-            v.top = (offset / bpr + 1).saturating_sub(rows) * bpr;
+        let row = offset / bpr;
+        let mut top_row = v.top / bpr;
+        if row < top_row + m {
+            top_row = row.saturating_sub(m);
+        } else if row + m >= top_row + rows {
+            // Not past the point where the last row is at the bottom.
+            let lowest = (last_row + 1).saturating_sub(rows).max(top_row);
+            top_row = (row + m + 1).saturating_sub(rows).min(lowest);
+            if row >= top_row + rows {
+                top_row = (row + 1).saturating_sub(rows);
+            }
         }
+        v.top = top_row * bpr;
+    }
+
+    /// Marks bytes from the cursor of `ext` on (`v`), or drops the mark;
+    /// whether a mark is now set.
+    pub fn toggle_mark(&mut self, ext: ExtId) -> bool {
+        let v = self.places.entry(ext).or_default();
+        v.mark = match v.mark {
+            Some(_) => None,
+            None => Some(v.cursor),
+        };
+        v.mark.is_some()
+    }
+
+    /// Drops the mark of `ext`; whether there was one.
+    pub fn drop_mark(&mut self, ext: ExtId) -> bool {
+        self.places
+            .get_mut(&ext)
+            .is_some_and(|v| v.mark.take().is_some())
     }
 
     /// Shows hex, not text.
@@ -543,8 +589,12 @@ impl HexPane {
         let len = data.available();
         let bpr = self.bpr;
         let v = self.place(self.ext);
+        let mark = match v.marked() {
+            Some(r) => format!(" marked {r} ({} bytes)", thousands(r.len())),
+            None => String::new(),
+        };
         let title = format!(
-            " {} ({}, {} bytes{}) ",
+            " {} ({}, {} bytes{}){mark} ",
             e.display_name(),
             data.describe(),
             thousands(len),
@@ -744,7 +794,8 @@ impl Component for HexPane {
         if off >= len {
             return Reply::default();
         }
-        self.set_cursor(off, cx);
+        // A click shows what was clicked where it is: no scrolling.
+        self.place_cursor(off, cx, 0);
         Reply {
             follow: Some(off),
             ..Reply::default()
@@ -779,7 +830,7 @@ impl Component for HexPane {
 /// of length `len`.
 pub fn fitting_bpr(inner_w: u64, len: u64) -> u64 {
     let offw = hexgrid::offset_width(len);
-    [32, 16, 8, 4]
+    [32, 24, 16, 8, 4]
         .into_iter()
         .find(|&b| inner_w >= hexgrid::row_width(offw, b))
         .unwrap_or(4)

@@ -12,23 +12,9 @@ use crate::extraction::ExtId;
 use crate::name::escape_str;
 use crate::tui::keys::Action;
 use crate::tui::models::Nodes;
-use crate::tui::panel::{self, Component, Cx, Look, Reply};
+use crate::tui::panel::{self, Component, Cx, Look, Reply, cut_middle};
 use crate::tui::readings::readings;
 use crate::util::thousands;
-
-/// `s` in at most `room` characters: its middle replaced by `…` when it
-/// is longer (a path's start and its file name both matter).
-fn cut_middle(s: &str, room: usize) -> String {
-    let n = s.chars().count();
-    if n <= room || room < 3 {
-        return s.to_string();
-    }
-    let head = (room - 1) / 2;
-    let tail = room - 1 - head;
-    let start: String = s.chars().take(head).collect();
-    let end: String = s.chars().skip(n - tail).collect();
-    format!("{start}…{end}")
-}
 
 /// The inspector pane: what it shows is handed to it before each frame.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +137,13 @@ impl Inspector {
                         Some(be) => format!("{} | {}", r.le, be),
                         None => r.le.clone(),
                     };
-                    let val: String = escape_str(&val).chars().take(w).collect();
+                    let val = escape_str(&val);
+                    let val = if val.chars().count() > w {
+                        let kept: String = val.chars().take(w.saturating_sub(1)).collect();
+                        format!("{kept}…")
+                    } else {
+                        val
+                    };
                     spans.push(Span::raw(format!("{val:<w$}  ")));
                 }
                 lines.push(Line::from(spans));
@@ -172,13 +164,19 @@ impl Component for Inspector {
 
     fn draw(&self, look: &Look, buf: &mut Buffer, area: Rect) {
         let inner = panel::frame(look, " Inspector (le | be) ".into(), buf, area);
-        Paragraph::new(self.lines(look, area.width)).render(inner, buf);
+        let w = inner.width as usize;
+        let lines: Vec<Line> = self
+            .lines(look, area.width)
+            .into_iter()
+            .map(|l| panel::fit(l, w))
+            .collect();
+        Paragraph::new(lines).render(inner, buf);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::cut_middle;
+    use crate::tui::panel::cut_middle;
 
     #[test]
     fn long_paths_lose_their_middle() {

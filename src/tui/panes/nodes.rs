@@ -14,7 +14,7 @@ use crate::node::{Children, Node};
 use crate::status::Status;
 use crate::tui::keys::Action;
 use crate::tui::models::{self, Nodes};
-use crate::tui::panel::{self, Component, Cx, Look, Reply, put};
+use crate::tui::panel::{self, Component, Cx, Look, Reply, put, put_row};
 use crate::tui::treeview::{TreeModel, TreeView};
 use crate::tui::worker::{Done, Job};
 
@@ -342,13 +342,11 @@ impl Component for NodePane {
                 x += k;
                 w -= k;
             }
-            let name_style = match n.status() {
+            let status = n.status();
+            let name_style = match status {
                 Status::Complete => th.text,
                 s => th.status(s),
             };
-            let k = put(buf, x, y, w, &n.name, name_style.patch(base));
-            x += k;
-            w -= k;
             let mut detail = format!("  {}", n.kind);
             if let Some(val) = &n.value {
                 detail.push_str(&format!("  {val}"));
@@ -356,7 +354,18 @@ impl Component for NodePane {
             if loading {
                 detail.push_str("  loading…");
             }
-            put(buf, x, y, w, &detail, th.dim.patch(base));
+            // The status in words, so that it is seen without colour.
+            let tags: Vec<(String, Style)> = match status {
+                Status::Complete => Vec::new(),
+                s => vec![(format!("  [{}]", s.as_str()), th.status(s).patch(base))],
+            };
+            put_row(
+                buf,
+                (x, y, w),
+                (&n.name, name_style.patch(base)),
+                &tags,
+                (&detail, th.dim.patch(base)),
+            );
         }
     }
 }

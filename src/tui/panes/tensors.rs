@@ -216,13 +216,14 @@ impl TensorPanel {
         }
     }
 
-    /// A file name for the selected tensor as .npy, for the export prompt.
-    pub fn export_name(&self) -> Option<String> {
+    /// Where to offer writing the selected tensor as .npy: a free name
+    /// beside the input, for the export prompt.
+    pub fn export_name(&self, tree: &crate::extraction::Tree) -> Option<String> {
         let t = self.current()?;
         let flat = t.name.replace(['/', '\\'], "_");
         let name =
             crate::extract::sanitize_component(flat.as_bytes()).unwrap_or_else(|| "tensor".into());
-        Some(format!("{name}.npy"))
+        Some(crate::tui::save::beside_input(tree, &format!("{name}.npy")))
     }
 
     /// Writes the selected tensor to `path` (a new file) in the background;
@@ -235,9 +236,11 @@ impl TensorPanel {
         if path.as_os_str().is_empty() {
             return Ok(());
         }
+        // Said back as an absolute path: where to find it is the point.
+        let path = crate::tui::save::absolute(&path);
         if path.exists() {
             return Err(format!(
-                "{} exists: choose another name",
+                "{} exists: nothing was written (choose another name)",
                 crate::name::escape_str(&path.display().to_string())
             ));
         }

@@ -1,0 +1,303 @@
+//! The explorer's manners (issue 16): getting bytes out (save, copy),
+//! honest marks without colour, using the screen (bytes per row, zoom,
+//! resize, margins, names cut in the middle) and a help that scrolls.
+
+use pparse::tui::Theme;
+use pparse::tui::app::Pane;
+use pparse::{Options, Session};
+
+use crate::tui::{Harness, assert_on_screen};
+use crate::util::*;
+
+/// The bytes the fixture scripts packed as `nested.tar.gz`'s member
+/// ending in `tail`.
+fn nested_source(tail: &str) -> Vec<u8> {
+    let leaf = leaves("nested.tar.gz")
+        .into_iter()
+        .find(|l| l.path.ends_with(tail))
+        .unwrap_or_else(|| panic!("no leaf {tail}"));
+    source_bytes(&leaf.source)
+}
+
+fn message(h: &Harness) -> String {
+    h.app.message().unwrap_or_default().to_string()
+}
+
+/// The input in the status bar's prompt.
+fn prompt_input(h: &Harness) -> String {
+    match &h.app_overlay() {
+        Some(s) => s.clone(),
+        None => panic!("no prompt:\n{}", h.screen()),
+    }
+}
+
+impl Harness {
+    fn app_overlay(&self) -> Option<String> {
+        match self.app.overlay() {
+            pparse::tui::app::Overlay::Prompt { input, .. } => Some(input.clone()),
+            _ => None,
+        }
+    }
+}
+
+#[test]
+fn save_writes_the_selected_extraction_to_a_new_file_and_never_overwrites() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("<Enter><Down><Enter>/inner.zip<Enter><Enter><Down>");
+    assert_eq!(
+        h.selected_ext_path(),
+        "nested.tar/docs/inner.zip/chapter1.txt"
+    );
+    h.keys("s");
+    // Offered under its own name (the session has no file: the current folder).
+    assert_eq!(prompt_input(&h), "chapter1.txt");
+    let out = tmp.path().join("ch1.txt");
+    h.keys(&format!("<C-u>{}<Enter>", out.display()));
+    let want = nested_source("inner.zip/chapter1.txt");
+    assert_eq!(std::fs::read(&out).unwrap(), want);
+    // Where it wrote, as an absolute path.
+    let msg = message(&h);
+    assert!(
+        msg.starts_with(&format!("wrote {}", out.display())),
+        "{msg}"
+    );
+    assert!(out.is_absolute());
+    // Saving again to the same name writes nothing.
+    h.keys("<Up>");
+    h.keys(&format!("s<C-u>{}<Enter>", out.display()));
+    assert!(
+        message(&h).contains("exists: nothing was written"),
+        "{}",
+        message(&h)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), want);
+    // A relative name is written relative to the current folder and
+    // reported absolute: check only the message's shape here.
+    h.keys("s<Esc>");
+    assert!(h.app_overlay().is_none());
+}
+
+#[test]
+fn save_offers_a_free_name_beside_the_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("nested.tar.gz");
+    std::fs::write(&input, fixture("nested.tar.gz")).unwrap();
+    // A file of that name is already there: the offer avoids it.
+    std::fs::write(tmp.path().join("guide.txt"), b"mine").unwrap();
+    let session = Session::open(&input, Options::default()).unwrap();
+    let mut h = Harness::with_session(session, Theme::load("dark").unwrap(), 120, 40);
+    h.keys("<Enter><Down><Enter>/guide.txt<Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    h.keys("s");
+    let offered = prompt_input(&h);
+    assert_eq!(
+        offered,
+        tmp.path().join("guide-1.txt").display().to_string()
+    );
+    h.keys("<Enter>");
+    assert_eq!(
+        std::fs::read(tmp.path().join("guide-1.txt")).unwrap(),
+        nested_source("docs/guide.txt")
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("guide.txt")).unwrap(),
+        b"mine"
+    );
+}
+
+#[test]
+fn marked_bytes_and_nodes_are_saved_and_copied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = fixture("ustar.tar");
+    let mut h = Harness::open("ustar.tar", bytes.clone());
+    // Mark 0x10..=0x2f in the hex view.
+    h.keys("g0x10<Enter>v");
+    assert_eq!(h.app.place().mark, Some(0x10));
+    h.keys("g0x2f<Enter>");
+    assert_on_screen(&h, "marked 0x10..0x30 (32 bytes)");
+    h.keys("s");
+    assert_eq!(prompt_input(&h), "ustar.tar@0x10-0x30.bin");
+    let out = tmp.path().join("marked.bin");
+    h.keys(&format!("<C-u>{}<Enter>", out.display()));
+    assert_eq!(std::fs::read(&out).unwrap(), &bytes[0x10..0x30]);
+    // Copy the marked bytes as hex, the PATH and the offset.
+    h.keys("yv");
+    let hex: Vec<String> = bytes[0x10..0x30]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(h.app.clipboard(), Some(hex.join(" ").as_str()));
+    assert!(message(&h).starts_with("copied the value (OSC 52)"));
+    h.keys("yo");
+    assert_eq!(h.app.clipboard(), Some("0x2f"));
+    // Esc drops the mark; the selected node is then what is saved.
+    h.keys("<Esc>");
+    assert_eq!(h.app.place().mark, None);
+    h.keys("<Home>");
+    let node = h.app.selected_node().expect("a node at 0");
+    assert!(!node.is_empty());
+    h.keys("s");
+    let name = prompt_input(&h);
+    assert!(name.starts_with("ustar.tar@0x0-"), "{name}");
+    let out2 = tmp.path().join("node.bin");
+    h.keys(&format!("<C-u>{}<Enter>", out2.display()));
+    let saved = std::fs::read(&out2).unwrap();
+    // The deepest node at 0: the first header's name field.
+    assert!(!saved.is_empty());
+    assert_eq!(saved, &bytes[..saved.len()]);
+    // From the extraction tree, `y p` copies the PATH `pparse cat` takes.
+    h.keys("<Tab><Down>yp");
+    assert_eq!(h.app.focus(), Pane::Extractions);
+    let path = h.selected_ext_path();
+    assert_eq!(h.app.clipboard(), Some(path.as_str()));
+    let cat = pparse([
+        "cat".into(),
+        fixture_path("ustar.tar").into_os_string(),
+        path.into(),
+    ]);
+    assert_eq!(cat.code, 0);
+    assert_eq!(
+        pparse::tui::save::osc52("a/b.txt"),
+        "\x1b]52;c;YS9iLnR4dA==\x07"
+    );
+}
+
+#[test]
+fn bytes_per_row_fit_the_width_and_panes_zoom_and_resize() {
+    let mut h = Harness::sized("nested.tar.gz", fixture("nested.tar.gz"), 200, 40);
+    assert_eq!(h.app.layout().bpr, 24);
+    h.keys("<Tab><Tab>z");
+    assert!(h.app.zoomed());
+    assert_eq!(h.app.focus(), Pane::Hex);
+    assert_eq!(h.app.layout().hex.width, 200);
+    assert!(h.app.layout().exts.is_empty());
+    assert_eq!(h.app.layout().bpr, 32);
+    // Tab moves the zoom to the next pane.
+    h.keys("<Tab>");
+    assert_eq!(h.app.layout().exts.width, 200);
+    assert!(h.app.layout().hex.is_empty());
+    h.keys("z");
+    assert!(!h.app.zoomed());
+    let split = h.app.split();
+    h.keys(">>");
+    assert_eq!(h.app.split(), split + 10);
+    h.keys("<lt>");
+    assert_eq!(h.app.split(), split + 5);
+    let narrow = Harness::sized("nested.tar.gz", fixture("nested.tar.gz"), 80, 30);
+    assert_eq!(narrow.app.layout().bpr, 8);
+}
+
+#[test]
+fn a_jump_keeps_rows_of_margin_around_the_cursor() {
+    let mut h = Harness::sized("nested.tar.gz", fixture("nested.tar.gz"), 120, 30);
+    h.keys("<Tab><Tab>");
+    let rows = h.app.height(Pane::Hex) as u64;
+    let bpr = h.app.layout().bpr;
+    for target in [0x4000u64, 0x200, 0x8000, 0x7f00] {
+        h.keys(&format!("g{target:#x}<Enter>"));
+        let p = h.app.place();
+        assert_eq!(p.cursor, target);
+        let row = (p.cursor - p.top) / bpr;
+        assert!(
+            (3..rows - 3).contains(&row),
+            "{target:#x}: cursor on row {row} of {rows}"
+        );
+    }
+    h.keys("<Home>");
+    assert_eq!(h.app.place().top, 0);
+}
+
+#[test]
+fn long_names_are_cut_in_the_middle_and_statuses_read_without_colour() {
+    let data = fixture("nested.tar.gz");
+    let whole = Session::from_bytes("nested.tar.gz", data.clone(), Options::default());
+    let mut h = Harness::with_session(whole, Theme::mono(), 100, 40);
+    h.keys("<Enter><Down><Enter>");
+    let s = h.screen();
+    // The long member keeps its start and its end.
+    assert!(
+        s.lines()
+            .any(|l| l.contains("long/this_file") && l.contains('…') && l.contains("header.txt")),
+        "{s}"
+    );
+    let cut = Session::from_bytes("cut.tgz", data[..60_000].to_vec(), Options::default());
+    let mut h = Harness::with_session(cut, Theme::mono(), 100, 40);
+    // Room for the detail too.
+    h.keys("<Enter><Down><Enter>/inner.zip<Enter>>>>>");
+    // A cut member says so in words, how much of it is there too.
+    let row = h
+        .screen()
+        .lines()
+        .find(|l| l.contains("inner.zip") && !l.contains("┌"))
+        .unwrap()
+        .to_string();
+    assert!(row.contains("docs/inner.zip  ◐ partial"), "{row}");
+    assert!(row.contains(" of "), "{row}");
+    // Nodes say their status in words too.
+    h.keys("<Tab>");
+    let s = h.screen();
+    assert!(s.contains("[truncated]"), "{s}");
+}
+
+/// The keys in the README's table, one per cell of its first column.
+fn readme_keys() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("| keys | action |").expect("the keys table");
+    let mut keys = Vec::new();
+    for line in readme[start..].lines().skip(2) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cell = line.split('|').nth(1).unwrap_or("").trim();
+        for part in cell.split(['/', ',', '(', ')']) {
+            for k in part.split_whitespace() {
+                keys.push(k.trim_matches('`').to_string());
+            }
+        }
+    }
+    keys
+}
+
+#[test]
+fn help_scrolls_on_a_small_screen_and_lists_every_readme_key() {
+    let mut h = Harness::sized("ustar.tar", fixture("ustar.tar"), 60, 15);
+    h.keys("?");
+    // Gather the overlay's text over its pages.
+    let mut text = String::new();
+    let mut last = String::new();
+    for _ in 0..40 {
+        let screen = h.screen();
+        if screen == last {
+            break;
+        }
+        for line in screen.lines() {
+            if let Some(inner) = line.split('│').nth(1) {
+                text.push_str(inner.trim());
+                text.push(' ');
+            }
+        }
+        last = screen;
+        h.keys("<PgDn>");
+    }
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (keys, _, what) in pparse::tui::keys::HELP {
+        assert!(flat.contains(keys), "{keys:?} not in the help:\n{flat}");
+        // Wrapped, never cut.
+        assert!(
+            flat.contains(what),
+            "{what:?} not whole in the help:\n{flat}"
+        );
+    }
+    for k in readme_keys() {
+        assert!(
+            flat.contains(&k),
+            "README key {k:?} not in the help:\n{flat}"
+        );
+    }
+    h.keys("<Home>");
+    assert_on_screen(&h, "lines 1–");
+    h.keys("<Esc>");
+    assert!(!h.screen().contains("closes this help"));
+}
