@@ -445,11 +445,10 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
     let r = (|| -> io::Result<()> {
         {
             let t = session.tree();
-            let e = &t.exts[id];
             if json {
-                write!(out, "[")?;
+                render::nodes_json_open(&t, id, &mut out)?;
             } else {
-                render::nodes_text_head(e, &mut out)?;
+                render::nodes_text_head(&t.exts[id], &mut out)?;
             }
         }
         for i in 0..count {
@@ -477,7 +476,7 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
             }
         }
         if json {
-            writeln!(out, "]")?;
+            render::nodes_json_close(&mut out)?;
         }
         out.flush()
     })();

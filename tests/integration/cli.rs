@@ -345,7 +345,18 @@ fn nodes_json_nested_tar() {
     ]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr_text());
     let v: Value = serde_json::from_slice(&run.stdout).expect("nodes --json is JSON");
-    let nodes = v.as_array().expect("nodes --json is an array");
+    // One root object: the extraction, its nodes as children.
+    assert_eq!(
+        (&v["name"], &v["kind"], &v["parser"], &v["start"], &v["end"]),
+        (
+            &Value::from("nested.tar"),
+            &Value::from("extraction"),
+            &Value::from("tar"),
+            &Value::from(0),
+            &Value::from(size)
+        )
+    );
+    let nodes = v["children"].as_array().expect("nodes --json has children");
     // One entry node per tar member, plus the end-of-archive marker.
     let members = tar_members("nested.tar.gz");
     let entries: Vec<&Value> = nodes.iter().filter(|n| n["kind"] == "entry").collect();
