@@ -485,3 +485,148 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The subcommands `pparse --help` lists under "Commands:".
+fn commands_in_help() -> Vec<String> {
+    let help = pparse(["--help"]).stdout_text();
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// `pparse` alone is a usage error (exit 2) that lists every command, each
+/// with its line of description, not a few of them.
+#[test]
+fn pparse_alone_lists_every_command() {
+    let run = pparse(Vec::<&str>::new());
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty());
+    let err = run.stderr_text();
+    let commands = commands_in_help();
+    assert!(commands.len() >= 9, "{commands:?}");
+    for c in &commands {
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(c.as_str()))
+            .unwrap_or_else(|| panic!("{c} is not listed:\n{err}"));
+        // The name, then words saying what it does.
+        assert!(line.split_whitespace().count() > 3, "{line}");
+    }
+    assert!(err.contains("pparse FILE"), "{err}");
+}
+
+/// Runs `pparse ARGS` expecting a usage error: exit 2, nothing on stdout,
+/// none of clap's misleading words; gives stderr.
+fn usage_error(args: &[&std::ffi::OsStr]) -> String {
+    let run = pparse(args);
+    let err = run.stderr_text();
+    assert_eq!(run.code, 2, "{args:?}: {err}");
+    assert!(run.stdout.is_empty(), "{args:?}");
+    for clap_words in ["cannot be used with", "tip:", "unexpected argument"] {
+        assert!(!err.contains(clap_words), "{args:?}: {err}");
+    }
+    err
+}
+
+/// `--theme` given with a command: it is the explorer's option, said so
+/// in words, wherever it is on the line.
+#[test]
+fn theme_with_a_command_says_it_is_for_the_explorer() {
+    let f = fixture_path("nested.tar.gz");
+    let f = f.as_os_str();
+    for args in [
+        vec!["--theme".as_ref(), "light".as_ref(), "tree".as_ref(), f],
+        vec!["tree".as_ref(), f, "--theme".as_ref(), "light".as_ref()],
+    ] {
+        let err = usage_error(&args);
+        assert!(
+            err.contains("--theme is for the explorer (`pparse --theme light FILE`)")
+                && err.contains("`pparse tree` does not take it"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A negative or wrong number for a numeric option gets a plain message
+/// naming what the option takes; an option of another command names the
+/// command that takes it.
+#[test]
+fn numeric_options_say_what_they_take() {
+    let f = fixture_path("nested.tar.gz");
+    let f = f.as_os_str();
+    let cases: [(Vec<&std::ffi::OsStr>, &str); 5] = [
+        (
+            vec!["nodes".as_ref(), "--depth".as_ref(), "-1".as_ref(), f],
+            "--depth takes a number of levels, 0 or more, not \"-1\"",
+        ),
+        (
+            vec!["nodes".as_ref(), f, "--depth".as_ref(), "two".as_ref()],
+            "--depth takes a number of levels, 0 or more, not \"two\"",
+        ),
+        (
+            vec!["tree".as_ref(), "--depth".as_ref(), "-1".as_ref(), f],
+            "`pparse tree` does not take --depth; `pparse nodes` does",
+        ),
+        (
+            vec!["tree".as_ref(), "--cache-size".as_ref(), "-1".as_ref(), f],
+            "--cache-size takes a size such as 64M or 1G, not \"-1\"",
+        ),
+        (
+            vec!["tree".as_ref(), f, "--cache-size".as_ref(), "1K".as_ref()],
+            "the cache needs at least 1M",
+        ),
+    ];
+    for (args, want) in cases {
+        let err = usage_error(&args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A number that is right still works.
+    let run = pparse(["nodes".as_ref(), f, "--depth".as_ref(), "0".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+}
+
+/// `tree DIR` parses every file of the folder. Its progress goes to
+/// stderr only on a terminal (never into a pipe or a file), unless
+/// PPARSE_PROGRESS=1 asks for it as lines; PPARSE_PROGRESS=0 keeps it off.
+#[test]
+fn folder_progress_only_where_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("models");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("a.txt"), b"hello\n").unwrap();
+    std::fs::write(dir.join("b.bin"), vec![7u8; 3000]).unwrap();
+    std::fs::write(dir.join("sub/c.tar.gz"), fixture("nested.tar.gz")).unwrap();
+    let d = dir.as_os_str();
+    let quiet = pparse(["tree".as_ref(), d, "--no-index".as_ref()]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr_text());
+    // Every file is listed, what the archive holds too.
+    let out = quiet.stdout_text();
+    for name in ["a.txt", "b.bin", "c.tar.gz", "nested.tar", "deep.zip"] {
+        assert!(out.contains(name), "{name}: {out}");
+    }
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr_text());
+    let off = pparse_env(
+        ["tree".as_ref(), d, "--no-index".as_ref()],
+        &[("PPARSE_PROGRESS", "0")],
+    );
+    assert!(off.stderr.is_empty(), "{}", off.stderr_text());
+    let on = pparse_env(
+        ["tree".as_ref(), d, "--no-index".as_ref()],
+        &[("PPARSE_PROGRESS", "1")],
+    );
+    assert_eq!(on.stdout, quiet.stdout);
+    let err = on.stderr_text();
+    let last = err.lines().last().unwrap_or_default();
+    let size = 6 + 3000 + fixture("nested.tar.gz").len() as u64;
+    assert!(
+        last.starts_with("pparse: reading models: 3 of 3 files, ")
+            && last.contains(&format!("of {}", pparse::util::human(size))),
+        "{err}"
+    );
+    assert!(!err.contains('\r'), "{err:?}");
+}
