@@ -630,3 +630,55 @@ fn folder_progress_only_where_asked() {
     );
     assert!(!err.contains('\r'), "{err:?}");
 }
+
+/// The README speaks to its readers: every path of the repository it names
+/// (`docs/…`, `peers/…`, `fixtures/…`) is there, every section it points
+/// to (`see "Known limits"`) is one of its headings, and no word of the
+/// project's own bookkeeping (a fixture's seed number) is left in it.
+#[test]
+fn readme_cites_only_what_the_repository_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut f = Failures::default();
+    const TOP: [&str; 11] = [
+        "docs/",
+        "fixtures/",
+        "peers/",
+        "proto/",
+        "src/",
+        "tests/",
+        "themes/",
+        "fuzz/",
+        "benches/",
+        "examples/",
+        ".ci/",
+    ];
+    for (i, quoted) in readme.split('`').enumerate() {
+        if i % 2 == 1
+            && !quoted.contains(char::is_whitespace)
+            && TOP.iter().any(|t| quoted.starts_with(t))
+            && !root.join(quoted.trim_end_matches('/')).exists()
+        {
+            f.push(format!("README names {quoted}, which the repository lacks"));
+        }
+    }
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let headings: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### ")))
+        .collect();
+    for part in flat.split("see \"").skip(1) {
+        let title = part.split('"').next().unwrap_or_default();
+        if !headings.contains(&title) {
+            f.push(format!(
+                "README points to a section {title:?} it does not have"
+            ));
+        }
+    }
+    for word in ["seed 0", "seed 1", "the recovery report"] {
+        if flat.contains(word) {
+            f.push(format!("README says {word:?}"));
+        }
+    }
+    f.check("README citations");
+}
