@@ -682,3 +682,57 @@ fn readme_cites_only_what_the_repository_holds() {
     }
     f.check("README citations");
 }
+
+/// Every JSON string in `v` (keys aside) that is itself a quoted string.
+fn quoted_twice(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') => {
+            out.push(s.clone());
+        }
+        Value::Array(a) => a.iter().for_each(|x| quoted_twice(x, out)),
+        // W&B keeps values as JSON text: the string `"tiny"` is the value.
+        Value::Object(o) if o.get("name").is_some_and(|n| n == "value_json") => {}
+        Value::Object(o) => o.values().for_each(|x| quoted_twice(x, out)),
+        _ => {}
+    }
+}
+
+/// No `--json` output writes a string as its quoted form (`"\"pytorch\""`):
+/// strings read from files are JSON strings of themselves, in every
+/// command's output, on files of every kind that holds strings.
+#[test]
+fn no_json_output_quotes_its_strings_twice() {
+    let cases: [(&str, &str, &[&str]); 10] = [
+        ("tree", "nested.tar.gz", &[]),
+        ("nodes", "onnx/attrs.onnx", &["--depth", "8"]),
+        ("nodes", "onnx/tensors.onnx", &["--depth", "5"]),
+        ("nodes", "wandb/current-core.wandb", &["--depth", "6"]),
+        ("nodes", "json/nested.json", &["--depth", "6"]),
+        ("tensors", "onnx/tensors.onnx", &[]),
+        ("tensors", "torch/dtypes.pt", &[]),
+        ("records", "wandb/current-core.wandb", &[]),
+        ("pickle", "pickle/hand_strings.pkl", &[]),
+        ("ir", "paddle/b2-cnn.txt", &[]),
+    ];
+    let mut f = Failures::default();
+    for (cmd, file, extra) in cases {
+        let path = fixture_path(file);
+        let mut args: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), path.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.push("--json".as_ref());
+        let run = pparse(&args);
+        let text = run.stdout_text();
+        // `records --json` is JSON Lines; the others one value.
+        let values: Vec<Value> = serde_json::Deserializer::from_str(&text)
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|e| panic!("{cmd} {file}: {e}")))
+            .collect();
+        assert!(!values.is_empty(), "{cmd} {file}: {}", run.stderr_text());
+        let mut bad = Vec::new();
+        values.iter().for_each(|v| quoted_twice(v, &mut bad));
+        if !bad.is_empty() {
+            f.push(format!("{cmd} {file}: {bad:?}"));
+        }
+    }
+    f.check("strings quoted twice");
+}
