@@ -480,7 +480,7 @@ fn writers(t: &Tree, trace: bool) {
     for id in 0..t.len().min(MAX_EXTS) {
         let e = &t.exts[id];
         out.clear();
-        writers::nodes_json(&e.nodes, LOAD_DEPTH + 1, &mut out).expect("nodes --json writes");
+        writers::nodes_json(t, id, LOAD_DEPTH + 1, &mut out).expect("nodes --json writes");
         valid_json(&out, "nodes --json");
         match e.parser {
             Some("pickle" | "torch") => {

@@ -25,6 +25,11 @@ pub enum Value {
     Bool(bool),
     /// Text, already escaped for display (see [`crate::name`]).
     Str(Box<str>),
+    /// A string read from the file, escaped for display and ending in `…`
+    /// when only its start is kept: shown in double quotes, written to
+    /// JSON as the string itself (quotes in the value would be quoted
+    /// twice there).
+    Quoted(Box<str>),
     /// A short byte string (previews, magic numbers).
     Bytes(Box<[u8]>),
     /// "`what`, `n` bytes" (a member's type and size), kept without an
@@ -39,6 +44,7 @@ impl fmt::Display for Value {
             Value::Int(v) => write!(f, "{v}"),
             Value::Bool(v) => write!(f, "{v}"),
             Value::Str(s) => f.write_str(s),
+            Value::Quoted(s) => write!(f, "\"{s}\""),
             Value::Bytes(b) => {
                 for x in b {
                     write!(f, "{x:02x}")?;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Options, Session};
-use crate::extraction::{ExtId, Tree};
+use crate::extraction::{ExtId, Phase, Tree};
 use crate::status::Status;
 
 /// A failure that ends the command with exit status 2.
@@ -36,10 +36,34 @@ impl Input {
     }
 }
 
+/// How progress is shown while a command waits for the parse.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// Not at all: stderr is not a terminal, or `PPARSE_PROGRESS=0`.
+    Off,
+    /// One line on the terminal, redrawn in place, once the wait is long.
+    InPlace,
+    /// `PPARSE_PROGRESS=1`: every update a line of its own, at once, and
+    /// one at the end, wherever stderr goes (logs, tests).
+    Lines,
+}
+
+fn progress_mode() -> Progress {
+    match std::env::var_os("PPARSE_PROGRESS").as_deref() {
+        Some(v) if v == "0" => Progress::Off,
+        Some(v) if v == "1" => Progress::Lines,
+        _ if io::stderr().is_terminal() => Progress::InPlace,
+        _ => Progress::Off,
+    }
+}
+
+/// A wait shorter than this draws nothing on a terminal.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
 /// Waits until `until` holds or the parse is over, drawing a progress line
 /// on a terminal. Returns whether `until` held.
 pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> bool {
-    let show = io::stderr().is_terminal();
+    let mode = progress_mode();
     let started = Instant::now();
     let mut drew = false;
     let held = loop {
@@ -51,25 +75,76 @@ pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> b
         if session.is_finished() {
             break until(&session.tree());
         }
-        if show && started.elapsed() > Duration::from_millis(500) {
-            let t = session.tree();
-            let p = t.root().progress();
-            let total = p.total.unwrap_or(t.root().size()).max(1);
-            say_inline!(
-                "\rparsing {}: {:5.1}% of {}, {} extractions ",
-                t.root().display_name(),
-                p.done as f64 * 100.0 / total as f64,
-                crate::util::human(total),
-                t.len()
-            );
-            drew = true;
+        match mode {
+            Progress::InPlace if started.elapsed() > PROGRESS_AFTER => {
+                say_inline!("\r{} ", progress_line(&session.tree()));
+                drew = true;
+            }
+            Progress::Lines => say!("pparse: {}", progress_line(&session.tree())),
+            _ => {}
         }
     };
     if drew {
         say_inline!("\r\x1b[K");
     }
+    if mode == Progress::Lines {
+        say!("pparse: {}", progress_line(&session.tree()));
+    }
     crate::data::stats::waited(started.elapsed());
     held
+}
+
+/// What the parse has done so far: of a folder, the files read and their
+/// bytes (a folder has no byte offset to be at); of a file, how far into it.
+fn progress_line(t: &Tree) -> String {
+    let root = t.root();
+    if root.parser == Some("folder") {
+        let (files, done, bytes, done_bytes) = folder_progress(t);
+        return format!(
+            "reading {}: {done} of {files} files, {} of {}, {} extractions",
+            root.display_name(),
+            crate::util::human(done_bytes),
+            crate::util::human(bytes),
+            t.len()
+        );
+    }
+    let p = root.progress();
+    let total = p.total.unwrap_or(root.size()).max(1);
+    format!(
+        "parsing {}: {:5.1}% of {}, {} extractions",
+        root.display_name(),
+        p.done as f64 * 100.0 / total as f64,
+        crate::util::human(total),
+        t.len()
+    )
+}
+
+/// The files of the folders below the root: (files, files parsed, their
+/// bytes, bytes of those parsed). Only folders are walked, not what the
+/// files hold, so this costs the folder entries (bounded by the folder
+/// parser), not the members of every archive.
+fn folder_progress(t: &Tree) -> (u64, u64, u64, u64) {
+    let (mut files, mut done, mut bytes, mut done_bytes) = (0, 0, 0, 0);
+    let mut todo = vec![0];
+    while let Some(id) = todo.pop() {
+        for &c in &t.exts[id].children {
+            let e = &t.exts[c];
+            if e.parser == Some("folder") {
+                todo.push(c);
+                continue;
+            }
+            if !e.kind.has_content() {
+                continue;
+            }
+            files += 1;
+            bytes += e.size();
+            if !matches!(e.phase, Phase::Waiting | Phase::Parsing) {
+                done += 1;
+                done_bytes += e.size();
+            }
+        }
+    }
+    (files, done, bytes, done_bytes)
 }
 
 /// Lists damaged extractions of a subtree on stderr; returns the worst status.

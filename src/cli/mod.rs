@@ -33,7 +33,7 @@ pub mod writers;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::engine::{Options, Session};
 use crate::extract::{Extractor, components};
@@ -76,13 +76,28 @@ struct Cli {
     no_index: bool,
     /// Memory for decoded chunks, shared by every reader (e.g. 64M, 1G;
     /// default 32M, or $PPARSE_CACHE_MB megabytes).
-    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        allow_negative_numbers = true,
+        value_parser = parse_size
+    )]
     cache_size: Option<usize>,
     /// At the end, print on stderr what the command read from the file,
     /// decoded, found in the cache, and the time spent decoding and waiting
     /// (one JSON line with --json).
     #[arg(long, global = true)]
     io_stats: bool,
+}
+
+/// `--depth`: a count of levels. Negative numbers reach this parser (not
+/// clap's "unexpected argument" with its `-- -1` tip) so that the message
+/// says what the option takes.
+fn parse_depth(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("--depth takes a number of levels, 0 or more, not {s:?}"))
 }
 
 /// A size with an optional unit: `65536`, `64K`, `64M`, `1G` (powers of 1024).
@@ -101,10 +116,10 @@ fn parse_size(s: &str) -> Result<usize, String> {
     let n: usize = digits
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a size (e.g. 64M, 1G)"))?;
+        .map_err(|_| format!("--cache-size takes a size such as 64M or 1G, not {s:?}"))?;
     n.checked_mul(1usize << shift)
         .filter(|&b| b >= 1 << 20)
-        .ok_or_else(|| format!("{s:?}: the cache needs at least 1M"))
+        .ok_or_else(|| format!("--cache-size {s}: the cache needs at least 1M"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -121,15 +136,16 @@ enum Cmd {
         /// Extraction PATH (names from the root down joined by `/`).
         path: Option<String>,
         /// Levels of nodes to show (children are loaded on demand).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = parse_depth)]
         depth: usize,
         #[arg(long)]
         json: bool,
     },
     /// The bytes of one extraction, to stdout.
     Cat { file: PathBuf, path: String },
-    /// Serve the extraction tree as a read-only file system (FUSE) at
-    /// MOUNTPOINT until it is unmounted, Ctrl-C or SIGTERM.
+    /// The extraction tree as a read-only file system (FUSE).
+    ///
+    /// Served at MOUNTPOINT until it is unmounted, Ctrl-C or SIGTERM.
     Mount { file: PathBuf, mountpoint: PathBuf },
     /// Pickle opcodes, like `python -m pickletools` (never executes anything).
     Pickle {
@@ -155,8 +171,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Records of a W&B log (.wandb): number, type and a summary, or the
-    /// full contents; damage is listed where it is found.
+    /// Records of a W&B log (.wandb): number, type and a summary.
+    ///
+    /// Or their full contents; damage is listed where it is found.
     Records {
         file: PathBuf,
         path: Option<String>,
@@ -173,8 +190,9 @@ enum Cmd {
         #[arg(long, conflicts_with = "verbose")]
         count: bool,
     },
-    /// A printed Paddle program (`print(program)`, FLAGS_print_ir logs) in
-    /// printer form, one op per line; its errors on stderr as
+    /// A printed Paddle program (`print(program)`, FLAGS_print_ir logs), read back.
+    ///
+    /// Printed in printer form, one op per line; its errors on stderr as
     /// `file:line:col: error: ...` with the line and a caret.
     Ir {
         file: PathBuf,
@@ -186,11 +204,12 @@ enum Cmd {
         #[arg(long)]
         stats: bool,
     },
-    /// Write every leaf extraction below PATH as a file under DIR: what
-    /// pparse can vouch for (intact members, and the recovered part of cut
-    /// ones); corrupt members only with --all. FILE is the file (or URL) to
-    /// read; PATH the extraction to start from (default: all of FILE); DIR
-    /// is created if missing, and nothing is written outside it.
+    /// Write every leaf extraction below PATH as a file under DIR.
+    ///
+    /// What pparse can vouch for (intact members, and the recovered part of
+    /// cut ones); corrupt members only with --all. FILE is the file (or URL)
+    /// to read; PATH the extraction to start from (default: all of FILE);
+    /// DIR is created if missing, and nothing is written outside it.
     Extract {
         file: PathBuf,
         path: Option<String>,
@@ -210,6 +229,102 @@ enum Cmd {
         #[arg(long)]
         keep_containers: bool,
     },
+}
+
+/// What `pparse` alone prints (on stderr, exit 2): how to open the explorer
+/// and every command with its one-line description, taken from the
+/// definitions clap parses with, so the list cannot fall behind them.
+fn commands_list() -> String {
+    let cmd = Cli::command();
+    let subs: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .collect();
+    let width = subs.iter().map(|c| c.get_name().len()).max().unwrap_or(0);
+    let mut s = String::from(
+        "usage: pparse FILE [--theme NAME]    explore FILE (a terminal is needed)\n       \
+         pparse COMMAND FILE ...\n\ncommands:\n",
+    );
+    for c in subs {
+        let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+        s.push_str(&format!("  {:width$}  {about}\n", c.get_name()));
+    }
+    s.push_str(
+        "\n`pparse COMMAND --help` says more of one; `pparse --help` lists the options \
+         every command takes.",
+    );
+    s
+}
+
+/// Ends a command line clap refused, with exit status 2 (0 for `--help`
+/// and `--version`). Where clap's own words would mislead, they are
+/// replaced: it calls a subcommand after `--theme` a conflict, and takes
+/// `-1` for an option and suggests `-- -1`.
+fn refused(e: clap::Error) -> i32 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !e.use_stderr() {
+        let _ = e.print();
+        return 0;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cmd = Cli::command();
+    let sub = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .find_map(|a| cmd.find_subcommand(a))
+        .map(|c| c.get_name().to_string());
+    let theme = args
+        .iter()
+        .any(|a| a == "--theme" || a.starts_with("--theme="));
+    let invalid = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(a)) => Some(a.clone()),
+        _ => None,
+    };
+    let explorer_only = |sub: &str| {
+        format!(
+            "--theme is for the explorer (`pparse --theme light FILE`); `pparse {sub}` does not take it"
+        )
+    };
+    let plain = match (e.kind(), &sub) {
+        (ErrorKind::ArgumentConflict, Some(sub)) if theme => Some(explorer_only(sub)),
+        (ErrorKind::UnknownArgument, Some(sub)) => invalid.as_deref().and_then(|arg| {
+            let long = arg.strip_prefix("--")?.split('=').next()?;
+            if long == "theme" {
+                return Some(explorer_only(sub));
+            }
+            // The commands that do take it.
+            let takers: Vec<String> = cmd
+                .get_subcommands()
+                .filter(|c| c.get_arguments().any(|a| a.get_long() == Some(long)))
+                .map(|c| format!("`pparse {}`", c.get_name()))
+                .collect();
+            (!takers.is_empty()).then(|| {
+                format!(
+                    "`pparse {sub}` does not take --{long}; {} {}",
+                    takers.join(", "),
+                    if takers.len() == 1 { "does" } else { "do" }
+                )
+            })
+        }),
+        // The value parser's own message says what the option takes.
+        (ErrorKind::ValueValidation, _) => std::error::Error::source(&e).map(|s| s.to_string()),
+        _ => None,
+    };
+    match plain {
+        Some(msg) => {
+            let help = sub.map_or("pparse --help".to_string(), |s| {
+                format!("pparse {s} --help")
+            });
+            say!("pparse: {msg} (see `{help}`)");
+        }
+        None => {
+            let _ = e.print();
+        }
+    }
+    2
 }
 
 /// Exit status of a command stopped by a bug (a panic on any thread).
@@ -232,11 +347,7 @@ pub fn main() -> i32 {
     exit_on_panic();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
+        Err(e) => return refused(e),
     };
     for p in &cli.proto {
         if let Err(e) = crate::parsers::protobuf::schema::add_proto_file(p) {
@@ -364,9 +475,7 @@ pub fn main() -> i32 {
         None => match cli.file {
             Some(file) => explore(&input(file), cli.theme.as_deref()),
             None => {
-                say!(
-                    "usage: pparse [FILE] | pparse <tree|nodes|cat|extract> FILE ...  (see --help)"
-                );
+                say!("{}", commands_list());
                 Err(Fatal(String::new()))
             }
         },
@@ -445,11 +554,10 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
     let r = (|| -> io::Result<()> {
         {
             let t = session.tree();
-            let e = &t.exts[id];
             if json {
-                write!(out, "[")?;
+                render::nodes_json_open(&t, id, &mut out)?;
             } else {
-                render::nodes_text_head(e, &mut out)?;
+                render::nodes_text_head(&t.exts[id], &mut out)?;
             }
         }
         for i in 0..count {
@@ -477,7 +585,7 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
             }
         }
         if json {
-            writeln!(out, "]")?;
+            render::nodes_json_close(&mut out)?;
         }
         out.flush()
     })();

@@ -27,7 +27,7 @@ fn json_value(v: &Value) -> String {
         Value::Int(x) if x.unsigned_abs() > (1u64 << 53) => format!("\"{x}\""),
         Value::Int(x) => x.to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Str(s) => json_str(s),
+        Value::Str(s) | Value::Quoted(s) => json_str(s),
         Value::Sized(..) => json_str(&v.to_string()),
         Value::Bytes(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -237,16 +237,45 @@ pub(super) fn node_text(
     Ok(())
 }
 
-/// Nodes as a JSON array (docs/contract.md shape, plus `detail` and `more`).
-pub(super) fn nodes_json(nodes: &[Node], depth: usize, out: &mut impl Write) -> io::Result<()> {
-    write!(out, "[")?;
-    for (i, n) in nodes.iter().enumerate() {
+/// `nodes --json`: the extraction as the root node, its loaded nodes as
+/// the root's children (docs/contract.md shape, plus `detail` and `more`).
+pub(super) fn nodes_json(
+    t: &Tree,
+    id: ExtId,
+    depth: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    nodes_json_open(t, id, out)?;
+    for (i, n) in t.exts[id].nodes.iter().enumerate() {
         if i > 0 {
             write!(out, ",")?;
         }
         node_json(n, depth, out)?;
     }
-    writeln!(out, "]")
+    nodes_json_close(out)
+}
+
+/// The root node of `nodes --json` up to the opening of its children: the
+/// command writes them one at a time.
+pub(super) fn nodes_json_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+    let e = &t.exts[id];
+    write!(
+        out,
+        "{{\"name\":{},\"kind\":\"extraction\",\"parser\":{},\"start\":0,\"end\":{},\"status\":\"{}\"",
+        json_str(&e.display_name()),
+        e.parser.map_or("null".to_string(), json_str),
+        json_u64(e.size()),
+        e.status().as_str()
+    )?;
+    if let Some(d) = e.detail() {
+        write!(out, ",\"detail\":{}", json_str(&d))?;
+    }
+    write!(out, ",\"children\":[")
+}
+
+/// Closes what [`nodes_json_open`] opened.
+pub(super) fn nodes_json_close(out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "]}}")
 }
 
 /// One node and its loaded children as JSON, `depth` levels.

@@ -8,7 +8,6 @@ use std::io::{self, Write};
 
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Tree};
-use crate::node::Node;
 use crate::status::Status;
 
 /// `pparse tree --json`: the extraction tree below `id`.
@@ -21,9 +20,10 @@ pub fn tree_text(t: &Tree, out: &mut dyn Write) -> io::Result<()> {
     super::render::tree_text(t, &mut &mut *out)
 }
 
-/// `pparse nodes --json --depth DEPTH`: the (loaded) nodes of one extraction.
-pub fn nodes_json(nodes: &[Node], depth: usize, out: &mut dyn Write) -> io::Result<()> {
-    super::render::nodes_json(nodes, depth, &mut &mut *out)
+/// `pparse nodes --json --depth DEPTH`: extraction `id` and its (loaded)
+/// nodes.
+pub fn nodes_json(t: &Tree, id: ExtId, depth: usize, out: &mut dyn Write) -> io::Result<()> {
+    super::render::nodes_json(t, id, depth, &mut &mut *out)
 }
 
 /// `pparse pickle --json` of extraction `id` (a pickle, or a torch file's

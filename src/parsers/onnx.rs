@@ -281,16 +281,22 @@ fn tensor(src: &dyn Source, field: &Field) -> Found {
         let f = match f {
             Ok(f) => f,
             Err(e) => {
-                t.problem = Some(e.reason);
+                let m = schema::message("onnx.TensorProto");
+                t.problem = Some(fields::wire_damage(&e, field.value.end, m.as_ref()).reason);
                 break;
             }
         };
         if f.cut {
+            let field = schema::message("onnx.TensorProto")
+                .and_then(|m| m.get_field(f.number))
+                .map_or_else(
+                    || format!("field {}", f.number),
+                    |fd| format!("{} (field {})", fd.name(), f.number),
+                );
             t.problem = Some(format!(
-                "the tensor is cut off: {} of {} bytes of field {} are here",
+                "the tensor is cut off: {} of {} bytes of {field} are here",
                 f.value.len(),
                 f.int,
-                f.number
             ));
         }
         match (f.number, f.wire) {

@@ -345,7 +345,18 @@ fn nodes_json_nested_tar() {
     ]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr_text());
     let v: Value = serde_json::from_slice(&run.stdout).expect("nodes --json is JSON");
-    let nodes = v.as_array().expect("nodes --json is an array");
+    // One root object: the extraction, its nodes as children.
+    assert_eq!(
+        (&v["name"], &v["kind"], &v["parser"], &v["start"], &v["end"]),
+        (
+            &Value::from("nested.tar"),
+            &Value::from("extraction"),
+            &Value::from("tar"),
+            &Value::from(0),
+            &Value::from(size)
+        )
+    );
+    let nodes = v["children"].as_array().expect("nodes --json has children");
     // One entry node per tar member, plus the end-of-archive marker.
     let members = tar_members("nested.tar.gz");
     let entries: Vec<&Value> = nodes.iter().filter(|n| n["kind"] == "entry").collect();
@@ -473,4 +484,255 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The subcommands `pparse --help` lists under "Commands:".
+fn commands_in_help() -> Vec<String> {
+    let help = pparse(["--help"]).stdout_text();
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// `pparse` alone is a usage error (exit 2) that lists every command, each
+/// with its line of description, not a few of them.
+#[test]
+fn pparse_alone_lists_every_command() {
+    let run = pparse(Vec::<&str>::new());
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty());
+    let err = run.stderr_text();
+    let commands = commands_in_help();
+    assert!(commands.len() >= 9, "{commands:?}");
+    for c in &commands {
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(c.as_str()))
+            .unwrap_or_else(|| panic!("{c} is not listed:\n{err}"));
+        // The name, then words saying what it does.
+        assert!(line.split_whitespace().count() > 3, "{line}");
+    }
+    assert!(err.contains("pparse FILE"), "{err}");
+}
+
+/// Runs `pparse ARGS` expecting a usage error: exit 2, nothing on stdout,
+/// none of clap's misleading words; gives stderr.
+fn usage_error(args: &[&std::ffi::OsStr]) -> String {
+    let run = pparse(args);
+    let err = run.stderr_text();
+    assert_eq!(run.code, 2, "{args:?}: {err}");
+    assert!(run.stdout.is_empty(), "{args:?}");
+    for clap_words in ["cannot be used with", "tip:", "unexpected argument"] {
+        assert!(!err.contains(clap_words), "{args:?}: {err}");
+    }
+    err
+}
+
+/// `--theme` given with a command: it is the explorer's option, said so
+/// in words, wherever it is on the line.
+#[test]
+fn theme_with_a_command_says_it_is_for_the_explorer() {
+    let f = fixture_path("nested.tar.gz");
+    let f = f.as_os_str();
+    for args in [
+        vec!["--theme".as_ref(), "light".as_ref(), "tree".as_ref(), f],
+        vec!["tree".as_ref(), f, "--theme".as_ref(), "light".as_ref()],
+    ] {
+        let err = usage_error(&args);
+        assert!(
+            err.contains("--theme is for the explorer (`pparse --theme light FILE`)")
+                && err.contains("`pparse tree` does not take it"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A negative or wrong number for a numeric option gets a plain message
+/// naming what the option takes; an option of another command names the
+/// command that takes it.
+#[test]
+fn numeric_options_say_what_they_take() {
+    let f = fixture_path("nested.tar.gz");
+    let f = f.as_os_str();
+    let cases: [(Vec<&std::ffi::OsStr>, &str); 5] = [
+        (
+            vec!["nodes".as_ref(), "--depth".as_ref(), "-1".as_ref(), f],
+            "--depth takes a number of levels, 0 or more, not \"-1\"",
+        ),
+        (
+            vec!["nodes".as_ref(), f, "--depth".as_ref(), "two".as_ref()],
+            "--depth takes a number of levels, 0 or more, not \"two\"",
+        ),
+        (
+            vec!["tree".as_ref(), "--depth".as_ref(), "-1".as_ref(), f],
+            "`pparse tree` does not take --depth; `pparse nodes` does",
+        ),
+        (
+            vec!["tree".as_ref(), "--cache-size".as_ref(), "-1".as_ref(), f],
+            "--cache-size takes a size such as 64M or 1G, not \"-1\"",
+        ),
+        (
+            vec!["tree".as_ref(), f, "--cache-size".as_ref(), "1K".as_ref()],
+            "the cache needs at least 1M",
+        ),
+    ];
+    for (args, want) in cases {
+        let err = usage_error(&args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A number that is right still works.
+    let run = pparse(["nodes".as_ref(), f, "--depth".as_ref(), "0".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+}
+
+/// `tree DIR` parses every file of the folder. Its progress goes to
+/// stderr only on a terminal (never into a pipe or a file), unless
+/// PPARSE_PROGRESS=1 asks for it as lines; PPARSE_PROGRESS=0 keeps it off.
+#[test]
+fn folder_progress_only_where_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("models");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("a.txt"), b"hello\n").unwrap();
+    std::fs::write(dir.join("b.bin"), vec![7u8; 3000]).unwrap();
+    std::fs::write(dir.join("sub/c.tar.gz"), fixture("nested.tar.gz")).unwrap();
+    let d = dir.as_os_str();
+    let quiet = pparse(["tree".as_ref(), d, "--no-index".as_ref()]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr_text());
+    // Every file is listed, what the archive holds too.
+    let out = quiet.stdout_text();
+    for name in ["a.txt", "b.bin", "c.tar.gz", "nested.tar", "deep.zip"] {
+        assert!(out.contains(name), "{name}: {out}");
+    }
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr_text());
+    let off = pparse_env(
+        ["tree".as_ref(), d, "--no-index".as_ref()],
+        &[("PPARSE_PROGRESS", "0")],
+    );
+    assert!(off.stderr.is_empty(), "{}", off.stderr_text());
+    let on = pparse_env(
+        ["tree".as_ref(), d, "--no-index".as_ref()],
+        &[("PPARSE_PROGRESS", "1")],
+    );
+    assert_eq!(on.stdout, quiet.stdout);
+    let err = on.stderr_text();
+    let last = err.lines().last().unwrap_or_default();
+    let size = 6 + 3000 + fixture("nested.tar.gz").len() as u64;
+    assert!(
+        last.starts_with("pparse: reading models: 3 of 3 files, ")
+            && last.contains(&format!("of {}", pparse::util::human(size))),
+        "{err}"
+    );
+    assert!(!err.contains('\r'), "{err:?}");
+}
+
+/// The README speaks to its readers: every path of the repository it names
+/// (`docs/…`, `peers/…`, `fixtures/…`) is there, every section it points
+/// to (`see "Known limits"`) is one of its headings, and no word of the
+/// project's own bookkeeping (a fixture's seed number) is left in it.
+#[test]
+fn readme_cites_only_what_the_repository_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut f = Failures::default();
+    const TOP: [&str; 11] = [
+        "docs/",
+        "fixtures/",
+        "peers/",
+        "proto/",
+        "src/",
+        "tests/",
+        "themes/",
+        "fuzz/",
+        "benches/",
+        "examples/",
+        ".ci/",
+    ];
+    for (i, quoted) in readme.split('`').enumerate() {
+        if i % 2 == 1
+            && !quoted.contains(char::is_whitespace)
+            && TOP.iter().any(|t| quoted.starts_with(t))
+            && !root.join(quoted.trim_end_matches('/')).exists()
+        {
+            f.push(format!("README names {quoted}, which the repository lacks"));
+        }
+    }
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let headings: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### ")))
+        .collect();
+    for part in flat.split("see \"").skip(1) {
+        let title = part.split('"').next().unwrap_or_default();
+        if !headings.contains(&title) {
+            f.push(format!(
+                "README points to a section {title:?} it does not have"
+            ));
+        }
+    }
+    for word in ["seed 0", "seed 1", "the recovery report"] {
+        if flat.contains(word) {
+            f.push(format!("README says {word:?}"));
+        }
+    }
+    f.check("README citations");
+}
+
+/// Every JSON string in `v` (keys aside) that is itself a quoted string.
+fn quoted_twice(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') => {
+            out.push(s.clone());
+        }
+        Value::Array(a) => a.iter().for_each(|x| quoted_twice(x, out)),
+        // W&B keeps values as JSON text: the string `"tiny"` is the value.
+        Value::Object(o) if o.get("name").is_some_and(|n| n == "value_json") => {}
+        Value::Object(o) => o.values().for_each(|x| quoted_twice(x, out)),
+        _ => {}
+    }
+}
+
+/// No `--json` output writes a string as its quoted form (`"\"pytorch\""`):
+/// strings read from files are JSON strings of themselves, in every
+/// command's output, on files of every kind that holds strings.
+#[test]
+fn no_json_output_quotes_its_strings_twice() {
+    let cases: [(&str, &str, &[&str]); 10] = [
+        ("tree", "nested.tar.gz", &[]),
+        ("nodes", "onnx/attrs.onnx", &["--depth", "8"]),
+        ("nodes", "onnx/tensors.onnx", &["--depth", "5"]),
+        ("nodes", "wandb/current-core.wandb", &["--depth", "6"]),
+        ("nodes", "json/nested.json", &["--depth", "6"]),
+        ("tensors", "onnx/tensors.onnx", &[]),
+        ("tensors", "torch/dtypes.pt", &[]),
+        ("records", "wandb/current-core.wandb", &[]),
+        ("pickle", "pickle/hand_strings.pkl", &[]),
+        ("ir", "paddle/b2-cnn.txt", &[]),
+    ];
+    let mut f = Failures::default();
+    for (cmd, file, extra) in cases {
+        let path = fixture_path(file);
+        let mut args: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), path.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.push("--json".as_ref());
+        let run = pparse(&args);
+        let text = run.stdout_text();
+        // `records --json` is JSON Lines; the others one value.
+        let values: Vec<Value> = serde_json::Deserializer::from_str(&text)
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|e| panic!("{cmd} {file}: {e}")))
+            .collect();
+        assert!(!values.is_empty(), "{cmd} {file}: {}", run.stderr_text());
+        let mut bad = Vec::new();
+        values.iter().for_each(|v| quoted_twice(v, &mut bad));
+        if !bad.is_empty() {
+            f.push(format!("{cmd} {file}: {bad:?}"));
+        }
+    }
+    f.check("strings quoted twice");
 }

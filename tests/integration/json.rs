@@ -519,7 +519,7 @@ fn members_sniffed_by_name_get_notes_not_damage() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr_text());
     let v: Value = serde_json::from_slice(&run.stdout).expect("nodes --json");
-    let names: Vec<&str> = v
+    let names: Vec<&str> = v["children"]
         .as_array()
         .unwrap()
         .iter()

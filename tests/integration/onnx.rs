@@ -227,24 +227,53 @@ fn child<'a>(n: &'a Value, name: &str) -> Option<&'a Value> {
     n["children"].as_array()?.iter().find(|c| c["name"] == name)
 }
 
+/// A string node's value: the string itself, never quoted again.
 fn unquote(v: &Value) -> String {
-    v.as_str().unwrap_or_default().trim_matches('"').to_string()
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// `pparse nodes --json --depth DEPTH` of a fixture model: the root node.
+fn nodes_of(model: &str, depth: u32) -> Value {
+    let path = fixture_path(&format!("onnx/{model}"));
+    let run = pparse([
+        "nodes".as_ref(),
+        path.as_os_str(),
+        "--json".as_ref(),
+        "--depth".as_ref(),
+        depth.to_string().as_ref(),
+    ]);
+    serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("{model}: {e}: {}", run.stderr_text()))
+}
+
+/// Every node below `n` (itself first), depth first in file order.
+fn preorder<'a>(n: &'a Value, out: &mut Vec<&'a Value>) {
+    out.push(n);
+    for c in n["children"].as_array().into_iter().flatten() {
+        preorder(c, out);
+    }
 }
 
 #[test]
 fn model_graph_and_nodes_match_the_onnx_package() {
     for model in ["attrs.onnx", "silero_vad.onnx", "external/model.onnx"] {
         let r = reference(model);
-        let path = fixture_path(&format!("onnx/{model}"));
-        let run = pparse([
-            "nodes".as_ref(),
-            path.as_os_str(),
-            "--json".as_ref(),
-            "--depth".as_ref(),
-            "4".as_ref(),
-        ]);
-        let top: Vec<Value> = serde_json::from_slice(&run.stdout).unwrap();
-        let root = serde_json::json!({ "children": top });
+        let root = nodes_of(model, 4);
+        // One root object: the model itself, its fields below it.
+        assert_eq!(
+            (&root["kind"], &root["parser"], &root["name"]),
+            (
+                &Value::from("extraction"),
+                &Value::from("onnx"),
+                &Value::from(model.rsplit('/').next().unwrap())
+            )
+        );
+        // A string's value is the string, not its quoted form.
+        assert_eq!(
+            child(&root, "producer_name").unwrap()["value"],
+            r["producer_name"],
+            "{model}"
+        );
         assert_eq!(
             child(&root, "ir_version").unwrap()["value"],
             r["ir_version"],
@@ -334,16 +363,8 @@ fn model_graph_and_nodes_match_the_onnx_package() {
 #[test]
 fn raw_data_is_a_range_of_the_file() {
     // attrs.onnx: the TENSOR attribute of node "everything" and its raw_data.
-    let path = fixture_path("onnx/tensors.onnx");
-    let run = pparse([
-        "nodes".as_ref(),
-        path.as_os_str(),
-        "--json".as_ref(),
-        "--depth".as_ref(),
-        "4".as_ref(),
-    ]);
-    let top: Vec<Value> = serde_json::from_slice(&run.stdout).unwrap();
-    let graph = top.iter().find(|n| n["name"] == "graph").unwrap();
+    let root = nodes_of("tensors.onnx", 4);
+    let graph = child(&root, "graph").unwrap();
     let init = graph["children"]
         .as_array()
         .unwrap()
@@ -375,6 +396,174 @@ fn raw_data_is_a_range_of_the_file() {
         w["raw_data_sha256"].as_str().unwrap()
     );
     assert!(raw["value"].as_str().unwrap().starts_with("24 bytes:"));
+}
+
+/// Every `bytes` field (`raw_data` first) has a child `data` on its
+/// payload alone, after the tag and the length: its range is where a
+/// reader of the wire format finds the bytes, and those bytes are the ones
+/// the onnx package hashed.
+#[test]
+fn bytes_fields_have_their_data_as_a_child() {
+    let mut f = Failures::default();
+    for model in ["tensors.onnx", "attrs.onnx", "silero_vad.onnx"] {
+        let data = fixture(&format!("onnx/{model}"));
+        let root = nodes_of(model, 12);
+        let mut all = Vec::new();
+        preorder(&root, &mut all);
+        let r = reference(model);
+        let hashes: Vec<&str> = r["graph"]["initializers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            // An empty raw_data has no data child.
+            .filter(|i| i["raw_data_len"].as_u64().is_some_and(|n| n > 0))
+            .filter_map(|i| i["raw_data_sha256"].as_str())
+            .collect();
+        let mut seen = 0;
+        let mut hashed = 0;
+        for n in all.iter().filter(|n| n["kind"] == "bytes") {
+            let (start, end) = (n["start"].as_u64().unwrap(), n["end"].as_u64().unwrap());
+            // Tag and length read here, as protobuf's wire format has them.
+            let mut p = start as usize;
+            let mut read_varint = || {
+                let (mut v, mut shift) = (0u64, 0);
+                loop {
+                    let b = data[p];
+                    p += 1;
+                    v |= u64::from(b & 0x7f) << shift;
+                    shift += 7;
+                    if b < 0x80 {
+                        return v;
+                    }
+                }
+            };
+            let _tag = read_varint();
+            let len = read_varint();
+            let at = p as u64;
+            assert_eq!(at + len, end, "{model}: {}", n["name"]);
+            let kids = n["children"].as_array().unwrap();
+            if kids.is_empty() && n["more"] == true {
+                // Below --depth: not loaded.
+                continue;
+            }
+            if len == 0 {
+                if !kids.is_empty() {
+                    f.push(format!("{model}: empty {} has children", n["name"]));
+                }
+                continue;
+            }
+            seen += 1;
+            match &kids[..] {
+                [d] if d["name"] == "data"
+                    && d["kind"] == "data"
+                    && d["start"].as_u64() == Some(at)
+                    && d["end"].as_u64() == Some(end) =>
+                {
+                    if n["name"] == "raw_data"
+                        && hashes.contains(&sha(&data[at as usize..end as usize]).as_str())
+                    {
+                        hashed += 1;
+                    }
+                }
+                _ => f.push(format!(
+                    "{model}: {} at {start}: data should be {at}..{end}, children {kids:?}",
+                    n["name"]
+                )),
+            }
+        }
+        if seen == 0 {
+            f.push(format!("{model}: no bytes field with data"));
+        }
+        if hashed != hashes.len() {
+            f.push(format!(
+                "{model}: {hashed} data children hold an initializer's raw_data, the onnx package has {}",
+                hashes.len()
+            ));
+        }
+    }
+    f.check("data children of bytes fields");
+}
+
+/// A graph's value is its name and its counts of nodes, initializers,
+/// inputs and outputs, the numbers the onnx package gives (every graph,
+/// subgraphs of If, Loop and Scan included); a cut graph says `≥`.
+#[test]
+fn graphs_are_summarised_by_their_counts() {
+    let mut f = Failures::default();
+    for model in MODELS {
+        let want: Vec<Value> =
+            serde_json::from_slice(&fixture(&format!("onnx/{model}.graphs.json"))).unwrap();
+        let root = nodes_of(model, 24);
+        let mut all = Vec::new();
+        preorder(&root, &mut all);
+        let got: Vec<String> = all
+            .iter()
+            .filter(|n| n["kind"] == "onnx.GraphProto")
+            .map(|n| n["value"].as_str().unwrap().to_string())
+            .collect();
+        let plural = |n: &Value, one: &str| {
+            let n = n.as_u64().unwrap();
+            format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+        };
+        let want: Vec<String> = want
+            .iter()
+            .map(|g| {
+                let counts = format!(
+                    "{}, {}, {}, {}",
+                    plural(&g["node"], "node"),
+                    plural(&g["initializer"], "initializer"),
+                    plural(&g["input"], "input"),
+                    plural(&g["output"], "output")
+                );
+                match g["name"].as_str().unwrap() {
+                    "" => counts,
+                    name => format!("\"{name}\": {counts}"),
+                }
+            })
+            .collect();
+        if got != want {
+            f.push(format!("{model}: pparse {got:#?}\nonnx {want:#?}"));
+        }
+    }
+    // Cut inside the graph: what is there is counted, as a lower bound.
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.onnx");
+    std::fs::write(&cut, &fixture("onnx/attrs.onnx")[..3000]).unwrap();
+    let run = pparse(["nodes".as_ref(), cut.as_os_str(), "--json".as_ref()]);
+    let root: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let graph = child(&root, "graph").unwrap();
+    assert_eq!(
+        graph["value"],
+        "\"attrs_main\": ≥11 nodes, ≥1 initializer, ≥3 inputs, ≥5 outputs"
+    );
+    f.check("graph summaries");
+}
+
+/// A cut model names the field that is cut by its schema name, with its
+/// number: `graph (field 7)`, not `field 7` alone.
+#[test]
+fn a_cut_field_is_named_by_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.onnx");
+    std::fs::write(&cut, &fixture("onnx/attrs.onnx")[..3000]).unwrap();
+    let run = pparse(["tree".as_ref(), cut.as_os_str()]);
+    assert_eq!(run.code, 1);
+    let want = "graph (field 7) is cut off: 2880 of its 2919 bytes are here";
+    assert!(run.stdout_text().contains(want), "{}", run.stdout_text());
+    assert!(run.stderr_text().contains(want), "{}", run.stderr_text());
+    // Nested fields too: the graph's last field is cut with it.
+    let run = pparse([
+        "nodes".as_ref(),
+        cut.as_os_str(),
+        "--depth".as_ref(),
+        "3".as_ref(),
+    ]);
+    assert!(
+        run.stdout_text()
+            .contains("metadata_props (field 16) is cut off: 16 of its 55 bytes are here"),
+        "{}",
+        run.stdout_text()
+    );
 }
 
 #[test]

@@ -56,9 +56,12 @@ fn nodes(args: &[&std::ffi::OsStr]) -> (Vec<Value>, Run) {
         "3".as_ref(),
     ]);
     let run = pparse(all);
-    let v = serde_json::from_slice(&run.stdout)
+    let v: Value = serde_json::from_slice(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout_text(), run.stderr_text()));
-    (v, run)
+    // One root object, the extraction; the message's fields are its children.
+    assert_eq!(v["kind"], "extraction", "{v}");
+    let top = v["children"].as_array().cloned().unwrap_or_default();
+    (top, run)
 }
 
 #[test]
@@ -80,7 +83,8 @@ fn a_users_schema_names_fields() {
         (&Value::from("sint32"), &Value::from(-3))
     );
     assert_eq!(by("y")["value"], 300);
-    assert_eq!(by("label")["value"], "\"héllo\"");
+    // A string's value is the string: quoted once, by JSON.
+    assert_eq!(by("label")["value"], "héllo");
     assert_eq!(by("color")["value"], "GREEN (1)");
     assert_eq!(by("weight")["value"], "0.5");
     let child = by("children[0]");
@@ -232,4 +236,89 @@ fn two_sessions_differ_in_their_message_type() {
     assert_eq!(names(&a), ["dims[0]", "data_type", "name", "raw_data"]);
     assert_eq!(names(&b)[0], "#1", "{:?}", names(&b));
     assert!(pparse::parsers::protobuf::schema::check_message("no.Such").is_err());
+}
+
+/// Damage names a field as the schema does, with its number (`raw_data
+/// (field 9)`); a field the schema does not know keeps its number alone.
+/// A cut bytes field's `data` child holds what is there, after the tag and
+/// the length.
+#[test]
+fn damage_names_fields_by_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensor = |tail: &[u8]| {
+        let mut t = vec![0x08, 2, 0x10, 1];
+        t.extend(len_field(8, b"x"));
+        t.extend(tail);
+        t
+    };
+    let cases: [(Vec<u8>, &str, &str); 4] = [
+        // raw_data declared 100 bytes, 8 there.
+        (
+            tensor(&[&[0x4a, 100][..], &[0u8; 8]].concat()),
+            "onnx.TensorProto",
+            "raw_data (field 9) is cut off: 8 of its 100 bytes are here",
+        ),
+        // Field 99 is not in the schema.
+        (
+            tensor(&[&[0x9a, 0x06, 100][..], &[0u8; 8]].concat()),
+            "onnx.TensorProto",
+            "field 99 is cut off: 8 of its 100 bytes are here",
+        ),
+        // doc_string (a string) written as a varint.
+        (
+            tensor(&[0x60, 5]),
+            "onnx.TensorProto",
+            "doc_string (field 12) is declared string but has wire type varint",
+        ),
+        // Inside the graph, its name runs past the graph's end (a
+        // model_version follows the graph).
+        (
+            [
+                &[0x08, 8][..],
+                &len_field(7, &[0x12, 50, b'g', b'g']),
+                &[0x28, 3],
+            ]
+            .concat(),
+            "onnx.ModelProto",
+            "name (field 2): length 50 runs 48 bytes past the end of its message",
+        ),
+    ];
+    for (i, (bytes, msg, want)) in cases.into_iter().enumerate() {
+        let file = dir.path().join(format!("case{i}.pb"));
+        std::fs::write(&file, &bytes).unwrap();
+        let run = pparse([
+            "nodes".as_ref(),
+            file.as_os_str(),
+            "--message".as_ref(),
+            msg.as_ref(),
+            "--depth".as_ref(),
+            "3".as_ref(),
+        ]);
+        assert!(
+            run.stdout_text().contains(want),
+            "case {i}: {}\n{}",
+            run.stdout_text(),
+            run.stderr_text()
+        );
+    }
+    // The cut raw_data: its data child starts after tag and length.
+    let file = dir.path().join("case0.pb");
+    let (top, run) = nodes(&[
+        file.as_os_str(),
+        "--message".as_ref(),
+        "onnx.TensorProto".as_ref(),
+    ]);
+    assert_eq!(run.code, 1);
+    let raw = top.iter().find(|n| n["name"] == "raw_data").unwrap();
+    let data = &raw["children"][0];
+    assert_eq!(
+        (&data["name"], &data["start"], &data["end"], &data["status"]),
+        (
+            &Value::from("data"),
+            &Value::from(9),
+            &Value::from(17),
+            &Value::from("truncated")
+        ),
+        "{raw}"
+    );
 }

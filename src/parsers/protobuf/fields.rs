@@ -10,9 +10,9 @@
 use prost_reflect::{Cardinality, FieldDescriptor, Kind, MessageDescriptor};
 
 use super::schema;
-use super::wire::{Bytes, Field, Scanner, Wire, looks_like_message, read_range, varint};
+use super::wire::{Bytes, Field, Scanner, Wire, WireError, looks_like_message, read_range, varint};
 use crate::data::Range;
-use crate::name::escape_str;
+use crate::name::{escape_bytes, escape_str};
 use crate::node::{Children, Node, Value};
 use crate::status::Damage;
 
@@ -82,7 +82,7 @@ pub fn message_nodes<B: Bytes + ?Sized>(
                 let index = counts.next(f.number);
                 out.push(field_node(b, &f, fd.as_ref(), index, depth));
             }
-            Err(e) => out.push(damage_node(&e, value.end)),
+            Err(e) => out.push(damage_node(&e, value.end, msg)),
         }
     }
     out
@@ -108,11 +108,31 @@ impl Counter {
     }
 }
 
-/// The node that ends a message at the damage found.
-pub fn damage_node(e: &super::wire::WireError, end: u64) -> Node {
+/// The node that ends a message at the damage found; `msg` names the
+/// field that failed.
+pub fn damage_node(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Node {
+    let d = wire_damage(e, end, msg);
     Node::new(DAMAGE, "damage", Range::new(e.offset, end))
-        .text(e.reason.clone())
-        .damaged(e.to_damage(end))
+        .text(d.reason.clone())
+        .damaged(d)
+}
+
+/// The damage a wire error makes, the failed field named by `msg` when the
+/// schema knows it: a reader sees `graph (field 7)`, not a bare number.
+pub fn wire_damage(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Damage {
+    let field = e.number.and_then(|n| msg.and_then(|m| m.get_field(n)));
+    let mut d = e.to_damage(end);
+    d.reason = e.reason_named(field.as_ref().map(|f| f.name()));
+    d
+}
+
+/// How a field is called in messages: `graph (field 7)` when the schema
+/// names it, `field 7` when it does not.
+fn field_label(number: u32, fd: Option<&FieldDescriptor>) -> String {
+    match fd {
+        Some(fd) => format!("{} (field {number})", fd.name()),
+        None => format!("field {number}"),
+    }
 }
 
 /// The node of one field.
@@ -131,8 +151,8 @@ pub fn field_node<B: Bytes + ?Sized>(
         node.damage = Some(Box::new(Damage::truncated(
             Range::new(f.value.end, f.value.end),
             format!(
-                "field {} is cut off: {} of its {} bytes are here",
-                f.number,
+                "{} is cut off: {} of its {} bytes are here",
+                field_label(f.number, fd),
                 f.value.len(),
                 f.int
             ),
@@ -194,8 +214,8 @@ fn typed<B: Bytes + ?Sized>(
     if f.wire == want {
         return match fd.kind() {
             Kind::Message(m) => message_field(b, f, name, Some(m), depth),
-            Kind::String => Node::new("string", name, f.range).text(string_preview(b, f.value)),
-            Kind::Bytes => Node::new("bytes", name, f.range).text(bytes_preview(b, f.value)),
+            Kind::String => Node::new("string", name, f.range).value(string_preview(b, f.value)),
+            Kind::Bytes => bytes_node(b, f, name, depth),
             k => {
                 let k = enum_hint(fd).unwrap_or(k);
                 Node::new(scalar_name(&k), name, f.range).value(scalar(&k, f.int))
@@ -223,9 +243,8 @@ fn typed<B: Bytes + ?Sized>(
     n.damage = Some(Box::new(Damage::corrupt(
         f.range,
         format!(
-            "field {} ({}) is declared {} but has wire type {}",
-            f.number,
-            fd.name(),
+            "{} is declared {} but has wire type {}",
+            field_label(f.number, Some(fd)),
             kind_name(&fd.kind()),
             f.wire.name()
         ),
@@ -245,7 +264,10 @@ fn message_field<B: Bytes + ?Sized>(
         .as_ref()
         .map_or(GUESS_MESSAGE, |m| schema::intern(m.full_name()));
     let mut n = Node::new(kind, name, f.range);
-    let summary = summary(b, f.value, m.as_ref());
+    let summary = match m.as_ref().and_then(|m| counted(b, f.value, m, f.cut)) {
+        Some(s) => s,
+        None => summary(b, f.value, m.as_ref()),
+    };
     n = n.text(summary);
     if f.value.is_empty() {
         return n;
@@ -278,7 +300,7 @@ fn guessed<B: Bytes + ?Sized>(b: &B, f: &Field, name: String, depth: &mut Depth)
         Wire::Len => {
             let small = f.value.len() <= GUESS_LIMIT;
             if small && is_text(b, f.value) {
-                Node::new("string?", name, f.range).text(string_preview(b, f.value))
+                Node::new("string?", name, f.range).value(string_preview(b, f.value))
             } else if !f.cut && looks_like_message(b, f.value, if small { usize::MAX } else { 64 })
             {
                 message_field(b, f, name, None, depth)
@@ -288,10 +310,48 @@ fn guessed<B: Bytes + ?Sized>(b: &B, f: &Field, name: String, depth: &mut Depth)
                     .text(packed_preview(b, f.value, &k))
                     .lazy()
             } else {
-                Node::new("bytes", name, f.range).text(bytes_preview(b, f.value))
+                bytes_node(b, f, name, depth)
             }
         }
     }
+}
+
+/// Node kind of a bytes field; its child of kind [`DATA`] is the payload.
+const BYTES: &str = "bytes";
+/// Node kind of a bytes field's payload alone.
+pub const DATA: &str = "data";
+
+/// A bytes field. Its range holds the tag and the length too; the child
+/// `data` is the payload alone, so selecting it (in the hex view: the
+/// cursor on its first byte) is selecting the bytes themselves, a tensor's
+/// `raw_data` first of all.
+fn bytes_node<B: Bytes + ?Sized>(b: &B, f: &Field, name: String, depth: &mut Depth) -> Node {
+    let n = Node::new(BYTES, name, f.range).text(bytes_preview(b, f.value));
+    if f.value.is_empty() {
+        return n;
+    }
+    if depth.levels > 0 && depth.budget > 0 {
+        depth.budget -= 1;
+        return n.with_children(vec![data_node(f)]);
+    }
+    n.lazy()
+}
+
+fn data_node(f: &Field) -> Node {
+    let n = Node::new(DATA, DATA, f.value);
+    if f.cut {
+        let here = f.value.len();
+        return n
+            .text(format!("{here} of {} bytes", f.int))
+            .damaged(Damage::truncated(
+                Range::new(f.value.end, f.value.end),
+                format!(
+                    "the data is cut off: {here} of its {} bytes are here",
+                    f.int
+                ),
+            ));
+    }
+    n.text(format!("{} bytes", crate::util::thousands(f.value.len())))
 }
 
 /// Printable UTF-8 (tabs and newlines allowed), and not empty.
@@ -323,22 +383,35 @@ fn packed_varints<B: Bytes + ?Sized>(b: &B, r: Range) -> bool {
     n >= 2
 }
 
-fn string_preview<B: Bytes + ?Sized>(b: &B, r: Range) -> String {
+/// A string field's value: its first characters, control characters and
+/// bytes that are not UTF-8 escaped, `…` when there is more.
+fn string_preview<B: Bytes + ?Sized>(b: &B, r: Range) -> Value {
     let v = read_range(b, r, PREVIEW_CHARS * 4);
-    let s = String::from_utf8_lossy(&v);
-    let mut shown: String = s.chars().take(PREVIEW_CHARS).collect();
-    let full = (v.len() as u64) == r.len() && shown.len() == s.len();
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut full = (v.len() as u64) == r.len();
+    'all: for chunk in v.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if chars == PREVIEW_CHARS {
+                full = false;
+                break 'all;
+            }
+            crate::name::escape_str_into(c.encode_utf8(&mut [0; 4]), &mut out);
+            chars += 1;
+        }
+        for x in chunk.invalid() {
+            if chars == PREVIEW_CHARS {
+                full = false;
+                break 'all;
+            }
+            out.push_str(&format!("\\x{x:02x}"));
+            chars += 1;
+        }
+    }
     if !full {
-        shown.push('…');
+        out.push('…');
     }
-    let mut out = format!("\"{}\"", escape_str(&shown));
-    if !full {
-        out.push_str(&format!(" ({} bytes)", r.len()));
-    }
-    if std::str::from_utf8(&v).is_err() && (v.len() as u64) == r.len() {
-        out.push_str(" (not UTF-8)");
-    }
-    out
+    Value::Quoted(out.into())
 }
 
 fn bytes_preview<B: Bytes + ?Sized>(b: &B, r: Range) -> String {
@@ -555,6 +628,84 @@ fn packed_nodes<B: Bytes + ?Sized>(b: &B, r: Range, k: &Kind, depth: &mut Depth)
     out
 }
 
+/// Messages known by their size rather than by their first fields: their
+/// type, and the repeated fields counted (field name, what one is called).
+/// A graph's doc string says little; "11 nodes, 2 initializers" says what
+/// it is.
+const COUNTED: &[(&str, &[Counted])] = &[(
+    "onnx.GraphProto",
+    &[
+        ("node", "node", "nodes"),
+        ("initializer", "initializer", "initializers"),
+        ("input", "input", "inputs"),
+        ("output", "output", "outputs"),
+    ],
+)];
+
+/// A repeated field counted: its name, and what one and several are called.
+type Counted = (&'static str, &'static str, &'static str);
+
+/// Top-level fields of a message read to count them: a graph of more holds
+/// at least the counts shown (only tags and lengths are read, never a
+/// payload, so this stays cheap on models of any size).
+const COUNT_FIELDS: usize = 1 << 16;
+
+/// `"name": 11 nodes, 2 initializers, 3 inputs, 5 outputs` for a message
+/// of a type in [`COUNTED`]; counts are `≥N` when the message is cut
+/// (`cut`), damaged or longer than [`COUNT_FIELDS`] fields.
+fn counted<B: Bytes + ?Sized>(
+    b: &B,
+    value: Range,
+    m: &MessageDescriptor,
+    cut: bool,
+) -> Option<String> {
+    let (_, fields) = COUNTED.iter().find(|(t, _)| *t == m.full_name())?;
+    let numbers: Vec<Option<u32>> = fields
+        .iter()
+        .map(|(f, _, _)| m.get_field_by_name(f).map(|fd| fd.number()))
+        .collect();
+    let name_field = m.get_field_by_name("name").map(|fd| fd.number());
+    let mut counts = vec![0u64; fields.len()];
+    let mut name = None;
+    let mut partial = cut;
+    let mut scan = Scanner::new(b, value);
+    let mut seen = 0;
+    for item in scan.by_ref() {
+        let Ok(f) = item else {
+            partial = true;
+            break;
+        };
+        partial |= f.cut;
+        if let Some(i) = numbers.iter().position(|n| *n == Some(f.number)) {
+            counts[i] += 1;
+        } else if Some(f.number) == name_field && f.wire == Wire::Len && name.is_none() {
+            let mut n = escape_bytes(&read_range(b, f.value, 64));
+            if f.value.len() > 64 {
+                n.push('…');
+            }
+            name = Some(n);
+        }
+        seen += 1;
+        if seen == COUNT_FIELDS {
+            partial |= scan.pos() < value.end;
+            break;
+        }
+    }
+    let at_least = if partial { "≥" } else { "" };
+    let list: Vec<String> = fields
+        .iter()
+        .zip(&counts)
+        .map(|((_, one, many), &n)| {
+            let what = if n == 1 { one } else { many };
+            format!("{at_least}{n} {what}")
+        })
+        .collect();
+    Some(match name {
+        Some(n) if !n.is_empty() => format!("\"{n}\": {}", list.join(", ")),
+        _ => list.join(", "),
+    })
+}
+
 /// A one-line summary of a message: its `name` first, then the first
 /// short scalar and string fields.
 pub fn summary<B: Bytes + ?Sized>(b: &B, value: Range, m: Option<&MessageDescriptor>) -> String {
@@ -665,6 +816,13 @@ pub fn load<B: Bytes + ?Sized>(b: &B, node: &Node) -> Vec<Node> {
         return Vec::new();
     };
     let mut depth = Depth::lazy();
+    if node.kind == BYTES {
+        return if f.value.is_empty() {
+            Vec::new()
+        } else {
+            vec![data_node(&f)]
+        };
+    }
     if node.kind == GUESS_MESSAGE {
         return message_nodes(b, f.value, None, &mut depth);
     }
@@ -696,7 +854,7 @@ mod tests {
         );
         let kinds: Vec<&str> = n.iter().map(|n| n.kind).collect();
         assert_eq!(kinds, ["string?", "message?", "packed varint?", "bytes"]);
-        assert_eq!(n[0].value, Some(Value::Str("\"hello\"".into())));
+        assert_eq!(n[0].value, Some(Value::Quoted("hello".into())));
         let inner = load(&b[..], &n[1]);
         assert_eq!(inner[0].value, Some(Value::UInt(150)));
         assert_eq!(inner[0].range, Range::new(9, 12));

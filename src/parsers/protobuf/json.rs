@@ -333,7 +333,7 @@ impl<'t> Writer<'t> {
         let f = self.scratch[k];
         if f.wire != Wire::Len {
             return Err(format!(
-                "field {} ({name}): an entry that is not length-delimited",
+                "{name} (field {}): an entry that is not length-delimited",
                 f.number
             ));
         }
@@ -693,7 +693,7 @@ fn wire_matches(ty: Ty, f: &Field, name: &str) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "field {} ({name}) has wire type {}, not {}",
+        "{name} (field {}) has wire type {}, not {}",
         f.number,
         f.wire.name(),
         want.name()

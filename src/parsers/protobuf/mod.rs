@@ -116,8 +116,8 @@ impl TopLevel {
                     return Step::Blocked;
                 }
                 Err(e) => {
-                    cx.damage(e.to_damage(avail));
-                    cx.push_node(fields::damage_node(&e, avail));
+                    cx.damage(fields::wire_damage(&e, avail, self.msg.as_ref()));
+                    cx.push_node(fields::damage_node(&e, avail, self.msg.as_ref()));
                     self.pos = avail;
                     cx.progress(avail, Some(avail));
                     return Step::Done;

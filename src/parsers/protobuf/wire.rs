@@ -145,9 +145,24 @@ pub struct WireError {
     pub offset: u64,
     pub(super) status: Status,
     pub(crate) reason: String,
+    /// The number of the field that failed, when its tag was read: a
+    /// schema can then name it.
+    pub(crate) number: Option<u32>,
 }
 
 impl WireError {
+    /// The reason with the field named as `name (field N)` instead of by
+    /// its number alone.
+    pub fn reason_named(&self, name: Option<&str>) -> String {
+        match (self.number, name) {
+            (Some(n), Some(name)) => {
+                self.reason
+                    .replacen(&format!("field {n}"), &format!("{name} (field {n})"), 1)
+            }
+            _ => self.reason.clone(),
+        }
+    }
+
     pub(super) fn to_damage(&self, end: u64) -> Damage {
         Damage {
             status: self.status,
@@ -208,7 +223,13 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
         self.pos
     }
 
-    fn fail(&mut self, offset: u64, cut: bool, reason: String) -> Option<Result<Field, WireError>> {
+    fn fail(
+        &mut self,
+        offset: u64,
+        cut: bool,
+        number: Option<u32>,
+        reason: String,
+    ) -> Option<Result<Field, WireError>> {
         self.failed = true;
         let status = if cut && self.at_eof {
             Status::Truncated
@@ -219,6 +240,7 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
             offset,
             status,
             reason,
+            number,
         }))
     }
 
@@ -333,7 +355,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                 } else {
                     "a field tag longer than 10 bytes"
                 };
-                return self.fail(start, cut, why.to_string());
+                return self.fail(start, cut, None, why.to_string());
             }
         };
         let number = tag >> 3;
@@ -341,6 +363,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
             return self.fail(
                 start,
                 false,
+                None,
                 format!("invalid field number {number} (tag {tag:#x})"),
             );
         }
@@ -356,7 +379,12 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                     } else {
                         "longer than 10 bytes"
                     };
-                    return self.fail(start, cut, format!("field {number}: varint {why}"));
+                    return self.fail(
+                        start,
+                        cut,
+                        Some(number),
+                        format!("field {number}: varint {why}"),
+                    );
                 }
             },
             1 | 5 => {
@@ -369,6 +397,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                     return self.fail(
                         start,
                         true,
+                        Some(number),
                         format!("field {number}: {size}-byte value, only {left} bytes left"),
                     );
                 }
@@ -392,7 +421,12 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                 let (len, l) = match self.varint_at(at) {
                     Ok(v) => v,
                     Err(cut) => {
-                        return self.fail(start, cut, format!("field {number}: length cut short"));
+                        return self.fail(
+                            start,
+                            cut,
+                            Some(number),
+                            format!("field {number}: length cut short"),
+                        );
                     }
                 };
                 let p = at + l;
@@ -429,18 +463,20 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                         offset: start,
                         status,
                         reason: why,
+                        number: Some(number),
                     }));
                 }
                 (Wire::Len, Range::new(p, p + len), p + len, len)
             }
             3 => match self.group_end(at, number) {
                 Ok((contents_end, end)) => (Wire::Group, Range::new(at, contents_end), end, 0),
-                Err((_, cut, why)) => return self.fail(start, cut, why),
+                Err((_, cut, why)) => return self.fail(start, cut, None, why),
             },
             4 => {
                 return self.fail(
                     start,
                     false,
+                    None,
                     format!("end of group {number} without its start"),
                 );
             }
@@ -448,6 +484,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
                 return self.fail(
                     start,
                     false,
+                    Some(number),
                     format!("field {number}: invalid wire type {w}"),
                 );
             }
