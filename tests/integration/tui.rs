@@ -514,7 +514,7 @@ fn pickle_stepper_walks_forward_and_back_through_genops() {
         "stack (1, top first)",
         "0 'empty'",
         "metastack (1)",
-        "[1] {}",
+        "under MARK 1: 1 item, top: {}",
         "memo (2)",
         "1: 'empty'",
         "0: {}",
@@ -725,7 +725,7 @@ fn assert_bytes_selected(h: &Harness, start: u64, end: u64) {
 }
 
 /// The selected node of the selected extraction: name, kind, value.
-fn selected_node(h: &Harness) -> (String, String, Option<String>) {
+pub(crate) fn selected_node(h: &Harness) -> (String, String, Option<String>) {
     let ext = h.app.ext();
     let sel = h.app.selected_node().unwrap();
     let t = h.app.session.tree();

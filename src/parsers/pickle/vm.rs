@@ -695,10 +695,30 @@ impl Vm {
             }
             Obj::Call(c) => {
                 self.repr_into(c.func, out, max, depth + 1);
-                list(self, out, &c.args, "(", ")");
-                if c.args.len() == 1 {
-                    out.pop();
-                    out.pop();
+                // What SETITEMS / APPENDS put into the result shows as the
+                // call's argument (`OrderedDict({'w': …, +43})`) when the
+                // call had none, else as the method that added it.
+                let filled = !c.items.is_empty() || !c.appended.is_empty();
+                if filled && c.args.is_empty() {
+                    out.push('(');
+                } else {
+                    list(self, out, &c.args, "(", ")");
+                    if c.args.len() == 1 {
+                        out.pop();
+                        out.pop();
+                        out.push(')');
+                    }
+                    if !c.items.is_empty() {
+                        out.push_str(".update(");
+                    } else if !c.appended.is_empty() {
+                        out.push_str(".extend(");
+                    }
+                }
+                if !c.items.is_empty() {
+                    self.items_into(&c.items, out, max, depth);
+                    out.push(')');
+                } else if !c.appended.is_empty() {
+                    self.appended_into(&c.appended, out, max, depth);
                     out.push(')');
                 }
                 if let Some(s) = c.state {
@@ -718,6 +738,57 @@ impl Vm {
                 if *readonly { ", read-only" } else { "" }
             )),
             Obj::Unknown => out.push_str("<?>"),
+        }
+    }
+}
+
+/// Longest rendering of one value inside a summary of items; a longer
+/// one (a tensor's rebuild call) shows as `…`, so the keys stay in view.
+const ITEM_VALUE: usize = 48;
+
+impl Vm {
+    /// `{k: v, …, +N}`: the items that fit in `max`, then how many more.
+    fn items_into(&self, items: &[(Id, Id)], out: &mut String, max: usize, depth: usize) {
+        out.push('{');
+        for (i, (k, v)) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            if out.len() > max / 2 && i > 0 {
+                out.push_str(&format!("+{}", items.len() - i));
+                break;
+            }
+            self.repr_into(*k, out, max, depth + 1);
+            out.push_str(": ");
+            out.push_str(&self.short(*v, depth));
+        }
+        out.push('}');
+    }
+
+    /// `[a, b, …, +N]` for what APPENDS added.
+    fn appended_into(&self, items: &[Id], out: &mut String, max: usize, depth: usize) {
+        out.push('[');
+        for (i, v) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            if out.len() > max / 2 && i > 0 {
+                out.push_str(&format!("+{}", items.len() - i));
+                break;
+            }
+            out.push_str(&self.short(*v, depth));
+        }
+        out.push(']');
+    }
+
+    /// `id` rendered in at most [`ITEM_VALUE`] bytes, else `…`.
+    fn short(&self, id: Id, depth: usize) -> String {
+        let mut s = String::new();
+        self.repr_into(id, &mut s, ITEM_VALUE, depth + 1);
+        if s.len() > ITEM_VALUE {
+            "…".into()
+        } else {
+            s
         }
     }
 }

@@ -251,9 +251,17 @@ fn state_lines<'a>(th: &Theme, s: &Stepper, width: u16) -> Vec<Line<'a>> {
     }
     if !r.meta.is_empty() {
         lines.push(Line::from(label(format!("metastack ({})", r.meta.len()))));
-        for (len, top) in r.meta.iter().rev() {
-            let shown = top.join(", ");
-            lines.push(Line::from(Span::raw(clip(&format!("  [{len}] {shown}")))));
+        // Each level is the stack a MARK set aside, innermost first: say
+        // so, since a bare `[2]` reads as an index.
+        for (k, (len, top)) in r.meta.iter().rev().enumerate() {
+            let items = if *len == 1 { "item" } else { "items" };
+            let shown = if top.is_empty() {
+                String::new()
+            } else {
+                format!(", top: {}", top.join(", "))
+            };
+            let line = format!("  under MARK {}: {len} {items}{shown}", k + 1);
+            lines.push(Line::from(Span::raw(clip(&line))));
         }
     }
     lines.push(Line::from(label(format!("memo ({})", r.memo_len))));
