@@ -137,7 +137,8 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
         ));
     }
     parts.push(Span::styled("│ ? help  q quit", app.theme.dim));
-    f.render_widget(Paragraph::new(Line::from(parts)).style(app.theme.bar), area);
+    let line = panel::fit(Line::from(parts), area.width as usize);
+    f.render_widget(Paragraph::new(line).style(app.theme.bar), area);
 }
 
 /// The lines of the help in `width` columns: each key with what it does,
@@ -188,7 +189,7 @@ fn help(app: &App, f: &mut Frame, area: Rect) {
     let end = (top + rows).min(lines.len());
     let more = if lines.len() > rows {
         format!(
-            " lines {}–{} of {}: ↑ ↓ PgUp PgDn scroll · Esc, ? or q closes this help",
+            " lines {}–{} of {} · ↑ ↓ PgUp PgDn scroll · Esc closes",
             top + 1,
             end,
             lines.len()

@@ -417,22 +417,19 @@ fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
             s => th.status(s),
         };
         let name = crate::name::escape_str(&t.name);
-        let (x, _) = buf.set_stringn(
-            inner.x + 1,
-            y,
-            &name,
-            inner.width.saturating_sub(1) as usize,
-            name_style.patch(base),
-        );
         let rest = format!("  {} {}", t.dtype.as_str(), shape(&t.shape));
-        let w = (inner.x + inner.width).saturating_sub(x) as usize;
-        let (x, _) = buf.set_stringn(x, y, rest, w, th.dim.patch(base));
-        if t.status != Status::Complete {
-            // In words too: without colour (NO_COLOR) this is the mark.
-            let w = (inner.x + inner.width).saturating_sub(x) as usize;
-            let tag = format!("  [{}]", t.status.as_str());
-            buf.set_stringn(x, y, tag, w, th.status(t.status).patch(base));
-        }
+        // In words too: without colour (NO_COLOR) this is the mark.
+        let tags: Vec<(String, Style)> = match t.status {
+            Status::Complete => Vec::new(),
+            s => vec![(format!("  [{}]", s.as_str()), th.status(s).patch(base))],
+        };
+        crate::tui::panel::put_row(
+            buf,
+            (inner.x + 1, y, inner.width.saturating_sub(1)),
+            (&name, name_style.patch(base)),
+            &tags,
+            (&rest, th.dim.patch(base)),
+        );
     }
 }
 
