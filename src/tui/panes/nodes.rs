@@ -126,10 +126,19 @@ impl NodePane {
             .or_else(|| models::deepest_at(&e.nodes, false, offset));
         if let Some(p) = found {
             let m = Nodes(&e.nodes);
+            // Still not the deepest: open it too, one level per load, so
+            // the cursor ends on the leaf it is in (a field's payload).
+            let unloaded = m
+                .get(&p)
+                .is_some_and(|n| models::expandable(n) == Some(true));
             self.views
                 .entry(cx.ext)
                 .or_default()
                 .reveal(&m, &p, cx.rows);
+            drop(t);
+            if unloaded {
+                self.request_load(cx, p);
+            }
         }
     }
 
