@@ -384,7 +384,7 @@ impl App {
             return (Selection::default(), false);
         };
         let sorted = self.nodes.known_sorted(ext, &e.nodes);
-        let marked = self.place().marked();
+        let marked = self.hex.place(ext).marked();
         let side = self.panel.marked().filter(|(x, _)| *x == ext);
         if let Some(r) = marked.or(side.map(|(_, r)| r)) {
             let s = Selection {
