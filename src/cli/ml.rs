@@ -362,7 +362,7 @@ pub(super) fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> i
             "{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"source\":{},\"offset\":{},\"length\":{},\"status\":\"{}\"",
             if i > 0 { ",\n" } else { "" },
             js(&x.name),
-            x.dtype.as_str(),
+            x.dtype.name(),
             nums(&x.shape),
             js(&t.path_of(x.source)),
             x.offset,
@@ -410,7 +410,7 @@ fn tensors_text(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<(
         let mut line = format!(
             "{:<w$}  {:<8} {:<20} {:>14}  {}@{:#x}",
             crate::name::escape_str(&x.name),
-            x.dtype.as_str(),
+            x.dtype.name(),
             shape,
             crate::util::thousands(x.length),
             {

@@ -7,6 +7,7 @@
 //! that a parser can build a [`tensor::Tensor`] without importing the views
 //! that list them.
 
+pub mod ggml;
 pub mod metrics;
 pub mod program;
 pub mod tensor;

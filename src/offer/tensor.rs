@@ -4,11 +4,16 @@
 //! file, a torch storage record) and says how to read it. Formats make them
 //! (see [`super::TensorOffer`]); the view layer lists and decodes them.
 
+use std::borrow::Cow;
+
+use super::ggml::GgmlType;
 use crate::extraction::ExtId;
 use crate::status::Status;
 
 /// Element types, spelled as safetensors spells them; the torch-only types
-/// get names in the same style.
+/// get names in the same style, and the NumPy types safetensors lacks are
+/// spelled as NumPy's `dtype.str` without its byte order (`M8[ns]`, `S5`,
+/// `U3`, `V20`).
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
@@ -70,6 +75,61 @@ pub enum Dtype {
     QU4X2,
     /// Four quantized unsigned 2-bit values per byte (torch).
     QU2X4,
+    /// x87 extended precision (64-bit significand) stored in 16 bytes: NumPy's
+    /// `longdouble` on x86-64 (`<f16`, `float128`).
+    F128,
+    /// Complex of two [`Dtype::F128`] (`<c32`, `complex256`).
+    C256,
+    /// NumPy `datetime64`: a signed 64-bit count of units since
+    /// 1970-01-01T00:00, `i64::MIN` being NaT.
+    Datetime(TimeUnit),
+    /// NumPy `timedelta64`: a signed 64-bit count of units.
+    Timedelta(TimeUnit),
+    /// NumPy `S{n}`: `n` bytes, NUL-padded.
+    Bytes(u32),
+    /// NumPy `U{n}`: `n` UCS-4 code points (4 bytes each), NUL-padded.
+    Unicode(u32),
+    /// NumPy `V{n}`: opaque records of `n` bytes; structured dtypes too,
+    /// whose fields the format lists beside the tensor.
+    Void(u32),
+    /// A block-quantized GGML type (GGUF); see [`super::ggml`].
+    Ggml(GgmlType),
+}
+
+/// The unit of a NumPy `datetime64`/`timedelta64`: one of `Y M W D h m s ms
+/// us ns ps fs as` times a multiplier (`[10ms]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimeUnit {
+    /// Index into [`TimeUnit::NAMES`].
+    pub unit: u8,
+    /// How many units one count is (1 unless written as `[10ms]`).
+    pub count: u32,
+}
+
+impl TimeUnit {
+    /// The unit names NumPy writes, longest first.
+    pub const NAMES: [&'static str; 13] = [
+        "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
+    ];
+
+    /// Parses what is between the brackets of `M8[10ms]`.
+    pub fn parse(s: &str) -> Option<TimeUnit> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        let (n, name) = s.split_at(digits);
+        let count = if n.is_empty() { 1 } else { n.parse().ok()? };
+        let unit = Self::NAMES.iter().position(|u| *u == name)? as u8;
+        (count > 0).then_some(TimeUnit { unit, count })
+    }
+
+    /// As NumPy writes it between brackets (`ns`, `10ms`).
+    pub fn text(self) -> String {
+        let name = Self::NAMES.get(usize::from(self.unit)).unwrap_or(&"?");
+        if self.count == 1 {
+            (*name).to_string()
+        } else {
+            format!("{}{name}", self.count)
+        }
+    }
 }
 
 impl Dtype {
@@ -106,9 +166,10 @@ impl Dtype {
         Dtype::QU2X4,
     ];
 
-    /// The name as in a safetensors header (`F32`, `BF16`, `F8_E4M3`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
+    /// The name as in a safetensors header (`F32`, `BF16`, `F8_E4M3`, ...);
+    /// see the type's docs for the others.
+    pub fn name(self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             Dtype::BOOL => "BOOL",
             Dtype::F4 => "F4",
             Dtype::F6_E2M3 => "F6_E2M3",
@@ -138,15 +199,29 @@ impl Dtype {
             Dtype::QI32 => "QI32",
             Dtype::QU4X2 => "QU4X2",
             Dtype::QU2X4 => "QU2X4",
-        }
+            Dtype::F128 => "F128",
+            Dtype::C256 => "C256",
+            Dtype::Datetime(u) => return format!("M8[{}]", u.text()).into(),
+            Dtype::Timedelta(u) => return format!("m8[{}]", u.text()).into(),
+            Dtype::Bytes(n) => return format!("S{n}").into(),
+            Dtype::Unicode(n) => return format!("U{n}").into(),
+            Dtype::Void(n) => return format!("V{n}").into(),
+            Dtype::Ggml(t) => return t.name(),
+        })
     }
 
-    /// Parses a safetensors dtype name.
+    /// Parses a safetensors dtype name (one of [`Dtype::ALL`]).
     pub fn parse(s: &str) -> Option<Dtype> {
-        Dtype::ALL.into_iter().find(|d| d.as_str() == s)
+        Dtype::ALL.into_iter().find(|d| d.name() == s)
     }
 
-    /// Bits per element.
+    /// Whether elements are stored in blocks of several (a GGML quantized
+    /// type): such a tensor has no per-element bits, and is read by blocks.
+    pub fn is_block(self) -> bool {
+        matches!(self, Dtype::Ggml(_))
+    }
+
+    /// Bits per element; 0 for a block type (see [`Dtype::is_block`]).
     pub fn bits(self) -> u64 {
         match self {
             Dtype::F4 => 4,
@@ -166,12 +241,21 @@ impl Dtype {
             Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::BF16 => 16,
             Dtype::I32 | Dtype::U32 | Dtype::F32 | Dtype::QI32 | Dtype::C32 => 32,
             Dtype::C64 | Dtype::F64 | Dtype::I64 | Dtype::U64 => 64,
-            Dtype::C128 => 128,
+            Dtype::C128 | Dtype::F128 => 128,
+            Dtype::C256 => 256,
+            Dtype::Datetime(_) | Dtype::Timedelta(_) => 64,
+            Dtype::Bytes(n) | Dtype::Void(n) => u64::from(n) * 8,
+            Dtype::Unicode(n) => u64::from(n) * 32,
+            Dtype::Ggml(_) => 0,
         }
     }
 
-    /// Bytes for `n` elements, `None` on overflow or a partial byte.
+    /// Bytes for `n` elements, `None` on overflow, a partial byte or a
+    /// partial block.
     pub fn bytes_for(self, n: u64) -> Option<u64> {
+        if let Dtype::Ggml(t) = self {
+            return t.bytes_for(n);
+        }
         let bits = n.checked_mul(self.bits())?;
         (bits % 8 == 0).then_some(bits / 8)
     }
@@ -240,8 +324,15 @@ mod tests {
     #[test]
     fn names_and_sizes() {
         for d in Dtype::ALL {
-            assert_eq!(Dtype::parse(d.as_str()), Some(d));
+            assert_eq!(Dtype::parse(&d.name()), Some(d));
         }
+        let ns = TimeUnit::parse("10ms").unwrap();
+        assert_eq!(Dtype::Datetime(ns).name(), "M8[10ms]");
+        assert_eq!(TimeUnit::parse("ns").unwrap().text(), "ns");
+        assert_eq!(TimeUnit::parse("0s"), None);
+        assert_eq!(TimeUnit::parse("fortnight"), None);
+        assert_eq!(Dtype::Unicode(3).bytes_for(2), Some(24));
+        assert_eq!(Dtype::Ggml(GgmlType(2)).bytes_for(64), Some(36));
         assert_eq!(Dtype::parse("F8_E4M3FN"), None);
         assert_eq!(Dtype::F4.bytes_for(3), None);
         assert_eq!(Dtype::F4.bytes_for(4), Some(2));

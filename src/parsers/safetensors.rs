@@ -553,7 +553,7 @@ fn check_entry(t: &mut Info) {
     let Some(bits) = numel.checked_mul(dtype.bits()) else {
         t.problems.push(format!(
             "the size of {} {} overflows",
-            dtype.as_str(),
+            dtype.name(),
             shape()
         ));
         return;
@@ -561,7 +561,7 @@ fn check_entry(t: &mut Info) {
     if bits % 8 != 0 {
         t.problems.push(format!(
             "{} {} is {bits} bits, not a whole number of bytes",
-            dtype.as_str(),
+            dtype.name(),
             shape()
         ));
         return;
@@ -570,7 +570,7 @@ fn check_entry(t: &mut Info) {
     if t.placed() && t.end - t.begin != want {
         t.problems.push(format!(
             "size mismatch: {} {} needs {want} bytes, data_offsets [{}, {}] hold {}",
-            dtype.as_str(),
+            dtype.name(),
             shape(),
             t.begin,
             t.end,

@@ -178,7 +178,7 @@ impl Parser for LegacyParser {
             };
             // `at` is within the file and `bytes` at most 2^63: no overflow.
             let body = Range::new(at + 8, (at + 8).saturating_add(bytes));
-            let label = dtype.map_or("?", |d| d.as_str());
+            let label = dtype.map_or("?".into(), |d| d.name());
             cx.push_node(
                 Node::new(
                     "storage",

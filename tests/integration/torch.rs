@@ -89,10 +89,10 @@ fn tensor_tables_match_torch() {
             let what = format!("{name}: {}", g.name);
             let dtype = r["dtype"].as_str().unwrap();
             if pparse::offer::tensor::Dtype::parse(dtype).is_some() {
-                assert_eq!(g.dtype.as_str(), dtype, "{what}");
+                assert_eq!(g.dtype.name(), dtype, "{what}");
             } else {
                 // A torch type without a safetensors name: bytes, and why.
-                assert_eq!(g.dtype.as_str(), "U8", "{what}");
+                assert_eq!(g.dtype.name(), "U8", "{what}");
                 let detail = g.detail.clone().unwrap_or_default();
                 assert!(detail.contains(&dtype[..4]), "{what}: {detail}");
             }

@@ -283,7 +283,7 @@ impl Parser for ParamsParser {
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| format!("tensor {i}"));
-            let dtype = r.dtype.map_or("?", |d| d.as_str());
+            let dtype = r.dtype.map_or("?".into(), |d| d.name());
             let mut n = Node::new("tensor", name, r.range)
                 .text(format!("{dtype} {}", shape_text(&r.shape)))
                 .with_children(vec![

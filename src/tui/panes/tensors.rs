@@ -190,7 +190,7 @@ impl TensorPanel {
             let first = values::values(&t, &*data, 0, n);
             send(Report::Values {
                 id,
-                values: first.iter().map(|v| show_value(*v, t.dtype)).collect(),
+                values: first.into_iter().map(|v| show_value(v, t.dtype)).collect(),
             });
             let progress = |done, total| send(Report::Progress { id, done, total });
             match values::stats(&t, &*data, BINS, stop, &progress) {
@@ -417,7 +417,7 @@ fn draw_table(th: &Theme, p: &TensorPanel, buf: &mut Buffer, inner: Rect) {
             s => th.status(s),
         };
         let name = crate::name::escape_str(&t.name);
-        let rest = format!("  {} {}", t.dtype.as_str(), shape(&t.shape));
+        let rest = format!("  {} {}", t.dtype.name(), shape(&t.shape));
         // In words too: without colour (NO_COLOR) this is the mark.
         let tags: Vec<(String, Style)> = match t.status {
             Status::Complete => Vec::new(),
@@ -458,7 +458,7 @@ fn detail_lines<'a>(th: &Theme, tree: &Tree, p: &TensorPanel, width: u16) -> Vec
     ]));
     let mut layout = format!(
         "{} {}  {} elements",
-        t.dtype.as_str(),
+        t.dtype.name(),
         shape(&t.shape),
         tensor::numel(&t.shape).map_or("too many".into(), thousands)
     );

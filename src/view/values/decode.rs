@@ -3,10 +3,10 @@
 //! the walk, so that the bit-level rules (packing, NaNs, subnormals) sit
 //! with their tests and the `.npy` export can reuse them.
 
-use crate::offer::tensor::Dtype;
+use crate::offer::tensor::{Dtype, TimeUnit};
 
 /// One decoded element.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// Every real float type, widened exactly to `f64`.
     Float(f64),
@@ -18,6 +18,17 @@ pub enum Value {
     UInt(u64),
     /// A boolean element.
     Bool(bool),
+    /// A NumPy `datetime64` (`delta` false) or `timedelta64` count.
+    Time {
+        /// Units since the epoch (or of the span); `i64::MIN` is NaT.
+        count: i64,
+        /// The unit of one count.
+        unit: TimeUnit,
+        /// A `timedelta64`.
+        delta: bool,
+    },
+    /// A string or bytes element (`S`, `U`, `V`), as Python shows it.
+    Text(Box<str>),
 }
 
 impl Value {
@@ -31,6 +42,8 @@ impl Value {
             Value::Int(i) => i as f64,
             Value::UInt(u) => u as f64,
             Value::Bool(b) => f64::from(u8::from(b)),
+            Value::Time { count, .. } if count != i64::MIN => count as f64,
+            Value::Time { .. } | Value::Text(_) => f64::NAN,
         }
     }
 
@@ -58,9 +71,184 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::UInt(u) => u.to_string(),
             Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
+            Value::Time { count, unit, delta } => time_text(count, unit, delta),
+            Value::Text(ref t) => t.to_string(),
         }
     }
 }
+
+/// A `datetime64` as NumPy prints it (`2024-01-31T12:00:00.000`, as many
+/// fields as the unit has), a `timedelta64` as its count and unit.
+fn time_text(count: i64, unit: TimeUnit, delta: bool) -> String {
+    if count == i64::MIN {
+        return "NaT".into();
+    }
+    let name = TimeUnit::NAMES
+        .get(usize::from(unit.unit))
+        .copied()
+        .unwrap_or("?");
+    let Some(n) = count.checked_mul(i64::from(unit.count)) else {
+        return format!("{count} × {}", unit.text());
+    };
+    if delta {
+        return format!("{n} {name}");
+    }
+    match name {
+        "Y" => return format!("{}", 1970i128 + i128::from(n)),
+        "M" => {
+            let (y, m) = (n.div_euclid(12), n.rem_euclid(12));
+            return format!("{}-{:02}", 1970i128 + i128::from(y), m + 1);
+        }
+        _ => {}
+    }
+    // Whole days, then what is left of the day in units of 10^-digits s.
+    let (per_day, digits): (i128, u32) = match name {
+        "W" => (0, 0),
+        "D" => (1, 0),
+        "h" => (24, 0),
+        "m" => (24 * 60, 0),
+        _ => {
+            let d = match name {
+                "s" => 0,
+                "ms" => 3,
+                "us" => 6,
+                "ns" => 9,
+                "ps" => 12,
+                "fs" => 15,
+                _ => 18,
+            };
+            (86_400 * 10i128.pow(d), d)
+        }
+    };
+    let n = i128::from(n);
+    let (days, rest) = if name == "W" {
+        (n * 7, 0)
+    } else {
+        (n.div_euclid(per_day), n.rem_euclid(per_day))
+    };
+    let (y, mo, d) = civil(days);
+    let date = format!("{y}-{mo:02}-{d:02}");
+    match name {
+        "W" | "D" => date,
+        "h" => format!("{date}T{rest:02}"),
+        "m" => format!("{date}T{:02}:{:02}", rest / 60, rest % 60),
+        _ => {
+            let scale = 10i128.pow(digits);
+            let secs = rest / scale;
+            let frac = rest % scale;
+            let hms = format!(
+                "{date}T{:02}:{:02}:{:02}",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            );
+            if digits == 0 {
+                hms
+            } else {
+                format!("{hms}.{frac:0w$}", w = digits as usize)
+            }
+        }
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of day `z` after 1970-01-01.
+fn civil(z: i128) -> (i128, i128, i128) {
+    // Counting in 400-year eras from 0000-03-01 makes leap days the last
+    // day of each year.
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i128::from(m <= 2);
+    (y, m, d)
+}
+
+/// An x87 extended-precision number (the first 10 bytes, little-endian, of
+/// NumPy's 16-byte `longdouble`) rounded to the nearest `f64`.
+fn f80_to_f64(b: [u8; 10]) -> f64 {
+    let sig = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+    let se = u16::from_le_bytes([b[8], b[9]]);
+    let neg = se & 0x8000 != 0;
+    let exp = i32::from(se & 0x7fff);
+    let mag = if exp == 0x7fff {
+        if sig << 1 == 0 {
+            f64::INFINITY
+        } else {
+            f64::NAN
+        }
+    } else {
+        // value = sig × 2^(exp − 16383 − 63); (sig as f64) rounds once,
+        // the scaling by powers of two is exact until the f64 range ends.
+        let mut v = sig as f64;
+        let mut e = if exp == 0 {
+            1 - 16383 - 63
+        } else {
+            exp - 16383 - 63
+        };
+        while e > 0 && v.is_finite() {
+            let k = e.min(1000);
+            v *= pow2(k);
+            e -= k;
+        }
+        while e < 0 && v != 0.0 {
+            let k = (-e).min(1000);
+            v *= pow2(-k);
+            e += k;
+        }
+        v
+    };
+    if neg { -mag } else { mag }
+}
+
+/// Python's `repr` of bytes (`b'ab\x00'`), at most `max` bytes shown.
+fn bytes_repr(b: &[u8], max: usize) -> String {
+    let mut s = String::from("b'");
+    for &c in b.iter().take(max) {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'\'' => s.push_str("\\'"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(char::from(c)),
+            _ => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    if b.len() > max {
+        s.push('…');
+    }
+    s.push('\'');
+    s
+}
+
+/// Python's `repr` of a str, control and unassigned characters escaped, at
+/// most `max` characters shown.
+fn str_repr(chars: impl Iterator<Item = u32>, max: usize) -> String {
+    let mut s = String::from("'");
+    for (i, c) in chars.enumerate() {
+        if i == max {
+            s.push('…');
+            break;
+        }
+        match char::from_u32(c) {
+            Some('\\') => s.push_str("\\\\"),
+            Some('\'') => s.push_str("\\'"),
+            Some(ch) if !ch.is_control() => s.push(ch),
+            _ if c <= 0xff => s.push_str(&format!("\\x{c:02x}")),
+            _ if c <= 0xffff => s.push_str(&format!("\\u{c:04x}")),
+            _ => s.push_str(&format!("\\U{c:08x}")),
+        }
+    }
+    s.push('\'');
+    s
+}
+
+/// Characters of a string element shown at most.
+const TEXT_CHARS: usize = 80;
 
 /// Python's `repr` of a float (format code `'r'`): shortest round-trip
 /// digits, positional when the decimal exponent is in `-4 < e <= 16`.
@@ -218,8 +406,56 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
             f64::from_le_bytes(le(bytes, at, be)?),
             f64::from_le_bytes(le(bytes, at.checked_add(8)?, be)?),
         ),
-        F4 | F6_E2M3 | F6_E3M2 => return None,
+        F128 => Value::Float(f80_to_f64(le16(bytes, at, be)?)),
+        C256 => Value::Complex(
+            f80_to_f64(le16(bytes, at, be)?),
+            f80_to_f64(le16(bytes, at.checked_add(16)?, be)?),
+        ),
+        Datetime(unit) | Timedelta(unit) => Value::Time {
+            count: i64::from_le_bytes(le(bytes, at, be)?),
+            unit,
+            delta: matches!(dtype, Timedelta(_)),
+        },
+        Bytes(n) | Void(n) => {
+            let raw = bytes.get(at..at.checked_add(n as usize)?)?;
+            // NumPy drops the NUL padding of `S` items, not of `V` ones.
+            let shown = if matches!(dtype, Bytes(_)) {
+                let end = raw.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                &raw[..end]
+            } else {
+                raw
+            };
+            Value::Text(bytes_repr(shown, TEXT_CHARS).into())
+        }
+        Unicode(n) => {
+            let len = (n as usize).checked_mul(4)?;
+            let raw = bytes.get(at..at.checked_add(len)?)?;
+            let mut units: Vec<u32> = raw
+                .chunks_exact(4)
+                .map(|c| {
+                    let a = [c[0], c[1], c[2], c[3]];
+                    if be {
+                        u32::from_be_bytes(a)
+                    } else {
+                        u32::from_le_bytes(a)
+                    }
+                })
+                .collect();
+            while units.last() == Some(&0) {
+                units.pop();
+            }
+            Value::Text(str_repr(units.into_iter(), TEXT_CHARS).into())
+        }
+        F4 | F6_E2M3 | F6_E3M2 | Ggml(_) => return None,
     })
+}
+
+/// The 10 significant bytes of a 16-byte `longdouble`, little-endian. A
+/// big-endian one (not written on x86, but legal in a header) keeps them in
+/// its last 10 bytes.
+fn le16(bytes: &[u8], start: usize, be: bool) -> Option<[u8; 10]> {
+    let a: [u8; 16] = le(bytes, start, be)?;
+    a[..10].try_into().ok()
 }
 
 /// What a small float format does with its top codes.

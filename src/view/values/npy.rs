@@ -2,6 +2,7 @@
 //! `numpy.save` writes it: its header, and each element re-encoded in a
 //! type NumPy has.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use super::decode::{bits_at, byte_of, f16_to_f32, small_f32};
@@ -11,9 +12,9 @@ use crate::offer::tensor::{Dtype, Tensor};
 
 /// The NumPy dtype descriptor a tensor of `dtype` is exported with by
 /// [`write_npy`] (always little-endian).
-pub fn npy_descr(dtype: Dtype) -> &'static str {
+pub fn npy_descr(dtype: Dtype) -> Cow<'static, str> {
     use Dtype::*;
-    match dtype {
+    Cow::Borrowed(match dtype {
         BOOL => "|b1",
         I8 | QI8 => "|i1",
         U8 | QU8 | QU4X2 | QU2X4 => "|u1",
@@ -28,10 +29,16 @@ pub fn npy_descr(dtype: Dtype) -> &'static str {
         F64 => "<f8",
         C64 | C32 => "<c8",
         C128 => "<c16",
-        BF16 | F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ | F4 | F6_E2M3 | F6_E3M2 => {
-            "<f4"
-        }
-    }
+        BF16 | F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ | F4 | F6_E2M3 | F6_E3M2
+        | Ggml(_) => "<f4",
+        F128 => "<f16",
+        C256 => "<c32",
+        Datetime(u) => return format!("<M8[{}]", u.text()).into(),
+        Timedelta(u) => return format!("<m8[{}]", u.text()).into(),
+        Bytes(n) => return format!("|S{n}").into(),
+        Unicode(n) => return format!("<U{n}").into(),
+        Void(n) => return format!("|V{n}").into(),
+    })
 }
 
 /// The `.npy` header for an array of `descr` and `shape`, byte for byte as
@@ -123,13 +130,15 @@ pub(super) fn encode(dtype: Dtype, bytes: &[u8], bit: u64, be: bool, out: &mut V
                         out.extend_from_slice(&f16_to_f32(u32::from(code)).to_le_bytes());
                     }
                 }
+                Bytes(_) | Void(_) => out.extend_from_slice(raw),
                 _ => {
                     // Native types: the bytes as they are, each scalar (each
-                    // half of a complex) swapped from big-endian if need be.
-                    let part = if matches!(dtype, C64 | C128) {
-                        size / 2
-                    } else {
-                        size
+                    // half of a complex, each code point) swapped from
+                    // big-endian if need be.
+                    let part = match dtype {
+                        C64 | C128 | C256 => size / 2,
+                        Unicode(_) => 4,
+                        _ => size,
                     };
                     for scalar in raw.chunks_exact(part) {
                         if be {
@@ -174,7 +183,7 @@ pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Res
             ),
         ));
     }
-    out.write_all(&npy_header(npy_descr(t.dtype), &t.shape))?;
+    out.write_all(&npy_header(&npy_descr(t.dtype), &t.shape))?;
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK as usize + 64);
     let mut err: Option<io::Error> = None;
     let (dtype, be) = (t.dtype, t.big_endian);
