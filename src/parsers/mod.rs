@@ -12,6 +12,7 @@ mod decoded;
 pub mod folder;
 pub mod gzip;
 pub mod json;
+pub mod npy;
 pub mod onnx;
 pub mod paddle;
 pub mod pickle;
@@ -44,6 +45,7 @@ pub static REGISTRY: &[&Format] = &[
     &bzip2::FORMAT,
     &xz::FORMAT,
     &zstd::FORMAT,
+    &npy::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,

@@ -5,6 +5,7 @@ use crate::extraction::{ExtId, Phase, Tree};
 use crate::offer::TensorOffer;
 use crate::offer::tensor::{Tensor, TensorJob};
 use crate::parsers::format_of;
+use crate::status::Status;
 
 /// Takes what the table of `ext` needs from the tree (quickly, under its
 /// lock) and returns the work that makes it; `None` if it has no tensors.
@@ -24,16 +25,47 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
-    match format_of(e).and_then(|f| f.offers.tensors) {
+    let mut list = match format_of(e).and_then(|f| f.offers.tensors) {
         Some(TensorOffer::List(list)) => list(tree, ext),
         Some(TensorOffer::Prepare(prepare)) => {
             prepare(tree, ext).map(|job| job()).unwrap_or_default()
         }
         // The depth of folders is bounded.
         Some(TensorOffer::OfChildren) => {
-            e.children.iter().flat_map(|&c| tensors(tree, c)).collect()
+            return e.children.iter().flat_map(|&c| tensors(tree, c)).collect();
         }
         None => Vec::new(),
+    };
+    vouch(tree, &mut list);
+    list
+}
+
+/// Marks each tensor its format calls complete that lies over damage of
+/// the extraction holding its bytes (a zip member whose CRC fails, bytes a
+/// decoder could not recover): the format reads its own structure, and only
+/// the extraction knows whether its bytes are the ones its container holds.
+pub fn vouch(tree: &Tree, list: &mut [Tensor]) {
+    for t in list.iter_mut().filter(|t| t.status == Status::Complete) {
+        let Some(src) = tree.get(t.source) else {
+            continue;
+        };
+        let end = t.offset.saturating_add(t.length);
+        let over = src
+            .damage
+            .iter()
+            .filter(|d| {
+                let r = d.range;
+                if r.is_empty() {
+                    t.offset <= r.start && r.start < end
+                } else {
+                    r.start < end && t.offset < r.end
+                }
+            })
+            .max_by_key(|d| d.status);
+        if let Some(d) = over {
+            t.status = d.status;
+            t.detail = Some(format!("its bytes hold damage: {}", d.reason));
+        }
     }
 }
 

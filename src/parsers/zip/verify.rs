@@ -324,8 +324,10 @@ impl ZipParser {
                     src.end_block(in_end);
                     src.finish();
                     self.entries[cur.idx].end.get_or_insert(cur.data + in_end);
+                    // The stream is not what was written, and the CRC
+                    // cannot say where: none of its bytes is vouched for.
                     return Outcome::Done(Err(Damage::corrupt(
-                        Range::new(have, have),
+                        Range::new(0, have),
                         format!(
                             "{method} data decodes to more than the declared {limit} bytes; decoding stopped there"
                         ),
@@ -401,8 +403,9 @@ impl ZipParser {
                     let have = inflater.produced();
                     // Extent unknown: scanning resumes where decoding stopped.
                     self.entries[cur.idx].end.get_or_insert(cur.data + at);
+                    // As above: nothing the CRC could vouch for.
                     Outcome::Done(Err(Damage::corrupt(
-                        Range::new(have, have),
+                        Range::new(0, have),
                         format!(
                             "deflate data decodes to more than the declared {have} bytes; decoding stopped there"
                         ),

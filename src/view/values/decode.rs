@@ -77,8 +77,9 @@ impl Value {
     }
 }
 
-/// A `datetime64` as NumPy prints it (`2024-01-31T12:00:00.000`, as many
-/// fields as the unit has), a `timedelta64` as its count and unit.
+/// A `datetime64` or `timedelta64` as NumPy's `str` shows it
+/// (`2024-01-31T12:00:00.000`, as many fields as the unit has;
+/// `30 milliseconds`).
 fn time_text(count: i64, unit: TimeUnit, delta: bool) -> String {
     if count == i64::MIN {
         return "NaT".into();
@@ -91,7 +92,24 @@ fn time_text(count: i64, unit: TimeUnit, delta: bool) -> String {
         return format!("{count} × {}", unit.text());
     };
     if delta {
-        return format!("{n} {name}");
+        // As NumPy's str: the count in the base unit, spelled out.
+        let long = [
+            "years",
+            "months",
+            "weeks",
+            "days",
+            "hours",
+            "minutes",
+            "seconds",
+            "milliseconds",
+            "microseconds",
+            "nanoseconds",
+            "picoseconds",
+            "femtoseconds",
+            "attoseconds",
+        ];
+        let word = long.get(usize::from(unit.unit)).copied().unwrap_or("?");
+        return format!("{n} {word}");
     }
     match name {
         "Y" => return format!("{}", 1970i128 + i128::from(n)),
@@ -206,11 +224,20 @@ fn f80_to_f64(b: [u8; 10]) -> f64 {
 
 /// Python's `repr` of bytes (`b'ab\x00'`), at most `max` bytes shown.
 fn bytes_repr(b: &[u8], max: usize) -> String {
-    let mut s = String::from("b'");
+    // Python quotes with " when there is a ' and no ".
+    let q = if b.contains(&b'\'') && !b.contains(&b'"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut s = format!("b{q}");
     for &c in b.iter().take(max) {
         match c {
             b'\\' => s.push_str("\\\\"),
-            b'\'' => s.push_str("\\'"),
+            _ if char::from(c) == q => {
+                s.push('\\');
+                s.push(q);
+            }
             b'\n' => s.push_str("\\n"),
             b'\r' => s.push_str("\\r"),
             b'\t' => s.push_str("\\t"),
@@ -221,29 +248,34 @@ fn bytes_repr(b: &[u8], max: usize) -> String {
     if b.len() > max {
         s.push('…');
     }
-    s.push('\'');
+    s.push(q);
     s
 }
 
 /// Python's `repr` of a str, control and unassigned characters escaped, at
 /// most `max` characters shown.
-fn str_repr(chars: impl Iterator<Item = u32>, max: usize) -> String {
-    let mut s = String::from("'");
-    for (i, c) in chars.enumerate() {
+fn str_repr(chars: &[u32], max: usize) -> String {
+    let has = |c: char| chars.contains(&u32::from(c));
+    let q = if has('\'') && !has('"') { '"' } else { '\'' };
+    let mut s = String::from(q);
+    for (i, &c) in chars.iter().enumerate() {
         if i == max {
             s.push('…');
             break;
         }
         match char::from_u32(c) {
             Some('\\') => s.push_str("\\\\"),
-            Some('\'') => s.push_str("\\'"),
+            Some(ch) if ch == q => {
+                s.push('\\');
+                s.push(q);
+            }
             Some(ch) if !ch.is_control() => s.push(ch),
             _ if c <= 0xff => s.push_str(&format!("\\x{c:02x}")),
             _ if c <= 0xffff => s.push_str(&format!("\\u{c:04x}")),
             _ => s.push_str(&format!("\\U{c:08x}")),
         }
     }
-    s.push('\'');
+    s.push(q);
     s
 }
 
@@ -444,7 +476,7 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
             while units.last() == Some(&0) {
                 units.pop();
             }
-            Value::Text(str_repr(units.into_iter(), TEXT_CHARS).into())
+            Value::Text(str_repr(&units, TEXT_CHARS).into())
         }
         F4 | F6_E2M3 | F6_E3M2 | Ggml(_) => return None,
     })
