@@ -58,6 +58,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("bzip2", bzip2),
     ("xz", xz),
     ("zstd", zstd),
+    ("npy", npy),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -131,6 +132,11 @@ pub fn torch(data: &[u8]) {
 
 pub fn safetensors(data: &[u8]) {
     check("fuzz.safetensors", data);
+}
+
+pub fn npy(data: &[u8]) {
+    check("fuzz.npy", data);
+    check("fuzz.npz", data);
 }
 
 pub fn safetensors_index(data: &[u8]) {

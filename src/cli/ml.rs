@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 use crate::data::{Range, Source};
-use crate::extraction::{ExtId, Phase, Tree};
+use crate::extraction::{Phase, Tree};
 use crate::node::Value;
 use crate::offer::tensor::Tensor;
 use crate::parsers::pickle::dis::Dis;
@@ -307,7 +307,7 @@ pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, F
     wait(&session, |t| tensors::ready(t, id));
     session.cancel();
     let t = session.tree();
-    let list = collect(&t, id);
+    let list = tensors::collect(&t, id);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let r = if json {
@@ -332,19 +332,6 @@ pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, F
         say!("pparse: no tensors found");
     }
     Ok(worst)
-}
-
-/// Tensors of `id`, or of the first extractions below it that have some.
-pub(super) fn collect(t: &Tree, id: ExtId) -> Vec<Tensor> {
-    let mine = tensors::tensors(t, id);
-    if !mine.is_empty() {
-        return mine;
-    }
-    t.exts[id]
-        .children
-        .iter()
-        .flat_map(|&c| collect(t, c))
-        .collect()
 }
 
 pub(super) fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {

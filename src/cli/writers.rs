@@ -45,7 +45,7 @@ pub fn pickle_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool>
 
 /// `pparse tensors --json` of extraction `id`.
 pub fn tensors_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<()> {
-    let list = super::ml::collect(t, id);
+    let list = crate::view::tensors::collect(t, id);
     super::ml::tensors_json(t, &list, &mut &mut *out)
 }
 

@@ -872,7 +872,7 @@ impl App {
                 None => break,
             }
         }
-        self.say("no tensors here: select a safetensors, torch or pickle checkpoint, then press T");
+        self.say("no tensors here: select a model or array file (safetensors, torch, ONNX, npy, npz), then press T");
     }
 
     /// Asks where to write the selected tensor as .npy.

@@ -9,15 +9,38 @@ use crate::status::Status;
 
 /// Takes what the table of `ext` needs from the tree (quickly, under its
 /// lock) and returns the work that makes it; `None` if it has no tensors.
+///
+/// An extraction whose format has no tensors but that holds models or
+/// arrays (an `.npz`, a tar of checkpoints) gets the tables of the first
+/// extractions below it that have some, as [`collect`] finds them.
 pub fn prepare(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
     let e = tree.get(ext)?;
-    match format_of(e)?.offers.tensors? {
-        TensorOffer::Prepare(prepare) => prepare(tree, ext),
-        TensorOffer::List(_) | TensorOffer::OfChildren => {
-            let t = tensors(tree, ext);
-            (!t.is_empty()).then(|| Box::new(move || t) as TensorJob)
+    let listed = |t: Vec<Tensor>| (!t.is_empty()).then(|| Box::new(move || t) as TensorJob);
+    match format_of(e).and_then(|f| f.offers.tensors) {
+        // A zip that is not a torch checkpoint may be an `.npz`.
+        Some(TensorOffer::Prepare(prepare)) => {
+            prepare(tree, ext).or_else(|| listed(collect(tree, ext)))
+        }
+        Some(TensorOffer::List(_) | TensorOffer::OfChildren) => listed(tensors(tree, ext)),
+        None => listed(collect(tree, ext)),
+    }
+}
+
+/// The tensors of `id`, or of the first extractions below it that have
+/// some (the arrays of an `.npz`, the checkpoints in an archive).
+pub fn collect(tree: &Tree, id: ExtId) -> Vec<Tensor> {
+    let mut out = Vec::new();
+    // Depth first with an explicit stack: archives nest deep.
+    let mut stack = vec![id];
+    while let Some(x) = stack.pop() {
+        let mine = tensors(tree, x);
+        if mine.is_empty() {
+            stack.extend(tree.exts[x].children.iter().rev());
+        } else {
+            out.extend(mine);
         }
     }
+    out
 }
 
 /// The tensors of extraction `ext`, if its format has any.
@@ -50,9 +73,12 @@ pub fn vouch(tree: &Tree, list: &mut [Tensor]) {
             continue;
         };
         let end = t.offset.saturating_add(t.length);
+        // Only what the containers and decoders found: the format has
+        // judged its own damage already.
         let over = src
-            .damage
+            .outer_damage()
             .iter()
+            .filter_map(|&i| src.damage.get(i as usize))
             .filter(|d| {
                 let r = d.range;
                 if r.is_empty() {

@@ -72,6 +72,7 @@ replays! {
     bzip2,
     xz,
     zstd,
+    npy,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

@@ -662,6 +662,33 @@ fn tensor_panel_on_safetensors() {
     assert_eq!(h.app.place().cursor, 0x4c0 + 1238528);
 }
 
+/// An `.npz`: its members' arrays in one table, a Fortran-ordered one
+/// shown in logical order (numpy: `a.flat`), a datetime as numpy prints it.
+#[test]
+fn tensor_panel_on_an_npz() {
+    let mut h = Harness::open("compressed.npz", fixture("npy/compressed.npz"));
+    h.keys("T");
+    for want in [
+        "weight  F32 [16, 8]",
+        "bias  I64 [8]",
+        "fortran  F32 [4, 6]",
+        "when  M8[D] [1]",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    h.keys("jj");
+    for want in [
+        "tensor   fortran  3 of 4",
+        "stride [1, 4]",
+        "values   1.1012625 0.33843127 -0.53997153 -1.2602419",
+        "24 finite",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    h.keys("j");
+    assert_on_screen(&h, "values   2024-05-06");
+}
+
 /// TorchScript's `code/` entries are Python: the text view highlights them.
 #[test]
 fn torchscript_code_shows_as_highlighted_python() {
