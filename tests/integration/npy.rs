@@ -12,7 +12,6 @@ use pparse::view::tensors::tensors;
 use pparse::view::values;
 use pparse::{Status, Tree};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::util::*;
 
@@ -21,22 +20,10 @@ fn expect() -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn sha_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn tensor_bytes(tree: &Tree, t: &Tensor) -> Vec<u8> {
-    let mut buf = vec![0u8; t.length as usize];
-    let data = tree.exts[t.source].data();
-    assert!(
-        pparse::data::read_exact_at(&*data, t.offset, &mut buf).unwrap(),
-        "{}: bytes not there",
-        t.name
-    );
-    buf
+/// numpy's description of the arrays of fixture `name` (a `.npy` or `.npz`).
+fn arrays<'a>(e: &'a Value, name: &str) -> Vec<&'a Value> {
+    let kind = if name.ends_with(".npz") { "npz" } else { "npy" };
+    e[kind][name]["arrays"].as_array().unwrap().iter().collect()
 }
 
 /// pparse's name of a numpy dtype string, from numpy's own spelling.
@@ -374,19 +361,7 @@ fn cuts_keep_what_is_whole() {
         "compressed.npz",
     ] {
         let bytes = fixture(&format!("npy/{name}"));
-        let want: Vec<&Value> = if name.ends_with(".npz") {
-            e["npz"][name]["arrays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .collect()
-        } else {
-            e["npy"][name]["arrays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .collect()
-        };
+        let want = arrays(&e, name);
         let n = bytes.len();
         let mut cuts: Vec<usize> = (0..n).step_by((n / 97).max(1)).collect();
         for w in &want {
@@ -451,19 +426,7 @@ fn damage_never_passes_for_whole() {
         "concat.npy",
     ] {
         let orig = fixture(&format!("npy/{name}"));
-        let want: Vec<&Value> = if name.ends_with(".npz") {
-            e["npz"][name]["arrays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .collect()
-        } else {
-            e["npy"][name]["arrays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .collect()
-        };
+        let want = arrays(&e, name);
         for round in 0..60 {
             let mut bytes = orig.clone();
             let at = rng.below(bytes.len() as u64);

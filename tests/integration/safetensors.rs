@@ -7,12 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use pparse::data::read_exact_at;
 use pparse::offer::tensor::Tensor;
 use pparse::view::tensors::tensors;
 use pparse::{Options, Session, Status, Tree};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::sweep::sweep_with;
 use crate::util::*;
@@ -32,27 +30,6 @@ fn files() -> Vec<(String, &'static Value)> {
         .iter()
         .map(|(k, v)| (k.clone(), v))
         .collect()
-}
-
-fn sha_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The bytes of a tensor, read through pparse from its source extraction.
-fn tensor_bytes(tree: &Tree, t: &Tensor) -> Vec<u8> {
-    let mut buf = vec![0u8; t.length as usize];
-    let data = &tree.exts[t.source].data();
-    assert!(
-        read_exact_at(&**data, t.offset, &mut buf).unwrap(),
-        "{}: bytes {}+{} not readable",
-        t.name,
-        t.offset,
-        t.length
-    );
-    buf
 }
 
 fn base(rel: &str) -> &str {

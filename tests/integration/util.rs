@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use pparse::offer::tensor::Tensor;
 use pparse::{ExtId, Options, Session, Status, Tree};
 use serde_json::Value;
 
@@ -664,4 +665,26 @@ pub(crate) fn len_field(n: u32, payload: &[u8]) -> Vec<u8> {
     out.extend(varint(payload.len() as u64));
     out.extend(payload);
     out
+}
+
+pub(crate) fn sha_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The bytes of a tensor, read through pparse from its source extraction.
+pub(crate) fn tensor_bytes(tree: &Tree, t: &Tensor) -> Vec<u8> {
+    let mut buf = vec![0u8; t.length as usize];
+    let data = &tree.exts[t.source].data();
+    assert!(
+        pparse::data::read_exact_at(&**data, t.offset, &mut buf).unwrap(),
+        "{}: bytes {}+{} not readable",
+        t.name,
+        t.offset,
+        t.length
+    );
+    buf
 }
