@@ -537,6 +537,22 @@ impl Fs {
         Ok(Ok(()))
     }
 
+    /// The extraction `path` names, once its bytes are all there: for the
+    /// views that work on extractions (tensors, records, pickles).
+    pub fn extraction(&self, path: &str) -> Result<ExtId, Error> {
+        let full = self.full(path);
+        match self.wait_for(&full, |t, at| match at {
+            At::Entry(id) => t.exts[id].is_final(),
+            At::Under(..) => true,
+        })? {
+            At::Entry(id) => Ok(id),
+            At::Under(..) => Err(Error::NoContent {
+                path: path.to_string(),
+                kind: "dir".into(),
+            }),
+        }
+    }
+
     /// [`Fs::open`], refusing a member that is not complete: for readers
     /// that must never take a damaged byte for a good one.
     pub fn open_complete(&self, path: &str) -> Result<File, Error> {

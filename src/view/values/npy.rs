@@ -166,6 +166,23 @@ pub(super) fn encode(dtype: Dtype, bytes: &[u8], bit: u64, be: bool, out: &mut V
 /// source or of `out` are returned as they come (`out` may then hold part
 /// of the file).
 pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Result<()> {
+    write_elements(t, data, &mut |bytes: &[u8]| out.write_all(bytes), true)
+}
+
+/// What [`write_npy`] writes after the header: the elements in C order,
+/// each encoded as [`npy_descr`] says, for a reader that builds the array
+/// itself (the Python package's copies). Nothing is written when elements
+/// are missing.
+pub fn write_npy_data(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Result<()> {
+    write_elements(t, data, &mut |bytes: &[u8]| out.write_all(bytes), false)
+}
+
+fn write_elements(
+    t: &Tensor,
+    data: &dyn Source,
+    out: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    header: bool,
+) -> io::Result<()> {
     let p = Plan::new(t, data);
     let mut missing = 0u64;
     walk(&p, data, 0, p.numel, false, false, |item| {
@@ -183,7 +200,9 @@ pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Res
             ),
         ));
     }
-    out.write_all(&npy_header(&npy_descr(t.dtype), &t.shape))?;
+    if header {
+        out(&npy_header(&npy_descr(t.dtype), &t.shape))?;
+    }
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK as usize + 64);
     let mut err: Option<io::Error> = None;
     let (dtype, be) = (t.dtype, t.big_endian);
@@ -200,7 +219,7 @@ pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Res
             return false;
         }
         if buf.len() >= CHUNK as usize {
-            if let Err(e) = out.write_all(&buf) {
+            if let Err(e) = out(&buf) {
                 err = Some(e);
                 return false;
             }
@@ -212,7 +231,7 @@ pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Res
         return Err(e);
     }
     debug_assert!(finished);
-    out.write_all(&buf)
+    out(&buf)
 }
 
 #[cfg(test)]

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The Python package's tests: builds the package into a virtual
+# environment of its own (target/python-venv), with the libraries the
+# tests compare against, and runs pytest.
+#
+#   python/test.sh              # what .ci/run does, after the Rust tests
+#   python/test.sh -k tensors   # pytest's own arguments pass through
+#
+# The extension is built with the `dev` profile, whose compiled
+# dependencies `cargo test` has already made; `pip install ./python` on its
+# own builds the optimised release wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-target/python-venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    numpy pytest pillow safetensors onnx ml_dtypes
+MATURIN_PEP517_ARGS="--profile dev" "$VENV/bin/pip" install --quiet \
+    --disable-pip-version-check --force-reinstall --no-deps ./python
+exec "$VENV/bin/python" -m pytest -q python/tests "$@"
