@@ -12,6 +12,7 @@ mod decoded;
 pub mod folder;
 pub mod gzip;
 pub mod json;
+pub mod msgpack;
 pub mod npy;
 pub mod onnx;
 pub mod paddle;
@@ -55,6 +56,7 @@ pub static REGISTRY: &[&Format] = &[
     &onnx::FORMAT,
     &paddle::json_program::FORMAT,
     &paddle::params::FORMAT,
+    &msgpack::FORMAT,
     &json::FORMAT,
     &paddle::FORMAT,
 ];
