@@ -542,3 +542,20 @@ fn the_cli_lists_the_tensors() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\"msgpack\""), "{text}");
 }
+
+#[test]
+fn tensor_panel_on_a_flax_checkpoint() {
+    use crate::tui::{Harness, assert_on_screen};
+    let mut h = Harness::open("flax_model.msgpack", fixture("msgpack/flax_model.msgpack"));
+    h.keys("T");
+    for want in [
+        "params/big/chunks/0  F32 [25]",
+        "params/dense/kernel  F32 [3, 4]",
+        "params/embed/embedding  BF16 [5, 2]",
+        "step  I32 []",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    h.keys("jjjj");
+    assert_on_screen(&h, "values   1.1012625 0.33843127 -0.53997153 -1.2602419");
+}
