@@ -235,6 +235,12 @@ fn flax_arrays_are_tensors_as_flax_reads_them() {
     assert_eq!(shown(&top[by("lr")]), "(0.5+2j)");
     assert_eq!(shown(&top[by("note")]), s(&e["note"]));
     let params = kids(&session, &[0, by("params")]);
+    let big = params.iter().find(|n| &*n.name == "big").unwrap();
+    assert!(
+        shown(big).contains("flax stored in chunks"),
+        "{}",
+        shown(big)
+    );
     let dense = params.iter().position(|n| &*n.name == "dense").unwrap();
     let d = kids(&session, &[0, by("params"), dense]);
     let kernel = d.iter().position(|n| &*n.name == "kernel").unwrap();

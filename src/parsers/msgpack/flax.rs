@@ -31,6 +31,8 @@ pub const NDARRAY: i8 = 1;
 pub const COMPLEX: i8 = 2;
 /// Ext type of a NumPy scalar.
 pub const NPSCALAR: i8 = 3;
+/// The key that marks the map of a chunked array.
+pub const CHUNKED: &str = "__msgpack_chunked_array__";
 
 /// Dimensions of an array read at most.
 const MAX_DIMS: u64 = 64;
@@ -46,7 +48,12 @@ pub const MAX_DEPTH: usize = 1024;
 
 /// A NumPy dtype name (`dtype.name`, as flax stores it) as a [`Dtype`].
 pub fn numpy_dtype(name: &str) -> Option<Dtype> {
-    let bits = |p: &str| name.strip_prefix(p)?.parse::<u32>().ok();
+    // `bytes40`, `str96`, `void32`: the size in bits, whole bytes (code
+    // points of 4 bytes for `str`) only.
+    let size = |p: &str, per: u32| {
+        let bits = name.strip_prefix(p)?.parse::<u32>().ok()?;
+        (bits % per == 0).then_some(bits / per)
+    };
     let unit =
         |p: &str| TimeUnit::parse(name.strip_prefix(p)?.strip_prefix('[')?.strip_suffix(']')?);
     Some(match name {
@@ -64,9 +71,9 @@ pub fn numpy_dtype(name: &str) -> Option<Dtype> {
         | "bits4x2" | "bits16" => return None,
         _ if name.starts_with("datetime64") => Dtype::Datetime(unit("datetime64")?),
         _ if name.starts_with("timedelta64") => Dtype::Timedelta(unit("timedelta64")?),
-        _ if name.starts_with("bytes") => Dtype::Bytes(bits("bytes")?.checked_div(8)?),
-        _ if name.starts_with("str") => Dtype::Unicode(bits("str")?.checked_div(32)?),
-        _ if name.starts_with("void") => Dtype::Void(bits("void")?.checked_div(8)?),
+        _ if name.starts_with("bytes") => Dtype::Bytes(size("bytes", 8)?),
+        _ if name.starts_with("str") => Dtype::Unicode(size("str", 32)?),
+        _ if name.starts_with("void") => Dtype::Void(size("void", 8)?),
         _ => crate::parsers::torch::torch_dtype(name)?,
     })
 }
@@ -407,6 +414,39 @@ fn walk(
         path.truncate(name_len);
         if stack.is_empty() {
             return Some(pos);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_dtype_names() {
+        for (name, d) in [
+            ("float32", Dtype::F32),
+            ("bfloat16", Dtype::BF16),
+            ("bool", Dtype::BOOL),
+            ("int8", Dtype::I8),
+            ("complex64", Dtype::C64),
+            ("float8_e4m3fn", Dtype::F8_E4M3),
+            ("float4_e2m1fn", Dtype::F4),
+            ("float128", Dtype::F128),
+            ("float", Dtype::F64),
+            ("int", Dtype::I64),
+            ("bytes40", Dtype::Bytes(5)),
+            ("str96", Dtype::Unicode(3)),
+            ("void32", Dtype::Void(4)),
+        ] {
+            assert_eq!(numpy_dtype(name), Some(d), "{name}");
+        }
+        assert_eq!(
+            numpy_dtype("datetime64[10ms]").map(|d| d.name().to_string()),
+            Some("M8[10ms]".into())
+        );
+        for bad in ["cfloat", "object", "", "bytes", "str7", "datetime64[x]"] {
+            assert_eq!(numpy_dtype(bad), None, "{bad}");
         }
     }
 }

@@ -153,7 +153,21 @@ fn value_node(cur: &mut Cursor, h: &Head, name: String, range: Range) -> Node {
         }
         Kind::Map => {
             lazy = h.count > 0;
-            Value::Str(format!("{{{}}}", plural(h.count / 2, "pair", "pairs")).into())
+            let pairs = plural(h.count / 2, "pair", "pairs");
+            let chunked = match cur.head(h.body(), u64::MAX) {
+                Ok(k) if h.count > 0 && k.kind == Kind::Str => {
+                    flax::key_text(cur, &k) == flax::CHUNKED
+                }
+                _ => false,
+            };
+            Value::Str(
+                if chunked {
+                    format!("{{{pairs}}}: an array flax stored in chunks")
+                } else {
+                    format!("{{{pairs}}}")
+                }
+                .into(),
+            )
         }
         Kind::Ext(-1) if timestamp(cur, h).is_some() => {
             kind = "timestamp";
@@ -317,11 +331,16 @@ impl Parser for MsgpackParser {
 // loading
 // ---------------------------------------------------------------------------
 
+/// Headers a key is read through to tell a pair's node (key, then value)
+/// from a value's: keys are short, and a value's node may be a whole file.
+const KEY_HEADERS: u64 = 4096;
+
 /// Where the value of a node starts: after the key of a map pair (whose
 /// node covers key and value), else at the node's start.
 fn value_start(cur: &mut Cursor, range: Range) -> u64 {
-    match skip(cur, range.start, range.end) {
-        Ok(end) if end < range.end => end,
+    let mut w = Walker::new(range.start);
+    match w.advance(cur, range.end, KEY_HEADERS) {
+        Ok(true) if w.pos < range.end => w.pos,
         _ => range.start,
     }
 }
