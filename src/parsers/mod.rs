@@ -12,6 +12,7 @@ mod decoded;
 pub mod folder;
 pub mod gzip;
 pub mod json;
+pub mod msgpack;
 pub mod npy;
 pub mod onnx;
 pub mod paddle;
@@ -36,7 +37,9 @@ use crate::extraction::Extraction;
 /// takes the opened file whatever its bytes when `--message` names a type
 /// (and otherwise only `.pb` names); then formats with magic bytes (the compressors before tar, whose
 /// sniffer would otherwise look at their bytes); safetensors and the sharded index before JSON, which would
-/// claim an index by its name; JSON last, as it accepts any `.json` name.
+/// claim an index by its name; MessagePack (no magic: `.msgpack` names and
+/// flax checkpoints) after every format with magic bytes; JSON last, as it
+/// accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
     &folder::FORMAT,
     &protobuf::FORMAT,
@@ -55,6 +58,7 @@ pub static REGISTRY: &[&Format] = &[
     &onnx::FORMAT,
     &paddle::json_program::FORMAT,
     &paddle::params::FORMAT,
+    &msgpack::FORMAT,
     &json::FORMAT,
     &paddle::FORMAT,
 ];

@@ -287,7 +287,7 @@ fn storage_dtype(name: &str) -> (Option<Dtype>, u64) {
 }
 
 /// A `torch.<dtype>` global as a Dtype.
-fn torch_dtype(name: &str) -> Option<Dtype> {
+pub(crate) fn torch_dtype(name: &str) -> Option<Dtype> {
     Some(match name {
         "float32" | "float" => Dtype::F32,
         "float64" | "double" => Dtype::F64,

@@ -18,6 +18,7 @@ mod hostile;
 mod index;
 mod json;
 mod mount;
+mod msgpack;
 mod npy;
 mod onnx;
 mod paddle;
