@@ -75,6 +75,16 @@ pub enum Dtype {
     QU4X2,
     /// Four quantized unsigned 2-bit values per byte (torch).
     QU2X4,
+    /// Signed 4-bit integer, two per byte, the first in the low bits
+    /// (ONNX's `INT4`).
+    I4,
+    /// Unsigned 4-bit integer, packed as [`Dtype::I4`] (ONNX's `UINT4`).
+    U4,
+    /// Signed 2-bit integer, four per byte, the first in the low bits
+    /// (ONNX's `INT2`).
+    I2,
+    /// Unsigned 2-bit integer, packed as [`Dtype::I2`] (ONNX's `UINT2`).
+    U2,
     /// x87 extended precision (64-bit significand) stored in 16 bytes: NumPy's
     /// `longdouble` on x86-64 (`<f16`, `float128`).
     F128,
@@ -199,6 +209,10 @@ impl Dtype {
             Dtype::QI32 => "QI32",
             Dtype::QU4X2 => "QU4X2",
             Dtype::QU2X4 => "QU2X4",
+            Dtype::I4 => "I4",
+            Dtype::U4 => "U4",
+            Dtype::I2 => "I2",
+            Dtype::U2 => "U2",
             Dtype::F128 => "F128",
             Dtype::C256 => "C256",
             Dtype::Datetime(u) => return format!("M8[{}]", u.text()).into(),
@@ -224,7 +238,8 @@ impl Dtype {
     /// Bits per element; 0 for a block type (see [`Dtype::is_block`]).
     pub fn bits(self) -> u64 {
         match self {
-            Dtype::F4 => 4,
+            Dtype::F4 | Dtype::I4 | Dtype::U4 => 4,
+            Dtype::I2 | Dtype::U2 => 2,
             Dtype::F6_E2M3 | Dtype::F6_E3M2 => 6,
             Dtype::BOOL
             | Dtype::U8

@@ -441,10 +441,12 @@ fn dtype(t: i32) -> Option<Dtype> {
         18 => Dtype::F8_E4M3FNUZ,
         19 => Dtype::F8_E5M2,
         20 => Dtype::F8_E5M2FNUZ,
-        21 | 22 => Dtype::QU4X2,
+        21 => Dtype::U4,
+        22 => Dtype::I4,
         23 => Dtype::F4,
         24 => Dtype::F8_E8M0,
-        25 | 26 => Dtype::QU2X4,
+        25 => Dtype::U2,
+        26 => Dtype::I2,
         27 => Dtype::F6_E2M3,
         28 => Dtype::F6_E3M2,
         _ => return None,
@@ -467,11 +469,7 @@ fn type_name(t: i32) -> String {
 /// dims overflow.
 fn sizes(f: &Found, dt: Dtype) -> (Option<u64>, Option<u64>) {
     let numel = tensor::numel(&f.dims);
-    let bits = match f.data_type {
-        21 | 22 => 4,
-        25 | 26 => 2,
-        _ => dt.bits(),
-    };
+    let bits = dt.bits();
     let need = numel
         .and_then(|n| n.checked_mul(bits))
         .map(|b| b.div_ceil(8));

@@ -50,10 +50,12 @@ fn dtype_of(onnx: &str) -> Option<&'static str> {
         "FLOAT8E4M3FNUZ" => "F8_E4M3FNUZ",
         "FLOAT8E5M2" => "F8_E5M2",
         "FLOAT8E5M2FNUZ" => "F8_E5M2FNUZ",
-        "UINT4" | "INT4" => "QU4X2",
+        "UINT4" => "U4",
+        "INT4" => "I4",
         "FLOAT4E2M1" => "F4",
         "FLOAT8E8M0" => "F8_E8M0",
-        "UINT2" | "INT2" => "QU2X4",
+        "UINT2" => "U2",
+        "INT2" => "I2",
         _ => return None,
     })
 }

@@ -383,6 +383,17 @@ fn le<const N: usize>(bytes: &[u8], start: usize, be: bool) -> Option<[u8; N]> {
     Some(a)
 }
 
+/// The value of a packed 4- or 2-bit integer's bits, sign-extended for the
+/// signed types.
+pub(super) fn small_int(dtype: Dtype, code: u32) -> i64 {
+    let bits = dtype.bits() as u32;
+    let v = i64::from(code & ((1 << bits) - 1));
+    match dtype {
+        Dtype::I4 | Dtype::I2 if v >= 1 << (bits - 1) => v - (1 << bits),
+        _ => v,
+    }
+}
+
 /// The byte offset of an element at bit `bit` of a byte-sized type.
 #[inline]
 pub(super) fn byte_of(bit: u64) -> Option<usize> {
@@ -400,6 +411,13 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
         return Some(Value::Float(f64::from(f32::from_bits(small_f32(
             dtype, code,
         )))));
+    }
+    if let I4 | U4 | I2 | U2 = dtype {
+        let v = small_int(dtype, bits_at(bytes, bit, dtype.bits())?);
+        return Some(match dtype {
+            I4 | I2 => Value::Int(v),
+            _ => Value::UInt(v.unsigned_abs()),
+        });
     }
     let at = byte_of(bit)?;
     Some(match dtype {
@@ -478,7 +496,7 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
             }
             Value::Text(str_repr(&units, TEXT_CHARS).into())
         }
-        F4 | F6_E2M3 | F6_E3M2 | Ggml(_) => return None,
+        F4 | F6_E2M3 | F6_E3M2 | I4 | U4 | I2 | U2 | Ggml(_) => return None,
     })
 }
 
@@ -679,5 +697,27 @@ mod tests {
             Some(Value::Float(6.0))
         );
         assert_eq!(decode(Dtype::F4, &[0x71], 2, false), None);
+    }
+
+    #[test]
+    fn packed_integers() {
+        // ONNX packs the first element in the low nibble (bits).
+        let nib = [0x9f_u8, 0x07];
+        let i4: Vec<_> = (0..3).map(|i| decode(Dtype::I4, &nib, i, false)).collect();
+        assert_eq!(
+            i4,
+            [
+                Some(Value::Int(-1)),
+                Some(Value::Int(-7)),
+                Some(Value::Int(7))
+            ]
+        );
+        assert_eq!(decode(Dtype::U4, &nib, 1, false), Some(Value::UInt(9)));
+        // 0b11_10_01_00: 0, 1, -2, -1 as INT2; 0, 1, 2, 3 as UINT2.
+        let two = [0xe4_u8];
+        let i2: Vec<_> = (0..4).map(|i| decode(Dtype::I2, &two, i, false)).collect();
+        assert_eq!(i2, [0, 1, -2, -1].map(|v| Some(Value::Int(v))).to_vec());
+        assert_eq!(decode(Dtype::U2, &two, 3, false), Some(Value::UInt(3)));
+        assert_eq!(decode(Dtype::U2, &two, 4, false), None);
     }
 }

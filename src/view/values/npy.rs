@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::decode::{bits_at, byte_of, f16_to_f32, small_f32};
+use super::decode::{bits_at, byte_of, f16_to_f32, small_f32, small_int};
 use super::walk::{CHUNK, Item, Plan, walk};
 use crate::data::Source;
 use crate::offer::tensor::{Dtype, Tensor};
@@ -16,8 +16,8 @@ pub fn npy_descr(dtype: Dtype) -> Cow<'static, str> {
     use Dtype::*;
     Cow::Borrowed(match dtype {
         BOOL => "|b1",
-        I8 | QI8 => "|i1",
-        U8 | QU8 | QU4X2 | QU2X4 => "|u1",
+        I8 | QI8 | I4 | I2 => "|i1",
+        U8 | QU8 | QU4X2 | QU2X4 | U4 | U2 => "|u1",
         I16 => "<i2",
         U16 => "<u2",
         F16 => "<f2",
@@ -95,6 +95,14 @@ pub(super) fn encode(dtype: Dtype, bytes: &[u8], bit: u64, be: bool, out: &mut V
         F4 | F6_E2M3 | F6_E3M2 => match bits_at(bytes, bit, dtype.bits()) {
             Some(code) => {
                 out.extend_from_slice(&small_f32(dtype, code).to_le_bytes());
+                true
+            }
+            None => false,
+        },
+        I4 | U4 | I2 | U2 => match bits_at(bytes, bit, dtype.bits()) {
+            Some(code) => {
+                // One byte each: |i1 or |u1.
+                out.push(small_int(dtype, code) as u8);
                 true
             }
             None => false,
