@@ -59,6 +59,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("xz", xz),
     ("zstd", zstd),
     ("npy", npy),
+    ("gguf", gguf),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -137,6 +138,10 @@ pub fn safetensors(data: &[u8]) {
 pub fn npy(data: &[u8]) {
     check("fuzz.npy", data);
     check("fuzz.npz", data);
+}
+
+pub fn gguf(data: &[u8]) {
+    check("fuzz.gguf", data);
 }
 
 pub fn safetensors_index(data: &[u8]) {

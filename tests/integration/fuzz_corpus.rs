@@ -73,6 +73,7 @@ replays! {
     xz,
     zstd,
     npy,
+    gguf,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

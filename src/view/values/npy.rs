@@ -167,6 +167,12 @@ pub(super) fn encode(dtype: Dtype, bytes: &[u8], bit: u64, be: bool, out: &mut V
 /// of the file).
 pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Result<()> {
     let p = Plan::new(t, data);
+    if !p.decodable() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} values of {} cannot be decoded", t.dtype.name(), t.name),
+        ));
+    }
     let mut missing = 0u64;
     walk(&p, data, 0, p.numel, false, false, |item| {
         if let Item::Gone(n) = item {
@@ -186,7 +192,7 @@ pub fn write_npy(t: &Tensor, data: &dyn Source, out: &mut impl Write) -> io::Res
     out.write_all(&npy_header(&npy_descr(t.dtype), &t.shape))?;
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK as usize + 64);
     let mut err: Option<io::Error> = None;
-    let (dtype, be) = (t.dtype, t.big_endian);
+    let (dtype, be) = (p.dtype, p.be);
     let finished = walk(&p, data, 0, p.numel, true, true, |item| {
         let ok = match item {
             Item::Here(bytes, bit) => encode(dtype, bytes, bit, be, &mut buf),
