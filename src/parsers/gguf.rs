@@ -741,11 +741,15 @@ pub fn place(lay: &Layout, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) 
                         p.status = Status::Truncated;
                         let have = avail.saturating_sub(b);
                         let (block, bytes) = GgmlType(t.ty).block().unwrap_or((1, 1));
-                        p.detail = Some(format!(
-                            "{have} of {size} bytes are there ({} of {} blocks of {block} elements whole)",
-                            have / bytes.max(1),
-                            size / bytes.max(1)
-                        ));
+                        p.detail = Some(if have == 0 {
+                            format!("none of its {size} bytes are there: the file ends before it")
+                        } else {
+                            format!(
+                                "{have} of {size} bytes are there ({} of {} blocks of {block} elements whole)",
+                                have / bytes.max(1),
+                                size / bytes.max(1)
+                            )
+                        });
                     }
                     if !t.offset.is_multiple_of(lay.alignment) {
                         notes.push(format!(
