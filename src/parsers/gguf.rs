@@ -71,6 +71,8 @@ const MAX_DIMS: u32 = 8;
 const PLAUSIBLE: u64 = 1 << 34;
 /// The alignment when `general.alignment` does not say.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
+/// Notes on holes and misaligned tensors made at most.
+const MAX_NOTES: usize = 200;
 /// Shards of a split model opened at most.
 const MAX_SHARDS: u64 = 10_000;
 
@@ -751,7 +753,7 @@ pub fn place(lay: &Layout, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) 
                             )
                         });
                     }
-                    if !t.offset.is_multiple_of(lay.alignment) {
+                    if !t.offset.is_multiple_of(lay.alignment) && notes.len() < MAX_NOTES {
                         notes.push(format!(
                             "tensor '{}' is at offset {}, not a multiple of the alignment {}",
                             escape_str(&t.name),
@@ -786,13 +788,17 @@ pub fn place(lay: &Layout, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) 
                 for (k, name) in [(i, other), (j, me)] {
                     out[k].status = Status::Corrupt;
                     let d = format!("its bytes overlap tensor '{name}'");
+                    // One tensor may overlap thousands: its detail names
+                    // the first few.
                     out[k].detail = Some(match out[k].detail.take() {
-                        Some(x) if !x.contains(&d) => format!("{x}; {d}"),
+                        Some(x) if x.len() < 1000 && !x.contains(&d) => format!("{x}; {d}"),
                         Some(x) => x,
                         None => d,
                     });
                 }
-            } else if align_up(end, lay.alignment).is_some_and(|a| r.start > a) {
+            } else if align_up(end, lay.alignment).is_some_and(|a| r.start > a)
+                && notes.len() < MAX_NOTES
+            {
                 notes.push(format!(
                     "{} bytes between tensor '{}' and tensor '{}' belong to no tensor",
                     r.start - end,
@@ -963,6 +969,9 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     };
     let (be, wide) = lay_head;
     let r = node.range;
+    if node.kind == "tensor_info" {
+        return info_fields(data, be, wide, r);
+    }
     if node.kind == "array" {
         // A key/value (its key first) or an item of an array.
         let mut rd = Rd::new(data, r.start, be, wide);
@@ -1010,23 +1019,60 @@ fn head_of(src: &dyn Source) -> Result<(bool, bool), ()> {
     Ok((be, v >= 2))
 }
 
-/// The node of one tensor info.
+/// The node of one tensor info; its fields load on expand (a hostile
+/// header holds a million infos).
 fn info_node(t: &Info) -> Node {
-    let gt = GgmlType(t.ty);
     let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
-    let r = t.range;
-    Node::new("tensor_info", escape_str(&t.name), r)
+    Node::new("tensor_info", escape_str(&t.name), t.range)
         .text(format!(
             "{}, dims [{}], offset {}",
-            gt.name(),
+            GgmlType(t.ty).name(),
             dims.join(", "),
             t.offset
         ))
-        .with_children(vec![
-            Node::new("dims", "dims", r).text(format!("[{}]", dims.join(", "))),
-            Node::new("type", "type", r).text(format!("{} ({})", gt.name(), t.ty)),
-            Node::new("offset", "offset", r).uint(t.offset),
-        ])
+        .lazy()
+}
+
+/// The fields of the tensor info at `r`, each a node over its bytes.
+fn info_fields(src: &dyn Source, be: bool, wide: bool, r: Range) -> Vec<Node> {
+    let mut rd = Rd::new(src, r.start, be, wide);
+    let mut out = Vec::new();
+    let Ok((name, n)) = rd.string(KEEP, "a tensor name") else {
+        return out;
+    };
+    out.push(
+        Node::new("string", "name", Range::new(r.start, rd.pos))
+            .value(Value::Quoted(string_shown(&name, n).into())),
+    );
+    let at = rd.pos;
+    let Ok(nd) = rd.u32("a tensor's dimension count") else {
+        return out;
+    };
+    out.push(Node::new("uint32", "n_dims", Range::new(at, rd.pos)).uint(u64::from(nd)));
+    let at = rd.pos;
+    let mut dims = Vec::new();
+    for _ in 0..nd.min(MAX_DIMS) {
+        let Ok(d) = rd.len("a tensor's dimensions") else {
+            return out;
+        };
+        dims.push(d.to_string());
+    }
+    out.push(
+        Node::new("dims", "dims", Range::new(at, rd.pos)).text(format!("[{}]", dims.join(", "))),
+    );
+    let at = rd.pos;
+    let Ok(ty) = rd.u32("a tensor's type") else {
+        return out;
+    };
+    out.push(
+        Node::new("uint32", "type", Range::new(at, rd.pos))
+            .text(format!("{} ({ty})", GgmlType(ty).name())),
+    );
+    let at = rd.pos;
+    if let Ok(off) = rd.u64("a tensor's offset") {
+        out.push(Node::new("uint64", "offset", Range::new(at, rd.pos)).uint(off));
+    }
+    out
 }
 
 impl Parser for GgufParser {
@@ -1438,8 +1484,10 @@ mod tests {
         while !b.len().is_multiple_of(64) {
             b.push(0);
         }
-        b.extend((0..32).flat_map(|i| (i as f32).to_le_bytes()));
-        b.extend((0..32).flat_map(|i| (-(i as f32)).to_le_bytes()));
+        // x: 8 floats and padding to 64; y: 8 floats.
+        b.extend((0..8).flat_map(|i| (i as f32).to_le_bytes()));
+        b.extend([0u8; 32]);
+        b.extend((0..8).flat_map(|i| (-(i as f32)).to_le_bytes()));
         b
     }
 

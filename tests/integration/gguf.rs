@@ -203,6 +203,35 @@ fn metadata_values_and_long_arrays_load_on_expand() {
     assert_eq!(last.len(), 500);
     assert_eq!(&*last[499].name, "[2499]");
     assert_eq!(last[499].value.as_ref().unwrap().to_string(), "\"tok2499\"");
+    // A tensor info's fields load on expand, each over its bytes.
+    let infos = t
+        .root()
+        .nodes
+        .iter()
+        .position(|n| &*n.name == "tensor_infos")
+        .unwrap();
+    drop(t);
+    assert!(session.load(0, &[infos, 6]));
+    let t = session.tree();
+    let info = &t.root().nodes[infos].loaded_children()[6];
+    let fields: Vec<String> = info
+        .loaded_children()
+        .iter()
+        .map(|n| format!("{}={}", n.name, n.value.as_ref().unwrap()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "name=\"q4_0\"",
+            "n_dims=2",
+            "dims=[64, 4]",
+            "type=Q4_0 (2)",
+            "offset=256"
+        ]
+    );
+    let kids = info.loaded_children();
+    assert_eq!(kids[0].range.start, info.range.start);
+    assert_eq!(kids[4].range.end, info.range.end);
     let (u8s, _) = find("test.u8s");
     drop(t);
     assert!(session.load(0, &[meta, u8s]));
