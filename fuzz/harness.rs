@@ -60,6 +60,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("zstd", zstd),
     ("npy", npy),
     ("msgpack", msgpack),
+    ("gguf", gguf),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -142,6 +143,10 @@ pub fn npy(data: &[u8]) {
 
 pub fn msgpack(data: &[u8]) {
     check("fuzz.msgpack", data);
+}
+
+pub fn gguf(data: &[u8]) {
+    check("fuzz.gguf", data);
 }
 
 pub fn safetensors_index(data: &[u8]) {

@@ -7,8 +7,9 @@
 //! [`MAX_ENTRIES`] entries per folder and [`MAX_DEPTH`] levels. Symlinks are
 //! followed only to regular files inside the folder itself, never to folders
 //! (no cycles) and never out of the folder. Files that a
-//! `*.index.json` in the same folder names as shards are listed under that
-//! index instead of twice.
+//! `*.index.json` in the same folder names as shards, or that are later
+//! shards of a split GGUF model whose first shard is there, are listed
+//! under that index or first shard instead of twice.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::gguf;
 use super::safetensors_index::read_index;
 use crate::data::{Data, MemSource, MmapSource, Range};
 use crate::extraction::EntryKind;
@@ -55,11 +57,20 @@ fn empty() -> Data {
     Arc::new(MemSource::new(Vec::new()))
 }
 
-/// Shard names that the `*.index.json` files of a folder claim.
+/// Shard names that the `*.index.json` files of a folder claim, and the
+/// later shards of split GGUF models whose first shard is there (it opens
+/// them).
 fn claimed(dir: &Path, names: &[(OsString, fs::FileType)]) -> HashSet<OsString> {
     let mut out = HashSet::new();
     for (name, ft) in names {
         let lossy = name.to_string_lossy();
+        if ft.is_file()
+            && let Some(shards) = gguf::shard_names(&lossy)
+            && MmapSource::open(&dir.join(name)).is_ok_and(|s| gguf::opens_shards(&s))
+        {
+            out.extend(shards.into_iter().skip(1).map(OsString::from));
+            continue;
+        }
         if !ft.is_file() || !lossy.ends_with(".index.json") {
             continue;
         }

@@ -10,6 +10,7 @@ pub mod bzip2;
 pub mod carve;
 mod decoded;
 pub mod folder;
+pub mod gguf;
 pub mod gzip;
 pub mod json;
 pub mod msgpack;
@@ -49,6 +50,7 @@ pub static REGISTRY: &[&Format] = &[
     &xz::FORMAT,
     &zstd::FORMAT,
     &npy::FORMAT,
+    &gguf::FORMAT,
     &tar::FORMAT,
     &torch::FORMAT,
     &pickle::FORMAT,

@@ -74,6 +74,7 @@ replays! {
     zstd,
     npy,
     msgpack,
+    gguf,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

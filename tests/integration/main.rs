@@ -14,6 +14,7 @@ mod compressors;
 mod damage;
 mod fs;
 mod fuzz_corpus;
+mod gguf;
 mod hostile;
 mod index;
 mod json;

@@ -66,6 +66,7 @@
 //! passes built on the walk.
 
 mod decode;
+mod dequant;
 mod npy;
 mod stats;
 mod walk;
@@ -93,7 +94,7 @@ pub fn values(t: &Tensor, data: &dyn Source, first: u64, count: usize) -> Vec<Va
         true,
         false,
         |item| match item {
-            Item::Here(bytes, bit) => match decode_at(t.dtype, bytes, bit, t.big_endian) {
+            Item::Here(bytes, bit) => match decode_at(p.dtype, bytes, bit, p.be) {
                 Some(v) => {
                     out.push(v);
                     true

@@ -192,6 +192,12 @@ fn write_elements(
     header: bool,
 ) -> io::Result<()> {
     let p = Plan::new(t, data);
+    if !p.decodable() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} values of {} cannot be decoded", t.dtype.name(), t.name),
+        ));
+    }
     let mut missing = 0u64;
     walk(&p, data, 0, p.numel, false, false, |item| {
         if let Item::Gone(n) = item {
@@ -213,7 +219,7 @@ fn write_elements(
     }
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK as usize + 64);
     let mut err: Option<io::Error> = None;
-    let (dtype, be) = (t.dtype, t.big_endian);
+    let (dtype, be) = (p.dtype, p.be);
     let finished = walk(&p, data, 0, p.numel, true, true, |item| {
         let ok = match item {
             Item::Here(bytes, bit) => encode(dtype, bytes, bit, be, &mut buf),

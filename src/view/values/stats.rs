@@ -169,7 +169,7 @@ pub fn stats(
         missing: 0,
     };
     let mut sum = Sum::default();
-    let (dtype, be) = (t.dtype, t.big_endian);
+    let (dtype, be) = (p.dtype, p.be);
     if !tick(0) {
         return Err(cancelled());
     }

@@ -5,8 +5,10 @@
 
 use std::io;
 
+use super::dequant::{self, MAX_BLOCK};
 use crate::data::{self, Source};
-use crate::offer::tensor::Tensor;
+use crate::offer::ggml::GgmlType;
+use crate::offer::tensor::{Dtype, Tensor};
 
 /// Bytes fetched from the source at once.
 pub(super) const CHUNK: u64 = 1 << 16;
@@ -27,6 +29,13 @@ pub(super) struct Plan {
     /// Bits present after `base` (fixed when the plan is made, so that two
     /// passes over a growing source see the same elements).
     limit: u128,
+    /// A GGML block type that is dequantized: (type, elements per block,
+    /// bytes per block). Its elements are handed over as `f32`.
+    quant: Option<(GgmlType, u64, u64)>,
+    /// The type of the elements handed over.
+    pub(super) dtype: Dtype,
+    /// Whether they are big-endian.
+    pub(super) be: bool,
 }
 
 impl Plan {
@@ -61,13 +70,29 @@ impl Plan {
             dims.push((1, 1));
         }
         let end = data.available().min(t.offset.saturating_add(t.length));
+        let quant = match t.dtype {
+            // Blocks of a big-endian file would need their scales swapped.
+            Dtype::Ggml(g) if dequant::supported(g) && !t.big_endian => {
+                g.block().map(|(n, b)| (g, n, b))
+            }
+            _ => None,
+        };
         Plan {
             dims,
             numel,
             bits: t.dtype.bits(),
             base: t.offset,
             limit: u128::from(end.saturating_sub(t.offset)) * 8,
+            quant,
+            dtype: if quant.is_some() { Dtype::F32 } else { t.dtype },
+            be: t.big_endian && quant.is_none(),
         }
+    }
+
+    /// Whether elements can be decoded at all (block types only when they
+    /// are dequantized).
+    pub(super) fn decodable(&self) -> bool {
+        !self.dtype.is_block()
     }
 
     /// Whether elements are stored one after the other from element 0.
@@ -98,6 +123,9 @@ pub(super) fn walk(
     release: bool,
     mut f: impl FnMut(Item<'_>) -> bool,
 ) -> io::Result<bool> {
+    if let Some(q) = p.quant {
+        return walk_blocks(p, q, data, first, count, read, release, f);
+    }
     let nd = p.dims.len();
     let mut left = count.min(p.numel.saturating_sub(first));
     if left == 0 {
@@ -207,6 +235,80 @@ pub(super) fn walk(
         left -= take;
         if left > 0 && !next_run(&mut idx, &p.dims, nd - 1) {
             break;
+        }
+    }
+    Ok(true)
+}
+
+/// The walk over a block-quantized tensor: always C-contiguous (GGUF has
+/// no strides), read a chunk of whole blocks at a time, each block
+/// dequantized and its elements handed over as little-endian `f32`. A block
+/// whose bytes are not all there makes its elements and all after missing.
+#[allow(clippy::too_many_arguments)]
+fn walk_blocks(
+    p: &Plan,
+    (ty, block, bytes): (GgmlType, u64, u64),
+    data: &dyn Source,
+    first: u64,
+    count: u64,
+    read: bool,
+    release: bool,
+    mut f: impl FnMut(Item<'_>) -> bool,
+) -> io::Result<bool> {
+    let end = first.saturating_add(count.min(p.numel.saturating_sub(first)));
+    let have = u64::try_from(p.limit / 8).unwrap_or(u64::MAX);
+    let per = (CHUNK / bytes).max(1);
+    let mut scratch = Vec::new();
+    let mut vals = [0f32; MAX_BLOCK];
+    let mut le = vec![0u8; MAX_BLOCK * 4];
+    let mut e = first;
+    while e < end {
+        let b0 = e / block;
+        let whole = have / bytes;
+        if b0 >= whole {
+            return Ok(f(Item::Gone(end - e)));
+        }
+        let last = (end - 1) / block;
+        let nb = per.min(whole - b0).min(last - b0 + 1);
+        let lo = b0 * bytes;
+        let len = usize::try_from(nb * bytes).unwrap_or(usize::MAX);
+        let slice: &[u8] = if read {
+            data::view(data, p.base.saturating_add(lo), len, &mut scratch)?
+        } else {
+            &[]
+        };
+        for k in 0..nb {
+            let b = b0 + k;
+            if read {
+                let at = (k * bytes) as usize;
+                let ok = slice
+                    .get(at..at + bytes as usize)
+                    .is_some_and(|blk| dequant::dequantize(ty, blk, &mut vals));
+                if !ok {
+                    return Ok(f(Item::Gone(end - e)));
+                }
+                for (o, v) in le.chunks_exact_mut(4).zip(&vals[..block as usize]) {
+                    o.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            let stop = ((b + 1) * block).min(end);
+            while e < stop {
+                let item = if read {
+                    Item::Here(&le, (e - b * block) * 32)
+                } else {
+                    Item::Here(&[], 0)
+                };
+                if !f(item) {
+                    return Ok(false);
+                }
+                e += 1;
+            }
+        }
+        if release {
+            data.release(
+                p.base.saturating_add(lo),
+                p.base.saturating_add(lo + len as u64),
+            );
         }
     }
     Ok(true)
