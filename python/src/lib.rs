@@ -494,14 +494,18 @@ impl Tensor {
         });
         let body = body.map_err(|e| {
             let msg = format!("tensor {}: {e}", t.name);
-            damaged(
-                py,
-                msg,
-                &self.source,
-                t.offset,
-                &e.to_string(),
-                Status::Truncated,
-            )
+            match e.kind() {
+                io::ErrorKind::UnexpectedEof => damaged(
+                    py,
+                    msg,
+                    &self.source,
+                    t.offset,
+                    &e.to_string(),
+                    Status::Truncated,
+                ),
+                // A type whose values pparse cannot decode (some GGML types).
+                _ => Error::new_err(msg),
+            }
         })?;
         let typestr = pparse::view::values::npy_descr(t.dtype).into_owned();
         Ok((Array::owned(body, typestr, t.shape.clone(), None), None))

@@ -259,3 +259,50 @@ def test_a_crc_mismatch_is_refused_unless_asked(fixtures, tmp_path):
         t.numpy()
     a = t.numpy(strict=False)
     assert a.size > 0
+
+
+def test_gguf_tensors_dequantize_as_the_gguf_package(fixtures):
+    expect = json.loads((fixtures / "gguf" / "expect.json").read_text())["files"]
+    checked = 0
+    for name in ("model.gguf", "big.gguf"):
+        with pparse.open(fixtures / "gguf" / name) as src:
+            got = {t.name: t for t in src.tensors()}
+        for e in expect[name]["tensors"]:
+            t = got[e["name"]]
+            assert (t.dtype, list(t.shape), t.status) == (e["type"], e["shape"], "complete")
+            try:
+                a = t.numpy()
+            except pparse.Error as err:
+                # Types pparse does not decode say so; never a wrong array.
+                assert not isinstance(err, pparse.DamagedError)
+                assert e["type"] not in ("F32", "F16", "Q4_0", "Q8_0", "Q4_K", "Q6_K")
+                continue
+            assert a.shape == tuple(e["shape"])
+            flat = a.ravel()
+            if "f32_bits" in e:
+                bits = np.array(e["f32_bits"], dtype=np.uint32)
+                mine = flat[: len(bits)].astype(np.float32).view(np.uint32)
+                assert np.array_equal(mine, bits), (name, e["name"])
+            elif "ints" in e:
+                assert flat[: len(e["ints"])].tolist() == e["ints"]
+            elif "values" in e:
+                assert flat[: len(e["values"])].tolist() == e["values"]
+            checked += 1
+    assert checked >= 15
+
+
+def test_flax_arrays_equal_what_flax_restores(fixtures):
+    pytest.importorskip("ml_dtypes")
+    expect = json.loads((fixtures / "msgpack" / "expect.json").read_text())["flax_model.msgpack"]
+    with pparse.open(fixtures / "msgpack" / "flax_model.msgpack") as src:
+        got = {t.name: t for t in src.tensors()}
+    checked = 0
+    for name, e in expect["restored"].items():
+        t = got.get(name)
+        if t is None:
+            continue  # a chunked array: listed chunk by chunk
+        a = t.numpy()
+        assert list(a.shape) == e["shape"] and str(a.dtype) == e["dtype"], name
+        assert hashlib.sha256(c_bytes(a)).hexdigest() == e["sha256"], name
+        checked += 1
+    assert checked >= 5

@@ -547,3 +547,58 @@ fn hostile_headers_end_quickly() {
         }
     }
 }
+
+/// The explorer's tensor panel on a GGUF model: the tensors listed with
+/// their GGML types, a Q8_0 tensor's values dequantized as
+/// `gguf.quants.dequantize` gives them, its statistics, and its `.npy`
+/// export holding those float32s.
+#[test]
+fn tensor_panel_on_a_gguf_model() {
+    use crate::tui::{Harness, assert_on_screen};
+    let e = expect();
+    let tensors = e["files"]["model.gguf"]["tensors"].as_array().unwrap();
+    let at = tensors.iter().position(|t| t["name"] == "q8_0").unwrap();
+    let bits: Vec<u32> = tensors[at]["f32_bits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap() as u32)
+        .collect();
+    let mut h = Harness::open("model.gguf", fixture("gguf/model.gguf"));
+    h.keys("T");
+    for want in [
+        "f32  F32 [3, 4]",
+        "q8_0  Q8_0 [4, 64]",
+        "q6_k  Q6_K [2, 256]",
+    ] {
+        assert_on_screen(&h, want);
+    }
+    h.keys("<Home>");
+    h.keys(&"j".repeat(at));
+    assert_on_screen(
+        &h,
+        &format!("tensor   q8_0  {} of {}", at + 1, tensors.len()),
+    );
+    let first: Vec<String> = bits[..3]
+        .iter()
+        .map(|&b| format!("{:?}", f32::from_bits(b)))
+        .collect();
+    assert_on_screen(&h, &format!("values   {}", first.join(" ")));
+    assert_on_screen(&h, "256 finite");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q8_0.npy");
+    h.keys("e<C-u>");
+    h.keys(&out.display().to_string());
+    h.keys("<Enter>");
+    assert_on_screen(&h, &format!("wrote {}", out.display()));
+    let npy = std::fs::read(&out).unwrap();
+    let body = &npy[npy.len() - 256 * 4..];
+    let got: Vec<u32> = body
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got.len(), 256);
+    assert_eq!(&got[..bits.len().min(256)], &bits[..bits.len().min(256)]);
+    assert!(npy.starts_with(b"\x93NUMPY") && npy.windows(10).any(|w| w == b"'<f4', 'fo"));
+}
