@@ -259,8 +259,3 @@ class Tensor:
             )
             return arr
         return arr.view(getattr(ml_dtypes, ext))
-
-    def array_is_mapped(self) -> bool:
-        """Whether :meth:`numpy` would return a view on the mapped file."""
-        holder, _ = self._t.array(False, False)
-        return holder.mapped

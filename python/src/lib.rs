@@ -482,10 +482,10 @@ impl Tensor {
         let native = if upcast {
             None
         } else {
-            numpy_type(t.dtype, t.big_endian)
+            pparse::view::values::numpy_native(t.dtype, t.big_endian)
         };
         if let Some((typestr, ext)) = native {
-            return Ok((self.direct(py, typestr)?, ext));
+            return Ok((self.direct(py, typestr.into_owned())?, ext));
         }
         let data = self.data.clone();
         let body = py.detach(|| {
@@ -596,45 +596,6 @@ impl Tensor {
         let body = body.map_err(|e| bad(e.to_string()))?;
         Ok(Array::owned(body, typestr, shape, strides))
     }
-}
-
-/// The numpy type string of `dtype`'s bytes as they are, and the
-/// `ml_dtypes` type to view them as when numpy has none; `None` when the
-/// bytes must be decoded (sub-byte, block-quantized, complex32).
-fn numpy_type(dtype: Dtype, big: bool) -> Option<(String, Option<&'static str>)> {
-    use Dtype::*;
-    let order = if big { '>' } else { '<' };
-    let (code, ext): (std::borrow::Cow<'static, str>, _) = match dtype {
-        BOOL => ("|b1".into(), None),
-        I8 | QI8 => ("|i1".into(), None),
-        U8 | QU8 => ("|u1".into(), None),
-        I16 => (format!("{order}i2").into(), None),
-        U16 => (format!("{order}u2").into(), None),
-        I32 | QI32 => (format!("{order}i4").into(), None),
-        U32 => (format!("{order}u4").into(), None),
-        I64 => (format!("{order}i8").into(), None),
-        U64 => (format!("{order}u8").into(), None),
-        F16 => (format!("{order}f2").into(), None),
-        F32 => (format!("{order}f4").into(), None),
-        F64 => (format!("{order}f8").into(), None),
-        F128 => (format!("{order}f16").into(), None),
-        C64 => (format!("{order}c8").into(), None),
-        C128 => (format!("{order}c16").into(), None),
-        C256 => (format!("{order}c32").into(), None),
-        Datetime(u) => (format!("{order}M8[{}]", u.text()).into(), None),
-        Timedelta(u) => (format!("{order}m8[{}]", u.text()).into(), None),
-        Bytes(n) => (format!("|S{n}").into(), None),
-        Unicode(n) => (format!("{order}U{n}").into(), None),
-        Void(n) => (format!("|V{n}").into(), None),
-        BF16 if !big => ("|V2".into(), Some("bfloat16")),
-        F8_E5M2 => ("|V1".into(), Some("float8_e5m2")),
-        F8_E4M3 => ("|V1".into(), Some("float8_e4m3fn")),
-        F8_E4M3FNUZ => ("|V1".into(), Some("float8_e4m3fnuz")),
-        F8_E5M2FNUZ => ("|V1".into(), Some("float8_e5m2fnuz")),
-        F8_E8M0 => ("|V1".into(), Some("float8_e8m0fnu")),
-        _ => return None,
-    };
-    Some((code.into_owned(), ext))
 }
 
 /// The alignment numpy wants of `dtype`'s elements (on x86-64): strings

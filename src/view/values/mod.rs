@@ -72,7 +72,7 @@ mod stats;
 mod walk;
 
 pub use decode::{Value, decode};
-pub use npy::{npy_descr, write_npy, write_npy_data};
+pub use npy::{npy_descr, numpy_native, write_npy, write_npy_data};
 pub use stats::{Stats, stats};
 
 use crate::data::Source;

@@ -10,35 +10,68 @@ use super::walk::{CHUNK, Item, Plan, walk};
 use crate::data::Source;
 use crate::offer::tensor::{Dtype, Tensor};
 
+/// The NumPy type of `dtype`'s stored bytes as they are (in the byte
+/// order `big_endian` says), and the `ml_dtypes` type to view them as when
+/// NumPy has none (`|V2` viewed as `bfloat16`); `None` when the bytes must
+/// be decoded first (sub-byte, block-quantized, complex32, big-endian
+/// bfloat16). The quantized torch types are their stored integers.
+pub fn numpy_native(
+    dtype: Dtype,
+    big_endian: bool,
+) -> Option<(Cow<'static, str>, Option<&'static str>)> {
+    use Dtype::*;
+    let o = if big_endian { '>' } else { '<' };
+    let plain = |s: &'static str| Some((Cow::Borrowed(s), None));
+    let ordered = |code: &str| Some((Cow::Owned(format!("{o}{code}")), None));
+    let viewed = |s: &'static str, ext: &'static str| Some((Cow::Borrowed(s), Some(ext)));
+    match dtype {
+        BOOL => plain("|b1"),
+        I8 | QI8 => plain("|i1"),
+        U8 | QU8 | QU4X2 | QU2X4 => plain("|u1"),
+        I16 => ordered("i2"),
+        U16 => ordered("u2"),
+        I32 | QI32 => ordered("i4"),
+        U32 => ordered("u4"),
+        I64 => ordered("i8"),
+        U64 => ordered("u8"),
+        F16 => ordered("f2"),
+        F32 => ordered("f4"),
+        F64 => ordered("f8"),
+        F128 => ordered("f16"),
+        C64 => ordered("c8"),
+        C128 => ordered("c16"),
+        C256 => ordered("c32"),
+        Datetime(u) => ordered(&format!("M8[{}]", u.text())),
+        Timedelta(u) => ordered(&format!("m8[{}]", u.text())),
+        Unicode(n) => ordered(&format!("U{n}")),
+        Bytes(n) => Some((format!("|S{n}").into(), None)),
+        Void(n) => Some((format!("|V{n}").into(), None)),
+        BF16 if !big_endian => viewed("|V2", "bfloat16"),
+        F8_E5M2 => viewed("|V1", "float8_e5m2"),
+        F8_E4M3 => viewed("|V1", "float8_e4m3fn"),
+        F8_E4M3FNUZ => viewed("|V1", "float8_e4m3fnuz"),
+        F8_E5M2FNUZ => viewed("|V1", "float8_e5m2fnuz"),
+        F8_E8M0 => viewed("|V1", "float8_e8m0fnu"),
+        _ => None,
+    }
+}
+
 /// The NumPy dtype descriptor a tensor of `dtype` is exported with by
-/// [`write_npy`] (always little-endian).
+/// [`write_npy`] (always little-endian): its own type where NumPy has one,
+/// else the type it is decoded to (float32 for the small floats and block
+/// types, complex64 for complex32, one byte for packed 4- and 2-bit
+/// integers).
 pub fn npy_descr(dtype: Dtype) -> Cow<'static, str> {
     use Dtype::*;
-    Cow::Borrowed(match dtype {
-        BOOL => "|b1",
-        I8 | QI8 | I4 | I2 => "|i1",
-        U8 | QU8 | QU4X2 | QU2X4 | U4 | U2 => "|u1",
-        I16 => "<i2",
-        U16 => "<u2",
-        F16 => "<f2",
-        I32 | QI32 => "<i4",
-        U32 => "<u4",
-        F32 => "<f4",
-        I64 => "<i8",
-        U64 => "<u8",
-        F64 => "<f8",
-        C64 | C32 => "<c8",
-        C128 => "<c16",
-        BF16 | F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ | F4 | F6_E2M3 | F6_E3M2
-        | Ggml(_) => "<f4",
-        F128 => "<f16",
-        C256 => "<c32",
-        Datetime(u) => return format!("<M8[{}]", u.text()).into(),
-        Timedelta(u) => return format!("<m8[{}]", u.text()).into(),
-        Bytes(n) => return format!("|S{n}").into(),
-        Unicode(n) => return format!("<U{n}").into(),
-        Void(n) => return format!("|V{n}").into(),
-    })
+    match numpy_native(dtype, false) {
+        Some((descr, None)) => descr,
+        _ => Cow::Borrowed(match dtype {
+            I4 | I2 => "|i1",
+            U4 | U2 => "|u1",
+            C32 => "<c8",
+            _ => "<f4",
+        }),
+    }
 }
 
 /// The `.npy` header for an array of `descr` and `shape`, byte for byte as
