@@ -11,6 +11,7 @@
 #                     (SKIP_PPARSE set, or HAVE 0: the binary lacks CMD).
 # median NAME RUNS CMD...
 #                     RUNS runs of bench as "NAME runK", then the median run as NAME.
+# wandb_log          the large W&B log of peers/wandb.sh, made once (see below).
 
 bench() {
   local name=$1; shift
@@ -59,5 +60,34 @@ find_pparse() {
   elif [[ -z $PPARSE_GIVEN ]]; then
     cargo build --release --quiet
     PPARSE=$PWD/target/release/pparse
+  fi
+}
+
+# wandb_log          makes (or reuses) the large W&B log of peers/wandb.sh in
+#                     $WANDB_DIR_BENCH (default /tmp/pparse-bench-wandb): ~$WANDB_MB MiB
+#                     written by $WANDB_PYTHON's DataStore (peers/wandb_gen.py, seed $SEED);
+#                     needs WANDB_VERSION; sets F (the log) and NREC (its records).
+wandb_log() {
+  local dir=${WANDB_DIR_BENCH:-/tmp/pparse-bench-wandb}
+  mkdir -p "$dir"
+  F=$dir/run-bench0001.wandb
+  local meta=$dir/wandb.meta   # "WANDB_MB SEED wandb-version records N bytes B", written last
+  local m_mb m_seed m_ver m_bytes
+  if [[ -s $F && -s $meta ]] && read -r m_mb m_seed m_ver _ NREC _ m_bytes < "$meta" \
+     && [[ $m_mb == "$WANDB_MB" && $m_seed == "$SEED" && $m_ver == "$WANDB_VERSION" \
+           && $m_bytes == $(stat -c %s "$F") ]]; then
+    echo "reusing $F ($NREC records)"
+  else
+    echo "writing $F (~$WANDB_MB MiB, wandb $WANDB_VERSION DataStore) ..."
+    rm -f "$F" "$meta"
+    local t0 t1 gen_out gen
+    t0=$(date +%s%N)
+    gen_out=$("$WANDB_PYTHON" peers/wandb_gen.py "$F" "$WANDB_MB" "$SEED")
+    t1=$(date +%s%N)
+    grep '^counts ' <<< "$gen_out" > "$dir/gen.counts" || true
+    gen=$(tail -1 <<< "$gen_out")
+    echo "$WANDB_MB $SEED $WANDB_VERSION $gen" > "$meta"
+    read -r _ _ _ _ NREC _ _ < "$meta"
+    echo "  $gen, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) / 1e9 }') s"
   fi
 }

@@ -39,6 +39,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source peers/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench-wandb}
+WANDB_DIR_BENCH=$BENCH_DIR
 WANDB_MB=${WANDB_MB:-300}
 WANDB_PYTHON=${WANDB_PYTHON:-/tmp/wandb-0175/bin/python}
 PPARSE_RUNS=${PPARSE_RUNS:-5}
@@ -56,24 +57,7 @@ fi
 find_pparse
 
 # ---- input -------------------------------------------------------------------
-F=$BENCH_DIR/run-bench0001.wandb
-META=$BENCH_DIR/wandb.meta   # "WANDB_MB SEED wandb-version records N bytes B", written last
-if [[ -s $F && -s $META ]] && read -r m_mb m_seed m_ver _ NREC _ m_bytes < "$META" \
-   && [[ $m_mb == "$WANDB_MB" && $m_seed == "$SEED" && $m_ver == "$WANDB_VERSION" \
-         && $m_bytes == $(stat -c %s "$F") ]]; then
-  echo "reusing $F ($NREC records)"
-else
-  echo "writing $F (~$WANDB_MB MiB, wandb $WANDB_VERSION DataStore) ..."
-  rm -f "$F" "$META"
-  t0=$(date +%s%N)
-  gen_out=$("$WANDB_PYTHON" peers/wandb_gen.py "$F" "$WANDB_MB" "$SEED")
-  t1=$(date +%s%N)
-  grep '^counts ' <<< "$gen_out" > "$BENCH_DIR/gen.counts" || true
-  gen=$(tail -1 <<< "$gen_out")
-  echo "$WANDB_MB $SEED $WANDB_VERSION $gen" > "$META"
-  read -r _ _ _ _ NREC _ _ < "$META"
-  echo "  $gen, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) / 1e9 }') s"
-fi
+wandb_log
 
 # ---- timing ------------------------------------------------------------------
 : > "$BENCH_DIR/times"

@@ -24,16 +24,17 @@ import io
 import json
 import os
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _pparse
-from ._pparse import DamagedError, Error, NoContent, NotAContainer, NotFound
+from ._pparse import Damage, DamagedError, Error, NoContent, NotAContainer, NotFound
 
 __all__ = [
     "open",
     "Source",
     "File",
     "Tensor",
+    "Damage",
     "Error",
     "NotFound",
     "NotAContainer",
@@ -131,6 +132,65 @@ class Source:
         every format pparse reads (PyTorch, safetensors, ONNX, NumPy, ...),
         as ``pparse tensors`` lists them."""
         return [Tensor(t) for t in self._inner.tensors(path or "")]
+
+    def records(
+        self,
+        path: Optional[str] = None,
+        type: Union[None, str, Iterable[str]] = None,
+        with_damage: bool = False,
+    ) -> Iterator[Union[Dict[str, Any], Damage]]:
+        """The records of the W&B log (``.wandb``) at or below ``path``, in
+        file order, as dicts shaped like wunderbar's: ``number``, ``type``
+        (``history``, ``summary``, ``run``, ...), ``offset`` (where its
+        first chunk starts) and ``data``, the record's message as protobuf's
+        ``MessageToDict`` gives it with field names kept, its lists of
+        key/``value_json`` items (a history's ``item``, a summary's
+        ``update``, ...) made into dicts of decoded values.
+
+        ``type``: only records of this type (or these types). With
+        ``with_damage``, the spans that hold no record pparse can vouch for
+        come too, in order, as :class:`Damage` (``offset``, ``end``,
+        ``status``, ``reason``); damage that the containers holding the log
+        report over its bytes comes last.
+
+        A thread reads and decodes ahead, a few thousand records at most:
+        memory stays small however long the log. Raises :class:`Error` when
+        ``path`` holds no log.
+        """
+        types = [type] if isinstance(type, str) else list(type or ())
+        batches = self._inner.records(path or "", types)
+        loads = json.loads
+        try:
+            for batch in batches:
+                for e in batch:
+                    if e.__class__ is tuple:
+                        yield {"number": e[0], "type": e[1], "offset": e[2], "data": loads(e[3])}
+                    elif with_damage:
+                        yield e
+        finally:
+            batches.close()
+
+    def pickle_ops(self, path: Optional[str] = None) -> Iterator[Tuple[int, str, Any]]:
+        """The opcodes of the pickle at or below ``path`` (a ``.pkl``, or
+        the ``data.pkl`` of a PyTorch checkpoint) as ``(pos, op, arg)``:
+        what ``pickletools.genops`` yields, with the opcode's name for
+        ``op`` and ``pos`` counted from the start of the pickle's file. Several
+        pickles in one file follow each other. Nothing is unpickled.
+
+        Raises :class:`DamagedError` (``offset``, ``reason``) where the
+        pickle is cut or holds a byte that is no opcode, after the opcodes
+        before it.
+        """
+        return iter(self._inner.pickle_ops(path or ""))
+
+    def ir(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """The programs of the Paddle IR text at ``path`` (what
+        ``print(program)`` writes, or a program saved by ``paddle.jit.save``)
+        as ``pparse ir --json`` gives them: ``programs`` (each with its
+        ``ops``, their ``name``, ``results``, ``operands``, ``attributes``,
+        types, byte spans and regions) and ``diagnostics`` (``severity``,
+        ``message``, where)."""
+        return json.loads(self._inner.ir_json(path or ""))
 
 
 class File(io.RawIOBase):

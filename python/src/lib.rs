@@ -11,19 +11,22 @@
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::mpsc::Receiver;
 
 use pparse::Options;
 use pparse::parsers::IndexMode;
 
-use pparse::data::Data;
+use pparse::data::{Data, Range};
 use pparse::fs::{self as pfs, Entry, Fs, Kind};
+use pparse::offer::LogEntry;
 use pparse::offer::tensor::{Dtype, Tensor as RTensor};
+use pparse::parsers::pickle::ops;
 use pparse::status::Status;
 use pparse::view::tensors;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyTuple};
 
 create_exception!(
     _pparse,
@@ -211,6 +214,92 @@ impl Source {
         list.map_err(|e| fs_error(py, e))
     }
 
+    /// The records of the log (`.wandb`) at or below PATH, read by a
+    /// thread in batches as they are taken: an iterator of lists whose
+    /// items are `(number, type, offset, data_json)` tuples and `Damage`.
+    #[pyo3(signature = (path = "", types = Vec::new()))]
+    fn records(&self, py: Python<'_>, path: &str, types: Vec<String>) -> PyResult<Records> {
+        let fs = self.fs()?;
+        let found = py.detach(|| -> Result<_, pfs::Error> {
+            let id = fs.extraction(path)?;
+            let s = fs.session();
+            s.wait_until(|t| pparse::view::records::ready(t, id));
+            let t = s.tree();
+            Ok(pparse::view::records::log_target(&t, id)
+                .map(|(x, offer)| (offer, t.exts[x].data(), outer_damage(&t, x))))
+        });
+        let Some((offer, data, outer)) = found.map_err(|e| fs_error(py, e))? else {
+            return Err(not_a(py, path, "a W&B log (.wandb): no records to read"));
+        };
+        // A few batches wait at most: memory stays bounded while Python
+        // takes its time, and dropping the iterator ends the thread.
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        std::thread::spawn(move || {
+            let mut open = true;
+            (offer.each)(&*data, &types, &mut |batch| {
+                open = tx.send(batch).is_ok();
+                open
+            });
+            if open && !outer.is_empty() {
+                let _ = tx.send(outer);
+            }
+        });
+        Ok(Records {
+            rx: Mutex::new(Some(rx)),
+        })
+    }
+
+    /// The opcodes of the pickle at or below PATH (a `.pkl`, a torch
+    /// checkpoint's `data.pkl`) as `pickletools.genops` reads them.
+    #[pyo3(signature = (path = ""))]
+    fn pickle_ops(&self, py: Python<'_>, path: &str) -> PyResult<PickleOps> {
+        let fs = self.fs()?;
+        let found = py.detach(|| -> Result<_, pfs::Error> {
+            let id = fs.extraction(path)?;
+            let s = fs.session();
+            s.wait_until(|t| pparse::view::stepper::pickles_ready(t, id));
+            let t = s.tree();
+            Ok(pparse::view::stepper::pickles(&t, id).map(|(x, ranges)| {
+                let label = match x {
+                    0 => t.exts[0].display_name(),
+                    _ => t.path_of(x),
+                };
+                (t.exts[x].data(), label, ranges)
+            }))
+        });
+        let Some((data, source, ranges)) = found.map_err(|e| fs_error(py, e))? else {
+            return Err(not_a(py, path, "a pickle"));
+        };
+        let pos = ranges.first().map_or(0, |r| r.start);
+        Ok(PickleOps {
+            state: Mutex::new(Steps {
+                data,
+                source,
+                ranges,
+                at: 0,
+                pos,
+                scratch: Vec::new(),
+            }),
+        })
+    }
+
+    /// The programs of the Paddle IR text (or saved `.json` program) at
+    /// PATH as `pparse ir --json` prints them: a JSON text.
+    #[pyo3(signature = (path = ""))]
+    fn ir_json(&self, py: Python<'_>, path: &str) -> PyResult<String> {
+        let fs = self.fs()?;
+        let out = py.detach(|| -> Result<io::Result<Vec<u8>>, pfs::Error> {
+            let id = fs.extraction(path)?;
+            let s = fs.session();
+            s.wait_until(|t| t.exts[id].is_final());
+            let data = s.tree().exts[id].data();
+            let mut out = Vec::new();
+            Ok(pparse::cli::writers::ir_json(&*data, &mut out).map(|()| out))
+        });
+        let out = out.map_err(|e| fs_error(py, e))?.map_err(io_error)?;
+        String::from_utf8(out).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     /// Stops the parse and lets go of the file: later calls raise.
     fn close(&self) {
         if let Some(fs) = self.fs.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -275,6 +364,243 @@ fn open(py: Python<'_>, path: PathBuf, index: Option<Bound<'_, PyAny>>) -> PyRes
         .map_err(|e| fs_error(py, e))?;
     Ok(Source {
         fs: Mutex::new(Some(fs)),
+    })
+}
+
+/// What the containers holding extraction `x` say of its bytes (a gzip
+/// stream corrupt inside it, bytes short of its declared size): the log's
+/// reader cannot see it.
+fn outer_damage(t: &pparse::extraction::Tree, x: pparse::extraction::ExtId) -> Vec<LogEntry> {
+    let e = &t.exts[x];
+    let mut out: Vec<LogEntry> = e
+        .outer_damage()
+        .iter()
+        .filter_map(|&i| e.damage.get(i as usize))
+        .map(|d| LogEntry::Damage {
+            status: d.status,
+            range: d.range,
+            reason: d.reason.clone(),
+        })
+        .collect();
+    if let Some(declared) = e.declared_size
+        && e.size() < declared
+    {
+        out.push(LogEntry::Damage {
+            status: Status::Truncated,
+            range: Range::new(e.size(), declared),
+            reason: format!(
+                "its container declares {declared} bytes; {} are here",
+                e.size()
+            ),
+        });
+    }
+    out
+}
+
+/// `NotAContainer`-like error for a PATH that holds no such thing.
+fn not_a(py: Python<'_>, path: &str, what: &str) -> PyErr {
+    let shown = if path.is_empty() { "the source" } else { path };
+    let err = Error::new_err(format!("{shown} is not {what}"));
+    let _ = err.value(py).setattr("path", path);
+    err
+}
+
+/// The records of a log, in batches, as a thread reads them.
+#[pyclass(module = "pparse._pparse", frozen)]
+struct Records {
+    rx: Mutex<Option<Receiver<Vec<LogEntry>>>>,
+}
+
+#[pymethods]
+impl Records {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch: a list of `(number, type, offset, data_json)` tuples
+    /// and `Damage` objects, in file order.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let batch = py.detach(|| {
+            let g = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+            g.as_ref().and_then(|rx| rx.recv().ok())
+        });
+        let Some(batch) = batch else {
+            self.close();
+            return Ok(None);
+        };
+        let list = PyList::empty(py);
+        for e in batch {
+            match e {
+                LogEntry::Record {
+                    number,
+                    kind,
+                    offset,
+                    data,
+                } => list.append((number, kind, offset, data))?,
+                LogEntry::Damage {
+                    status,
+                    range,
+                    reason,
+                } => list.append(Damage {
+                    offset: range.start,
+                    end: range.end,
+                    status: status.as_str(),
+                    reason,
+                })?,
+            }
+        }
+        Ok(Some(list))
+    }
+
+    /// Stops reading.
+    fn close(&self) {
+        self.rx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Bytes of a log that hold no record that can be vouched for.
+#[pyclass(module = "pparse._pparse", frozen, get_all)]
+struct Damage {
+    /// Where the span starts, in the log's bytes.
+    offset: u64,
+    /// Where it ends.
+    end: u64,
+    /// `truncated` or `corrupt`.
+    status: &'static str,
+    /// Why.
+    reason: String,
+}
+
+#[pymethods]
+impl Damage {
+    fn __repr__(&self) -> String {
+        format!(
+            "Damage(offset={}, end={}, status={:?}, reason={:?})",
+            self.offset, self.end, self.status, self.reason
+        )
+    }
+}
+
+/// Where the opcode listing of a pickle is.
+struct Steps {
+    data: Data,
+    /// The PATH of the extraction holding the pickles.
+    source: String,
+    /// The pickles, in order.
+    ranges: Vec<Range>,
+    /// The pickle being read.
+    at: usize,
+    /// The next opcode's offset.
+    pos: u64,
+    scratch: Vec<u8>,
+}
+
+/// The opcodes of a pickle, one by one.
+#[pyclass(module = "pparse._pparse", frozen)]
+struct PickleOps {
+    state: Mutex<Steps>,
+}
+
+#[pymethods]
+impl PickleOps {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// `(pos, op, arg)`; a pickle that is cut or holds a byte that is no
+    /// opcode raises `DamagedError` where it goes wrong.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *g;
+        let Some(r) = st.ranges.get(st.at).copied() else {
+            return Ok(None);
+        };
+        // A pickle node ends at its STOP or where its reading stopped; the
+        // opcode after that is read again here, bounded by the next pickle
+        // or the end of the bytes, to say what is wrong with it.
+        let end = match st.ranges.get(st.at + 1) {
+            Some(next) => next.start,
+            None => st.data.available(),
+        }
+        .max(r.end);
+        if st.pos >= end {
+            let (at, source) = (st.pos, st.source.clone());
+            st.at = st.ranges.len();
+            let msg = format!("{source}: truncated at {at}: the bytes end before STOP");
+            return Err(damaged(
+                py,
+                msg,
+                &source,
+                at,
+                "the bytes end before STOP",
+                Status::Truncated,
+            ));
+        }
+        let (data, pos) = (st.data.clone(), st.pos);
+        let scratch = &mut st.scratch;
+        let op = py.detach(|| ops::decode(&*data, pos, end, scratch));
+        let op = match op {
+            Ok(op) => op,
+            Err(bad) => {
+                let (status, why) = match bad {
+                    ops::Bad::Short(w) => (Status::Truncated, w),
+                    ops::Bad::Invalid(w) => (Status::Corrupt, w),
+                };
+                st.at = st.ranges.len();
+                let source = st.source.clone();
+                let msg = format!("{source}: {status} at {pos}: {why}");
+                return Err(damaged(py, msg, &source, pos, &why, status));
+            }
+        };
+        st.pos += op.len;
+        if op.name() == "STOP" {
+            st.at += 1;
+            if let Some(next) = st.ranges.get(st.at) {
+                st.pos = next.start;
+            }
+        }
+        let arg = pickle_arg(py, &op, &*st.data)?;
+        Ok(Some((op.pos, op.name(), arg).into_pyobject(py)?))
+    }
+}
+
+/// An opcode's argument as `pickletools.genops` gives it: `str`, `bytes`,
+/// `bytearray`, `int`, `float`, `bool` or `None`.
+fn pickle_arg<'py>(
+    py: Python<'py>,
+    op: &ops::Op,
+    data: &dyn pparse::data::Source,
+) -> PyResult<Bound<'py, PyAny>> {
+    use ops::{Arg, Payload};
+    Ok(match op.arg() {
+        Arg::None => py.None().into_bound(py),
+        Arg::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Arg::Int(v) => v.into_pyobject(py)?.into_any(),
+        Arg::Big(s) => py.get_type::<pyo3::types::PyInt>().call1((&**s,))?,
+        Arg::Float(f) => f.into_pyobject(py)?.into_any(),
+        Arg::Text(t) => (&**t).into_pyobject(py)?.into_any(),
+        Arg::Payload(kind, r) => {
+            // The op was decoded, so its payload lies within the bytes.
+            let mut buf = vec![0u8; r.len() as usize];
+            let got = py
+                .detach(|| data.read_at(r.start, &mut buf))
+                .map_err(io_error)?;
+            buf.truncate(got);
+            match kind {
+                Payload::Bytes => PyBytes::new(py, &buf).into_any(),
+                Payload::ByteArray => pyo3::types::PyByteArray::new(py, &buf).into_any(),
+                Payload::Latin1 => buf
+                    .iter()
+                    .map(|&c| c as char)
+                    .collect::<String>()
+                    .into_pyobject(py)?
+                    .into_any(),
+                // pickletools decodes with 'surrogatepass'.
+                Payload::Utf8 => {
+                    PyBytes::new(py, &buf).call_method1("decode", ("utf-8", "surrogatepass"))?
+                }
+            }
+        }
     })
 }
 
@@ -678,6 +1004,9 @@ fn _pparse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<File>()?;
     m.add_class::<Tensor>()?;
     m.add_class::<Array>()?;
+    m.add_class::<Records>()?;
+    m.add_class::<Damage>()?;
+    m.add_class::<PickleOps>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("NotFound", py.get_type::<NotFound>())?;
     m.add("NotAContainer", py.get_type::<NotAContainer>())?;

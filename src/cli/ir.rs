@@ -58,8 +58,7 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let head = crate::parsers::api::head(&*data);
-    if head.first() == Some(&b'{') && memchr::memmem::find(&head, b"\"base_code\"").is_some() {
+    if is_saved(&*data) {
         let r = saved(&*data, show, &mut out);
         finish_output(r.and_then(|()| out.flush()))?;
         return Ok(Status::Complete);
@@ -73,12 +72,8 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
             (check_long(ok, sink.diagnostics), sink.programs)
         }
         Show::Json => {
-            let mut sink = JsonOut::new(&mut out);
-            let ok = read_source(&*data, &mut reader, &mut sink);
-            let diagnostics = check_long(ok, std::mem::take(&mut sink.diagnostics));
-            let programs = sink.programs;
-            sink.end(&diagnostics, reader.suppressed());
-            finish_output(sink.err.map_or(Ok(()), Err))?;
+            let (r, diagnostics, programs) = printed_json(&*data, &mut reader, &mut out);
+            finish_output(r)?;
             (diagnostics, programs)
         }
         Show::Stats | Show::StatsJson => {
@@ -106,6 +101,36 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     } else {
         Status::Complete
     })
+}
+
+/// `ir --json` of the printed programs in `data`: how writing went, the
+/// diagnostics and the number of programs.
+fn printed_json(
+    data: &dyn crate::data::Source,
+    reader: &mut Reader,
+    out: &mut impl Write,
+) -> (io::Result<()>, Vec<Diagnostic>, usize) {
+    let mut sink = JsonOut::new(out);
+    let ok = read_source(data, reader, &mut sink);
+    let diagnostics = check_long(ok, std::mem::take(&mut sink.diagnostics));
+    let programs = sink.programs;
+    sink.end(&diagnostics, reader.suppressed());
+    (sink.err.map_or(Ok(()), Err), diagnostics, programs)
+}
+
+/// `ir --json` of the program or programs in `data` (printed, or saved by
+/// `paddle.jit.save`), written to `out`.
+pub(super) fn json(data: &dyn crate::data::Source, out: &mut impl Write) -> io::Result<()> {
+    if is_saved(data) {
+        return saved(data, Show::Json, out);
+    }
+    printed_json(data, &mut Reader::new(), out).0
+}
+
+/// Whether `data` is a program saved as JSON rather than printed.
+fn is_saved(data: &dyn crate::data::Source) -> bool {
+    let head = crate::parsers::api::head(data);
+    head.first() == Some(&b'{') && memchr::memmem::find(&head, b"\"base_code\"").is_some()
 }
 
 /// A program saved as JSON (`paddle.jit.save`): read whole, then shown

@@ -7,17 +7,10 @@ use std::sync::Arc;
 
 use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 use crate::data::{Data, MmapSource, Source};
-use crate::extraction::{EntryKind, ExtId, Phase, Tree};
+use crate::extraction::EntryKind;
 use crate::offer::{RecordQuery, RecordsList};
-use crate::parsers::{self, Sniff, format_of};
+use crate::parsers::{self, Sniff};
 use crate::status::Status;
-
-/// The log named by PATH, or the first below it, and its format's listing.
-fn log_target(t: &Tree, id: ExtId) -> Option<(ExtId, RecordsList)> {
-    t.subtree(id)
-        .into_iter()
-        .find_map(|x| Some((x, format_of(&t.exts[x])?.offers.records?)))
-}
 
 pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<Status, Fatal> {
     let file = input.file.as_path();
@@ -38,7 +31,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
             file: Some(file),
             options: &input.options,
         };
-        let list = parsers::sniff(&sniff).and_then(|f| f.offers.records);
+        let list = parsers::sniff(&sniff).and_then(|f| Some(f.offers.records?.list));
         if let Some(list) = list {
             let label = file.display().to_string();
             return write_listing(list, &*data, show, &label);
@@ -47,15 +40,10 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // Wait until the extraction (or one below it) is known to be a log.
-    wait(&session, |t| {
-        log_target(t, id).is_some_and(|(x, _)| t.exts[x].is_final())
-            || t.subtree(id)
-                .iter()
-                .all(|&x| !matches!(t.exts[x].phase, Phase::Waiting | Phase::Parsing))
-    });
+    wait(&session, |t| crate::view::records::ready(t, id));
     let (target, list, data, label) = {
         let t = session.tree();
-        let Some((x, list)) = log_target(&t, id) else {
+        let Some((x, offer)) = crate::view::records::log_target(&t, id) else {
             return Err(Fatal(format!(
                 "{} is not a W&B log (.wandb): no records to list",
                 if path.is_empty() {
@@ -70,7 +58,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
         } else {
             t.path_of(x)
         };
-        (x, list, t.exts[x].data(), label)
+        (x, offer.list, t.exts[x].data(), label)
     };
     // The records are read here; the tree's own parse is not needed.
     session.cancel();

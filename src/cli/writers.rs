@@ -1,12 +1,12 @@
 //! The CLI's JSON writers over a parsed tree, writing to any [`Write`]
 //! instead of stdout: what `tree --json`, `nodes --json`, `pickle --json`,
-//! `tensors --json` and `records --json` print, for the fuzz targets and
+//! `tensors --json`, `records --json` and `ir --json` print, for the fuzz targets and
 //! tests. They wrap the functions the commands use, so the bytes are the
 //! same.
 
 use std::io::{self, Write};
 
-use crate::data::{Range, Source};
+use crate::data::Source;
 use crate::extraction::{ExtId, Tree};
 use crate::status::Status;
 
@@ -29,18 +29,16 @@ pub fn nodes_json(t: &Tree, id: ExtId, depth: usize, out: &mut dyn Write) -> io:
 /// `pparse pickle --json` of extraction `id` (a pickle, or a torch file's
 /// `data.pkl`); `Ok(false)` when it holds no pickle.
 pub fn pickle_json(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool> {
-    let Some(target) = crate::view::stepper::pickle_target(t, id) else {
+    let Some((target, ranges)) = crate::view::stepper::pickles(t, id) else {
         return Ok(false);
     };
-    let e = &t.exts[target];
-    let ranges: Vec<Range> = e
-        .nodes
-        .iter()
-        .filter(|n| n.kind == "pickle")
-        .map(|n| n.range)
-        .collect();
-    super::ml::list_json(&*e.data(), &ranges, &mut &mut *out)?;
+    super::ml::list_json(&*t.exts[target].data(), &ranges, &mut &mut *out)?;
     Ok(true)
+}
+
+/// `pparse ir --json` of the program text (or saved program) in `data`.
+pub fn ir_json(data: &dyn Source, out: &mut dyn Write) -> io::Result<()> {
+    super::ir::json(data, &mut &mut *out)
 }
 
 /// `pparse tensors --json` of extraction `id`.

@@ -15,7 +15,7 @@ pub mod tensor;
 use std::io::{self, Write};
 use std::sync::atomic::AtomicBool;
 
-use crate::data::Source;
+use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Tree};
 use crate::status::Status;
 use tensor::{Tensor, TensorJob};
@@ -29,7 +29,7 @@ pub struct Offers {
     /// (`pparse pickle`) and stepped (the explorer's stepper).
     pub pickles: bool,
     /// It is a log of records: how `pparse records` lists them.
-    pub records: Option<RecordsList>,
+    pub records: Option<RecordsOffer>,
     /// The metrics a log holds, as series (the explorer's metrics panel).
     pub metrics: Option<MetricsScan>,
     /// A program text: its diagnostics and its values to follow (the
@@ -76,6 +76,46 @@ pub type MetricsScan = fn(
     stop: &AtomicBool,
     progress: &dyn Fn(u64, u64),
 ) -> Option<metrics::Scan>;
+
+/// How a log's records are read.
+#[derive(Clone, Copy)]
+pub struct RecordsOffer {
+    /// `pparse records`' listing.
+    pub list: RecordsList,
+    /// The records one by one (the Python package's `records()`).
+    pub each: RecordsEach,
+}
+
+/// One record of a log, or a damaged span of it.
+#[derive(Debug)]
+pub enum LogEntry {
+    /// A record that decodes.
+    Record {
+        /// Its number, as the writer gave it.
+        number: i64,
+        /// Its type (`history`, `run`, ...).
+        kind: String,
+        /// Where its first chunk starts.
+        offset: u64,
+        /// Its `data` as `records --json` gives it: a JSON text.
+        data: String,
+    },
+    /// Bytes that hold no record that can be vouched for.
+    Damage {
+        /// How bad.
+        status: Status,
+        /// Where.
+        range: Range,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Hands the records of the log in `src` (of the given types; all when
+/// none) and its damage, in file order and in batches, to the callback
+/// until it returns `false`.
+pub type RecordsEach =
+    fn(src: &dyn Source, types: &[String], take: &mut dyn FnMut(Vec<LogEntry>) -> bool);
 
 /// What `pparse records` asks of a log's listing.
 pub struct RecordQuery<'a> {

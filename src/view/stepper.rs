@@ -7,7 +7,7 @@
 //! a hundred million opcodes costs a few MiB, not gigabytes.
 
 use crate::data::{Data, Range, Source};
-use crate::extraction::{ExtId, Tree};
+use crate::extraction::{ExtId, Phase, Tree};
 use crate::parsers::format_of;
 use crate::parsers::pickle::ops::{self, Op};
 use crate::parsers::pickle::vm::Vm;
@@ -27,6 +27,28 @@ pub fn pickle_target(t: &Tree, id: ExtId) -> Option<ExtId> {
         .copied()
         .find(|&c| t.exts[c].display_name().ends_with("data.pkl"))
         .or_else(|| e.children.iter().copied().find(|&c| has_pickles(c)))
+}
+
+/// The pickle at or below `id` ([`pickle_target`]) and the ranges of the
+/// pickles it holds, in order.
+pub fn pickles(t: &Tree, id: ExtId) -> Option<(ExtId, Vec<Range>)> {
+    let target = pickle_target(t, id)?;
+    let ranges = t.exts[target]
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "pickle")
+        .map(|n| n.range)
+        .collect();
+    Some((target, ranges))
+}
+
+/// Whether waiting for the tree can stop: the pickle below `id` is parsed,
+/// or nothing below `id` is still being sniffed or parsed (then there is
+/// none).
+pub fn pickles_ready(t: &Tree, id: ExtId) -> bool {
+    let parsing = |x: ExtId| matches!(t.exts[x].phase, Phase::Waiting | Phase::Parsing);
+    pickle_target(t, id).is_some_and(|x| !parsing(x))
+        || t.subtree(id).into_iter().all(|x| !parsing(x))
 }
 
 /// Opcodes listed around the current one.

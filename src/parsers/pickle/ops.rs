@@ -41,11 +41,14 @@ enum ArgKind {
 
 /// What a counted payload holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Payload {
+pub enum Payload {
     /// Py2 `str`: pickletools decodes it as latin-1.
     Latin1,
+    /// `str`, as UTF-8.
     Utf8,
+    /// `bytes`.
     Bytes,
+    /// `bytearray`.
     ByteArray,
 }
 
@@ -161,18 +164,22 @@ pub(super) fn info(code: u8) -> Option<&'static OpInfo> {
     table()[code as usize]
 }
 
-/// A decoded argument.
+/// A decoded argument, as `pickletools.genops` gives it.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Arg {
+pub enum Arg {
+    /// No argument.
     None,
+    /// INT's `00`/`01`.
     Bool(bool),
+    /// An integer within i64.
     Int(i64),
     /// An integer beyond i64, in decimal.
     Big(Box<str>),
+    /// A float.
     Float(f64),
     /// Text decoded from a line (STRING, UNICODE, PERSID, GLOBAL's pair).
     Text(Box<str>),
-    /// A counted payload, left in place.
+    /// A counted payload, left in place: its bytes are not read.
     Payload(Payload, Range),
 }
 
@@ -194,6 +201,10 @@ impl Op {
     /// The opcode's name as pickletools spells it (`BINPUT`, `STOP`).
     pub fn name(&self) -> &'static str {
         self.info.name
+    }
+    /// Its argument.
+    pub fn arg(&self) -> &Arg {
+        &self.arg
     }
 }
 

@@ -1,6 +1,6 @@
 //! `pparse records` for W&B logs: the records of a `.wandb` log, damage and
 //! all, as text or JSON Lines, or counted per type. Declared as this
-//! format's [`crate::offer::RecordsList`].
+//! format's [`crate::offer::RecordsOffer`].
 //!
 //! The log is read straight from its bytes, record by record, and written
 //! as it is read: a listing of a multi-GB log starts at once and needs no
@@ -13,7 +13,7 @@ use super::log;
 use super::record::decode_with;
 use super::view as records;
 use crate::data::{Range, Source};
-use crate::offer::RecordQuery as Show;
+use crate::offer::{LogEntry, RecordQuery as Show};
 use crate::parsers::protobuf::json;
 use crate::status::Status;
 
@@ -32,6 +32,17 @@ struct Piece {
     bad: Vec<(Status, String)>,
     /// Records per type (with `--count`).
     counts: Counts,
+    /// The records and damage one by one (for [`each`]).
+    entries: Vec<LogEntry>,
+}
+
+/// What the listing is made into.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// `pparse records`: text, JSON Lines or counts, as the query says.
+    Listing,
+    /// [`LogEntry`] values.
+    Entries,
 }
 
 /// Records per type, in the order the types were first seen.
@@ -79,15 +90,74 @@ pub fn list(
     out: &mut dyn Write,
     bad: &mut dyn FnMut(Status, String),
 ) -> io::Result<()> {
+    let mut counts = Counts::default();
+    let mut damage = 0;
+    drive(src, show, Form::Listing, &mut |p: Piece| {
+        out.write_all(p.text.as_bytes())?;
+        damage += p.bad.len();
+        for (status, what) in p.bad {
+            bad(status, what);
+        }
+        for (k, n) in p.counts.0 {
+            counts.add(k, n);
+        }
+        Ok(())
+    })?;
+    if show.count {
+        counts.write(damage, show.json, out)?;
+    }
+    Ok(())
+}
+
+/// Hands the records of the log in `src` (of the `types` asked, all when
+/// none) and its damage to `take`, in file order and in batches of at most
+/// a few thousand, until `take` returns `false`. Memory stays bounded by a
+/// few batches however long the log.
+pub fn each(src: &dyn Source, types: &[String], take: &mut dyn FnMut(Vec<LogEntry>) -> bool) {
+    let show = Show {
+        types,
+        verbose: false,
+        json: true,
+        count: false,
+    };
+    let _ = drive(src, &show, Form::Entries, &mut |p: Piece| {
+        if p.entries.is_empty() || take(p.entries) {
+            Ok(())
+        } else {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+    });
+}
+
+/// Reads the log in `src` and hands what it makes of each stretch to
+/// `write`, in file order; stops at `write`'s first error.
+fn drive(
+    src: &dyn Source,
+    show: &Show,
+    form: Form,
+    write: &mut dyn FnMut(Piece) -> io::Result<()>,
+) -> io::Result<()> {
     let mut head = [0u8; 7];
     let n = crate::parsers::protobuf::wire::Bytes::read(src, 0, &mut head);
+    let mut first = Piece::default();
     if let Err(e) = log::check_header(&head[..n]) {
-        bad(Status::Corrupt, format!("corrupt at 0x0..0x7: {e}"));
+        let range = Range::new(0, 7);
+        first
+            .bad
+            .push((Status::Corrupt, format!("corrupt at {range}: {e}")));
+        if form == Form::Entries {
+            first.entries.push(LogEntry::Damage {
+                status: Status::Corrupt,
+                range,
+                reason: e,
+            });
+        }
     }
     let layout = log::detect(src);
-    if layout == log::Layout::Shifted && !show.json {
-        writeln!(out, "# layout: {}", layout.describe())?;
+    if layout == log::Layout::Shifted && !show.json && form == Form::Listing {
+        first.text = format!("# layout: {}\n", layout.describe());
     }
+    write(first)?;
     let mut records = log::Records::new(src, layout);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     // The next batch of the log and where reading stopped after it.
@@ -101,40 +171,22 @@ pub fn list(
         }
         (items, records.reader.chunks.pos)
     };
-    let mut counts = Counts::default();
-    let mut damage = 0;
-    let mut write = |p: Piece, out: &mut dyn Write| -> io::Result<()> {
-        out.write_all(p.text.as_bytes())?;
-        damage += p.bad.len();
-        for (status, what) in p.bad {
-            bad(status, what);
-        }
-        for (k, n) in p.counts.0 {
-            counts.add(k, n);
-        }
-        Ok(())
-    };
     if workers == 1 {
         let mut released = 0;
         loop {
             let (items, pos) = next_batch();
             if items.is_empty() {
-                break;
+                return Ok(());
             }
             let mut p = Piece::default();
             for item in items {
-                render(src, item, show, &mut p);
+                render(src, item, show, form, &mut p);
             }
-            write(p, out)?;
+            write(p)?;
             release(src, &mut released, pos);
         }
-    } else {
-        parallel(src, show, workers, out, &mut next_batch, &mut write)?;
     }
-    if show.count {
-        counts.write(damage, show.json, out)?;
-    }
-    Ok(())
+    parallel(src, show, form, workers, &mut next_batch, write)
 }
 
 /// Reads batches with `next_batch`, has `workers` threads render them and
@@ -142,10 +194,10 @@ pub fn list(
 fn parallel(
     src: &dyn Source,
     show: &Show,
+    form: Form,
     workers: usize,
-    out: &mut dyn Write,
     next_batch: &mut dyn FnMut() -> (Vec<log::Item>, u64),
-    write: &mut dyn FnMut(Piece, &mut dyn Write) -> io::Result<()>,
+    write: &mut dyn FnMut(Piece) -> io::Result<()>,
 ) -> io::Result<()> {
     std::thread::scope(|s| {
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<(u64, Vec<log::Item>)>();
@@ -156,7 +208,7 @@ fn parallel(
                 for (seq, items) in job_rx {
                     let mut p = Piece::default();
                     for item in items {
-                        render(src, item, show, &mut p);
+                        render(src, item, show, form, &mut p);
                     }
                     if done_tx.send((seq, p)).is_err() {
                         return;
@@ -192,7 +244,7 @@ fn parallel(
             };
             waiting.insert(seq, p);
             while let Some(p) = waiting.remove(&written) {
-                write(p, out)?;
+                write(p)?;
                 written += 1;
                 if let Some(pos) = ends.pop_front() {
                     release(src, &mut released, pos);
@@ -213,9 +265,17 @@ fn release(src: &dyn Source, released: &mut u64, pos: u64) {
 }
 
 /// Formats one record or damage into `p`.
-fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
+fn render(src: &dyn Source, item: log::Item, show: &Show, form: Form, p: &mut Piece) {
     let chunks = match item {
         log::Item::Record(chunks) => chunks,
+        log::Item::Bad(b) if form == Form::Entries => {
+            p.entries.push(LogEntry::Damage {
+                status: b.status,
+                range: b.range,
+                reason: b.reason,
+            });
+            return;
+        }
         log::Item::Bad(b) => {
             let what = format!("{} at {}: {}", b.status, b.range, b.reason);
             if !show.json && !show.count {
@@ -232,12 +292,28 @@ fn render(src: &dyn Source, item: log::Item, show: &Show, p: &mut Piece) {
     let range = Range::new(chunks[0].range.start, chunks[chunks.len() - 1].range.end);
     let rec = decode_with(log::payload(src, &chunks), show.json);
     if let Err(e) = &rec.msg {
-        p.bad.push((
-            Status::Corrupt,
-            format!("corrupt at {range}: record does not decode as wandb_internal.Record: {e}"),
-        ));
+        let reason = format!("record does not decode as wandb_internal.Record: {e}");
+        p.bad
+            .push((Status::Corrupt, format!("corrupt at {range}: {reason}")));
+        if form == Form::Entries {
+            p.entries.push(LogEntry::Damage {
+                status: Status::Corrupt,
+                range,
+                reason,
+            });
+            return;
+        }
     }
     if !show.types.is_empty() && !show.types.iter().any(|t| *t == rec.kind) {
+        return;
+    }
+    if form == Form::Entries {
+        p.entries.push(LogEntry::Record {
+            number: rec.number,
+            kind: rec.kind.into_owned(),
+            offset: range.start,
+            data: rec.data,
+        });
         return;
     }
     if show.count {

@@ -35,7 +35,10 @@ pub static FORMAT: Format = Format {
     parse,
     load,
     offers: Offers {
-        records: Some(listing::list),
+        records: Some(crate::offer::RecordsOffer {
+            list: listing::list,
+            each: listing::each,
+        }),
         metrics: Some(history::scan),
         ..Offers::NONE
     },
