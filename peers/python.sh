@@ -7,8 +7,9 @@
 #       shared file). pparse: median of RUNS; wunderbar: one run.
 #   (b) the tensor list of a ~1 GB safetensors checkpoint (made by the safetensors package,
 #       the file of peers/safetensors.sh): `pparse.open(F).tensors()` (open included)
-#       beside `safe_open` keys/get_dtype/get_shape; median of RUNS each.
-#   (c) the memory `numpy()` of one 5 MiB ... tensor costs: growth of anonymous RSS
+#       beside `safe_open` keys/get_dtype/get_shape; median of RUNS each. The 1 GB inputs
+#       of peers/npy.sh, gguf.sh, msgpack.sh and pickle.sh too, when they are there.
+#   (c) the memory `numpy()` of one 512 MiB float32 tensor costs: growth of anonymous RSS
 #       (/proc/self/status RssAnon; pages of a mapped file are not anonymous) beside
 #       safetensors' `get_tensor`, each in a fresh interpreter, with a sum over the array.
 #
@@ -85,9 +86,28 @@ fi
 pp=$("$PPARSE_PYTHON" $PB tensors "$ST" "$RUNS")
 st=$("$PPARSE_PYTHON" $PB safe_open "$ST" "$RUNS")
 rows+=("| the tensor list of a $(( $(stat -c %s "$ST") / 1000000 )) MB safetensors file ($(field n "$pp") tensors) | \`safe_open\`: keys, dtype, shape | $(field ms "$st") ms | \`pparse.open(F).tensors()\` | $(field ms "$pp") ms | $(ratio "$(field ms "$st")" "$(field ms "$pp")") |")
-NAME=model.layers.0.block0.weight
-pn=$("$PPARSE_PYTHON" $PB numpy "$ST" "$NAME")
-gt=$("$PPARSE_PYTHON" $PB get_tensor "$ST" "$NAME")
+# The 1 GB inputs of peers/npy.sh, gguf.sh and msgpack.sh and the torch checkpoint of
+# peers/pickle.sh, when they were made: the same listing from Python (their peers are
+# timed in those scripts).
+for other in "$DIR/arrays-200x5MiB.npz" "$DIR/model-200xQ8_0.gguf" "$DIR/flax-200x5MiB.msgpack" \
+             /tmp/pparse-bench-pickle/state_1g.pt; do
+  [[ -s $other ]] || continue
+  cat "$other" > /dev/null
+  pp=$("$PPARSE_PYTHON" $PB tensors "$other" "$RUNS")
+  rows+=("| the tensor list of \`$(basename "$other")\` ($(( $(stat -c %s "$other") / 1000000 )) MB, $(field n "$pp") tensors) | (see its own benchmark) | | \`pparse.open(F).tensors()\` | $(field ms "$pp") ms | |")
+done
+# One big tensor: what a copy costs shows.
+BIG=$DIR/one-512MiB.safetensors
+if [[ ! -s $BIG ]]; then
+  "$PPARSE_PYTHON" -c '
+import sys, numpy as np
+from safetensors.numpy import save_file
+save_file({"big": np.arange(1 << 27, dtype=np.float32), "small": np.ones(3, np.float32)}, sys.argv[1])' "$BIG"
+fi
+cat "$BIG" > /dev/null
+NAME=big
+pn=$("$PPARSE_PYTHON" $PB numpy "$BIG" "$NAME")
+gt=$("$PPARSE_PYTHON" $PB get_tensor "$BIG" "$NAME")
 [[ $(field sum "$pn") == $(field sum "$gt") ]] || echo "**WARNING: the sums differ: $pn / $gt**"
 rows+=("| memory of one $(( $(field bytes "$pn") >> 20 )) MiB tensor as a numpy array, summed | \`get_tensor\` (a copy) | +$(field rss_anon_mib "$gt") MiB | \`tensor.numpy()\` (a view on the mapped file) | +$(field rss_anon_mib "$pn") MiB | |")
 

@@ -159,14 +159,15 @@ class Source:
         """
         types = [type] if isinstance(type, str) else list(type or ())
         batches = self._inner.records(path or "", types)
-        loads = json.loads
         try:
-            for batch in batches:
-                for e in batch:
-                    if e.__class__ is tuple:
-                        yield {"number": e[0], "type": e[1], "offset": e[2], "data": loads(e[3])}
-                    elif with_damage:
-                        yield e
+            if with_damage:
+                for batch in batches:
+                    yield from batch
+            else:
+                for batch in batches:
+                    for e in batch:
+                        if e.__class__ is dict:
+                            yield e
         finally:
             batches.close()
 

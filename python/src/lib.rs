@@ -11,7 +11,8 @@
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::mpsc::Receiver;
+
+mod records;
 
 use pparse::Options;
 use pparse::parsers::IndexMode;
@@ -19,14 +20,14 @@ use pparse::parsers::IndexMode;
 use pparse::data::{Data, Range};
 use pparse::fs::{self as pfs, Entry, Fs, Kind};
 use pparse::offer::LogEntry;
-use pparse::offer::tensor::{Dtype, Tensor as RTensor};
+use pparse::offer::tensor::{Dtype, Encoding, Tensor as RTensor};
 use pparse::parsers::pickle::ops;
 use pparse::status::Status;
 use pparse::view::tensors;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple};
 
 create_exception!(
     _pparse,
@@ -218,7 +219,12 @@ impl Source {
     /// thread in batches as they are taken: an iterator of lists whose
     /// items are `(number, type, offset, data_json)` tuples and `Damage`.
     #[pyo3(signature = (path = "", types = Vec::new()))]
-    fn records(&self, py: Python<'_>, path: &str, types: Vec<String>) -> PyResult<Records> {
+    fn records(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        types: Vec<String>,
+    ) -> PyResult<records::Records> {
         let fs = self.fs()?;
         let found = py.detach(|| -> Result<_, pfs::Error> {
             let id = fs.extraction(path)?;
@@ -231,22 +237,7 @@ impl Source {
         let Some((offer, data, outer)) = found.map_err(|e| fs_error(py, e))? else {
             return Err(not_a(py, path, "a W&B log (.wandb): no records to read"));
         };
-        // A few batches wait at most: memory stays bounded while Python
-        // takes its time, and dropping the iterator ends the thread.
-        let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        std::thread::spawn(move || {
-            let mut open = true;
-            (offer.each)(&*data, &types, &mut |batch| {
-                open = tx.send(batch).is_ok();
-                open
-            });
-            if open && !outer.is_empty() {
-                let _ = tx.send(outer);
-            }
-        });
-        Ok(Records {
-            rx: Mutex::new(Some(rx)),
-        })
+        Ok(records::Records::start(offer, data, types, outer))
     }
 
     /// The opcodes of the pickle at or below PATH (a `.pkl`, a torch
@@ -403,82 +394,6 @@ fn not_a(py: Python<'_>, path: &str, what: &str) -> PyErr {
     let err = Error::new_err(format!("{shown} is not {what}"));
     let _ = err.value(py).setattr("path", path);
     err
-}
-
-/// The records of a log, in batches, as a thread reads them.
-#[pyclass(module = "pparse._pparse", frozen)]
-struct Records {
-    rx: Mutex<Option<Receiver<Vec<LogEntry>>>>,
-}
-
-#[pymethods]
-impl Records {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    /// The next batch: a list of `(number, type, offset, data_json)` tuples
-    /// and `Damage` objects, in file order.
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        let batch = py.detach(|| {
-            let g = self.rx.lock().unwrap_or_else(|e| e.into_inner());
-            g.as_ref().and_then(|rx| rx.recv().ok())
-        });
-        let Some(batch) = batch else {
-            self.close();
-            return Ok(None);
-        };
-        let list = PyList::empty(py);
-        for e in batch {
-            match e {
-                LogEntry::Record {
-                    number,
-                    kind,
-                    offset,
-                    data,
-                } => list.append((number, kind, offset, data))?,
-                LogEntry::Damage {
-                    status,
-                    range,
-                    reason,
-                } => list.append(Damage {
-                    offset: range.start,
-                    end: range.end,
-                    status: status.as_str(),
-                    reason,
-                })?,
-            }
-        }
-        Ok(Some(list))
-    }
-
-    /// Stops reading.
-    fn close(&self) {
-        self.rx.lock().unwrap_or_else(|e| e.into_inner()).take();
-    }
-}
-
-/// Bytes of a log that hold no record that can be vouched for.
-#[pyclass(module = "pparse._pparse", frozen, get_all)]
-struct Damage {
-    /// Where the span starts, in the log's bytes.
-    offset: u64,
-    /// Where it ends.
-    end: u64,
-    /// `truncated` or `corrupt`.
-    status: &'static str,
-    /// Why.
-    reason: String,
-}
-
-#[pymethods]
-impl Damage {
-    fn __repr__(&self) -> String {
-        format!(
-            "Damage(offset={}, end={}, status={:?}, reason={:?})",
-            self.offset, self.end, self.status, self.reason
-        )
-    }
 }
 
 /// Where the opcode listing of a pickle is.
@@ -805,7 +720,8 @@ impl Tensor {
             let msg = format!("tensor {}: {}: {reason}", t.name, t.status.as_str());
             return Err(damaged(py, msg, &self.source, t.offset, &reason, t.status));
         }
-        let native = if upcast {
+        // Varints are decoded into a copy.
+        let native = if upcast || t.encoding != Encoding::Raw {
             None
         } else {
             pparse::view::values::numpy_native(t.dtype, t.big_endian)
@@ -1004,8 +920,8 @@ fn _pparse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<File>()?;
     m.add_class::<Tensor>()?;
     m.add_class::<Array>()?;
-    m.add_class::<Records>()?;
-    m.add_class::<Damage>()?;
+    m.add_class::<records::Records>()?;
+    m.add_class::<records::Damage>()?;
     m.add_class::<PickleOps>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("NotFound", py.get_type::<NotFound>())?;

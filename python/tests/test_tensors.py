@@ -133,10 +133,6 @@ def test_onnx_initializers_equal_numpy_helper(fixtures):
         for t in got:
             if t.name not in want or t.dtype in ("BF16", "C32") or t.dtype.startswith("F8"):
                 continue
-            if "varints" in (t.detail or ""):
-                # Varint-encoded fields are not raw elements: see the known
-                # gaps in python/README.md.
-                continue
             w = want[t.name]
             a = t.numpy()
             if t.dtype in ("I4", "U4", "I2", "U2", "F4"):
@@ -149,6 +145,53 @@ def test_onnx_initializers_equal_numpy_helper(fixtures):
             assert c_bytes(a) == c_bytes(w), t.name
             checked += 1
     assert checked >= 5
+
+
+def test_onnx_varint_fields_equal_numpy_helper(tmp_path):
+    """Tensors whose values sit in int32_data, int64_data or uint64_data
+    (make_tensor without raw=True) as protobuf varints: every type ONNX
+    keeps there, against onnx.numpy_helper."""
+    onnx = pytest.importorskip("onnx")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from onnx import TensorProto, helper, numpy_helper
+
+    T = TensorProto
+    cases = [
+        ("i32", T.INT32, [-1, 0, 2**31 - 1, -(2**31)]),
+        ("i16", T.INT16, [-32768, 0, 7, 32767]),
+        ("u16", T.UINT16, [0, 65535, 300]),
+        ("i8", T.INT8, [-128, -1, 0, 127]),
+        ("u8", T.UINT8, [0, 255, 17]),
+        ("bool", T.BOOL, [True, False, True]),
+        ("i64", T.INT64, [-(2**63), -1, 2**62]),
+        ("u64", T.UINT64, [0, 2**64 - 1, 5]),
+        ("u32", T.UINT32, [0, 2**32 - 1, 9]),
+        ("f16", T.FLOAT16, np.array([1.0, -2.0, 0.5, 65504.0], dtype=np.float16)),
+        ("bf16", T.BFLOAT16, np.array([1.0, -3.5, 0.25], dtype=ml_dtypes.bfloat16)),
+        ("e4m3", T.FLOAT8E4M3FN, np.array([1.0, -2.0, 448.0], dtype=ml_dtypes.float8_e4m3fn)),
+        ("e5m2", T.FLOAT8E5M2, np.array([1.0, -0.5, 57344.0], dtype=ml_dtypes.float8_e5m2)),
+        ("i4", T.INT4, np.array([-8, -1, 0, 1, 7], dtype=ml_dtypes.int4)),
+        ("u4", T.UINT4, np.array([0, 15, 3], dtype=ml_dtypes.uint4)),
+    ]
+    inits = [helper.make_tensor(n, dt, [len(v)], v) for n, dt, v in cases]
+    for t in inits:
+        assert not t.HasField("raw_data"), t.name
+    graph = helper.make_graph([], "g", [], [], initializer=inits)
+    path = tmp_path / "varints.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    model = onnx.load(str(path))
+    want = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    with pparse.open(path) as src:
+        got = {t.name: t for t in src.tensors()}
+    for name, w in want.items():
+        t = got[name]
+        assert t.status == "complete", (name, t.detail)
+        a = t.numpy()
+        assert a.shape == w.shape, name
+        if w.dtype.kind in "iub":
+            assert np.array_equal(a.astype(np.int64 if w.dtype != np.uint64 else np.uint64), w), name
+        else:
+            assert np.array_equal(a.astype(np.float64), w.astype(np.float64)), name
 
 
 NATIVE = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64", "F16", "F32", "F64",

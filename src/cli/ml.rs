@@ -368,6 +368,9 @@ pub(super) fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> i
         if x.big_endian {
             write!(out, ",\"byteorder\":\"big\"")?;
         }
+        if x.encoding == crate::offer::tensor::Encoding::Varints {
+            write!(out, ",\"encoding\":\"varints\"")?;
+        }
         write!(out, "}}")?;
     }
     writeln!(out, "\n]")

@@ -302,6 +302,20 @@ pub struct Tensor {
     pub detail: Option<String>,
     /// Big-endian bytes (a torch `byteorder` record saying so).
     pub big_endian: bool,
+    /// How the elements are written in `offset .. offset + length`.
+    pub encoding: Encoding,
+}
+
+/// How a tensor's elements are written in its bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Encoding {
+    /// As in memory: each element's bits, one after the other.
+    #[default]
+    Raw,
+    /// Protobuf varints (ONNX `int32_data`, `int64_data`, `uint64_data`),
+    /// an element's bits in the low bits of each: one element per varint,
+    /// except 4- and 2-bit types, whose varints each hold one packed byte.
+    Varints,
 }
 
 impl Tensor {

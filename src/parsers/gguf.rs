@@ -1435,6 +1435,7 @@ fn own_tensors(src: &dyn Source, ext: ExtId) -> Vec<Tensor> {
                 status: p.status,
                 detail: p.detail,
                 big_endian: lay.be,
+                encoding: crate::offer::tensor::Encoding::Raw,
             }
         })
         .collect()

@@ -1006,6 +1006,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
             status,
             detail,
             big_endian,
+            encoding: crate::offer::tensor::Encoding::Raw,
         });
         at = data.end;
     }

@@ -22,7 +22,7 @@ use crate::data::{Data, MmapSource, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
-use crate::offer::tensor::{self, Dtype, Tensor};
+use crate::offer::tensor::{self, Dtype, Encoding, Tensor};
 use crate::offer::{Offers, TensorOffer};
 use crate::status::{Damage, Status};
 
@@ -476,6 +476,47 @@ fn sizes(f: &Found, dt: Dtype) -> (Option<u64>, Option<u64>) {
     (numel, need)
 }
 
+/// Varint fields read whole to count their values at most: bigger ones
+/// are left to the reading of the values (missing elements).
+const MAX_COUNTED: u64 = 64 << 20;
+
+/// Why the varints of `field` (at `r`) cannot be the tensor's values: cut
+/// off, or not one per element (per packed byte of 4- and 2-bit types), as
+/// `onnx.numpy_helper` needs them.
+fn varint_problem(
+    src: &dyn Source,
+    r: Range,
+    field: &str,
+    f: &Found,
+    dt: Dtype,
+    numel: Option<u64>,
+) -> Option<String> {
+    let numel = numel?;
+    if r.len() > MAX_COUNTED {
+        return None;
+    }
+    let bytes = read_range(src, r, MAX_COUNTED as usize);
+    let values = bytes.iter().filter(|&&b| b & 0x80 == 0).count() as u64;
+    if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
+        return Some(format!(
+            "{field} is cut off inside a varint after {values} values; the tensor is at {:#x}",
+            r.start
+        ));
+    }
+    let per_value = match dt.bits() {
+        b @ (2 | 4) => 8 / b,
+        _ => 1,
+    };
+    let want = numel.div_ceil(per_value);
+    (values != want).then(|| {
+        format!(
+            "{field} holds {values} values; {} {} needs {want}",
+            type_name(f.data_type),
+            tensor::shape_text(&f.dims)
+        )
+    })
+}
+
 /// Why a tensor's dims cannot be right, with where the tensor is.
 fn size_problem(f: &Found, dt: Dtype) -> Option<String> {
     let why = match sizes(f, dt) {
@@ -520,6 +561,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
             status: Status::Complete,
             detail: None,
             big_endian: false,
+            encoding: Encoding::Raw,
         };
         let mut problem = f.problem.clone();
         match &f.bytes {
@@ -531,7 +573,11 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
                 t.offset = r.start;
                 t.length = r.len();
                 if *varints {
-                    t.detail = Some(format!("values are varints in {field}, not raw bytes"));
+                    t.encoding = Encoding::Varints;
+                    if let Some(why) = varint_problem(&*e.data(), *r, field, &f, dt, numel) {
+                        t.status = Status::Corrupt;
+                        problem = Some(why);
+                    }
                 } else if *field == "string_data" {
                     continue;
                 }

@@ -775,6 +775,7 @@ impl Prepared {
                     status: Status::Complete,
                     detail: f.note.map(str::to_string),
                     big_endian: self.big_endian,
+                    encoding: crate::offer::tensor::Encoding::Raw,
                 };
                 let offset = match &f.pid {
                     // A legacy view reads from its root storage.

@@ -698,3 +698,70 @@ onnx_sweeps! {
     sweep_onnx_attrs => "onnx/attrs.onnx",
     sweep_onnx_tensors => "onnx/tensors.onnx",
 }
+
+/// Tensors kept as varints (`int32_data`, `int64_data`, `uint64_data`) are
+/// decoded: their `.npy` data is what `onnx.numpy_helper.to_array` gives
+/// (the reference's `sha256_values`), and a field whose count of varints
+/// does not fit the shape, or that is cut inside a varint, is corrupt.
+#[test]
+fn varint_fields_are_decoded_as_numpy_helper_does() {
+    let mut f = Failures::default();
+    let r = reference("tensors.onnx");
+    let session = parse("tensors.onnx", fixture("onnx/tensors.onnx"));
+    let t = session.tree();
+    let list = pparse::view::tensors::tensors(&t, 0);
+    let mut checked = 0;
+    for w in r["graph"]["initializers"].as_array().unwrap() {
+        if !matches!(
+            w["typed_field"].as_str(),
+            Some("int32_data" | "int64_data" | "uint64_data")
+        ) {
+            continue;
+        }
+        let name = w["name"].as_str().unwrap();
+        let x = list.iter().find(|x| x.name == name).unwrap();
+        let data = t.exts[x.source].data();
+        let mut out = Vec::new();
+        pparse::view::values::write_npy_data(x, &*data, &mut out).unwrap();
+        if x.status != pparse::Status::Complete
+            || x.encoding != pparse::offer::tensor::Encoding::Varints
+            || sha(&out) != w["sha256_values"].as_str().unwrap()
+        {
+            f.push(format!("{name}: {:?} {:?} {out:?}", x.status, x.detail));
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+    // typed_int64_data: [-(2^40), 2^62], its field a packed run of varints.
+    let x = list.iter().find(|x| x.name == "typed_int64_data").unwrap();
+    let data = t.exts[x.source].data();
+    let vals: Vec<String> = pparse::view::values::values(x, &*data, 0, 4)
+        .iter()
+        .map(|v| v.display())
+        .collect();
+    if vals != ["-1099511627776", "4611686018427387904"] {
+        f.push(format!("typed_int64_data values {vals:?}"));
+    }
+    // One varint too many, and the field cut inside its last varint.
+    let bytes = fixture("onnx/tensors.onnx");
+    let x = list.iter().find(|x| x.name == "typed_int32_data").unwrap();
+    let (o, n) = (x.offset as usize, x.length as usize);
+    let mut cut = bytes.clone();
+    cut[o + n - 1] |= 0x80;
+    let mut more = bytes.clone();
+    // The first varint (-1, ten bytes) made two: 0x7f and then nine bytes
+    // ending in 0x01 read as a second value.
+    more[o] = 0x7f;
+    for (label, bad) in [("cut", cut), ("more", more)] {
+        let session = parse("tensors.onnx", bad);
+        let t = session.tree();
+        let list = pparse::view::tensors::tensors(&t, 0);
+        let x = list.iter().find(|x| x.name == "typed_int32_data").unwrap();
+        if x.status != pparse::Status::Corrupt
+            || !x.detail.as_deref().unwrap_or("").contains("int32_data")
+        {
+            f.push(format!("{label}: {:?} {:?}", x.status, x.detail));
+        }
+    }
+    f.check("ONNX varint fields");
+}

@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use pparse::Status;
 use pparse::data::{MemSource, MmapSource};
-use pparse::offer::tensor::{Dtype, Tensor};
+use pparse::offer::tensor::{Dtype, Encoding, Tensor};
 use pparse::view::values::{self, Value};
 use serde_json::Value as Json;
 
@@ -52,6 +52,7 @@ impl Case {
             status: Status::Complete,
             detail: None,
             big_endian: self.big_endian,
+            encoding: Encoding::Raw,
         }
     }
     fn bytes(&self) -> Vec<u8> {
@@ -650,6 +651,7 @@ fn random_bytes_never_panic() {
             status: Status::Complete,
             detail: None,
             big_endian: rng.below(2) == 0,
+            encoding: Encoding::Raw,
         };
         let src = MemSource::new(bytes.clone());
         let numel = t.numel();
@@ -708,6 +710,7 @@ fn hostile_layouts_finish() {
                 status: Status::Truncated,
                 detail: None,
                 big_endian: false,
+                encoding: Encoding::Raw,
             };
             let st = values::stats(&t, &src, 8, &no, &|_, _| {}).unwrap();
             assert!(st.missing > 0, "{shape:?}");

@@ -404,6 +404,7 @@ fn walk(
                         status,
                         detail,
                         big_endian: false,
+                        encoding: crate::offer::tensor::Encoding::Raw,
                     });
                 }
                 pos = h.body().checked_add(h.len)?;

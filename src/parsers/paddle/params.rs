@@ -331,6 +331,7 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
                 status,
                 detail,
                 big_endian: false,
+                encoding: crate::offer::tensor::Encoding::Raw,
             })
         })
         .collect()

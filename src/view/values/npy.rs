@@ -224,6 +224,8 @@ fn write_elements(
     out: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     header: bool,
 ) -> io::Result<()> {
+    let decoded = super::varints::raw(t, data, u64::MAX);
+    let (t, data) = super::as_raw(t, data, &decoded);
     let p = Plan::new(t, data);
     if !p.decodable() {
         return Err(io::Error::new(
