@@ -132,3 +132,60 @@ def test_stopping_early_ends_the_reader(fixtures):
         assert first["type"] == "header"
         # A second listing after an abandoned one reads from the start.
         assert next(src.records())["number"] == first["number"]
+
+
+def rss_anon():
+    """Anonymous resident memory in bytes, or None where /proc has none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def long_log(fixtures, path, mib):
+    """A log of about `mib` MiB: the fixture's first block over and over,
+    each copy a block of whole records (its last one cut: damage)."""
+    blob = (fixtures / "wandb" / "v0175-legacy.wandb").read_bytes()
+    block = 32768
+    copy = blob[7:block] + bytes(7)
+    with open(path, "wb") as f:
+        f.write(blob[:block])
+        for _ in range((mib << 20) // block):
+            f.write(copy)
+
+
+def stream_peak(path):
+    """Records, damage items, and the peak growth of anonymous memory
+    while streaming them."""
+    n = damage = 0
+    base = rss_anon()
+    peak = 0
+    with pparse.open(path) as src:
+        for i, r in enumerate(src.records(with_damage=True)):
+            if isinstance(r, pparse.Damage):
+                damage += 1
+            else:
+                n += 1
+            if i % 2000 == 0:
+                peak = max(peak, rss_anon() - base)
+    return n, damage, peak
+
+
+def test_a_long_log_streams_in_bounded_memory(fixtures, tmp_path):
+    """Streaming a log 8 times longer does not take 8 times the memory:
+    a few batches are held, whatever the length (every record's dict at
+    once would take several times the log's size)."""
+    if rss_anon() is None:
+        pytest.skip("no RssAnon in /proc/self/status")
+    short, long = tmp_path / "short.wandb", tmp_path / "long.wandb"
+    long_log(fixtures, short, 8)
+    long_log(fixtures, long, 64)
+    n8, d8, peak8 = stream_peak(short)
+    n64, d64, peak64 = stream_peak(long)
+    assert n64 > 7 * n8 > 7 * 30_000 and d64 > 7 * d8 > 0
+    assert peak64 < 2 * peak8 + (16 << 20), (peak8, peak64)
+    assert peak64 < long.stat().st_size, (peak8, peak64)
