@@ -132,6 +132,35 @@ def test_pil_opens_an_image_in_a_zip_in_a_tar_gz(tmp_path):
     assert got.tobytes() == img.tobytes()
 
 
+def test_numpy_and_pandas_read_members_through_pparse(fixtures, tmp_path):
+    """numpy.load and pandas.read_csv take pparse's file objects as they
+    take open files: an array in an .npz in a tar.gz, a CSV in a zip in a
+    tar.gz."""
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    npz = (fixtures / "npy" / "compressed.npz").read_bytes()
+    want = dict(np.load(io.BytesIO(npz)))
+    csv = "step,loss,acc\n" + "".join(f"{i},{1 / (i + 1)},{i / 50}\n" for i in range(50))
+    zbuf = io.BytesIO()
+    with zipfile.ZipFile(zbuf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("metrics/run.csv", csv)
+    tpath = tmp_path / "data.tar.gz"
+    with tarfile.open(tpath, "w:gz") as tf:
+        for name, blob in (("arrays.npz", npz), ("logs.zip", zbuf.getvalue())):
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tf.addfile(info, io.BytesIO(blob))
+    with pparse.open(tpath) as src:
+        for key, w in want.items():
+            with src.open(f"data.tar/arrays.npz/{key}.npy") as f:
+                a = np.load(f)
+            assert a.dtype == w.dtype and np.array_equal(a, w), key
+        with src.open("data.tar/logs.zip/metrics/run.csv") as f:
+            df = pd.read_csv(f)
+    assert list(df.columns) == ["step", "loss", "acc"] and len(df) == 50
+    assert df["loss"][3] == pytest.approx(0.25)
+
+
 def test_a_cut_tar_gz_gives_back_what_survived_and_says_so(fixtures, tmp_path):
     whole = (fixtures / "nested.tar.gz").read_bytes()
     cut = tmp_path / "cut.tar.gz"
