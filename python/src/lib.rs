@@ -18,6 +18,7 @@ use pparse::Options;
 use pparse::parsers::IndexMode;
 
 use pparse::data::{Data, Range};
+use pparse::extraction::{ExtId, Tree};
 use pparse::fs::{self as pfs, Entry, Fs, Kind};
 use pparse::offer::LogEntry;
 use pparse::offer::tensor::{Dtype, Encoding, Tensor as RTensor};
@@ -112,6 +113,26 @@ struct Source {
 }
 
 impl Source {
+    /// Waits, without the GIL, until `ready` holds for the extraction at
+    /// PATH (or the parse is over), then answers with `f` under the tree's
+    /// lock.
+    fn when<T: Send>(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        ready: impl Fn(&Tree, ExtId) -> bool + Sync,
+        f: impl FnOnce(&Tree, ExtId) -> T + Send,
+    ) -> PyResult<T> {
+        let fs = self.fs()?;
+        py.detach(|| -> Result<T, pfs::Error> {
+            let id = fs.extraction(path)?;
+            let s = fs.session();
+            s.wait_until(|t| ready(t, id));
+            Ok(f(&s.tree(), id))
+        })
+        .map_err(|e| fs_error(py, e))
+    }
+
     fn fs(&self) -> PyResult<Fs> {
         self.fs
             .lock()
@@ -127,17 +148,16 @@ impl Source {
     /// once it is parsed: a JSON text.
     #[pyo3(signature = (path = ""))]
     fn tree_json(&self, py: Python<'_>, path: &str) -> PyResult<String> {
-        let fs = self.fs()?;
-        let out = py.detach(|| -> Result<io::Result<Vec<u8>>, pfs::Error> {
-            let id = fs.extraction(path)?;
-            let s = fs.session();
-            s.wait();
-            let t = s.tree();
-            let mut out = Vec::new();
-            Ok(pparse::cli::writers::tree_json(&t, id, &mut out).map(|()| out))
-        });
-        let out = out.map_err(|e| fs_error(py, e))?.map_err(io_error)?;
-        String::from_utf8(out).map_err(|e| PyValueError::new_err(e.to_string()))
+        let out = self.when(
+            py,
+            path,
+            |_, _| false,
+            |t, id| {
+                let mut out = Vec::new();
+                pparse::cli::writers::tree_json(t, id, &mut out).map(|()| out)
+            },
+        )?;
+        String::from_utf8(out.map_err(io_error)?).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// The entries in PATH as dicts; with `recursive`, every entry below.
@@ -194,13 +214,8 @@ impl Source {
     /// The tensors at or below PATH, as `pparse tensors` lists them.
     #[pyo3(signature = (path = ""))]
     fn tensors(&self, py: Python<'_>, path: &str) -> PyResult<Vec<Tensor>> {
-        let fs = self.fs()?;
-        let list = py.detach(|| -> Result<Vec<Tensor>, pfs::Error> {
-            let id = fs.extraction(path)?;
-            let s = fs.session();
-            s.wait_until(|t| tensors::ready(t, id));
-            let t = s.tree();
-            Ok(tensors::collect(&t, id)
+        self.when(py, path, tensors::ready, |t, id| {
+            tensors::collect(t, id)
                 .into_iter()
                 .filter_map(|x| {
                     let e = t.get(x.source)?;
@@ -210,14 +225,13 @@ impl Source {
                         t: x,
                     })
                 })
-                .collect())
-        });
-        list.map_err(|e| fs_error(py, e))
+                .collect()
+        })
     }
 
     /// The records of the log (`.wandb`) at or below PATH, read by a
-    /// thread in batches as they are taken: an iterator of lists whose
-    /// items are `(number, type, offset, data_json)` tuples and `Damage`.
+    /// thread in batches as they are taken: an iterator of lists of dicts
+    /// (`number`, `type`, `offset`, `data`) and `Damage` objects.
     #[pyo3(signature = (path = "", types = Vec::new()))]
     fn records(
         &self,
@@ -225,16 +239,11 @@ impl Source {
         path: &str,
         types: Vec<String>,
     ) -> PyResult<records::Records> {
-        let fs = self.fs()?;
-        let found = py.detach(|| -> Result<_, pfs::Error> {
-            let id = fs.extraction(path)?;
-            let s = fs.session();
-            s.wait_until(|t| pparse::view::records::ready(t, id));
-            let t = s.tree();
-            Ok(pparse::view::records::log_target(&t, id)
-                .map(|(x, offer)| (offer, t.exts[x].data(), outer_damage(&t, x))))
-        });
-        let Some((offer, data, outer)) = found.map_err(|e| fs_error(py, e))? else {
+        let found = self.when(py, path, pparse::view::records::ready, |t, id| {
+            pparse::view::records::log_target(t, id)
+                .map(|(x, offer)| (offer, t.exts[x].data(), outer_damage(t, x)))
+        })?;
+        let Some((offer, data, outer)) = found else {
             return Err(not_a(py, path, "a W&B log (.wandb): no records to read"));
         };
         Ok(records::Records::start(offer, data, types, outer))
@@ -244,21 +253,16 @@ impl Source {
     /// checkpoint's `data.pkl`) as `pickletools.genops` reads them.
     #[pyo3(signature = (path = ""))]
     fn pickle_ops(&self, py: Python<'_>, path: &str) -> PyResult<PickleOps> {
-        let fs = self.fs()?;
-        let found = py.detach(|| -> Result<_, pfs::Error> {
-            let id = fs.extraction(path)?;
-            let s = fs.session();
-            s.wait_until(|t| pparse::view::stepper::pickles_ready(t, id));
-            let t = s.tree();
-            Ok(pparse::view::stepper::pickles(&t, id).map(|(x, ranges)| {
+        let found = self.when(py, path, pparse::view::stepper::pickles_ready, |t, id| {
+            pparse::view::stepper::pickles(t, id).map(|(x, ranges)| {
                 let label = match x {
                     0 => t.exts[0].display_name(),
                     _ => t.path_of(x),
                 };
                 (t.exts[x].data(), label, ranges)
-            }))
-        });
-        let Some((data, source, ranges)) = found.map_err(|e| fs_error(py, e))? else {
+            })
+        })?;
+        let Some((data, source, ranges)) = found else {
             return Err(not_a(py, path, "a pickle"));
         };
         let pos = ranges.first().map_or(0, |r| r.start);
@@ -278,17 +282,17 @@ impl Source {
     /// PATH as `pparse ir --json` prints them: a JSON text.
     #[pyo3(signature = (path = ""))]
     fn ir_json(&self, py: Python<'_>, path: &str) -> PyResult<String> {
-        let fs = self.fs()?;
-        let out = py.detach(|| -> Result<io::Result<Vec<u8>>, pfs::Error> {
-            let id = fs.extraction(path)?;
-            let s = fs.session();
-            s.wait_until(|t| t.exts[id].is_final());
-            let data = s.tree().exts[id].data();
+        let data = self.when(
+            py,
+            path,
+            |t, id| t.exts[id].is_final(),
+            |t, id| t.exts[id].data(),
+        )?;
+        let out = py.detach(|| {
             let mut out = Vec::new();
-            Ok(pparse::cli::writers::ir_json(&*data, &mut out).map(|()| out))
+            pparse::cli::writers::ir_json(&*data, &mut out).map(|()| out)
         });
-        let out = out.map_err(|e| fs_error(py, e))?.map_err(io_error)?;
-        String::from_utf8(out).map_err(|e| PyValueError::new_err(e.to_string()))
+        String::from_utf8(out.map_err(io_error)?).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Stops the parse and lets go of the file: later calls raise.

@@ -55,9 +55,9 @@ def ops_of(path, inner=""):
     return got, None
 
 
-@pytest.mark.parametrize("path", PICKLES, ids=lambda p: p.name)
-def test_opcodes_are_pickletools(path):
-    data = path.read_bytes()
+def whole_pickles_are_pickletools(path, data):
+    """pparse reads every pickle of `path` whole, as pickletools reads them
+    from `data`, one after the other."""
     got, err = ops_of(path)
     assert err is None
     stops = sum(op == "STOP" for _, op, _ in got)
@@ -65,6 +65,11 @@ def test_opcodes_are_pickletools(path):
     assert werr is None
     same(got, want)
     assert want[-1][1] == "STOP"
+
+
+@pytest.mark.parametrize("path", PICKLES, ids=lambda p: p.name)
+def test_opcodes_are_pickletools(path):
+    whole_pickles_are_pickletools(path, path.read_bytes())
 
 
 @pytest.mark.parametrize("path", DAMAGED, ids=lambda p: p.name)
@@ -112,9 +117,4 @@ def test_a_torch_checkpoints_pickle(name):
     else:
         # The legacy format: pickles one after the other, then the storages.
         data = path.read_bytes()
-    got, err = ops_of(path)
-    assert err is None
-    stops = sum(op == "STOP" for _, op, _ in got)
-    want, werr = genops(data, stops)
-    assert werr is None
-    same(got, want)
+    whole_pickles_are_pickletools(path, data)
