@@ -81,25 +81,12 @@ use crate::offer::tensor::Tensor;
 use decode::decode_at;
 use walk::{Item, Plan, walk};
 
-/// The tensor and bytes to read: `decoded` ([`varints::raw`]) when the
-/// tensor is stored as varints.
-fn as_raw<'a>(
-    t: &'a Tensor,
-    data: &'a dyn Source,
-    decoded: &'a Option<(Tensor, crate::data::MemSource)>,
-) -> (&'a Tensor, &'a dyn Source) {
-    match decoded {
-        Some((t, d)) => (t, d),
-        None => (t, data),
-    }
-}
-
 /// Up to `count` elements from logical (C-order) index `first`, whatever
 /// the strides. Stops at the first element whose bytes are missing, at the
 /// end of the tensor, and at a read error.
 pub fn values(t: &Tensor, data: &dyn Source, first: u64, count: usize) -> Vec<Value> {
     let decoded = varints::raw(t, data, first.saturating_add(count as u64));
-    let (t, data) = as_raw(t, data, &decoded);
+    let (t, data) = varints::as_raw(t, data, &decoded);
     let p = Plan::new(t, data);
     let mut out = Vec::with_capacity(count.min(1 << 16));
     let _ = walk(

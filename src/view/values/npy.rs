@@ -225,7 +225,7 @@ fn write_elements(
     header: bool,
 ) -> io::Result<()> {
     let decoded = super::varints::raw(t, data, u64::MAX);
-    let (t, data) = super::as_raw(t, data, &decoded);
+    let (t, data) = super::varints::as_raw(t, data, &decoded);
     let p = Plan::new(t, data);
     if !p.decodable() {
         return Err(io::Error::new(

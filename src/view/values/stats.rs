@@ -141,7 +141,7 @@ pub fn stats(
     progress: &dyn Fn(u64, u64),
 ) -> io::Result<Stats> {
     let decoded = super::varints::raw(t, data, u64::MAX);
-    let (t, data) = super::as_raw(t, data, &decoded);
+    let (t, data) = super::varints::as_raw(t, data, &decoded);
     let p = Plan::new(t, data);
     let total = p.numel.saturating_mul(2);
     let cancelled = || io::Error::new(io::ErrorKind::Interrupted, "statistics cancelled");

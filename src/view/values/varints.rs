@@ -80,6 +80,19 @@ pub(super) fn raw(t: &Tensor, data: &dyn Source, upto: u64) -> Option<(Tensor, M
     Some((raw, MemSource::new(out)))
 }
 
+/// The tensor and bytes to read: `decoded` ([`raw`]) when the
+/// tensor is stored as varints.
+pub(super) fn as_raw<'a>(
+    t: &'a Tensor,
+    data: &'a dyn Source,
+    decoded: &'a Option<(Tensor, MemSource)>,
+) -> (&'a Tensor, &'a dyn Source) {
+    match decoded {
+        Some((t, d)) => (t, d),
+        None => (t, data),
+    }
+}
+
 /// 6-bit elements packed into a little-endian bit stream (see the module
 /// docs of [`super`]).
 #[derive(Default)]
