@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Chunk, ChunkCache};
+use super::growth;
 pub use super::source::Block;
 use super::source::{Data, Layout, Range, Source};
 
@@ -275,6 +276,7 @@ impl BlockSource {
             b.out_len = new_avail - b.out_start;
         }
         self.avail.store(new_avail, Ordering::Release);
+        growth::grew(self);
     }
 
     /// Marks the stream complete: no more output will be appended.
@@ -286,6 +288,7 @@ impl BlockSource {
             t.buf = Vec::new();
         }
         self.done.store(true, Ordering::Release);
+        growth::grew(self);
     }
 
     /// Drops this stream's decoded chunks from the cache, so that the next

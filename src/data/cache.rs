@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
@@ -49,7 +49,10 @@ pub struct ChunkCache {
 }
 
 struct Lru {
-    map: HashMap<Key, (Arc<Chunk>, u64)>,
+    /// Ordered by key, so that a source's chunks are one range of it
+    /// (`forget` runs for every stream dropped: a zip's entries are
+    /// hundreds of thousands of streams).
+    map: BTreeMap<Key, (Arc<Chunk>, u64)>,
     order: BTreeMap<u64, Key>,
     tick: u64,
     bytes: usize,
@@ -64,7 +67,7 @@ impl ChunkCache {
     pub fn new(budget: usize) -> ChunkCache {
         ChunkCache {
             inner: Mutex::new(Lru {
-                map: HashMap::new(),
+                map: BTreeMap::new(),
                 order: BTreeMap::new(),
                 tick: 0,
                 bytes: 0,
@@ -145,7 +148,11 @@ impl ChunkCache {
     /// Drops every chunk of one source (when the source goes away).
     pub fn forget(&self, source: u64) {
         let mut l = self.inner.lock();
-        let keys: Vec<Key> = l.map.keys().filter(|k| k.0 == source).copied().collect();
+        let keys: Vec<Key> = l
+            .map
+            .range((source, 0)..=(source, u64::MAX))
+            .map(|(k, _)| *k)
+            .collect();
         for k in keys {
             if let Some((d, t)) = l.map.remove(&k) {
                 l.bytes -= d.cost();

@@ -2,13 +2,15 @@
 //! parsers in progress), stepped deepest first, each step's results
 //! committed to the shared tree under one short write lock.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::memory::release_free_memory;
 use super::shared::Shared;
-use crate::data::{Data, Range};
+use crate::data::{Data, Range, growth};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
 use crate::parsers::api::Options;
 use crate::parsers::carve::{self, Carver};
@@ -63,6 +65,8 @@ struct Job {
     like: Option<ExtId>,
     /// Its parse is over and a [`Carver`] scans what it left unclaimed.
     carving: bool,
+    /// The source whose growth can wake it ([`growth::key`]).
+    feed: usize,
 }
 
 impl Job {
@@ -75,6 +79,7 @@ impl Job {
         kind: EntryKind,
         file: Option<std::path::PathBuf>,
     ) -> Job {
+        let feed = growth::key(&data);
         Job {
             ext,
             depth,
@@ -88,6 +93,7 @@ impl Job {
             blocked_at: None,
             like: None,
             carving: false,
+            feed,
         }
     }
 
@@ -101,10 +107,21 @@ impl Job {
 
 /// The engine thread's state: its jobs and what is left of the budget
 /// for decoding.
+///
+/// Picking a job and waking waiting ones cost O(log n) each, never a pass
+/// over all jobs: a zip of a million entries has a million children
+/// waiting for their bytes while the zip's parser decodes them one by one.
 pub(super) struct Engine {
     shared: Arc<Shared>,
     opts: Options,
-    jobs: Vec<Job>,
+    /// Every job, by the extraction it parses.
+    jobs: HashMap<ExtId, Job>,
+    /// The jobs that can run, deepest first, then in the order found.
+    ready: BTreeSet<(u32, Reverse<ExtId>)>,
+    /// Jobs waiting for bytes, by the source whose growth can wake them
+    /// ([`growth::key`]). Entries may be stale (a job since woken or
+    /// done): they are dropped when their source grows.
+    waiting: HashMap<usize, Vec<ExtId>>,
     ext_count: usize,
     /// See [`StepCx::decode_left`].
     decode_left: u64,
@@ -123,32 +140,91 @@ impl Engine {
             )
         };
         let size = shared.tree.read().root().available();
-        Engine {
+        let mut e = Engine {
             decode_left: opts.decode_budget(size),
             shared,
             opts,
-            jobs: vec![Job::sniffing(0, 0, data, name, kind, file)],
+            jobs: HashMap::new(),
+            ready: BTreeSet::new(),
+            waiting: HashMap::new(),
             ext_count: 1,
+        };
+        e.add(Job::sniffing(0, 0, data, name, kind, file));
+        e
+    }
+
+    /// Takes a job on: ready, or waiting for its source to grow.
+    fn add(&mut self, job: Job) {
+        let ext = job.ext;
+        let (depth, feed, blocked) = (job.depth, job.feed, job.blocked_at.is_some());
+        self.jobs.insert(ext, job);
+        if blocked {
+            self.waiting.entry(feed).or_default().push(ext);
+        } else {
+            self.ready.insert((depth, Reverse(ext)));
         }
     }
 
-    fn pick(&self) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, j) in self.jobs.iter().enumerate() {
-            if !j.runnable() {
-                continue;
-            }
-            best = match best {
-                Some(b)
-                    if (self.jobs[b].depth, std::cmp::Reverse(self.jobs[b].ext))
-                        >= (j.depth, std::cmp::Reverse(j.ext)) =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
+    /// After job `ext` has run: it is ready again, waits, or is gone.
+    fn settle(&mut self, ext: ExtId) {
+        let Some(job) = self.jobs.get(&ext) else {
+            return;
+        };
+        if job.blocked_at.is_some() {
+            self.ready.remove(&(job.depth, Reverse(ext)));
+            self.waiting.entry(job.feed).or_default().push(ext);
         }
-        best
+    }
+
+    fn remove(&mut self, ext: ExtId) {
+        if let Some(job) = self.jobs.remove(&ext) {
+            self.ready.remove(&(job.depth, Reverse(ext)));
+        }
+    }
+
+    /// Wakes the waiting jobs whose sources grew during the last step.
+    fn wake(&mut self) {
+        for key in growth::take() {
+            let Some(list) = self.waiting.remove(&key) else {
+                continue;
+            };
+            let mut still = Vec::new();
+            for ext in list {
+                let Some(job) = self.jobs.get_mut(&ext) else {
+                    continue;
+                };
+                if job.blocked_at.is_none() || job.feed != key {
+                    continue;
+                }
+                if job.runnable() {
+                    job.blocked_at = None;
+                    self.ready.insert((job.depth, Reverse(ext)));
+                } else {
+                    still.push(ext);
+                }
+            }
+            if !still.is_empty() {
+                self.waiting.insert(key, still);
+            }
+        }
+    }
+
+    /// Checks every waiting job (when nothing is ready: a source that grows
+    /// on its own, such as a file being written, reports nothing).
+    fn wake_all(&mut self) {
+        for (ext, job) in &mut self.jobs {
+            if job.blocked_at.is_some() && job.runnable() {
+                job.blocked_at = None;
+                self.ready.insert((job.depth, Reverse(*ext)));
+            }
+        }
+    }
+
+    fn pick(&mut self) -> Option<ExtId> {
+        if self.ready.is_empty() {
+            self.wake_all();
+        }
+        self.ready.last().map(|&(_, Reverse(ext))| ext)
     }
 
     pub(super) fn run(&mut self) {
@@ -157,12 +233,14 @@ impl Engine {
         if cfg!(debug_assertions) && std::env::var_os("PPARSE_TEST_ENGINE_PANIC").is_some() {
             panic!("engine panic requested by PPARSE_TEST_ENGINE_PANIC");
         }
-        let mut last_trim = std::time::Instant::now();
+        growth::record();
+        let mut last_trim = Instant::now();
+        let mut last_wake = Instant::now();
         while !self.shared.cancel.load(Ordering::Acquire) {
-            let Some(i) = self.pick() else {
+            let Some(ext) = self.pick() else {
                 // Everything waits for bytes. If some source can still grow
                 // (a file being written, a pipe), wait for it; otherwise stop.
-                if self.jobs.iter().any(|j| !j.data.is_final()) && self.root_growing() {
+                if self.jobs.values().any(|j| !j.data.is_final()) && self.root_growing() {
                     std::thread::sleep(Duration::from_millis(5));
                     continue;
                 }
@@ -171,23 +249,30 @@ impl Engine {
             self.shared.steps.fetch_add(1, Ordering::Relaxed);
             if last_trim.elapsed() > Duration::from_millis(500) {
                 release_free_memory();
-                last_trim = std::time::Instant::now();
+                last_trim = Instant::now();
             }
-            if matches!(self.jobs[i].work, Work::Sniff) {
-                self.sniff_job(i);
+            if matches!(self.jobs[&ext].work, Work::Sniff) {
+                self.sniff_job(ext);
             } else {
-                self.parse_step(i);
+                self.parse_step(ext);
             }
+            self.wake();
             self.shared.notify();
-            // Wake `wait_until` callers now rather than at their next poll.
-            self.shared.over_cv.notify_all();
+            // Wake `wait_until` callers now rather than at their next poll,
+            // but not after every step: a step can be a child's sniff, and
+            // waking a waiting thread costs more than that.
+            if last_wake.elapsed() >= Duration::from_millis(1) {
+                self.shared.over_cv.notify_all();
+                last_wake = Instant::now();
+            }
         }
         if self.shared.cancel.load(Ordering::Acquire) {
             return;
         }
         // Every remaining job waits for bytes that can no longer come; that
         // would be a producer bug, but report it rather than hang.
-        let stuck: Vec<ExtId> = self.jobs.iter().map(|j| j.ext).collect();
+        let mut stuck: Vec<ExtId> = self.jobs.keys().copied().collect();
+        stuck.sort_unstable();
         let mut t = self.shared.tree.write();
         for id in stuck {
             let e = &mut t.exts[id];
@@ -205,12 +290,13 @@ impl Engine {
         !self.shared.tree.read().root().is_final()
     }
 
-    fn sniff_job(&mut self, i: usize) {
-        let job = &self.jobs[i];
+    fn sniff_job(&mut self, ext: ExtId) {
+        let job = &self.jobs[&ext];
         match self.sniff(job, job.depth) {
             None => {
                 let snap = (job.data.available(), job.data.is_final());
-                self.jobs[i].blocked_at = Some(snap);
+                self.jobs.get_mut(&ext).expect("job").blocked_at = Some(snap);
+                self.settle(ext);
             }
             Some(None) if job.ext == 0 && job.data.available() > 0 => {
                 // The opened file is no format pparse knows: scan it for
@@ -218,14 +304,14 @@ impl Engine {
                 let span = Range::new(0, job.data.available());
                 let carver = Carver::new(job.data.clone(), vec![span], &self.opts);
                 self.shared.tree.write().exts[0].phase = Phase::Parsing;
-                let job = &mut self.jobs[i];
+                let job = self.jobs.get_mut(&ext).expect("job");
                 job.work = Work::Parse(Box::new(carver));
                 job.carving = true;
                 job.blocked_at = None;
             }
             Some(None) => {
                 self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
-                self.jobs.swap_remove(i);
+                self.remove(ext);
             }
             Some(Some(Sniffed { format, by_name })) => {
                 let parser = (format.parse)(&job.data, &self.opts);
@@ -235,7 +321,7 @@ impl Engine {
                     e.parser = Some(format.name);
                     e.phase = Phase::Parsing;
                 }
-                let job = &mut self.jobs[i];
+                let job = self.jobs.get_mut(&ext).expect("job");
                 job.work = Work::Parse(parser);
                 job.by_name = by_name;
                 job.blocked_at = None;
@@ -304,8 +390,10 @@ impl Engine {
         }))
     }
 
-    fn parse_step(&mut self, i: usize) {
-        let job = &mut self.jobs[i];
+    fn parse_step(&mut self, ext: ExtId) {
+        let Some(job) = self.jobs.get_mut(&ext) else {
+            return;
+        };
         let Work::Parse(parser) = &mut job.work else {
             return;
         };
@@ -360,12 +448,14 @@ impl Engine {
         if let Some(spans) = carve {
             // What the parser left unclaimed is scanned next, as this
             // extraction's parse.
-            let job = &mut self.jobs[i];
+            let job = self.jobs.get_mut(&ext).expect("job");
             job.work = Work::Parse(Box::new(Carver::new(job.data.clone(), spans, &self.opts)));
             job.carving = true;
             job.blocked_at = None;
         } else if step == Step::Done {
-            self.jobs.swap_remove(i);
+            self.remove(ext);
+        } else {
+            self.settle(ext);
         }
         self.start_children(children, depth + 1);
     }
@@ -406,13 +496,16 @@ impl Engine {
                 continue;
             }
             match self.sniff(&job, depth) {
-                None => self.jobs.push(job),
+                None => {
+                    job.blocked_at = Some((job.data.available(), job.data.is_final()));
+                    self.add(job);
+                }
                 Some(None) => leaves.push(id),
                 Some(Some(Sniffed { format, by_name })) => {
                     parsing.push((id, format.name));
                     job.work = Work::Parse((format.parse)(&job.data, &self.opts));
                     job.by_name = by_name;
-                    self.jobs.push(job);
+                    self.add(job);
                 }
             }
         }

@@ -29,6 +29,7 @@ mod recovery;
 mod remote;
 mod robust;
 mod safetensors;
+mod scale;
 mod sweep;
 mod tar;
 mod terminal;

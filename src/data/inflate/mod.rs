@@ -28,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Chunk, ChunkCache};
 pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
+use super::growth;
 use super::source::{Data, Layout, Source};
 use zlib::{Code, RawInflate};
 
@@ -203,6 +204,7 @@ impl InflateSource {
             t.buf = Vec::new();
         }
         self.done.store(true, Ordering::Release);
+        growth::grew(self);
     }
 
     fn begin_segment(&self, input: u64) {
@@ -243,6 +245,7 @@ impl InflateSource {
             s.out_end = new_avail;
         }
         self.avail.store(new_avail, Ordering::Release);
+        growth::grew(self);
     }
 
     fn add_point(&self, p: Point) {

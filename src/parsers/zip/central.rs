@@ -9,7 +9,7 @@ use memchr::memmem;
 
 use super::records::{self, Bad, Central, Local};
 use super::{Directory, Pending, Plan, Probe, State, ZipParser, shifted, slice};
-use crate::data::{Range, view};
+use crate::data::{Range, ReadAhead, view};
 use crate::extraction::EntryKind;
 use crate::name::escape_bytes;
 use crate::node::Node;
@@ -28,6 +28,30 @@ fn overlaps(
     shift: i64,
     mut valid: impl FnMut(&Central) -> bool,
 ) -> Vec<Option<u32>> {
+    // A record that overlaps nothing when every record takes part takes
+    // part in no overlap either way: only the records of a first sweep's
+    // overlaps have their local headers read (none, in most archives).
+    let all = sweep(records, shift, |_| true);
+    let involved: std::collections::HashSet<u32> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|owner| [i as u32, owner]))
+        .flatten()
+        .collect();
+    if involved.is_empty() {
+        return all;
+    }
+    sweep(records, shift, |i| {
+        !involved.contains(&i) || valid(&records[i as usize])
+    })
+}
+
+/// [`overlaps`] among the records that `takes_part`.
+fn sweep(
+    records: &[Central],
+    shift: i64,
+    mut takes_part: impl FnMut(u32) -> bool,
+) -> Vec<Option<u32>> {
     let extent = |c: &Central| {
         let start = shifted(c.offset, shift);
         let end = start
@@ -37,7 +61,7 @@ fn overlaps(
         (start, end)
     };
     let mut order: Vec<u32> = (0..records.len() as u32)
-        .filter(|&i| valid(&records[i as usize]))
+        .filter(|&i| takes_part(i))
         .collect();
     order.sort_by_key(|&i| (extent(&records[i as usize]).0, i));
     let mut out = vec![None; records.len()];
@@ -61,17 +85,12 @@ impl ZipParser {
     pub(super) fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
         let dir = self.directory.take()?;
         if next == 0 {
-            let mut buf = Vec::new();
+            let mut ahead = ReadAhead::new();
             let data = &self.data;
             self.overlaps = overlaps(&dir.records, self.shift, |c| {
-                view(
-                    &**data,
-                    shifted(c.offset, self.shift),
-                    records::lfh::MAX,
-                    &mut buf,
-                )
-                .is_ok_and(|b| records::parse_local(b).is_ok())
+                records::local_at(&mut ahead, &**data, shifted(c.offset, self.shift)).is_ok()
             });
+            self.overlapped = self.overlaps.iter().flatten().copied().collect();
         }
         let stop = (next + 1024).min(dir.records.len());
         for (i, c) in dir.records.iter().enumerate().take(stop).skip(next) {
@@ -120,12 +139,9 @@ impl ZipParser {
         };
         let mut records = Vec::new();
         let mut pos = start;
-        let mut buf = Vec::new();
+        let mut ahead = ReadAhead::new();
         while (records.len() as u64) < count && pos - start < size {
-            let Ok(b) = view(&*self.data, pos, records::cdh::MAX, &mut buf) else {
-                break;
-            };
-            match records::parse_central(b) {
+            match records::central_at(&mut ahead, &*self.data, pos) {
                 Ok(c) => {
                     pos += c.len;
                     records.push(c);
@@ -175,6 +191,7 @@ impl ZipParser {
             // No end record: cut off inside the directory or its end, or
             // the end record is damaged.
             let cut = {
+                let mut buf = Vec::new();
                 let rest = view(&*self.data, pos, 64, &mut buf)
                     .map(|b| b.to_vec())
                     .unwrap_or_default();
@@ -212,16 +229,13 @@ impl ZipParser {
     /// (a damaged directory offset field).
     fn best_shift(&self, computed: i64, records: &[Central]) -> i64 {
         let score = |shift: i64| {
-            let mut buf = Vec::new();
+            let mut ahead = ReadAhead::new();
             records
                 .iter()
                 .take(8)
                 .filter(|c| {
                     let lfh = shifted(c.offset, shift);
-                    view(&*self.data, lfh, records::lfh::MAX, &mut buf)
-                        .ok()
-                        .and_then(|b| records::parse_local(b).ok())
-                        .is_some_and(|l| l.name == c.name)
+                    records::local_at(&mut ahead, &*self.data, lfh).is_ok_and(|l| l.name == c.name)
                 })
                 .count()
         };
@@ -291,10 +305,7 @@ impl ZipParser {
         overlap: Option<&Central>,
     ) {
         let mut lfh = shifted(c.offset, self.shift);
-        let mut buf = Vec::new();
-        let mut local = view(&*self.data, lfh, records::lfh::MAX, &mut buf)
-            .ok()
-            .and_then(|b| records::parse_local(b).ok());
+        let mut local = records::local_at(&mut self.ahead, &*self.data, lfh).ok();
         let mut problem = None;
         let mut moved = None;
         if local.as_ref().is_none_or(|l| l.name != c.name) {
@@ -309,9 +320,7 @@ impl ZipParser {
                     ),
                 ));
                 lfh = real;
-                local = view(&*self.data, lfh, records::lfh::MAX, &mut buf)
-                    .ok()
-                    .and_then(|b| records::parse_local(b).ok());
+                local = records::local_at(&mut self.ahead, &*self.data, lfh).ok();
             }
         }
         let header_len = match &local {
@@ -462,7 +471,7 @@ impl ZipParser {
             let avail = self.data.available();
             let mut pos = 0;
             let mut window = Vec::new();
-            let mut buf = Vec::new();
+            let mut ahead = ReadAhead::new();
             while pos < avail {
                 let w = view(&*self.data, pos, 1 << 20, &mut window)
                     .map(|w| w.to_vec())
@@ -472,10 +481,7 @@ impl ZipParser {
                 }
                 for i in memmem::find_iter(&w, records::LFH) {
                     let at = pos + i as u64;
-                    if let Some(l) = view(&*self.data, at, records::lfh::MAX, &mut buf)
-                        .ok()
-                        .and_then(|b| records::parse_local(b).ok())
-                    {
+                    if let Ok(l) = records::local_at(&mut ahead, &*self.data, at) {
                         index.entry(l.name).or_default().push(at);
                     }
                 }
@@ -493,7 +499,7 @@ impl ZipParser {
     /// The length of a damaged local header: its own length fields if they
     /// lead to data that checks out against the directory (CRC of stored
     /// bytes, a clean start of deflate data), else the directory's.
-    fn guess_header_len(&self, lfh: u64, c: &Central) -> u64 {
+    fn guess_header_len(&mut self, lfh: u64, c: &Central) -> u64 {
         let mut h = [0u8; records::lfh::LEN];
         let n = self.data.read_at(lfh, &mut h).unwrap_or(0);
         let (nl, xl) = if n == h.len() {
@@ -514,7 +520,7 @@ impl ZipParser {
             fixed + cn,
         ];
         cands.dedup();
-        let good = |len: u64| {
+        let mut good = |len: u64| {
             let start = lfh + len;
             match c.method {
                 0 => {

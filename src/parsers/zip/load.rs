@@ -19,6 +19,26 @@ pub(super) fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     }
 }
 
+/// The bytes of the record at `at`: its fixed part (`fixed` bytes), then
+/// as many as `len` says the whole record takes, so that loading an entry's
+/// fields reads its header and not the longest header there could be.
+fn record<'a>(
+    data: &'a dyn Source,
+    at: u64,
+    fixed: usize,
+    len: impl Fn(&[u8]) -> usize,
+    buf: &'a mut Vec<u8>,
+) -> std::io::Result<&'a [u8]> {
+    let n = {
+        let b = view(data, at, fixed, buf)?;
+        if b.len() < fixed {
+            return view(data, at, fixed, buf);
+        }
+        len(b)
+    };
+    view(data, at, n, buf)
+}
+
 /// The bytes of a field: `len` bytes at `off` in the record at `at`.
 fn span(at: u64, off: usize, len: usize) -> Range {
     Range::new(at + off as u64, at + (off + len) as u64)
@@ -96,7 +116,10 @@ fn extra_nodes(x: &[u8], at: u64) -> Vec<Node> {
 fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
     let at = node.range.start;
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, lfh::MAX, &mut buf) else {
+    let whole = |b: &[u8]| {
+        lfh::LEN + le::u16(b, lfh::NAME_LEN) as usize + le::u16(b, lfh::EXTRA_LEN) as usize
+    };
+    let Ok(b) = record(data, at, lfh::LEN, whole, &mut buf) else {
         return Vec::new();
     };
     if b.len() < lfh::LEN {
@@ -209,12 +232,9 @@ fn entry(data: &dyn Source, node: &Node) -> Vec<Node> {
 fn directory(data: &dyn Source, range: Range) -> Vec<Node> {
     let mut out = Vec::new();
     let mut pos = range.start;
-    let mut buf = Vec::new();
+    let mut ahead = crate::data::ReadAhead::new();
     while pos < range.end {
-        let Ok(b) = view(data, pos, cdh::MAX, &mut buf) else {
-            break;
-        };
-        match records::parse_central(b) {
+        match records::central_at(&mut ahead, data, pos) {
             Ok(c) => {
                 out.push(central_node(&c, pos));
                 pos += c.len;
@@ -247,7 +267,13 @@ fn central_node(c: &Central, pos: u64) -> Node {
 
 fn central_fields(data: &dyn Source, at: u64) -> Vec<Node> {
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, cdh::MAX, &mut buf) else {
+    let whole = |b: &[u8]| {
+        cdh::LEN
+            + le::u16(b, cdh::NAME_LEN) as usize
+            + le::u16(b, cdh::EXTRA_LEN) as usize
+            + le::u16(b, cdh::COMMENT_LEN) as usize
+    };
+    let Ok(b) = record(data, at, cdh::LEN, whole, &mut buf) else {
         return Vec::new();
     };
     let Ok(c) = records::parse_central(b) else {
@@ -309,7 +335,8 @@ fn central_fields(data: &dyn Source, at: u64) -> Vec<Node> {
 
 fn end_fields(data: &dyn Source, at: u64) -> Vec<Node> {
     let mut buf = Vec::new();
-    let Ok(b) = view(data, at, eocd::MAX, &mut buf) else {
+    let whole = |b: &[u8]| eocd::LEN + le::u16(b, eocd::COMMENT_LEN) as usize;
+    let Ok(b) = record(data, at, eocd::LEN, whole, &mut buf) else {
         return Vec::new();
     };
     if b.len() < eocd::LEN {

@@ -36,7 +36,9 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use crate::data::{BlockReader, BlockSource, Data, InflateSource, Inflater, Range, SliceSource};
+use crate::data::{
+    BlockReader, BlockSource, Data, InflateSource, Inflater, Range, ReadAhead, SliceSource,
+};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::Name;
 use crate::offer::{Offers, TensorOffer};
@@ -231,6 +233,8 @@ struct ZipParser {
     local_index: Option<HashMap<Vec<u8>, Vec<u64>>>,
     /// Central mode: see `central::overlaps`.
     overlaps: Vec<Option<u32>>,
+    /// The entries (by index) whose bytes later entries overlap.
+    overlapped: std::collections::HashSet<u32>,
     /// Children of entries whose bytes later entries repeat exactly, by
     /// local header offset: the repeats share them instead of decoding again.
     shared: HashMap<u64, Data>,
@@ -238,6 +242,9 @@ struct ZipParser {
     /// are not, or a bomb's tree grows exponentially with its depth).
     parse_child: bool,
     scratch: Vec<u8>,
+    /// Reads of headers and scanned bytes, so that records close together
+    /// are read from a decoded source once.
+    ahead: ReadAhead,
 }
 
 impl ZipParser {
@@ -256,9 +263,11 @@ impl ZipParser {
             shift: 0,
             local_index: None,
             overlaps: Vec::new(),
+            overlapped: Default::default(),
             shared: HashMap::new(),
             parse_child: true,
             scratch: Vec::new(),
+            ahead: ReadAhead::new(),
         }
     }
 
@@ -318,7 +327,7 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
-        if self.overlaps.contains(&Some(idx as u32)) {
+        if self.overlapped.contains(&(idx as u32)) {
             self.shared.insert(self.entries[idx].lfh, data.clone());
         }
         let mut spec = ChildSpec::new(Name::new(local.name.clone()), kind, data);

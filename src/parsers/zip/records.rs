@@ -3,7 +3,7 @@
 
 use memchr::memmem;
 
-use crate::data::{Data, Range, le, view};
+use crate::data::{Data, Range, ReadAhead, Source, le, view};
 use crate::status::Damage;
 
 pub(super) const LFH: &[u8; 4] = b"PK\x03\x04";
@@ -19,8 +19,9 @@ pub(super) const FLAG_UTF8: u16 = 1 << 11;
 
 // Where the fields of each record are: byte offsets from its signature
 // (APPNOTE 4.3), each module named after the record's signature above.
-// Numbers are little-endian; `LEN` is the fixed part, `MAX` the longest
-// record with its variable fields.
+// Numbers are little-endian; `LEN` is the fixed part, `MAX` (where the
+// record's tail is searched for) the longest record with its variable
+// fields.
 
 /// Local file header; the name and the extra field follow the fixed part.
 pub(super) mod lfh {
@@ -35,8 +36,6 @@ pub(super) mod lfh {
     pub(crate) const NAME_LEN: usize = 26;
     pub(crate) const EXTRA_LEN: usize = 28;
     pub(crate) const LEN: usize = 30;
-    /// 64 KiB of name and 64 KiB of extra field.
-    pub(crate) const MAX: usize = LEN + 2 * 65535;
 }
 
 /// Central directory header; name, extra field and comment follow.
@@ -59,7 +58,6 @@ pub(super) mod cdh {
     /// Of the local header.
     pub(crate) const OFFSET: usize = 42;
     pub(crate) const LEN: usize = 46;
-    pub(crate) const MAX: usize = LEN + 3 * 65535;
 }
 
 /// End of central directory record; the comment follows.
@@ -128,6 +126,42 @@ pub(super) enum Bad {
 
 fn invalid<T>(why: impl Into<String>) -> Result<T, Bad> {
     Err(Bad::Invalid(why.into()))
+}
+
+/// Reads the record at `at` with `parse`, asking for only the bytes the
+/// record takes: its fixed part (`fixed` bytes) first, then the length
+/// that part gives, through `ahead` (records close together are read from
+/// the source once). Asking for the longest possible record every time
+/// (about 200 KB for a record of 80 bytes) made listing a zip read its
+/// whole size again for each entry.
+pub(super) fn read_record<T>(
+    ahead: &mut ReadAhead,
+    data: &dyn Source,
+    at: u64,
+    fixed: usize,
+    parse: impl Fn(&[u8]) -> Result<T, Bad>,
+) -> Result<T, Bad> {
+    let io = |e: std::io::Error| Bad::Invalid(format!("unreadable: {e}"));
+    let b = ahead.get(data, at, fixed).map_err(io)?;
+    let got = b.len();
+    match parse(b) {
+        Err(Bad::Short(n)) if n > got && got == fixed => parse(ahead.get(data, at, n).map_err(io)?),
+        r => r,
+    }
+}
+
+/// A local header at `at`, read with [`read_record`].
+pub(super) fn local_at(ahead: &mut ReadAhead, data: &dyn Source, at: u64) -> Result<Local, Bad> {
+    read_record(ahead, data, at, lfh::LEN, parse_local)
+}
+
+/// A central directory header at `at`, read with [`read_record`].
+pub(super) fn central_at(
+    ahead: &mut ReadAhead,
+    data: &dyn Source,
+    at: u64,
+) -> Result<Central, Bad> {
+    read_record(ahead, data, at, cdh::LEN, parse_central)
 }
 
 /// A local file header.

@@ -22,6 +22,11 @@ use crate::status::Damage;
 
 /// Output a deflated candidate must decode cleanly before it is believed.
 const PROOF_BYTES: u64 = 16 * 1024;
+/// Input fed to a candidate's proof at a time.
+const PROOF_READ: usize = 16 * 1024;
+/// Bytes scanned for local headers at a time (the read-ahead reads longer
+/// runs while the scan goes on through bytes with no header).
+const SCAN_RUN: usize = 4 * 1024;
 
 impl ZipParser {
     /// Looks for the next valid local header from `scan_pos`, for one
@@ -33,25 +38,31 @@ impl ZipParser {
         let mut scanned = 0u64;
         while self.scan_pos < avail && scanned < cx.budget {
             let pos = self.scan_pos;
-            let window = match view(&*data, pos, 1 << 20, &mut self.scratch) {
-                Ok(w) => w.to_vec(),
+            // Candidates of one run of bytes, judged after the run is
+            // let go (judging reads through the same read-ahead).
+            let (len, head, cands) = match self.ahead.get(&*data, pos, SCAN_RUN) {
+                Ok(w) => {
+                    let mut head = [0u8; 4];
+                    let k = w.len().min(4);
+                    head[..k].copy_from_slice(&w[..k]);
+                    let cands: Vec<u64> = memmem::find_iter(w, records::LFH)
+                        .map(|i| pos + i as u64)
+                        .collect();
+                    (w.len(), head, cands)
+                }
                 Err(_) => break,
             };
-            if window.len() < 4 && !fin {
+            if len < 4 && !fin {
                 return Some(Step::Blocked);
             }
-            if window.starts_with(records::CDH)
-                || window.starts_with(records::EOCD)
-                || window.starts_with(records::Z64_EOCD)
-            {
-                if window.starts_with(records::CDH) {
+            if len >= 4 && [records::CDH, records::EOCD, records::Z64_EOCD].contains(&&head) {
+                if &head == records::CDH {
                     self.cd_seen = Some(pos);
                 }
                 self.state = State::Final;
                 return None;
             }
-            for i in memmem::find_iter(&window, records::LFH) {
-                let cand = pos + i as u64;
+            for cand in cands {
                 match self.try_local(cand) {
                     Probe::Valid(local) => {
                         self.begin_scanned(cx, cand, local);
@@ -65,8 +76,8 @@ impl ZipParser {
                     Probe::Invalid => {}
                 }
             }
-            // Keep the last 3 bytes: a signature may straddle windows.
-            let step = (window.len() as u64).saturating_sub(3).max(1);
+            // Keep the last 3 bytes: a signature may straddle runs.
+            let step = (len as u64).saturating_sub(3).max(1);
             self.scan_pos = pos + step;
             scanned += step;
         }
@@ -85,11 +96,7 @@ impl ZipParser {
     /// deflate, its data starts to decode.
     pub(super) fn try_local(&mut self, at: u64) -> Probe {
         let fin = self.data.is_final();
-        let mut buf = Vec::new();
-        let Ok(b) = view(&*self.data, at, records::lfh::MAX, &mut buf) else {
-            return Probe::Invalid;
-        };
-        let local = match records::parse_local(b) {
+        let local = match records::local_at(&mut self.ahead, &*self.data, at) {
             Ok(l) => l,
             Err(Bad::Short(_)) if !fin => return Probe::NeedMore,
             Err(_) => return Probe::Invalid,
@@ -104,11 +111,10 @@ impl ZipParser {
         Probe::Valid(local)
     }
 
-    pub(super) fn proves_deflate(&self, start: u64, local: &Local) -> Probe<()> {
+    pub(super) fn proves_deflate(&mut self, start: u64, local: &Local) -> Probe<()> {
         use crate::data::inflate::zlib::{Code, RawInflate};
         let fin = self.data.is_final();
         let mut z = RawInflate::new();
-        let mut inbuf = vec![0u8; 16 * 1024];
         let mut out = vec![0u8; 32 * 1024];
         let mut pos = start;
         let mut made = 0u64;
@@ -118,9 +124,10 @@ impl ZipParser {
             start.saturating_add(local.csize)
         };
         loop {
-            let want = (limit.saturating_sub(pos) as usize).min(inbuf.len());
-            let n = self.data.read_at(pos, &mut inbuf[..want]).unwrap_or(0);
-            let s = z.inflate(&inbuf[..n], &mut out, false);
+            let want = (limit.saturating_sub(pos) as usize).min(PROOF_READ);
+            let input = self.ahead.get(&*self.data, pos, want).unwrap_or(&[]);
+            let n = input.len();
+            let s = z.inflate(input, &mut out, false);
             pos += s.consumed as u64;
             made += s.produced as u64;
             match s.code {

@@ -29,7 +29,13 @@ impl ZipParser {
         csize: Option<u64>,
         usize: u64,
     ) -> Plan {
-        if local.name.ends_with(b"/") && csize.unwrap_or(0) == 0 && usize == 0 {
+        // A directory has no bytes. One whose sizes are in a descriptor
+        // (`csize` unknown) still has its compressed bytes and descriptor
+        // to step over (Java's jar tool deflates directories: 2 bytes), so
+        // it is decoded like any entry: taking it as empty made a scan skip
+        // to whatever bytes had arrived, and call the entries in between
+        // bytes of no entry.
+        if local.name.ends_with(b"/") && csize == Some(0) && usize == 0 {
             let d = slice(&self.data, data, data);
             self.add_entry_child(cx, idx, local, EntryKind::Dir, d, Some(0));
             return Plan::None;

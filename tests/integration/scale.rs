@@ -1,0 +1,183 @@
+//! Real data at scale: the work per entry is constant. These tests count
+//! what a command read and decoded (`--io-stats`, in a process of its own
+//! so that no other test adds to the counters), never how long it took.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A zip of `n` small deflated entries in 100 folders, written by Python's
+/// zipfile (the writer of most wheels and datasets).
+fn python_zip(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join(format!("many{n}.zip"));
+    let script = format!(
+        "import zipfile\n\
+         with zipfile.ZipFile({p:?}, 'w', zipfile.ZIP_DEFLATED) as z:\n    \
+             for i in range({n}):\n        \
+                 z.writestr(f'dir{{i % 100}}/file{{i}}.txt', f'entry {{i}}\\n' * (1 + i % 7))\n",
+        p = path.display().to_string()
+    );
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+/// `tar czf` of one file, with GNU tar and gzip.
+fn tar_gz(file: &Path) -> PathBuf {
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let out = dir.join(format!("{name}.tar.gz"));
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(dir)
+        .arg(name)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+/// The `--io-stats` line of a run (JSON with `--json`, else the text
+/// form, whose counts are read by their words).
+fn io_of(run: &Run) -> Value {
+    let err = run.stderr_text();
+    let line = err.lines().last().unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<Value>(line) {
+        return v["io"].clone();
+    }
+    let count = |after: &str| -> u64 {
+        let rest = line
+            .split(after)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {after:?} in {err}"));
+        rest.split(" B")
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let from_cache = line
+        .split(" B from the cache")
+        .next()
+        .and_then(|h| h.rsplit("; ").next())
+        .map(|n| n.replace(',', "").parse::<u64>().unwrap())
+        .unwrap();
+    serde_json::json!({
+        "file_read": count("io: read "),
+        "decoded": count("; decoded "),
+        "from_cache": from_cache,
+    })
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every extraction below a `tree --json` node, with its status.
+fn statuses(node: &Value, out: &mut Vec<(String, String)>) {
+    for c in node["children"].as_array().into_iter().flatten() {
+        out.push((
+            c["path"].as_str().unwrap().to_string(),
+            c["status"].as_str().unwrap().to_string(),
+        ));
+        statuses(c, out);
+    }
+}
+
+#[test]
+fn a_zip_of_50k_entries_is_read_about_once_alone_and_in_a_tar_gz() {
+    const N: usize = 50_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = python_zip(tmp.path(), N);
+    let size = std::fs::metadata(&zip).unwrap().len();
+    let z = zip.to_str().unwrap();
+
+    // Alone: the directory, each local header and each entry's bytes are
+    // read about once (reading the longest possible header for each entry
+    // read the file's size 300 times over).
+    let run = pparse(["tree", z, "--json", "--no-index", "--io-stats"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let io = io_of(&run);
+    assert!(
+        n(&io["file_read"]) <= 2 * size,
+        "{io} for a zip of {size} B"
+    );
+    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let mut all = Vec::new();
+    statuses(&tree, &mut all);
+    assert_eq!(all.len(), N);
+    assert!(all.iter().all(|(_, s)| s == "complete"));
+
+    // `extract` and `cat` read it the same way.
+    let out = tmp.path().join("out");
+    let run = pparse([
+        "extract",
+        "--no-index",
+        "--io-stats",
+        "--out",
+        out.to_str().unwrap(),
+        z,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(n(&io_of(&run)["file_read"]) <= 2 * size);
+    let last = format!("dir{}/file{}.txt", (N - 1) % 100, N - 1);
+    assert_eq!(
+        std::fs::read(out.join(&last)).unwrap(),
+        format!("entry {}\n", N - 1)
+            .repeat(1 + (N - 1) % 7)
+            .into_bytes()
+    );
+    let run = pparse(["cat", "--no-index", "--io-stats", z, &last]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(n(&io_of(&run)["file_read"]) <= 2 * size);
+
+    // The node tree of every entry and directory record: each record once
+    // more.
+    let run = pparse(["nodes", z, "--no-index", "--io-stats"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(n(&io_of(&run)["file_read"]) <= 3 * size);
+
+    // Inside a tar.gz the zip arrives while it is parsed (scan mode, then
+    // the directory): the cache serves each decoded byte a few times at
+    // most (it served the zip's size once per entry).
+    let gz = tar_gz(&zip);
+    let run = pparse([
+        "tree",
+        gz.to_str().unwrap(),
+        "--json",
+        "--no-index",
+        "--io-stats",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let io = io_of(&run);
+    assert!(n(&io["from_cache"]) <= 3 * n(&io["decoded"]), "{io}");
+    let nested: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let zip_node = &nested["children"][0]["children"][0];
+    let prefix = format!("{}/", zip_node["path"].as_str().unwrap());
+    let mut inner = Vec::new();
+    statuses(zip_node, &mut inner);
+    let inner: Vec<_> = inner
+        .into_iter()
+        .map(|(p, s)| (p.strip_prefix(&prefix).unwrap_or(&p).to_string(), s))
+        .collect();
+    let differ = inner.iter().zip(&all).filter(|(a, b)| a != b).count();
+    assert!(
+        inner.len() == all.len() && differ == 0,
+        "the same entries and verdicts as the zip alone: {} entries, {differ} differ",
+        inner.len()
+    );
+}
