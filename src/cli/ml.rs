@@ -56,7 +56,7 @@ pub(super) fn pickle(
         let ranges: Vec<Range> = ranges.iter().map(|r| r.0).collect();
         list_json(&*data, &ranges, &mut out)
     } else {
-        list_text(&*data, &ranges, trace, &mut out)
+        list_text(&*data, &ranges, trace, &mut out).map(|_| ())
     };
     finish_output(r.and_then(|_| out.flush()))?;
     // What loading would import: said on stderr, so stdout stays pickletools'.
@@ -208,12 +208,24 @@ pub(super) fn pickle_ranges(e: &crate::extraction::Extraction) -> Vec<(Range, Op
         .collect()
 }
 
+/// What a listing did: the opcodes it listed, and the work besides the
+/// lines themselves, which tests check grows linearly with the opcodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListingWork {
+    /// Opcodes listed.
+    pub opcodes: u64,
+    /// Stack segments touched by pickletools' bookkeeping (at least one
+    /// per opcode), and objects visited to render `--trace`'s states.
+    pub visited: u64,
+}
+
 pub(super) fn list_text(
     data: &dyn Source,
     ranges: &[(Range, Option<String>)],
     trace: bool,
     out: &mut impl Write,
-) -> io::Result<()> {
+) -> io::Result<ListingWork> {
+    let mut work = ListingWork::default();
     for (i, (r, damage)) in ranges.iter().enumerate() {
         if ranges.len() > 1 {
             writeln!(
@@ -268,6 +280,7 @@ pub(super) fn list_text(
             }
             line.push('\n');
             out.write_all(line.as_bytes())?;
+            work.opcodes += 1;
             if trace {
                 vm.step(op, data);
                 let mut block = trace_state(&vm);
@@ -294,11 +307,12 @@ pub(super) fn list_text(
             End::Invalid { at, why } => writeln!(out, "!!! {why} at {at}")?,
             End::Halted(_) => {}
         }
+        work.visited += dis.work + vm.repr_visits();
     }
     if ranges.is_empty() {
         writeln!(out, "(no pickle found)")?;
     }
-    Ok(())
+    Ok(work)
 }
 
 pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, Fatal> {

@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 
+pub use super::ml::ListingWork;
 use crate::data::Source;
 use crate::extraction::{ExtId, Tree};
 use crate::status::Status;
@@ -64,14 +65,18 @@ pub fn records_json(
 }
 
 /// `pparse pickle [--trace]` of extraction `id`: the pickletools-like
-/// listing, with the VM's stack and memo after each opcode when `trace`;
-/// `Ok(false)` when it holds no pickle.
-pub fn pickle_text(t: &Tree, id: ExtId, trace: bool, out: &mut dyn Write) -> io::Result<bool> {
+/// listing, with the VM's stack and memo after each opcode when `trace`,
+/// and what it took; `Ok(None)` when it holds no pickle.
+pub fn pickle_text(
+    t: &Tree,
+    id: ExtId,
+    trace: bool,
+    out: &mut dyn Write,
+) -> io::Result<Option<ListingWork>> {
     let Some(target) = crate::view::stepper::pickle_target(t, id) else {
-        return Ok(false);
+        return Ok(None);
     };
     let e = &t.exts[target];
     let ranges = super::ml::pickle_ranges(e);
-    super::ml::list_text(&*e.data(), &ranges, trace, &mut &mut *out)?;
-    Ok(true)
+    super::ml::list_text(&*e.data(), &ranges, trace, &mut &mut *out).map(Some)
 }

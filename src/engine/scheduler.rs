@@ -228,9 +228,7 @@ impl Engine {
     }
 
     pub(super) fn run(&mut self) {
-        // Lets tests check that a failing engine ends commands instead of
-        // leaving them waiting (debug builds only).
-        if cfg!(debug_assertions) && std::env::var_os("PPARSE_TEST_ENGINE_PANIC").is_some() {
+        if engine_panic_requested() {
             panic!("engine panic requested by PPARSE_TEST_ENGINE_PANIC");
         }
         growth::record();
@@ -518,4 +516,16 @@ impl Engine {
             t.exts[id].phase = Phase::Parsing;
         }
     }
+}
+
+/// Whether a test asked this engine to panic, to check that a failing
+/// engine ends commands instead of leaving them waiting. The hook is in
+/// every build (a release build must be tested as it ships), yet it cannot
+/// fire by accident: the variable must hold the process id of the process
+/// that started this one, so only a parent that sets it for the child it
+/// spawns (a test harness) can arm it; a value exported in a shell or left
+/// in an environment names some other process.
+fn engine_panic_requested() -> bool {
+    std::env::var_os("PPARSE_TEST_ENGINE_PANIC")
+        .is_some_and(|v| v.to_str() == Some(&std::os::unix::process::parent_id().to_string()))
 }

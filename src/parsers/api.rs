@@ -234,6 +234,16 @@ impl<'a> StepCx<'a> {
         self.node_count - 1
     }
 
+    /// Drops the top-level nodes pushed so far: the parser found that its
+    /// bytes are better read another way (JSON that turns out to be JSON
+    /// Lines) and reads them again.
+    pub fn clear_nodes(&mut self) {
+        let me = self.me;
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.exts[me].nodes.clear()));
+        self.node_count = 0;
+    }
+
     /// Changes a top-level node pushed earlier.
     pub fn edit_node(&mut self, index: usize, f: impl FnOnce(&mut Node) + Send + 'static) {
         let me = self.me;

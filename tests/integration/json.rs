@@ -536,3 +536,161 @@ fn members_sniffed_by_name_get_notes_not_damage() {
     std::fs::write(&lines, b"{\"a\": 1}\n{\"a\": 2}\n").unwrap();
     assert_eq!(pparse(["tree".as_ref(), lines.as_os_str()]).code, 0);
 }
+
+/// Each line's value: (start, end) in the file.
+type Spans = Vec<(u64, u64)>;
+
+/// Logs written as JSON Lines by Python's json module, in the shape of
+/// wandb's `debug-internal.log` (`{"time", "level", "msg", ...}` a line):
+/// `debug-internal.log`, 3,000 lines, and `big-first.log`, whose first
+/// line is longer than a parse step (5 MiB), so the parser has listed
+/// the first value's members before the second line tells it the text is
+/// JSON Lines. Returns the folder and each file's line spans.
+fn wandb_shaped_logs() -> (tempfile::TempDir, Spans, Spans) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys\n\
+             def write(path, first, n):\n\
+             \x20   spans, pos = [], 0\n\
+             \x20   with open(path, 'wb') as f:\n\
+             \x20       for i in range(n):\n\
+             \x20           rec = {'time': '2025-01-02T03:04:%02d.%06dZ' % (i % 60, i),\n\
+             \x20                  'level': ['DEBUG', 'INFO', 'WARN'][i % 3],\n\
+             \x20                  'msg': first if i == 0 else 'handler: handle_request: status_report %d' % i}\n\
+             \x20           if i % 7 == 0:\n\
+             \x20               rec['stream_id'] = 'run-%d' % i\n\
+             \x20               rec['counts'] = [i, i + 1.5, None, True]\n\
+             \x20           line = json.dumps(rec).encode()\n\
+             \x20           f.write(line + b'\\n')\n\
+             \x20           spans.append([pos, pos + len(line)])\n\
+             \x20           pos += len(line) + 1\n\
+             \x20   return spans\n\
+             d = sys.argv[1]\n\
+             print(json.dumps([write(d + '/debug-internal.log', 'stream: starting', 3000),\n\
+             \x20                 write(d + '/big-first.log', 'x' * (5 << 20), 50)]))",
+        )
+        .arg(dir.path())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spans = |v: &Value| -> Spans {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (u(&p[0]), u(&p[1])))
+            .collect()
+    };
+    (dir, spans(&v[0]), spans(&v[1]))
+}
+
+fn line_shape(spans: &[(u64, u64)]) -> Vec<(String, String, u64, u64)> {
+    spans
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, b))| (format!("line {}", i + 1), "object".to_string(), a, b))
+        .collect()
+}
+
+/// A file found to be JSON by its first bytes, not its name, that holds a
+/// value a line is JSON Lines, not JSON with trailing data: one node per
+/// line with the line's bytes, its members loaded from them, complete;
+/// also when the first line is longer than a parse step, and inside a
+/// gzip file. One broken line is damage at that line only.
+#[test]
+fn json_lines_under_any_name_are_read_as_lines() {
+    let (dir, spans, big_spans) = wandb_shaped_logs();
+    let log = dir.path().join("debug-internal.log");
+    let bytes = std::fs::read(&log).unwrap();
+    let session = parse("debug-internal.log", bytes.clone());
+    {
+        let t = session.tree();
+        assert_eq!(t.root().parser, Some("json"));
+        assert_eq!(t.worst_status(), Status::Complete, "{}", damage_text(&t, 0));
+        assert_eq!(shape(&t.root().nodes), line_shape(&spans));
+    }
+    assert!(session.load(0, &[7]));
+    {
+        let t = session.tree();
+        let names: Vec<&str> = t.root().nodes[7]
+            .loaded_children()
+            .iter()
+            .map(|n| &*n.name)
+            .collect();
+        assert_eq!(names, ["time", "level", "msg", "stream_id", "counts"]);
+    }
+    let run = pparse(["tree".as_ref(), log.as_os_str(), "--no-index".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(
+        run.stdout_text().contains("[json]"),
+        "{}",
+        run.stdout_text()
+    );
+
+    // Line 1500 broken in the middle of its value.
+    let (a, _) = spans[1499];
+    let mut broken = bytes.clone();
+    broken[a as usize + 1] = b'@';
+    let bad = dir.path().join("broken-internal.log");
+    std::fs::write(&bad, &broken).unwrap();
+    let session = parse("broken-internal.log", broken);
+    {
+        let t = session.tree();
+        let n = &t.root().nodes;
+        assert_eq!(n.len(), spans.len(), "every line is listed");
+        for (i, x) in n.iter().enumerate() {
+            assert_eq!(x.damage.is_some(), i == 1499, "line {}", i + 1);
+        }
+        assert!(damage_text(&t, 0).contains("syntax error at 1500:2"));
+    }
+    let run = pparse(["tree".as_ref(), bad.as_os_str(), "--no-index".as_ref()]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr_text().contains("syntax error at 1500:2"),
+        "{}",
+        run.stderr_text()
+    );
+
+    // The first line longer than a step: its members were listed as the
+    // document's before the second line came; the lines replace them.
+    let big = std::fs::read(dir.path().join("big-first.log")).unwrap();
+    assert!(big.len() as u64 > pparse::Options::default().step_bytes);
+    for name in ["big-first.log", "big-first.jsonl"] {
+        let session = parse(name, big.clone());
+        let t = session.tree();
+        assert_eq!(t.worst_status(), Status::Complete, "{}", damage_text(&t, 0));
+        assert_eq!(shape(&t.root().nodes), line_shape(&big_spans), "{name}");
+    }
+
+    // Decoded from a gzip file while it is parsed: the same lines.
+    let session = parse("debug-internal.log.gz", gzip("debug-internal.log", &bytes));
+    let t = session.tree();
+    let child = t.resolve("debug-internal.log").expect("the decoded stream");
+    assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
+    assert_eq!(shape(&t.exts[child].nodes), line_shape(&spans));
+}
+
+/// Text whose first bytes look like a JSON object but whose first value
+/// breaks at once is not JSON (nothing said it was): unknown data, intact,
+/// exit 0. Under a `.json` name the same bytes are damaged JSON.
+#[test]
+fn text_that_only_starts_like_json_is_not_damaged_json() {
+    let text = b"{\"level\" INFO} server started\n{\"level\" INFO} ready\n";
+    let session = parse("server.log", text.to_vec());
+    let t = session.tree();
+    assert_eq!(t.root().parser, None);
+    assert_eq!(t.worst_status(), Status::Complete, "{}", damage_text(&t, 0));
+    let dir = tempfile::tempdir().unwrap();
+    for (name, code) in [("server.log", 0), ("server.json", 1)] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let run = pparse(["tree".as_ref(), p.as_os_str(), "--no-index".as_ref()]);
+        assert_eq!(run.code, code, "{name}: {}", run.stderr_text());
+    }
+}

@@ -332,6 +332,102 @@ fn damaged_programs_report_located_errors_and_keep_the_rest() {
     check_damaged(&(l.join("\n") + "\n"), &["never closed"], total);
 }
 
+/// Reads `text` fed `step` bytes at a time, as the engine feeds chunks.
+fn read_by(text: &[u8], step: usize) -> Builder {
+    let mut b = Builder::default();
+    let mut r = Reader::new();
+    let (mut pos, mut end) = (0, 0);
+    loop {
+        end = (end + step).min(text.len());
+        let eof = end == text.len();
+        pos += r.feed(&text[pos..end], pos as u64, eof, &mut b);
+        if eof {
+            return b;
+        }
+    }
+}
+
+/// A program whose line after its opening brace is garbage (ending in `{`
+/// like an opening line, or not; indented or not; one line or more): the
+/// program still starts at its brace, the garbage is one error at its first
+/// line with a note at the brace, and every op Paddle printed is kept.
+/// Text around programs that merely ends a line in `{` stays text.
+#[test]
+fn garbage_after_the_opening_brace_is_an_error_in_the_program() {
+    let good = String::from_utf8(fixture("paddle/v3-cnn.txt")).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    assert_eq!(lines[0], "{");
+    let after_brace = |garbage: &[&str]| {
+        let mut l = lines.clone();
+        l.splice(1..1, garbage.iter().copied());
+        l.join("\n") + "\n"
+    };
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["    )))) ??? {{{"],
+            "2:5: expected an op, `}` or block arguments",
+        ),
+        (
+            &[")))) ??? {{{"],
+            "2:1: expected an op, `}` or block arguments",
+        ),
+        (
+            &["    )))) ???", "    junk {"],
+            "2:5: expected an op, `}` or block arguments (so is the line after it)",
+        ),
+        (
+            &["  )))", "", "        ??? {{{", "    x"],
+            "2:3: expected an op, `}` or block arguments (so are the 2 lines after it)",
+        ),
+    ];
+    for (garbage, want) in cases {
+        let text = after_brace(garbage);
+        let b = read_all(text.as_bytes());
+        assert_eq!(errors(&b), [want], "{garbage:?}");
+        let d = &b.diagnostics[0];
+        assert_eq!(d.notes.len(), 1, "{garbage:?}");
+        assert_eq!((d.notes[0].0.line, d.notes[0].0.col), (1, 1));
+        assert_eq!(b.programs.len(), 1, "{garbage:?}");
+        assert_eq!(b.programs[0].span.start, 0, "{garbage:?}");
+        assert_eq!(b.programs[0].span.end as usize, text.len() - 1);
+        assert_eq!(counts(&b.programs), paddle_counts("v3-cnn"), "{garbage:?}");
+        for step in [1, 7, 64] {
+            let c = read_by(text.as_bytes(), step);
+            assert_eq!(c.programs, b.programs, "{garbage:?} by {step}");
+            assert_eq!(c.diagnostics, b.diagnostics, "{garbage:?} by {step}");
+        }
+    }
+
+    // Text that ends lines in `{` before a program, with lines deeper than
+    // them, is not a program: no error, the program after it whole.
+    let text = format!(
+        "config = {{\n    lr: 0.1,\n    (see below)\n}}\nnote {{\nIR before lowering = {{\n{}",
+        &good[2..]
+    );
+    let b = read_all(text.as_bytes());
+    assert!(b.diagnostics.is_empty(), "{:?}", errors(&b));
+    assert_eq!(b.programs.len(), 1);
+    assert_eq!(counts(&b.programs), paddle_counts("v3-cnn"));
+
+    // The command: a located error with its caret, exit 1.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("garbage.txt");
+    std::fs::write(&bad, after_brace(&["    )))) ??? {{{"])).unwrap();
+    let r = pparse(["ir".as_ref(), bad.as_os_str(), "--stats".as_ref()]);
+    assert_eq!(r.code, 1, "{}", r.stderr_text());
+    let err = r.stderr_text();
+    let head = format!("{}:2:5: error: expected an op", bad.display());
+    assert!(err.contains(&head), "{err}");
+    assert!(err.contains("^^^^^^^^^^^^"), "{err}");
+    assert!(
+        r.stdout_text().contains("20  ops in all"),
+        "{}",
+        r.stdout_text()
+    );
+    let r = pparse(["tree".as_ref(), bad.as_os_str(), "--no-index".as_ref()]);
+    assert_eq!(r.code, 1, "{}", r.stderr_text());
+}
+
 /// Cut at every line and inside lines: the reader ends, keeps every op
 /// whole before the cut, and says the program is not closed.
 #[test]

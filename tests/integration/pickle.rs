@@ -476,3 +476,116 @@ fn check_exits_3_for_imports_outside_the_allowed_set() {
     let r = pparse(["pickle".as_ref(), safe.as_os_str(), "--check".as_ref()]);
     assert_eq!(r.code, 0, "{}", r.stderr_text());
 }
+
+/// Output that is counted, not kept: its bytes and lines, whether a
+/// needle was seen in one write (the listing writes a line or a state at a
+/// time), and its last bytes.
+struct Counted {
+    bytes: u64,
+    lines: u64,
+    needle: &'static [u8],
+    seen: bool,
+    tail: Vec<u8>,
+}
+
+impl std::io::Write for Counted {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.bytes += b.len() as u64;
+        self.lines += memchr::memchr_iter(b'\n', b).count() as u64;
+        self.seen |= memchr::memmem::find(b, self.needle).is_some();
+        self.tail.extend_from_slice(b);
+        let keep = self.tail.len().saturating_sub(4096);
+        self.tail.drain(..keep);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `pickle --trace` of a million nested lists, written by CPython's
+/// pickler (protocol 2, no memo, 2 MB): `x = [x]` (APPEND, the stack
+/// nested), and `x = [x, None]` (MARK ... APPENDS: a million MARKs open
+/// at once, which made every opcode's pickletools bookkeeping walk them
+/// all). The work of the listing besides its lines (stack segments
+/// touched, objects rendered for the states) is counted, and must stay
+/// within a constant per opcode; so must the output. Opcode counts are
+/// pickletools.genops'.
+#[test]
+fn trace_of_a_million_nested_lists_is_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import io, pickle, pickletools, sys, threading\n\
+             def main():\n\
+             \x20   sys.setrecursionlimit(10**7)\n\
+             \x20   for name, pair in (('one', False), ('two', True)):\n\
+             \x20       x = []\n\
+             \x20       for _ in range(10**6):\n\
+             \x20           x = [x, None] if pair else [x]\n\
+             \x20       f = io.BytesIO()\n\
+             \x20       p = pickle.Pickler(f, protocol=2)\n\
+             \x20       p.fast = True\n\
+             \x20       p.dump(x)\n\
+             \x20       data = f.getvalue()\n\
+             \x20       open(sys.argv[1] + '/' + name + '.pkl', 'wb').write(data)\n\
+             \x20       print(sum(1 for _ in pickletools.genops(data)))\n\
+             threading.stack_size(1 << 30)\n\
+             t = threading.Thread(target=main)\n\
+             t.start()\n\
+             t.join()",
+        )
+        .arg(dir.path())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let counts: Vec<u64> = String::from_utf8(made.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for (name, ops, needle) in [
+        ("one", counts[0], &b"[[[[[[[[[[[[[[[[[[[[[[[[..."[..]),
+        (
+            "two",
+            counts[1],
+            b"metastack: [\xe2\x80\xa6 999999 more frames, ",
+        ),
+    ] {
+        let bytes = std::fs::read(dir.path().join(format!("{name}.pkl"))).unwrap();
+        let size = bytes.len() as u64;
+        assert!(size < 5 << 20, "{name}: {size}");
+        let session = parse(name, bytes);
+        let t = session.tree();
+        let mut out = Counted {
+            bytes: 0,
+            lines: 0,
+            needle,
+            seen: false,
+            tail: Vec::new(),
+        };
+        let work = pparse::cli::writers::pickle_text(&t, 0, true, &mut out)
+            .unwrap()
+            .expect("a pickle");
+        assert_eq!(work.opcodes, ops, "{name}");
+        // An opcode line and three lines of state, then the summary.
+        assert_eq!(out.lines, 4 * ops + 1, "{name}");
+        assert!(out.seen, "{name}: no {:?}", String::from_utf8_lossy(needle));
+        let tail = String::from_utf8_lossy(&out.tail);
+        assert!(
+            tail.ends_with("stack: []\n       metastack: []\n       memo: {}\nhighest protocol among opcodes = 2\n"),
+            "{name}: {tail}"
+        );
+        assert!(
+            work.visited <= 64 * ops,
+            "{name}: {} visits for {ops} opcodes",
+            work.visited
+        );
+        assert!(out.bytes <= 512 * ops, "{name}: {} bytes", out.bytes);
+    }
+}

@@ -24,7 +24,10 @@ fn engine_panic_ends_the_command() {
         all.insert(1, file.clone().into());
         // An index would spare the engine its work: there must be a parse.
         all.push("--no-index".into());
-        let run = pparse_env(&all, &[("PPARSE_TEST_ENGINE_PANIC", "1")]);
+        // The hook fires only for the process id of pparse's parent (this
+        // test), in debug and release builds alike.
+        let me = std::process::id().to_string();
+        let run = pparse_env(&all, &[("PPARSE_TEST_ENGINE_PANIC", me.as_str())]);
         assert_eq!(run.code, 101, "{args:?}: {}", run.stderr_text());
         assert!(
             run.stderr_text().contains("internal error"),
@@ -32,6 +35,15 @@ fn engine_panic_ends_the_command() {
             run.stderr_text()
         );
     }
+    // Any other value (a variable exported in a shell, a stale one) leaves
+    // the engine alone.
+    let all = vec![
+        std::ffi::OsString::from("tree"),
+        file.into(),
+        "--no-index".into(),
+    ];
+    let run = pparse_env(&all, &[("PPARSE_TEST_ENGINE_PANIC", "1")]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
 }
 
 /// A library user is not left waiting either: the session finishes and

@@ -17,8 +17,12 @@
 //!   open;
 //! * nesting deeper than [`MAX_DEPTH`] as corrupt damage; the deep value is
 //!   then skipped with a bracket counter, so 100,000 `[` cost nothing;
-//! * invalid UTF-8 in strings (without stopping) and trailing data after the
-//!   top-level value.
+//! * invalid UTF-8 in strings (without stopping), and trailing data after
+//!   the top-level value on the line where it ends.
+//!
+//! JSON Lines are read as lines under a `.jsonl`/`.ndjson` name, and under
+//! any other once a second value starts on a later line than the first one
+//! ended (a log, a dataset): the text is then read again as lines.
 //!
 //! Python's extensions `NaN`, `Infinity` and `-Infinity` are accepted as
 //! numbers, since `json.dumps` writes them.
@@ -61,53 +65,11 @@ fn is_lines_name(name: &str) -> bool {
     n.ends_with(".jsonl") || n.ends_with(".ndjson")
 }
 
-/// Bytes looked at to tell JSON Lines from JSON in a `.json` file.
-const LINES_PROBE: u64 = 1 << 20;
-
-/// Whether a `.json` file holds JSON Lines (many tools write them under that
-/// name): its first value ends within [`LINES_PROBE`] and another begins on
-/// a later line. `None` until enough bytes are there to tell.
-fn holds_lines(src: &dyn Source) -> Option<bool> {
-    let avail = src.available();
-    if avail < LINES_PROBE && !src.is_final() {
-        return None;
-    }
-    let end = avail.min(LINES_PROBE);
-    let mut sc = Scanner::new(Config::json(0), 0);
-    sc.details = false;
-    let mut trailing = None;
-    let mut buf = Vec::new();
-    while sc.pos() < end && !sc.stopped() {
-        let want = ((end - sc.pos()) as usize).min(CHUNK);
-        let Ok(chunk) = view(src, sc.pos(), want, &mut buf) else {
-            return Some(false);
-        };
-        if chunk.is_empty() {
-            break;
-        }
-        sc.feed(src, chunk, u64::MAX, &mut |ev| {
-            if let Event::Problem(d) = ev {
-                trailing.get_or_insert(d.range.start);
-            }
-        });
-    }
-    // After the top-level value the only problem is trailing data.
-    let (Some(root_end), Some(next)) = (sc.root_end(), trailing) else {
-        return Some(false);
-    };
-    if next <= root_end {
-        return Some(false);
-    }
-    let mut gap = vec![0u8; (next - root_end) as usize];
-    Some(
-        crate::data::read_exact_at(src, root_end, &mut gap).unwrap_or(false)
-            && gap.contains(&b'\n'),
-    )
-}
-
 /// A `.json`/`.jsonl`/`.ndjson` name, or an object start (`{` then a key or
-/// `}`) as the first non-blank bytes. A bare `[` is too common in text to
-/// claim without the name.
+/// `}`) as the first non-blank bytes, whose value does not break within
+/// them: text that only starts like an object (a log line of another
+/// shape) is not taken for damaged JSON. A bare `[` is too common in text
+/// to claim without the name.
 fn sniff(s: &Sniff) -> bool {
     if !s.kind.has_content() {
         return false;
@@ -124,10 +86,17 @@ fn sniff(s: &Sniff) -> bool {
     if it.next() != Some(b'{') {
         return false;
     }
-    matches!(
+    if !matches!(
         it.find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')),
         Some(b'"' | b'}')
-    )
+    ) {
+        return false;
+    }
+    // A syntax error stops the scan before the first value ends.
+    let mut sc = Scanner::new(Config::json(0), 0);
+    sc.details = false;
+    sc.feed(&**s.data, s.head, u64::MAX, &mut |_| {});
+    !sc.stopped() || sc.root_end().is_some()
 }
 
 // ---------------------------------------------------------------------------
@@ -302,6 +271,10 @@ struct JsonParser {
     data: Data,
     scan: Option<Scanner>,
     lines_mode: bool,
+    /// Problems before this offset were reported already: they are in the
+    /// first value, which was scanned as JSON before the text turned out
+    /// to be JSON Lines.
+    reported_until: u64,
     /// Line numbers of JSON Lines entries.
     line_names: LineIndex,
     capped: Capped,
@@ -315,61 +288,81 @@ impl JsonParser {
             data,
             scan: None,
             lines_mode: false,
+            reported_until: 0,
             line_names: LineIndex::new(0),
             capped: Capped::default(),
             scratch: Vec::new(),
             released: 0,
         }
     }
+
+    /// A second value started on a later line than the first one ended:
+    /// the text is JSON Lines (a log, a dataset), whatever its name. It is
+    /// read again from its start as lines; the first value's members,
+    /// listed as the document's, make way for its lines.
+    fn restart_as_lines(&mut self, cx: &mut StepCx) {
+        self.reported_until = self.scan.as_ref().and_then(Scanner::root_end).unwrap_or(0);
+        cx.clear_nodes();
+        self.lines_mode = true;
+        self.scan = Some(Scanner::new(
+            Config {
+                lines: true,
+                ..Config::json(0)
+            },
+            0,
+        ));
+        self.line_names = LineIndex::new(0);
+        self.capped = Capped::default();
+        self.released = 0;
+    }
 }
 
 impl Parser for JsonParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        let JsonParser {
-            data,
-            scan,
-            lines_mode,
-            line_names,
-            capped,
-            scratch,
-            released,
-        } = self;
-        if scan.is_none() {
-            *lines_mode = is_lines_name(cx.name);
-            if !*lines_mode && cx.name.to_ascii_lowercase().ends_with(".json") {
-                match holds_lines(&**data) {
-                    None => return Step::Blocked,
-                    Some(l) => *lines_mode = l,
-                }
-            }
+        if self.scan.is_none() {
+            self.lines_mode = is_lines_name(cx.name);
         }
-        let scan = scan.get_or_insert_with(|| {
-            let cfg = Config {
-                lines: *lines_mode,
-                ..Config::json(0)
-            };
-            Scanner::new(cfg, 0)
-        });
-        let lines = *lines_mode;
-        let src: &dyn Source = &**data;
-        let start = scan.pos();
-        let first_entry = scan.emitted;
         let budget = cx.budget;
-        let mut handle = |ev: Event, cx: &mut StepCx| match ev {
-            Event::Entry(e) => {
-                if capped.admit(e.range) {
-                    let name = if lines {
-                        let (l, _) = line_names.locate(src, e.range.start);
-                        format!("line {l}")
-                    } else {
-                        entry_name(&e)
-                    };
-                    cx.push_node(entry_node(&e, name));
-                }
-            }
-            Event::Problem(d) => cx.damage(d),
-        };
+        let mut done = 0;
+        let mut first_entry = self.scan.as_ref().map_or(0, |s| s.emitted);
+        let data = self.data.clone();
+        let src: &dyn Source = &*data;
         loop {
+            let JsonParser {
+                scan,
+                lines_mode,
+                reported_until,
+                line_names,
+                capped,
+                scratch,
+                released,
+                ..
+            } = self;
+            let lines = *lines_mode;
+            let scan = scan.get_or_insert_with(|| {
+                let cfg = Config {
+                    lines,
+                    maybe_lines: !lines,
+                    ..Config::json(0)
+                };
+                Scanner::new(cfg, 0)
+            });
+            let quiet = *reported_until;
+            let mut handle = |ev: Event, cx: &mut StepCx| match ev {
+                Event::Entry(e) => {
+                    if capped.admit(e.range) {
+                        let name = if lines {
+                            let (l, _) = line_names.locate(src, e.range.start);
+                            format!("line {l}")
+                        } else {
+                            entry_name(&e)
+                        };
+                        cx.push_node(entry_node(&e, name));
+                    }
+                }
+                Event::Problem(d) if d.range.start < quiet => {}
+                Event::Problem(d) => cx.damage(d),
+            };
             let pos = scan.pos();
             let avail = src.available();
             if pos >= avail {
@@ -397,26 +390,29 @@ impl Parser for JsonParser {
             } else {
                 u64::MAX
             };
-            scan.feed(src, chunk, left, &mut |ev| handle(ev, cx));
+            done += scan.feed(src, chunk, left, &mut |ev| handle(ev, cx)) as u64;
             let now = scan.pos();
             if now - *released > 64 << 20 {
                 src.release(*released, now);
                 *released = now;
             }
+            if scan.second_value().is_some() {
+                self.restart_as_lines(cx);
+                first_entry = 0;
+                continue;
+            }
             if scan.stopped() {
                 break;
             }
-            if (scan.details && scan.emitted - first_entry >= ENTRIES_PER_STEP)
-                || now - start >= budget
-            {
+            if (scan.details && scan.emitted - first_entry >= ENTRIES_PER_STEP) || done >= budget {
                 cx.progress(now, src.is_final().then(|| src.available()));
                 return Step::Yield;
             }
         }
-        if let Some(n) = capped.note() {
+        if let Some(n) = self.capped.note() {
             cx.push_node(n);
         }
-        let more = scan.unreported();
+        let more = self.scan.as_ref().map_or(0, Scanner::unreported);
         let end = src.available();
         if more > 0 {
             cx.damage(Damage::corrupt(

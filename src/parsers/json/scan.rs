@@ -59,6 +59,11 @@ impl Kind {
 pub struct Config {
     /// JSON Lines: every value at the root is an entry, errors skip a line.
     pub lines: bool,
+    /// JSON, unless a second value starts on a later line than the first
+    /// one ended: then the text is JSON Lines, and the scan stops there
+    /// without a problem ([`Scanner::second_value`]) for the caller to scan
+    /// it again as lines. Otherwise a second value is trailing data.
+    pub maybe_lines: bool,
     /// Where the JSON text starts in the source (line 1, column 1).
     pub origin: u64,
     /// Raw bytes of an entry's key kept (longer keys are cut).
@@ -71,6 +76,7 @@ impl Config {
     pub(crate) fn json(origin: u64) -> Config {
         Config {
             lines: false,
+            maybe_lines: false,
             origin,
             key_cap: 1024,
             value_cap: 1024,
@@ -263,6 +269,11 @@ pub struct Scanner {
     problems: u64,
     /// Where the document's value ended (JSON).
     root_end: Option<u64>,
+    /// A line break came after the document's value (JSON).
+    break_after_root: bool,
+    /// Where a second value starts, on a later line (see
+    /// [`Config::maybe_lines`]).
+    second: Option<u64>,
     /// An entry that ended, waiting to be handed to the sink.
     pending: Option<Entry>,
     /// Entries reported by this scanner.
@@ -311,6 +322,8 @@ impl Scanner {
             lines: LineIndex::new(cfg.origin),
             problems: 0,
             root_end: None,
+            break_after_root: false,
+            second: None,
             pending: None,
             emitted: 0,
             details: true,
@@ -330,6 +343,12 @@ impl Scanner {
     /// Where the document's top-level value ended, once it has (JSON).
     pub fn root_end(&self) -> Option<u64> {
         self.root_end
+    }
+
+    /// Where a second top-level value starts on a later line than the
+    /// first one ended, which stopped a scan with [`Config::maybe_lines`].
+    pub fn second_value(&self) -> Option<u64> {
+        self.second
     }
 
     /// Scans `buf`, which holds the bytes at [`Scanner::pos`]. Stops early after
@@ -372,11 +391,12 @@ impl Scanner {
                 }
             }
             let b = buf[i];
-            // Fast path: blanks between tokens.
+            // Fast path: blanks between tokens (after the document's value
+            // its line breaks count).
             if matches!(b, b' ' | b'\n' | b'\r' | b'\t')
                 && matches!(
                     self.lex,
-                    Lex::Value(_) | Lex::Key { .. } | Lex::Colon | Lex::Comma | Lex::AfterRoot
+                    Lex::Value(_) | Lex::Key { .. } | Lex::Colon | Lex::Comma
                 )
             {
                 i += 1;
@@ -601,7 +621,12 @@ impl Scanner {
                 true
             }
             Lex::AfterRoot => {
-                if !ws {
+                if b == b'\n' {
+                    self.break_after_root = true;
+                } else if !ws && self.cfg.maybe_lines && self.break_after_root {
+                    self.second = Some(off);
+                    self.lex = Lex::Stopped;
+                } else if !ws {
                     let (l, c) = self.lines.locate(src, off);
                     self.problem(
                         Damage::corrupt(

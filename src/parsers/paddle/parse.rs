@@ -253,6 +253,27 @@ pub struct Reader {
     types: TypeCache,
     /// The op being read; its vectors are reused from op to op.
     scratch: Op,
+    /// Outside a program: the last line ending in `{` whose next line is
+    /// not a program's. It may be text around programs, or a program whose
+    /// first line is damaged: op lines deeper than it say which.
+    opener: Option<Opener>,
+}
+
+/// A line ending in `{` that did not open a program: its next line was
+/// not an op, block arguments or `}`.
+struct Opener {
+    /// Its brace.
+    brace: Place,
+    /// Its indentation.
+    indent: usize,
+    /// Its line number.
+    line: u64,
+    /// The brace is alone on its line.
+    bare: bool,
+    /// The first non-blank line after it, which is not a program's.
+    bad: Option<Place>,
+    /// Non-blank lines after `bad`, up to now.
+    more: u64,
 }
 
 /// Types by their text (`tensor<-1x16xf32>`): a program prints a handful
@@ -333,6 +354,7 @@ impl Reader {
             enter: false,
             types: TypeCache::new(),
             scratch: Op::default(),
+            opener: None,
         }
     }
 
@@ -484,6 +506,12 @@ impl Reader {
             .count();
         let body = trim_end(&line[lead..]);
         let after = (line_end + 1).min(buf.len().max(line_end));
+        if self.stack.is_empty()
+            && !body.is_empty()
+            && self.after_opener(buf, base, pos, lead, body, sink)
+        {
+            return Ok(after);
+        }
         if self.stack.is_empty() {
             // Outside a program: a line ending in `{` starts one if the
             // next line looks like a program's.
@@ -501,9 +529,18 @@ impl Reader {
                     }
                     let next = &rest[..nl.unwrap_or(rest.len())];
                     let first = next.iter().find(|&&b| b != b' ' && b != b'\t');
+                    let brace = pos + lead + body.len() - 1;
                     if matches!(first, Some(b'(' | b'}' | b'^')) {
-                        let brace = pos + lead + body.len() - 1;
                         self.open_program(buf, base, pos, brace, sink);
+                    } else {
+                        self.opener = Some(Opener {
+                            brace: self.place(buf, base, pos, brace, brace + 1),
+                            indent: lead,
+                            line: self.line,
+                            bare: body == b"{",
+                            bad: None,
+                            more: 0,
+                        });
                     }
                 }
             }
@@ -617,6 +654,80 @@ impl Reader {
         }
     }
 
+    /// Outside a program, the non-blank line `body` (indented by `lead`)
+    /// after a line ending in `{` that opened none. Lines deeper than that
+    /// line (the first after it at any depth), followed by an op line: the
+    /// program did start there, and those lines are damage inside it. The
+    /// program is opened at that brace (this line is then read in it) and
+    /// the lines are reported. A line no deeper than the brace's ends the
+    /// question: it was text around programs. Returns whether the line is
+    /// taken as one of those damaged lines (and is read no further).
+    fn after_opener(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        pos: usize,
+        lead: usize,
+        body: &[u8],
+        sink: &mut dyn Sink,
+    ) -> bool {
+        let Some(o) = &mut self.opener else {
+            return false;
+        };
+        // The first line after the brace may be damaged at any depth, but
+        // one that ends in `{` too is a program's opening line of its own
+        // (`note {` before `IR before lowering = {`), unless the brace was
+        // alone on its line, as `print(program)` writes it. A `{` alone is
+        // always asked the question afresh.
+        let first = self.line == o.line + 1 && (o.bare || body.last() != Some(&b'{'));
+        if !(first || lead > o.indent) || body == b"{" {
+            self.opener = None;
+            return false;
+        }
+        let op_like = body.first() == Some(&b'^')
+            || (body.first() == Some(&b'(') && memchr::memmem::find(body, b") = \"").is_some());
+        if !op_like {
+            if o.bad.is_none() {
+                let start = pos + lead;
+                let at = self.place(buf, base, pos, start, start + body.len());
+                if let Some(o) = &mut self.opener {
+                    o.bad = Some(at);
+                }
+            } else {
+                o.more += 1;
+            }
+            return true;
+        }
+        let Some(o) = self.opener.take() else {
+            return false;
+        };
+        self.names = Names::default();
+        self.era = Era::Unknown;
+        self.program_start = o.brace.span.start;
+        sink.program(self.program_start);
+        self.stack.push(Frame {
+            owner: Owner::Program,
+            indent: o.indent,
+            start: o.brace.span.start,
+            opened: o.brace.clone(),
+            has_ops: false,
+            yielded: None,
+            last_op: None,
+        });
+        sink.block(o.brace.span.start, BlockOf::Program);
+        if let Some(bad) = o.bad {
+            let mut message = String::from("expected an op, `}` or block arguments");
+            match o.more {
+                0 => {}
+                1 => message.push_str(" (so is the line after it)"),
+                n => message.push_str(&format!(" (so are the {n} lines after it)")),
+            }
+            let note = (o.brace, "the program this line is in opens here".into());
+            self.diag(sink, Severity::Error, bad, message, vec![note]);
+        }
+        false
+    }
+
     fn open_program(
         &mut self,
         buf: &[u8],
@@ -625,6 +736,7 @@ impl Reader {
         brace: usize,
         sink: &mut dyn Sink,
     ) {
+        self.opener = None;
         self.names = Names::default();
         self.era = Era::Unknown;
         self.program_start = base + brace as u64;

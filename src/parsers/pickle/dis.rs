@@ -128,6 +128,13 @@ pub struct Notes {
 pub struct Dis {
     /// Items between MARKs: `[below the first MARK, above it, ...]`.
     segments: Vec<u64>,
+    /// The sum of `segments`, kept as they change: the stack's length is
+    /// asked at every opcode, and a million open MARKs must not make each
+    /// opcode walk a million segments.
+    items: u64,
+    /// Segments touched so far (at least one per opcode): the work of the
+    /// listing's bookkeeping, which tests check is linear in the opcodes.
+    pub work: u64,
     /// Where each open MARK is.
     marks: Vec<u64>,
     memo: Keys,
@@ -139,6 +146,8 @@ impl Default for Dis {
     fn default() -> Dis {
         Dis {
             segments: vec![0],
+            items: 0,
+            work: 0,
             marks: Vec::new(),
             memo: Keys::default(),
             max_proto: 0,
@@ -153,7 +162,7 @@ impl Dis {
     }
 
     fn len(&self) -> u64 {
-        self.segments.iter().sum::<u64>() + self.marks.len() as u64
+        self.items + self.marks.len() as u64
     }
 
     fn top_is_mark(&self) -> bool {
@@ -163,9 +172,11 @@ impl Dis {
     /// Takes `n` items off the stack (MARKs among them included).
     fn pop(&mut self, mut n: u64) {
         while n > 0 {
+            self.work += 1;
             let last = self.segments.last_mut().expect("never empty");
             let k = (*last).min(n);
             *last -= k;
+            self.items -= k;
             n -= k;
             if n > 0 {
                 if self.segments.len() == 1 {
@@ -181,6 +192,7 @@ impl Dis {
     /// Records `op`; returns the notes for its line.
     pub fn step(&mut self, op: &Op) -> Notes {
         let name = op.name();
+        self.work += 1;
         self.max_proto = self.max_proto.max(op.info.proto);
         let fx = effect(name);
         let mut notes = Notes::default();
@@ -189,7 +201,8 @@ impl Dis {
             match self.marks.pop() {
                 Some(at) => {
                     notes.mark = Some(Mark::At(at));
-                    self.segments.pop();
+                    // The items above the MARK go with it.
+                    self.items -= self.segments.pop().unwrap_or(0);
                     take = fx.mark.unwrap_or(0);
                 }
                 None => {
@@ -255,6 +268,7 @@ impl Dis {
             self.segments.push(0);
         }
         *self.segments.last_mut().expect("never empty") += fx.after;
+        self.items += fx.after;
         notes
     }
 

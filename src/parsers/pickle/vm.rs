@@ -153,6 +153,9 @@ pub struct Vm {
     /// Where the limit was reached: later opcodes are listed, not rebuilt.
     /// Not a problem of the pickle, so not in `problems`.
     pub exhausted: Option<u64>,
+    /// Objects visited by [`Vm::repr`] so far: the work of rendering, which
+    /// tests check stays bounded per rendering however deep the objects.
+    visits: std::cell::Cell<u64>,
 }
 
 impl Vm {
@@ -171,6 +174,7 @@ impl Vm {
             limit,
             copied: 0,
             exhausted: None,
+            visits: std::cell::Cell::new(0),
         }
     }
 
@@ -625,7 +629,13 @@ impl Vm {
         out
     }
 
+    /// Objects [`Vm::repr`] has visited so far, over all its calls.
+    pub fn repr_visits(&self) -> u64 {
+        self.visits.get()
+    }
+
     fn repr_into(&self, id: Id, out: &mut String, max: usize, depth: usize) {
+        self.visits.set(self.visits.get() + 1);
         if out.len() > max {
             return;
         }
