@@ -237,6 +237,8 @@ struct ZipParser {
     /// Whether the next child is parsed as a container (overlapping bytes
     /// are not, or a bomb's tree grows exponentially with its depth).
     parse_child: bool,
+    /// Whether an entry's leading `/` was dropped (and said so, once).
+    rooted: bool,
     scratch: Vec<u8>,
 }
 
@@ -258,6 +260,7 @@ impl ZipParser {
             overlaps: Vec::new(),
             shared: HashMap::new(),
             parse_child: true,
+            rooted: false,
             scratch: Vec::new(),
         }
     }
@@ -318,10 +321,26 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
+        // The entry as `unzip` names it (`./x` is `x`, `/x` is `x`); its
+        // local header node keeps the name as stored.
+        let path = crate::name::member_path(&local.name);
+        if path.is_empty() && kind == EntryKind::Dir {
+            // `./`: the archive's own top, no entry of it.
+            return;
+        }
+        if local.name.starts_with(b"/") && !path.is_empty() && !self.rooted {
+            self.rooted = true;
+            cx.note("removed the leading `/` from entry names, as unzip does");
+        }
+        let name = if path.is_empty() {
+            local.name.clone()
+        } else {
+            path.into_owned()
+        };
         if self.overlaps.contains(&Some(idx as u32)) {
             self.shared.insert(self.entries[idx].lfh, data.clone());
         }
-        let mut spec = ChildSpec::new(Name::new(local.name.clone()), kind, data);
+        let mut spec = ChildSpec::new(Name::new(name), kind, data);
         spec.parse = self.parse_child;
         let start = self.entries[idx].lfh + local.len;
         spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));
