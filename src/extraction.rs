@@ -314,7 +314,15 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
 /// without its trailing `/`), the offset where the rest of the PATH inside
 /// the member begins when `rest` goes on past its name and a `/`, `None`
 /// otherwise. [`Tree::resolve`] and `pparse::fs` both match names here.
+/// `rest` is in its normal form ([`crate::name::normal_path`]), and so is
+/// `name` when it is matched: a member named `./a//x` by a format that
+/// keeps such names is found as `a/x`; one named `./` alone is not found.
 pub fn match_name(name: &str, rest: &str) -> Option<usize> {
+    let name = crate::name::normal_path(name);
+    if name.is_empty() {
+        return None;
+    }
+    let name = name.as_ref();
     let bare = name.trim_end_matches('/');
     if rest == name || (!bare.is_empty() && rest == bare) {
         return Some(rest.len());
@@ -369,13 +377,15 @@ impl Tree {
 
     /// Finds the extraction named by PATH (see docs/contract.md). A member's own `/`s
     /// are part of its name, so each step tries every child whose name is a
-    /// prefix of what is left, in archive order, and backtracks.
+    /// prefix of what is left, in archive order, and backtracks. `.` and
+    /// empty components are dropped first, as they are from members' names
+    /// (`backup.tar/./a/x` is `backup.tar/a/x`).
     pub fn resolve(&self, path: &str) -> Option<ExtId> {
-        let path = path.trim_start_matches('/');
+        let path = crate::name::normal_path(path);
         if path.is_empty() {
             return Some(0);
         }
-        self.walk(0, path, 0)
+        self.walk(0, &path, 0)
     }
 
     fn walk(&self, at: ExtId, rest: &str, depth: usize) -> Option<ExtId> {
@@ -507,6 +517,7 @@ impl Tree {
     /// What the deepest extraction on the way to `path` holds, for a
     /// message about a PATH that names nothing: `"a.tar" has: x, y, …`.
     pub fn hint(&self, path: &str) -> String {
+        let path = crate::name::normal_path(path);
         let t = self;
         let mut best = 0;
         let mut best_len = 0;

@@ -40,6 +40,16 @@ impl Name {
             _ => std::borrow::Cow::Owned(self.display()),
         }
     }
+
+    /// The displayed name as a PATH step: [`Name::display_cow`] in
+    /// [`normal_path`] form (a format that keeps `./x` as a name is still
+    /// found and listed as `x`).
+    pub fn path_form(&self) -> std::borrow::Cow<'_, str> {
+        match self.display_cow() {
+            std::borrow::Cow::Borrowed(s) => normal_path(s),
+            std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(normal_path(&s).into_owned()),
+        }
+    }
 }
 
 impl From<&str> for Name {
@@ -113,6 +123,55 @@ fn is_unsafe_char(c: char) -> bool {
         || matches!(c as u32, 0x200b..=0x200f | 0x202a..=0x202e | 0x2066..=0x2069 | 0xfeff)
 }
 
+/// A member's name as `tar x` and `unzip` take it: `.` and empty
+/// components are dropped (`./a//b` is `a/b`) and so is a leading `/`
+/// (GNU tar strips it, with a message); a trailing `/` (a directory) is
+/// kept. Empty when nothing is left: a member named `./` is the archive's
+/// own top. `..` is left alone (it is a name; writing it is
+/// [`crate::extract`]'s business). Borrows when the name is already so.
+pub fn member_path(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if is_plain_path(raw) {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    for c in raw.split(|&b| b == b'/') {
+        if c.is_empty() || c == b"." {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(c);
+    }
+    if !out.is_empty() && raw.ends_with(b"/") {
+        out.push(b'/');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`member_path`] of a PATH or a name already shown as text: a PATH may
+/// spell a member as its archive holds it (`./a/x`, `a//x`) and still find
+/// it.
+pub fn normal_path(s: &str) -> std::borrow::Cow<'_, str> {
+    match member_path(s.as_bytes()) {
+        std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(s),
+        // Only whole ASCII components were dropped: still UTF-8.
+        std::borrow::Cow::Owned(v) => {
+            std::borrow::Cow::Owned(String::from_utf8(v).unwrap_or_else(|_| s.to_string()))
+        }
+    }
+}
+
+/// Whether [`member_path`] leaves `raw` as it is: no empty or `.`
+/// component (a trailing `/` aside).
+fn is_plain_path(raw: &[u8]) -> bool {
+    let body = raw.strip_suffix(b"/").unwrap_or(raw);
+    !body.is_empty()
+        && body
+            .split(|&b| b == b'/')
+            .all(|c| !c.is_empty() && c != b".")
+}
+
 /// Whether a name read from a file is a plain relative path that stays in
 /// the folder it is resolved in: no `..`, no root, no NUL, at most `max`
 /// bytes (sibling files a model names: shards, external data).
@@ -135,6 +194,32 @@ mod tests {
         let n = Name::new(b"evil\x1b[2J\x07name\xff\n".to_vec());
         assert_eq!(n.display(), "evil\\x1b[2J\\x07name\\xff\\n");
         assert!(!n.display().chars().any(|c| c.is_control()));
+    }
+
+    #[test]
+    fn member_paths_drop_dots_and_empty_components() {
+        for (raw, want) in [
+            (&b"a/x"[..], &b"a/x"[..]),
+            (b"a/", b"a/"),
+            (b"./", b""),
+            (b".", b""),
+            (b"/", b""),
+            (b"", b""),
+            (b"./a/", b"a/"),
+            (b"./a/x", b"a/x"),
+            (b"/etc/passwd", b"etc/passwd"),
+            (b"a//b/./c", b"a/b/c"),
+            (b"a/.", b"a"),
+            (b"../x", b"../x"),
+            (b".hidden/./x", b".hidden/x"),
+        ] {
+            assert_eq!(&*member_path(raw), want, "{}", escape_bytes(raw));
+        }
+        assert!(matches!(
+            member_path(b"a/b/"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(normal_path("x.tar/./a//x"), "x.tar/a/x");
     }
 
     #[test]

@@ -3,6 +3,8 @@ gzip and PIL on the same bytes."""
 
 import gzip
 import io
+import shutil
+import subprocess
 import tarfile
 import zipfile
 
@@ -108,6 +110,41 @@ def test_stat_tree_and_errors(fixtures):
         src.list()
     with pytest.raises(OSError):
         pparse.open(fixtures / "no such file")
+
+
+def test_a_backup_of_dot_has_one_path_per_member(tmp_path):
+    """`tar -C dir -czf backup.tar.gz .` names members `./a/x`; pparse
+    names them as `tar x` writes them, `backup.tar/a/x`, and still finds
+    the spelling the archive holds."""
+    if shutil.which("tar") is None:
+        pytest.skip("no GNU tar")
+    files = {"a/x": b"x in a\n", "b/y": b"y in b\n"}
+    for name, data in files.items():
+        (tmp_path / "d" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "d" / name).write_bytes(data)
+    tgz = tmp_path / "backup.tar.gz"
+    subprocess.run(["tar", "--sort=name", "-C", tmp_path / "d", "-czf", tgz, "."], check=True)
+    with tarfile.open(tgz) as tf:
+        assert tf.getnames() == [".", "./a", "./a/x", "./b", "./b/y"]
+        want = {m.name[2:]: tf.extractfile(m).read() for m in tf if m.isfile()}
+    assert want == files
+    with pparse.open(tgz) as src:
+        assert [e["path"] for e in src.list("backup.tar")] == ["backup.tar/a/", "backup.tar/b/"]
+        paths = [e["path"] for e in src.list("", recursive=True)]
+        assert paths == [
+            "backup.tar",
+            "backup.tar/a/",
+            "backup.tar/a/x",
+            "backup.tar/b/",
+            "backup.tar/b/y",
+        ]
+        tar = src.tree()["children"][0]
+        assert [c["path"] for c in tar["children"]] == paths[1:]
+        for name, data in files.items():
+            for spelling in (f"backup.tar/{name}", f"backup.tar/./{name}"):
+                assert src.stat(spelling)["path"] == f"backup.tar/{name}"
+                with src.open(spelling) as f:
+                    assert f.read() == data
 
 
 def test_pil_opens_an_image_in_a_zip_in_a_tar_gz(tmp_path):

@@ -13,7 +13,7 @@ use super::shared::Shared;
 use crate::data::{Data, Range, growth};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
 use crate::parsers::api::Options;
-use crate::parsers::carve::{self, Carver};
+use crate::parsers::carve::{self, Carver, Seen};
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::status::Damage;
 
@@ -300,7 +300,7 @@ impl Engine {
                 // The opened file is no format pparse knows: scan it for
                 // ones it does.
                 let span = Range::new(0, job.data.available());
-                let carver = Carver::new(job.data.clone(), vec![span], &self.opts);
+                let carver = Carver::new(job.data.clone(), vec![span], Seen::default(), &self.opts);
                 self.shared.tree.write().exts[0].phase = Phase::Parsing;
                 let job = self.jobs.get_mut(&ext).expect("job");
                 job.work = Work::Parse(Box::new(carver));
@@ -429,10 +429,16 @@ impl Engine {
                 e(&mut t);
             }
             if step == Step::Done {
-                let e = &mut t.exts[ext];
-                if !job.carving {
-                    carve = Some(carve::unclaimed(&e.nodes)).filter(|s| !s.is_empty());
+                if !job.carving
+                    && let Some(spans) =
+                        Some(carve::unclaimed(&t.exts[ext].nodes)).filter(|s| !s.is_empty())
+                {
+                    match carve::seen(&t, ext) {
+                        Ok(seen) => carve = Some((spans, seen)),
+                        Err(note) => t.exts[ext].extra_mut().notes.push(note.into()),
+                    }
                 }
+                let e = &mut t.exts[ext];
                 if carve.is_none() {
                     e.phase = if e.parser.is_none() && e.children.is_empty() {
                         Phase::Leaf
@@ -443,11 +449,16 @@ impl Engine {
                 }
             }
         }
-        if let Some(spans) = carve {
+        if let Some((spans, seen)) = carve {
             // What the parser left unclaimed is scanned next, as this
             // extraction's parse.
             let job = self.jobs.get_mut(&ext).expect("job");
-            job.work = Work::Parse(Box::new(Carver::new(job.data.clone(), spans, &self.opts)));
+            job.work = Work::Parse(Box::new(Carver::new(
+                job.data.clone(),
+                spans,
+                seen,
+                &self.opts,
+            )));
             job.carving = true;
             job.blocked_at = None;
         } else if step == Step::Done {

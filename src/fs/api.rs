@@ -226,6 +226,8 @@ impl Fs {
 
     /// The full PATH of `path`, relative to this view's root.
     fn full(&self, path: &str) -> String {
+        // `./a//x` is `a/x`, as members' names are (see `Tree::resolve`).
+        let path = crate::name::normal_path(path);
         let path = path.trim_matches('/');
         match (self.root.is_empty(), path.is_empty()) {
             (true, _) => path.to_string(),
@@ -315,7 +317,7 @@ impl Fs {
         if recursive {
             let mut out = Vec::new();
             for &x in &t.exts[c].children {
-                let name = t.exts[x].name.display_cow();
+                let name = t.exts[x].name.path_form();
                 match name.strip_prefix(prefix) {
                     Some(rest) if !rest.trim_end_matches('/').is_empty() => {}
                     _ => continue,
@@ -508,7 +510,7 @@ impl Fs {
                 At::Under(c, prefix) => t.exts[c]
                     .children
                     .iter()
-                    .filter(|&&x| t.exts[x].name.display_cow().starts_with(&prefix))
+                    .filter(|&&x| t.exts[x].name.path_form().starts_with(&prefix))
                     .flat_map(|&x| t.subtree(x))
                     .collect(),
             }
@@ -597,7 +599,7 @@ impl Fs {
                 for i in ends.filter(|&i| i > 0) {
                     match dirs.named(t, &rest[..i]) {
                         Ok(Some(x)) => {
-                            let name = t.exts[x].name.display_cow();
+                            let name = t.exts[x].name.path_form();
                             hits.extend(match_name(&name, rest).map(|at| (x, at)));
                         }
                         Ok(None) => {}
@@ -608,7 +610,7 @@ impl Fs {
             }
             None => {
                 for &x in kids {
-                    let name = t.exts[x].name.display_cow();
+                    let name = t.exts[x].name.path_form();
                     hits.extend(match_name(&name, rest).map(|at| (x, at)));
                 }
             }
@@ -679,7 +681,7 @@ impl Fs {
             // container holds under its name.
             node: Node(match e.parent {
                 Some(p) if e.kind == EntryKind::Dir && e.children.is_empty() => {
-                    let name = e.name.display_cow();
+                    let name = e.name.path_form();
                     At::Under(p, format!("{}/", name.trim_end_matches('/')))
                 }
                 _ => At::Entry(id),
@@ -704,7 +706,7 @@ enum At {
 fn locate_id(t: &Tree, id: ExtId) -> Option<At> {
     let e = &t.exts[id];
     if e.kind == EntryKind::Dir && e.children.is_empty() {
-        let name = e.name.display_cow();
+        let name = e.name.path_form();
         let prefix = format!("{}/", name.trim_end_matches('/'));
         return Some(At::Under(e.parent?, prefix));
     }
@@ -729,7 +731,7 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
             let named = t.exts[c]
                 .children
                 .iter()
-                .any(|&x| t.exts[x].name.display_cow().starts_with(&prefix));
+                .any(|&x| t.exts[x].name.path_form().starts_with(&prefix));
             if named {
                 return Some(At::Under(c, prefix));
             }

@@ -47,7 +47,7 @@ impl Dirs {
         // entry in place of the one its members' names made.
         let mut placed: HashMap<Box<str>, usize> = HashMap::new();
         for &x in &t.exts[c].children {
-            let name = t.exts[x].name.display_cow();
+            let name = t.exts[x].name.path_form();
             let bare = name.trim_end_matches('/');
             d.by_name
                 .entry(name_hash(bare))
@@ -109,7 +109,7 @@ impl Dirs {
             None => Ok(None),
             Some(None) => Err(()),
             Some(Some(x)) => {
-                let name = t.exts[*x].name.display_cow();
+                let name = t.exts[*x].name.path_form();
                 if name.trim_end_matches('/') == bare {
                     Ok(Some(*x))
                 } else {

@@ -10,16 +10,22 @@
 //!
 //! Bounds: at most [`BUDGET`] bytes scanned per extraction, at most
 //! [`TRIES_PER_MB`] candidates tried per MiB scanned (a file of `PK`s does
-//! not make a million trials), at most [`MAX_FOUND`] children. A candidate
+//! not make a million trials), at most [`MAX_FOUND`] children, found files
+//! nested in found files at most [`MAX_FOUND_DEPTH`] deep. A candidate
 //! becomes `found@0xOFFSET.EXT`, a window over the bytes from its offset to
 //! the end of its span (a gzip member: to its own end, so several found in
 //! one span stay apart), with a note saying it was found by a scan.
+//!
+//! A carver never finds what it scans again ([`Seen`]): a zip whose first
+//! local header is damaged leaves its start unclaimed, and the zip
+//! signature there is the zip itself, not a zip inside it; found again, it
+//! would be scanned again and found again, a level deeper each time.
 
 use std::sync::Arc;
 
 use super::api::{ChildSpec, Options, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::data::{Data, Range, SliceSource, view};
-use crate::extraction::EntryKind;
+use crate::extraction::{EntryKind, ExtId, Extraction, Tree};
 use crate::name::Name;
 use crate::node::Node;
 
@@ -34,6 +40,63 @@ pub const TRIES_PER_MB: u64 = 64;
 pub const MAX_FOUND: usize = 1024;
 /// Spans shorter than this hold nothing worth finding.
 const MIN_SPAN: u64 = 32;
+/// Most found files on the way from the opened file to a found file: one
+/// found in a found file is not scanned again past this.
+pub const MAX_FOUND_DEPTH: usize = 4;
+/// How the note on a found file begins.
+const FOUND_NOTE: &str = "found by scan at ";
+
+/// Whether `e` was found by a scan (it carries the note a carver gives).
+fn is_found(e: &Extraction) -> bool {
+    e.notes().iter().any(|n| n.starts_with(FOUND_NOTE))
+}
+
+/// What a carver over one extraction must not report: what it is itself.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// The formats of the extraction and of the containers it starts at
+    /// the first byte of, verbatim (a found file at offset 0 of a found
+    /// file, a stored entry at the start of its member…): a candidate of
+    /// one of these at offset 0 starts where they start, in the same
+    /// bytes, so it is one of them.
+    formats: Vec<&'static str>,
+    /// The extraction was found by a scan: a candidate at its offset 0
+    /// that spans all of it is the found file itself.
+    found: bool,
+}
+
+/// What a carver over extraction `id` must not find again, or, when `id`
+/// is a found file nested in [`MAX_FOUND_DEPTH`] found files already,
+/// `Err` with the note that says it is not scanned.
+pub fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
+    let mut seen = Seen {
+        formats: Vec::new(),
+        found: is_found(&t.exts[id]),
+    };
+    // Up through the containers whose first byte is this extraction's
+    // first byte (`origin` of a verbatim window starting at 0).
+    let mut at = id;
+    loop {
+        let e = &t.exts[at];
+        seen.formats.extend(e.parser);
+        match e.parent {
+            Some(p) if e.is_window() && e.origin.is_some_and(|o| o.start == 0) => at = p,
+            _ => break,
+        }
+    }
+    let mut depth = 0;
+    let mut at = Some(id);
+    while let Some(x) = at {
+        depth += usize::from(is_found(&t.exts[x]));
+        at = t.exts[x].parent;
+    }
+    if depth >= MAX_FOUND_DEPTH {
+        return Err(format!(
+            "not scanned for other formats: found by scan {depth} levels deep already"
+        ));
+    }
+    Ok(seen)
+}
 
 /// The spans of `nodes` (top level) that no structure claims.
 pub fn unclaimed(nodes: &[Node]) -> Vec<Range> {
@@ -53,13 +116,15 @@ pub struct Carver {
     scanned: u64,
     tries: u64,
     found: usize,
+    seen: Seen,
     opts: Options,
     scratch: Vec<u8>,
 }
 
 impl Carver {
-    /// A carver over `spans` of `data`.
-    pub fn new(data: Data, mut spans: Vec<Range>, opts: &Options) -> Carver {
+    /// A carver over `spans` of `data`, the bytes of an extraction that
+    /// is what `seen` says ([`seen`]).
+    pub fn new(data: Data, mut spans: Vec<Range>, seen: Seen, opts: &Options) -> Carver {
         spans.sort_by_key(|r| r.start);
         let pos = spans.first().map_or(0, |r| r.start);
         Carver {
@@ -70,6 +135,7 @@ impl Carver {
             scanned: 0,
             tries: 0,
             found: 0,
+            seen,
             opts: opts.clone(),
             scratch: Vec::new(),
         }
@@ -196,6 +262,13 @@ impl Parser for Carver {
                 };
                 let child_end = stop.unwrap_or(end);
                 drop(window);
+                // What is scanned, or a container it starts at: no find.
+                if at == 0
+                    && (self.seen.formats.contains(&format.name)
+                        || (self.seen.found && child_end >= avail))
+                {
+                    continue;
+                }
                 let name = format!("found@{at:#x}{}", extension(format.name));
                 let range = Range::new(at, child_end);
                 let spec = ChildSpec::window(Name::new(name), EntryKind::File, &self.data, range);
@@ -203,7 +276,7 @@ impl Parser for Carver {
                 cx.child_note(
                     id,
                     format!(
-                        "found by scan at {at:#x}: bytes no parser claimed hold a {} start",
+                        "{FOUND_NOTE}{at:#x}: bytes no parser claimed hold a {} start",
                         format.name
                     ),
                 );

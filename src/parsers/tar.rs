@@ -481,6 +481,8 @@ struct TarParser {
     prev: Option<(ExtId, u64)>,
     /// Whether an end-of-archive marker was seen.
     ended: bool,
+    /// Whether a member's leading `/` was dropped (and said so, once).
+    rooted: bool,
     /// Bytes before this were handed back to the source ([`Source::release`]):
     /// a tar of a million small members is read once, front to back, and
     /// its pages need not stay in this process.
@@ -503,6 +505,7 @@ impl TarParser {
             global: Pending::default(),
             open: None,
             prev: None,
+            rooted: false,
             ended: false,
             released: 0,
             scratch: Vec::new(),
@@ -874,10 +877,46 @@ impl TarParser {
                     mut node,
                 } = member(h, pending, &self.global, entry_start, data_at);
                 let data_end = data_at.saturating_add(data_len);
-                let shown = node.name.to_string();
+                // The member as `tar x` names it (`./a/x` is `a/x`); its
+                // header node keeps the name as stored.
+                let path = crate::name::member_path(&name);
+                if name.starts_with(b"/") && !path.is_empty() && !self.rooted {
+                    self.rooted = true;
+                    cx.note("removed the leading `/` from member names, as GNU tar does");
+                }
+                // A hard link names the member it links to: that name is
+                // taken as the member's is (a symlink's target is a path of
+                // the file system, kept as it is).
+                let kind = if kind == b'1' {
+                    entry_kind(kind, &crate::name::member_path(&link), sparse)
+                } else {
+                    entry_kind(kind, &link, sparse)
+                };
+                if path.is_empty() && kind == EntryKind::Dir && data_len == 0 {
+                    // `./`: the archive's own top, no member of it; its
+                    // header stays in the node tree.
+                    let clean = bad.is_none();
+                    if let Some(why) = bad {
+                        let d = Damage::corrupt(Range::new(at, at + BLOCK), why);
+                        node = node.damaged(d.clone());
+                        cx.damage(d);
+                    }
+                    self.push_entry(cx, node, clean);
+                    self.entry_start = None;
+                    self.open = None;
+                    self.prev = None;
+                    self.pos = end;
+                    return None;
+                }
+                let name = if path.is_empty() {
+                    name
+                } else {
+                    path.into_owned()
+                };
+                let shown = escape_bytes(&name);
                 let mut spec = ChildSpec::window(
                     Name::new(name),
-                    entry_kind(kind, &link, sparse),
+                    kind,
                     &self.data,
                     Range::new(data_at, data_end),
                 );

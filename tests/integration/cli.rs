@@ -736,3 +736,158 @@ fn no_json_output_quotes_its_strings_twice() {
     }
     f.check("strings quoted twice");
 }
+
+/// The paths of a `tree --json` object's extractions below the root, in
+/// tree order.
+fn tree_paths(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![v];
+    while let Some(n) = todo.pop() {
+        if let Some(p) = n["path"].as_str().filter(|p| !p.is_empty()) {
+            out.push(p.to_string());
+        }
+        if let Some(c) = n["children"].as_array() {
+            todo.extend(c.iter().rev());
+        }
+    }
+    out
+}
+
+/// A backup made with `tar -C dir -cf backup.tar .` names its members
+/// `./a/x`; `tar x` writes `a/x`, and so every command names, finds and
+/// writes them as `a/x` (the old spelling `./a/x` is still found), while
+/// the node tree keeps the name as the header holds it.
+#[test]
+fn a_backup_of_dot_names_each_member_once() {
+    let (tmp, tar) = dot_tar();
+    let run = pparse(["tree".as_ref(), tar.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(tree_paths(&v), ["a/", "a/x", "a/z", "b/", "b/y"]);
+    // The hard link names its target as the member is named.
+    let run = pparse(["tree".as_ref(), tar.as_os_str()]);
+    assert!(
+        run.stdout_text().contains("a/z  hard link -> a/x"),
+        "{}",
+        run.stdout_text()
+    );
+    for (name, bytes) in DOT_TAR_FILES {
+        for spelling in [
+            name.to_string(),
+            format!("./{name}"),
+            name.replace('/', "//./"),
+        ] {
+            let run = pparse(["cat".as_ref(), tar.as_os_str(), spelling.as_ref()]);
+            assert_eq!(run.code, 0, "cat {spelling}: {}", run.stderr_text());
+            assert_eq!(run.stdout, *bytes, "cat {spelling}");
+        }
+    }
+    // The header node keeps the raw name.
+    let run = pparse(["nodes".as_ref(), tar.as_os_str(), "--json".as_ref()]);
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let names: Vec<&str> = v["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "entry")
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["./", "./a/", "./a/x", "./a/z", "./b/", "./b/y"]);
+    // `extract` writes what `tar x` writes, at the same paths.
+    let out = tmp.path().join("out");
+    let run = pparse([
+        "extract".as_ref(),
+        tar.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let mut files: Vec<String> = walk_files(&out)
+        .iter()
+        .map(|p| p.strip_prefix(&out).unwrap().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["a/x", "b/y"]);
+    for (name, bytes) in DOT_TAR_FILES {
+        assert_eq!(std::fs::read(out.join(name)).unwrap(), *bytes);
+    }
+}
+
+/// GNU tar `-P` keeps a leading `/` in member names; `tar x` strips it,
+/// saying so, and so does pparse (a note, not damage).
+#[test]
+fn a_leading_slash_is_dropped_with_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("f.txt");
+    std::fs::write(&file, b"absolute\n").unwrap();
+    let tar = tmp.path().join("abs.tar");
+    let ok = std::process::Command::new("tar")
+        .arg("-P")
+        .arg("-cf")
+        .arg(&tar)
+        .arg(&file)
+        .status()
+        .expect("GNU tar runs");
+    assert!(ok.success());
+    let stored = file.to_string_lossy().into_owned();
+    assert!(stored.starts_with('/'));
+    let run = pparse(["tree".as_ref(), tar.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(tree_paths(&v), [&stored[1..]]);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("leading `/`"), "{notes}");
+    for spelling in [&stored[1..], &stored] {
+        let run = pparse(["cat".as_ref(), tar.as_os_str(), spelling.as_ref()]);
+        assert_eq!(run.code, 0, "cat {spelling}: {}", run.stderr_text());
+        assert_eq!(run.stdout, b"absolute\n");
+    }
+}
+
+/// Python's zipfile writes entry names as given: `./x`, `/abs/y`, and a
+/// `./` directory. They are named as `unzip` writes them.
+#[test]
+fn zip_entries_named_with_dots_or_a_root_are_named_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = tmp.path().join("dots.zip");
+    let ok = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile\n\
+             with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+             \x20   z.writestr('./', b'')\n\
+             \x20   z.writestr('./x', b'x at the top\\n')\n\
+             \x20   z.writestr('./d//y', b'y in d\\n', zipfile.ZIP_DEFLATED)\n\
+             \x20   z.writestr('/abs/z', b'z\\n')\n\
+             print(*zipfile.ZipFile(sys.argv[1]).namelist())\n",
+        )
+        .arg(&zip)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ok.stdout).trim(),
+        "./ ./x ./d//y /abs/z"
+    );
+    let run = pparse(["tree".as_ref(), zip.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(tree_paths(&v), ["x", "d/y", "abs/z"]);
+    assert!(v["notes"].to_string().contains("leading `/`"), "{v}");
+    for (spelling, bytes) in [
+        ("x", &b"x at the top\n"[..]),
+        ("./x", b"x at the top\n"),
+        ("d/y", b"y in d\n"),
+        ("./d//y", b"y in d\n"),
+        ("abs/z", b"z\n"),
+        ("/abs/z", b"z\n"),
+    ] {
+        let run = pparse(["cat".as_ref(), zip.as_os_str(), spelling.as_ref()]);
+        assert_eq!(run.code, 0, "cat {spelling}: {}", run.stderr_text());
+        assert_eq!(run.stdout, bytes, "cat {spelling}");
+    }
+}

@@ -406,3 +406,59 @@ fn stat_gives_mtime_and_mode_where_the_format_has_them() {
     }
     assert!(checked > 2);
 }
+
+/// A backup made with `tar -C dir -cf backup.tar .` (members `./a/x`…):
+/// its members are listed, stat'ed and opened as `backup.tar/a/x`, as
+/// `tar x` writes them, with no folder for `.`; the old spelling
+/// `./a/x` (and `a//x`) still finds them.
+#[test]
+fn members_named_with_dot_slash_are_one_path() {
+    let (_tmp, tgz) = dot_tar_gz();
+    let fs = Fs::new(&tgz).unwrap();
+    let names = |path: &str| -> Vec<String> {
+        fs.list(path, false)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path)
+            .collect()
+    };
+    assert_eq!(names("backup.tar"), ["backup.tar/a/", "backup.tar/b/"]);
+    assert_eq!(names("backup.tar/a"), ["backup.tar/a/x", "backup.tar/a/z"]);
+    assert_eq!(names("backup.tar/./a/"), names("backup.tar/a"));
+    let all: Vec<String> = fs
+        .list("", true)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(
+        all,
+        [
+            "backup.tar",
+            "backup.tar/a/",
+            "backup.tar/a/x",
+            "backup.tar/a/z",
+            "backup.tar/b/",
+            "backup.tar/b/y"
+        ]
+    );
+    assert_eq!(
+        fs.stat("backup.tar/a/z").unwrap().kind,
+        Kind::HardLink("a/x".into())
+    );
+    for (name, bytes) in DOT_TAR_FILES {
+        let path = format!("backup.tar/{name}");
+        let st = fs.stat(&path).unwrap();
+        assert_eq!((st.path.as_str(), &st.kind), (path.as_str(), &Kind::File));
+        for spelling in [
+            path.clone(),
+            format!("backup.tar/./{name}"),
+            format!("./backup.tar//{name}"),
+        ] {
+            assert_eq!(fs.stat(&spelling).unwrap(), st, "{spelling}");
+            let mut got = Vec::new();
+            fs.open(&spelling).unwrap().read_to_end(&mut got).unwrap();
+            assert_eq!(got, *bytes, "{spelling}");
+        }
+    }
+}

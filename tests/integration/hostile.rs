@@ -281,9 +281,32 @@ fn hostile_members_raw_names_and_kinds() {
             ));
             continue;
         }
+        // The header nodes keep the names as stored, in order.
+        let stored: Vec<String> = members
+            .iter()
+            .map(|m| pparse::name::escape_str(&m.name))
+            .collect();
+        let nodes: Vec<String> = t.exts[0]
+            .nodes
+            .iter()
+            .filter(|n| n.kind == "entry")
+            .map(|n| n.name.to_string())
+            .collect();
+        if nodes != stored {
+            f.push(format!(
+                "{archive}: header nodes {nodes:?}, stored {stored:?}"
+            ));
+        }
         for (m, &id) in members.iter().zip(&kids) {
             let e = &t.exts[id];
-            if e.name.raw() != m.name.as_bytes() {
+            // The member is named as `tar x` and `unzip` write it: no `.`
+            // or empty components, no leading `/`.
+            let as_written: Vec<&str> = m
+                .name
+                .split('/')
+                .filter(|c| !c.is_empty() && *c != ".")
+                .collect();
+            if e.name.raw() != as_written.join("/").as_bytes() {
                 f.push(format!(
                     "{archive}: member {:?} is named {:?}",
                     m.name,

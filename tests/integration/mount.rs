@@ -223,3 +223,30 @@ fn a_cut_archive_mounts_with_its_recovered_bytes_and_umount_ends_it() {
     assert!(m.wait().is_some());
     assert!(!mounted(&m.at));
 }
+
+/// A backup made with `tar -C dir -cf backup.tar .` mounts as `tar x`
+/// would write it: `backup.tar/a/x`, no folder for `.` (once `_.`).
+#[test]
+fn a_backup_of_dot_mounts_as_tar_x_writes_it() {
+    let (_tmp, tgz) = dot_tar_gz();
+    let Some(mut m) = Mount::start(&tgz) else {
+        return;
+    };
+    let names = |p: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(m.at.join(p))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(""), ["backup.tar"]);
+    assert_eq!(names("backup.tar"), ["a", "b"]);
+    assert_eq!(names("backup.tar/a"), ["x", "z"]);
+    for (name, bytes) in DOT_TAR_FILES {
+        let at = m.at.join("backup.tar").join(name);
+        assert_eq!(std::fs::read(&at).unwrap(), *bytes, "{}", at.display());
+    }
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+    assert!(!mounted(&m.at), "a stale mount is left");
+}

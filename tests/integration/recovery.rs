@@ -836,3 +836,131 @@ fn unknown_ranges_reach_members_found_long_after() {
     }
     assert_eq!(checked, 3, "too few damaged copies stop the decoder");
 }
+
+/// Every extraction found by a scan that starts where a container of its
+/// own format starts, in the same bytes: itself, found again (followed
+/// through the `origin`s of verbatim windows up to a common ancestor).
+/// Each as (its PATH, the container's PATH).
+fn found_at_own_start(t: &Tree) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for id in t.subtree(0) {
+        let e = &t.exts[id];
+        if !e.name.display().starts_with("found@") {
+            continue;
+        }
+        // `id`'s first byte in the coordinates of each container above it.
+        let mut pos = 0u64;
+        let mut at = id;
+        while let (Some(p), Some(o)) = (t.exts[at].parent, t.exts[at].origin) {
+            if !t.exts[at].is_window() {
+                break;
+            }
+            pos += o.start;
+            at = p;
+            if pos == 0 && t.exts[at].parser == e.parser {
+                out.push((t.path_of(id), t.path_of(at)));
+            }
+        }
+    }
+    out
+}
+
+/// The most `found@` steps in any PATH of the tree.
+fn found_depth(t: &Tree) -> usize {
+    t.subtree(0)
+        .into_iter()
+        .map(|id| {
+            t.path_of(id)
+                .split('/')
+                .filter(|c| c.starts_with("found@"))
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A zip written by Python's zipfile with its central directory cut off,
+/// and the offsets of its local headers.
+fn zip_without_directory() -> (Vec<u8>, Vec<u64>) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import io, random, sys, zipfile\n\
+             r = random.Random(5)\n\
+             b = io.BytesIO()\n\
+             with zipfile.ZipFile(b, 'w') as z:\n\
+             \x20   z.writestr('a.txt', b'first entry\\n' * 400, zipfile.ZIP_DEFLATED)\n\
+             \x20   z.writestr('b.bin', r.randbytes(3000), zipfile.ZIP_STORED)\n\
+             \x20   z.writestr('c.txt', b'third entry\\n' * 300, zipfile.ZIP_DEFLATED)\n\
+             \x20   z.writestr('d.txt', b'fourth\\n' * 90, zipfile.ZIP_STORED)\n\
+             z = zipfile.ZipFile(b)\n\
+             print(*[i.header_offset for i in z.infolist()])\n\
+             sys.stdout.flush()\n\
+             sys.stdout.buffer.write(b.getvalue()[: z.start_dir])\n",
+        )
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nl = out.stdout.iter().position(|&b| b == b'\n').unwrap();
+    let offsets = String::from_utf8_lossy(&out.stdout[..nl])
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (out.stdout[nl + 1..].to_vec(), offsets)
+}
+
+/// A zip with no central directory and a damaged entry leaves the damaged
+/// bytes unclaimed, and they start with a local header's signature. The
+/// zip starting there is the archive itself (or a zip already found
+/// there), never found inside itself again, level after level.
+#[test]
+fn carving_never_finds_a_zip_at_its_own_start() {
+    let (zip, lfh) = zip_without_directory();
+    assert_eq!(lfh.len(), 4);
+    let mut rng = Rng::new(11);
+    for (what, at) in [
+        ("the first local header's fields", lfh[0] + 4),
+        ("the second local header's fields", lfh[1] + 4),
+        ("the first entry's deflate data", lfh[0] + 40),
+    ] {
+        let mut z = zip.clone();
+        overwrite(&mut z, at, 12, &mut rng);
+        let session = parse_named("cut.zip", z, what);
+        let t = session.tree();
+        assert_ne!(t.status_of(0), Status::Complete, "{what}");
+        let again = found_at_own_start(&t);
+        assert!(again.is_empty(), "{what}: {again:?}\n{}", tree_text(&t));
+        assert!(found_depth(&t) <= 1, "{what}\n{}", tree_text(&t));
+        // The entries after the damage are still there.
+        assert!(t.resolve("d.txt").is_some(), "{what}\n{}", tree_text(&t));
+    }
+}
+
+/// A file of zip signatures: each found zip's own parse leaves its bytes
+/// unclaimed, with another signature 4 bytes on. Found files nest in found
+/// files a bounded number of levels, never at their own start, and the
+/// deepest says it was not scanned.
+#[test]
+fn found_files_nest_a_bounded_number_of_levels() {
+    let file: Vec<u8> = b"PK\x03\x04".repeat(1 << 14);
+    let session = parse("sigs.bin", file);
+    let t = session.tree();
+    let again = found_at_own_start(&t);
+    assert!(again.is_empty(), "{again:?}\n{}", tree_text(&t));
+    assert_eq!(found_depth(&t), 4, "{}", tree_text(&t));
+    let deepest = t
+        .subtree(0)
+        .into_iter()
+        .max_by_key(|&id| t.exts[id].depth)
+        .unwrap();
+    let notes = t.exts[deepest].notes();
+    assert!(
+        notes.iter().any(|n| n.contains("not scanned")),
+        "{notes:?}\n{}",
+        tree_text(&t)
+    );
+}

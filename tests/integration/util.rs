@@ -688,3 +688,61 @@ pub(crate) fn tensor_bytes(tree: &Tree, t: &Tensor) -> Vec<u8> {
     );
     buf
 }
+
+// ---------------------------------------------------------------------------
+// archives made at test time
+// ---------------------------------------------------------------------------
+
+/// What [`dot_tar`] holds: each file's name and bytes.
+pub(crate) const DOT_TAR_FILES: &[(&str, &[u8])] =
+    &[("a/x", b"x in a\n"), ("b/y", b"y in b, a little longer\n")];
+
+/// A tar made by GNU tar as backups are made, `tar -C DIR -cf backup.tar .`
+/// (sorted by name): its members are named `./`, `./a/`, `./a/x`, `./a/z` (a
+/// hard link to `./a/x`), `./b/`, `./b/y`. The folder is removed
+/// when the first value is dropped.
+pub(crate) fn dot_tar() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("d");
+    for (name, bytes) in DOT_TAR_FILES {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    std::fs::hard_link(root.join("a/x"), root.join("a/z")).unwrap();
+    let tar = tmp.path().join("backup.tar");
+    let ok = std::process::Command::new("tar")
+        .arg("--sort=name")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("GNU tar runs");
+    assert!(ok.success());
+    let listed = std::process::Command::new("tar")
+        .arg("-tf")
+        .arg(&tar)
+        .output()
+        .expect("GNU tar runs");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "./\n./a/\n./a/x\n./a/z\n./b/\n./b/y\n",
+        "what GNU tar wrote"
+    );
+    (tmp, tar)
+}
+
+/// [`dot_tar`] gzipped by GNU gzip: `backup.tar.gz`, whose members are
+/// `backup.tar/a/x` and so on.
+pub(crate) fn dot_tar_gz() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, tar) = dot_tar();
+    let ok = std::process::Command::new("gzip")
+        .arg("-n")
+        .arg(&tar)
+        .status()
+        .expect("GNU gzip runs");
+    assert!(ok.success());
+    (tmp, tar.with_extension("tar.gz"))
+}

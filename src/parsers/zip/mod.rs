@@ -241,6 +241,8 @@ struct ZipParser {
     /// Whether the next child is parsed as a container (overlapping bytes
     /// are not, or a bomb's tree grows exponentially with its depth).
     parse_child: bool,
+    /// Whether an entry's leading `/` was dropped (and said so, once).
+    rooted: bool,
     scratch: Vec<u8>,
     /// Reads of headers and scanned bytes, so that records close together
     /// are read from a decoded source once.
@@ -266,6 +268,7 @@ impl ZipParser {
             overlapped: Default::default(),
             shared: HashMap::new(),
             parse_child: true,
+            rooted: false,
             scratch: Vec::new(),
             ahead: ReadAhead::new(),
         }
@@ -327,10 +330,26 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
+        // The entry as `unzip` names it (`./x` is `x`, `/x` is `x`); its
+        // local header node keeps the name as stored.
+        let path = crate::name::member_path(&local.name);
+        if path.is_empty() && kind == EntryKind::Dir {
+            // `./`: the archive's own top, no entry of it.
+            return;
+        }
+        if local.name.starts_with(b"/") && !path.is_empty() && !self.rooted {
+            self.rooted = true;
+            cx.note("removed the leading `/` from entry names, as unzip does");
+        }
+        let name = if path.is_empty() {
+            local.name.clone()
+        } else {
+            path.into_owned()
+        };
         if self.overlapped.contains(&(idx as u32)) {
             self.shared.insert(self.entries[idx].lfh, data.clone());
         }
-        let mut spec = ChildSpec::new(Name::new(local.name.clone()), kind, data);
+        let mut spec = ChildSpec::new(Name::new(name), kind, data);
         spec.parse = self.parse_child;
         let start = self.entries[idx].lfh + local.len;
         spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));

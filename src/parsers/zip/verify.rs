@@ -166,7 +166,10 @@ impl ZipParser {
                 let lost = err.range.start;
                 let src = InflateSource::new(input, "recovered deflate stream");
                 let inflater = Box::new(Inflater::recover(src.clone(), bit));
-                let name = format!("{}~recovered@{byte:#x}", escape_bytes(&cur.local.name));
+                let name = format!(
+                    "{}~recovered@{byte:#x}",
+                    escape_bytes(&crate::name::member_path(&cur.local.name))
+                );
                 let mut spec =
                     ChildSpec::new(Name::new(name), EntryKind::File, src.clone() as Data);
                 spec.parse = self.parse_child;
