@@ -53,6 +53,9 @@ impl Source for SliceSource {
     fn is_window(&self) -> bool {
         true
     }
+    fn final_len(&self) -> Option<u64> {
+        (self.range.end != u64::MAX).then(|| self.range.len())
+    }
     fn layout(&self) -> Layout<'_> {
         Layout::Slice {
             of: &self.parent,

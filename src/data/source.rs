@@ -36,6 +36,13 @@ pub trait Source: Send + Sync + 'static {
     fn is_window(&self) -> bool {
         false
     }
+    /// The length the source will have once final, when it is known before
+    /// the bytes arrive (a tar member's window on a stream still being
+    /// decoded): a parser may wait for all of it rather than read it as it
+    /// comes.
+    fn final_len(&self) -> Option<u64> {
+        None
+    }
     /// How the source is made, so that an index can make it again without
     /// reading it through (see [`Layout`]).
     fn layout(&self) -> Layout<'_> {

@@ -409,6 +409,10 @@ impl Engine {
             depth: job.depth,
             by_name: job.by_name,
         };
+        // What the parser saw: a block is judged against this, so that
+        // bytes that arrive while it steps (a file still being written)
+        // wake it again.
+        let seen = (job.data.available(), job.data.is_final());
         let step = parser.step(&mut cx);
         self.decode_left = cx.decode_left;
         // Children that are not parsed are not in `children`, but count.
@@ -417,7 +421,7 @@ impl Engine {
         job.nodes = nodes;
         match step {
             Step::Yield => job.blocked_at = None,
-            Step::Blocked => job.blocked_at = Some((job.data.available(), job.data.is_final())),
+            Step::Blocked => job.blocked_at = Some(seen),
             Step::Done => {}
         }
         let ext = job.ext;

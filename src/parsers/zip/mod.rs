@@ -37,7 +37,8 @@ use std::sync::Arc;
 use memchr::memmem;
 
 use crate::data::{
-    BlockReader, BlockSource, Data, InflateSource, Inflater, Range, ReadAhead, SliceSource,
+    BlockReader, BlockSource, ChunkCache, Data, InflateSource, Inflater, Range, ReadAhead,
+    SliceSource,
 };
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::Name;
@@ -277,6 +278,15 @@ impl ZipParser {
     /// Chooses the mode: central for a complete archive whose directory
     /// reads without a problem, scan for anything else.
     fn start(&mut self) -> Option<Step> {
+        // A zip whose bytes are still arriving (a jar in a tar.gz) is read
+        // from its directory once they are all there, when they fit the
+        // cache with room to spare: reading it as it comes must prove each
+        // local header by decoding, and a header's verdict could differ
+        // from the directory's (it did, for ct.sym's directories).
+        let wait = ChunkCache::global().budget() as u64 / 2;
+        if !self.data.is_final() && self.data.final_len().is_some_and(|n| n <= wait) {
+            return Some(Step::Blocked);
+        }
         if self.data.is_final() {
             if let Some(dir) = self.read_directory(None, true) {
                 // Central mode only for a directory with no problem (a
