@@ -36,6 +36,34 @@ fn clamp_ranges(e: &mut Extraction) {
     }
 }
 
+/// A hasher for the engine's integer keys (extraction ids, source
+/// addresses): one multiply, where SipHash cost more than the work of a
+/// step on a zip of a million small entries.
+#[derive(Default, Clone, Copy)]
+struct IntHasher(u64);
+
+impl std::hash::Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        // The product's high bits are mixed, its low ones much less (an
+        // address's low bits are zeros): fold them down, where hash tables
+        // take the bucket from.
+        self.0 ^ (self.0 >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IntHasher>>;
+
 /// The format a sniff chose, and whether the name alone chose it.
 struct Sniffed {
     format: &'static parsers::Format,
@@ -115,13 +143,13 @@ pub(super) struct Engine {
     shared: Arc<Shared>,
     opts: Options,
     /// Every job, by the extraction it parses.
-    jobs: HashMap<ExtId, Job>,
+    jobs: IntMap<ExtId, Job>,
     /// The jobs that can run, deepest first, then in the order found.
     ready: BTreeSet<(u32, Reverse<ExtId>)>,
     /// Jobs waiting for bytes, by the source whose growth can wake them
     /// ([`growth::key`]). Entries may be stale (a job since woken or
     /// done): they are dropped when their source grows.
-    waiting: HashMap<usize, Vec<ExtId>>,
+    waiting: IntMap<usize, Vec<ExtId>>,
     ext_count: usize,
     /// See [`StepCx::decode_left`].
     decode_left: u64,
@@ -144,9 +172,9 @@ impl Engine {
             decode_left: opts.decode_budget(size),
             shared,
             opts,
-            jobs: HashMap::new(),
+            jobs: IntMap::default(),
             ready: BTreeSet::new(),
-            waiting: HashMap::new(),
+            waiting: IntMap::default(),
             ext_count: 1,
         };
         e.add(Job::sniffing(0, 0, data, name, kind, file));

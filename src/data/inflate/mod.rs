@@ -356,9 +356,12 @@ struct InBuf {
 }
 
 impl InBuf {
+    /// An empty buffer: it grows (to [`IN_BUF`] at most) to what the input
+    /// has, so that a stream of 30 bytes (a zip of a million small entries)
+    /// does not clear 64 KiB.
     fn new(pos: u64) -> InBuf {
         InBuf {
-            buf: vec![0; IN_BUF],
+            buf: Vec::new(),
             lo: 0,
             hi: 0,
             pos,
@@ -376,7 +379,10 @@ impl InBuf {
         if self.pos >= avail {
             return Ok(false);
         }
-        let want = ((avail - self.pos) as usize).min(self.buf.len());
+        let want = (avail - self.pos).min(IN_BUF as u64) as usize;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
         let n = input.read_at(self.pos, &mut self.buf[..want])?;
         self.lo = 0;
         self.hi = n;
@@ -493,7 +499,8 @@ impl Inflater {
             src,
             z: RawInflate::new(),
             inbuf: InBuf::new(start),
-            out: vec![0; OUT_BUF],
+            // Sized at the first run, to the limit when there is one.
+            out: Vec::new(),
             crc: crc32fast::Hasher::new(),
             produced: 0,
             last_point: 0,
@@ -621,9 +628,12 @@ impl Inflater {
                         },
                     }
                 }
-                Some(l) => ((l - self.produced) as usize).min(self.out.len()),
-                None => self.out.len(),
+                Some(l) => (l - self.produced).min(OUT_BUF as u64) as usize,
+                None => OUT_BUF,
             };
+            if self.out.len() < room {
+                self.out.resize(room, 0);
+            }
             let s = self
                 .z
                 .inflate(self.inbuf.bytes(), &mut self.out[..room], true);
