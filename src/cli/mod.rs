@@ -662,10 +662,29 @@ fn mount(_input: &Input, _mountpoint: &Path) -> Result<Status, Fatal> {
 /// `cat`: the bytes of one extraction, read through the file-system API
 /// ([`crate::fs`]) as a library user reads them.
 fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
-    let session = std::sync::Arc::new(open(input)?);
+    // Only the containers on the way to PATH are parsed (a member's bytes
+    // need no verdict on the jars and .gz files beside it). Should the
+    // focused parse not find it (a name only the whole parse spells that
+    // way), the whole file is parsed.
+    let focused = Input {
+        file: input.file.clone(),
+        options: Options {
+            focus: Some(path.to_string()),
+            ..input.options.clone()
+        },
+    };
+    let mut session = std::sync::Arc::new(open(&focused)?);
     // Waits with a progress line on a terminal; the API then finds it at
     // once.
-    let id = resolve_final(&session, path)?;
+    let id = match resolve_final(&session, path) {
+        Ok(id) => id,
+        Err(_) if !session.from_index() => {
+            session.cancel();
+            session = std::sync::Arc::new(open(input)?);
+            resolve_final(&session, path)?
+        }
+        Err(e) => return Err(e),
+    };
     session.cancel();
     let fs = crate::fs::Fs::from_session(session.clone());
     let f = fs.open(path).map_err(|e| Fatal(e.to_string()))?;

@@ -182,6 +182,8 @@ impl Session {
         };
         let shared = Arc::new(Shared::new(tree, tx, false));
         let engine_shared = shared.clone();
+        // A parse for one PATH leaves most of the tree unparsed: no index.
+        let whole = opts.focus.is_none();
         let thread = std::thread::Builder::new()
             .name("pparse-engine".into())
             .spawn(move || {
@@ -191,6 +193,7 @@ impl Session {
                 if let Err(panic) = std::panic::catch_unwind(run) {
                     *engine_shared.failure.lock() = Some(panic_message(&*panic));
                 } else if let Some(plan) = index
+                    && whole
                     && !engine_shared.cancel.load(Ordering::Acquire)
                 {
                     // Before `finished`: a command that exits once the

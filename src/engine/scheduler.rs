@@ -95,6 +95,9 @@ struct Job {
     carving: bool,
     /// The source whose growth can wake it ([`growth::key`]).
     feed: usize,
+    /// With [`Options::focus`], the part of that PATH below this
+    /// extraction: only children on the way to it are parsed.
+    focus: Option<Arc<str>>,
 }
 
 impl Job {
@@ -122,6 +125,7 @@ impl Job {
             like: None,
             carving: false,
             feed,
+            focus: None,
         }
     }
 
@@ -177,7 +181,13 @@ impl Engine {
             waiting: IntMap::default(),
             ext_count: 1,
         };
-        e.add(Job::sniffing(0, 0, data, name, kind, file));
+        let mut root = Job::sniffing(0, 0, data, name, kind, file);
+        root.focus = e
+            .opts
+            .focus
+            .as_deref()
+            .map(|f| Arc::from(crate::name::normal_path(f).as_ref()));
+        e.add(root);
         e
     }
 
@@ -454,6 +464,7 @@ impl Engine {
         }
         let ext = job.ext;
         let depth = job.depth;
+        let focus = job.focus.clone();
         let mut carve = None;
         {
             let mut t = self.shared.tree.write();
@@ -498,12 +509,12 @@ impl Engine {
         } else {
             self.settle(ext);
         }
-        self.start_children(children, depth + 1);
+        self.start_children(children, depth + 1, focus);
     }
 
     /// Sniffs new children right away when their first bytes are there (the
     /// common case), so only the few that wait for bytes become jobs.
-    fn start_children(&mut self, ids: Vec<ExtId>, depth: u32) {
+    fn start_children(&mut self, ids: Vec<ExtId>, depth: u32, focus: Option<Arc<str>>) {
         if ids.is_empty() {
             return;
         }
@@ -513,8 +524,17 @@ impl Engine {
                 .map(|&id| {
                     let e = &t.exts[id];
                     // Contents, or a folder on disk, are worth sniffing.
-                    let content =
+                    let mut content =
                         e.kind.has_content() || (e.kind == EntryKind::Dir && e.file().is_some());
+                    // Opened for one PATH: a child is parsed only when the
+                    // PATH goes on below it.
+                    let mut rest = None;
+                    if let Some(f) = &focus {
+                        match crate::extraction::match_name(&e.display_name(), f) {
+                            Some(i) if i < f.len() => rest = Some(Arc::from(&f[i..])),
+                            _ => content = false,
+                        }
+                    }
                     let mut job = Job::sniffing(
                         id,
                         depth,
@@ -524,6 +544,7 @@ impl Engine {
                         e.file().map(|f| f.to_path_buf()),
                     );
                     job.like = e.extra.as_ref().and_then(|x| x.like);
+                    job.focus = rest;
                     (job, content)
                 })
                 .collect()

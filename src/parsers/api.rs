@@ -38,6 +38,11 @@ pub struct Options {
     /// Whether the session reads and writes a persistent index of the
     /// file (the `index` module): off unless asked for.
     pub index: IndexMode,
+    /// A PATH (see docs/contract.md) the session is opened for (`cat`):
+    /// only the containers on the way to it are parsed, not the members
+    /// beside it nor what it holds, and no index is written (the tree is not
+    /// whole).
+    pub focus: Option<String>,
 }
 
 /// Where a session keeps the index of its file.
@@ -61,6 +66,7 @@ impl Default for Options {
             decode_floor: 4 << 30,
             message: None,
             index: IndexMode::Off,
+            focus: None,
         }
     }
 }

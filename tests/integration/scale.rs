@@ -181,3 +181,64 @@ fn a_zip_of_50k_entries_is_read_about_once_alone_and_in_a_tar_gz() {
         inner.len()
     );
 }
+
+#[test]
+fn cat_parses_only_the_containers_on_the_way_to_its_member() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    // A member in a nested container, a big nested container beside it,
+    // and a plain member after both.
+    let text: String = (0..200_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(src.join("d/big.txt"), &text).unwrap();
+    let st = Command::new("gzip")
+        .arg("-k")
+        .arg(src.join("d/big.txt"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(src.join("d/big.txt")).unwrap();
+    python_zip(&src, 2_000);
+    std::fs::write(src.join("last.txt"), b"the last member\n").unwrap();
+    let gz = tmp.path().join("backup.tar.gz");
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&gz)
+        .arg("-C")
+        .arg(&src)
+        .args(["d", "many2000.zip", "last.txt"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let g = gz.to_str().unwrap();
+
+    // The whole tree decodes the tar stream, the .gz and the zip's entries.
+    let run = pparse(["tree", g, "--json", "--no-index", "--io-stats"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let whole = io_of(&run);
+    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let tar_size = n(&tree["children"][0]["size"]);
+    assert!(n(&whole["decoded"]) > tar_size + text.len() as u64);
+
+    // `cat` of the last member decodes the tar stream and nothing in it.
+    let run = pparse(["cat", g, "backup.tar/last.txt", "--no-index", "--io-stats"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert_eq!(run.stdout, b"the last member\n");
+    assert_eq!(n(&io_of(&run)["decoded"]), tar_size);
+
+    // A member inside a nested container: that container is parsed.
+    let run = pparse([
+        "cat",
+        g,
+        "backup.tar/many2000.zip/dir7/file1007.txt",
+        "--no-index",
+        "--io-stats",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert_eq!(run.stdout, "entry 1007\n".repeat(1 + 1007 % 7).into_bytes());
+    let decoded = n(&io_of(&run)["decoded"]);
+    assert!(decoded > tar_size && decoded < n(&whole["decoded"]));
+    let run = pparse(["cat", g, "backup.tar/d/big.txt.gz/big.txt", "--no-index"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(run.stdout == text.as_bytes());
+}
