@@ -137,6 +137,16 @@ impl Job {
     }
 }
 
+/// A child waiting for its first bytes before it can be sniffed, kept
+/// small: a zip of a million entries lists them all before decoding the
+/// first, and a job each would cost a million names and sources.
+struct Parked {
+    depth: u32,
+    /// (available, final) of its bytes when it was parked.
+    seen: (u64, bool),
+    focus: Option<Arc<str>>,
+}
+
 /// The engine thread's state: its jobs and what is left of the budget
 /// for decoding.
 ///
@@ -148,6 +158,8 @@ pub(super) struct Engine {
     opts: Options,
     /// Every job, by the extraction it parses.
     jobs: IntMap<ExtId, Job>,
+    /// Children waiting for their first bytes (made jobs when they come).
+    parked: IntMap<ExtId, Parked>,
     /// The jobs that can run, deepest first, then in the order found.
     ready: BTreeSet<(u32, Reverse<ExtId>)>,
     /// Jobs waiting for bytes, by the source whose growth can wake them
@@ -177,6 +189,7 @@ impl Engine {
             shared,
             opts,
             jobs: IntMap::default(),
+            parked: IntMap::default(),
             ready: BTreeSet::new(),
             waiting: IntMap::default(),
             ext_count: 1,
@@ -228,6 +241,12 @@ impl Engine {
             };
             let mut still = Vec::new();
             for ext in list {
+                if self.parked.contains_key(&ext) {
+                    if !self.unpark(ext) {
+                        still.push(ext);
+                    }
+                    continue;
+                }
                 let Some(job) = self.jobs.get_mut(&ext) else {
                     continue;
                 };
@@ -247,9 +266,42 @@ impl Engine {
         }
     }
 
+    /// Makes a parked child a job when its bytes have changed since it was
+    /// parked; returns whether it did.
+    fn unpark(&mut self, ext: ExtId) -> bool {
+        let Some(p) = self.parked.get(&ext) else {
+            return false;
+        };
+        let job = {
+            let t = self.shared.tree.read();
+            let e = &t.exts[ext];
+            if (e.available(), e.is_final()) == p.seen {
+                return false;
+            }
+            let mut job = Job::sniffing(
+                ext,
+                p.depth,
+                e.data(),
+                e.display_name(),
+                e.kind.clone(),
+                e.file().map(|f| f.to_path_buf()),
+            );
+            job.like = e.extra.as_ref().and_then(|x| x.like);
+            job.focus = p.focus.clone();
+            job
+        };
+        self.parked.remove(&ext);
+        self.add(job);
+        true
+    }
+
     /// Checks every waiting job (when nothing is ready: a source that grows
     /// on its own, such as a file being written, reports nothing).
     fn wake_all(&mut self) {
+        let parked: Vec<ExtId> = self.parked.keys().copied().collect();
+        for ext in parked {
+            self.unpark(ext);
+        }
         for (ext, job) in &mut self.jobs {
             if job.blocked_at.is_some() && job.runnable() {
                 job.blocked_at = None;
@@ -276,7 +328,9 @@ impl Engine {
             let Some(ext) = self.pick() else {
                 // Everything waits for bytes. If some source can still grow
                 // (a file being written, a pipe), wait for it; otherwise stop.
-                if self.jobs.values().any(|j| !j.data.is_final()) && self.root_growing() {
+                let growing =
+                    !self.parked.is_empty() || self.jobs.values().any(|j| !j.data.is_final());
+                if growing && self.root_growing() {
                     std::thread::sleep(Duration::from_millis(5));
                     continue;
                 }
@@ -307,7 +361,12 @@ impl Engine {
         }
         // Every remaining job waits for bytes that can no longer come; that
         // would be a producer bug, but report it rather than hang.
-        let mut stuck: Vec<ExtId> = self.jobs.keys().copied().collect();
+        let mut stuck: Vec<ExtId> = self
+            .jobs
+            .keys()
+            .chain(self.parked.keys())
+            .copied()
+            .collect();
         stuck.sort_unstable();
         let mut t = self.shared.tree.write();
         for id in stuck {
@@ -559,8 +618,16 @@ impl Engine {
             }
             match self.sniff(&job, depth) {
                 None => {
-                    job.blocked_at = Some((job.data.available(), job.data.is_final()));
-                    self.add(job);
+                    let seen = (job.data.available(), job.data.is_final());
+                    self.waiting.entry(job.feed).or_default().push(id);
+                    self.parked.insert(
+                        id,
+                        Parked {
+                            depth,
+                            seen,
+                            focus: job.focus,
+                        },
+                    );
                 }
                 Some(None) => leaves.push(id),
                 Some(Some(Sniffed { format, by_name })) => {

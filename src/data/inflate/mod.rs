@@ -68,7 +68,9 @@ pub struct InflateSource {
     tail: Mutex<Tail>,
     avail: AtomicU64,
     done: AtomicBool,
-    replay: Mutex<Option<Replay>>,
+    /// Boxed: most streams (a zip's small entries) are never re-read, and
+    /// a decoder kept inline would cost each of them its size.
+    replay: Mutex<Option<Box<Replay>>>,
     label: &'static str,
     span: u64,
     /// Where windows are read from when the stream was restored.
@@ -213,7 +215,11 @@ impl InflateSource {
 
     fn begin_segment_at(&self, input: u64, bits: u8, window: Option<WindowSlot>) {
         let out = self.avail.load(Ordering::Acquire);
-        self.segments.write().push(Segment {
+        let mut segs = self.segments.write();
+        // Most streams have one segment: room for four (a vector's first
+        // growth) would cost each entry of a big zip 120 bytes.
+        segs.reserve_exact(1);
+        segs.push(Segment {
             out_start: out,
             out_end: out,
             points: vec![Point {
@@ -280,7 +286,7 @@ impl InflateSource {
         let reuse = matches!(&*guard, Some(r) if r.acc_start == target
             || (r.pos <= target && target - r.pos <= self.span));
         if !reuse {
-            *guard = Some(Replay::start(self, target)?);
+            *guard = Some(Box::new(Replay::start(self, target)?));
         }
         let r = guard.as_mut().expect("replay set above");
         let result = r.produce_until(self, idx);

@@ -91,6 +91,10 @@ impl ZipParser {
                 records::local_at(&mut ahead, &**data, shifted(c.offset, self.shift)).is_ok()
             });
             self.overlapped = self.overlaps.iter().flatten().copied().collect();
+            // One of each per record: grown by doubling, they would hold
+            // room for twice as many at the end.
+            self.queue.reserve_exact(dir.records.len());
+            self.entries.reserve_exact(dir.records.len());
         }
         let stop = (next + 1024).min(dir.records.len());
         for (i, c) in dir.records.iter().enumerate().take(stop).skip(next) {
