@@ -483,6 +483,18 @@ impl ZipParser {
         } else {
             "entry"
         };
+        // The size a descriptor declares, as the directory declares it
+        // for an entry read from there: the same entry has the same
+        // declared size however it is found. Only a descriptor that the
+        // bytes match: one that says less than was decoded would make
+        // the entry hold more than its declared size (the damage says
+        // what it says).
+        if let (Some(c), Some((_, _, usize)), Ok(())) = (child, cur.expect, &result)
+            && cur.local.has_descriptor()
+            && !self.entries[idx].from_central
+        {
+            cx.child_declared_size(c, usize);
+        }
         let damage = result.err();
         if let (Some(c), Some(d)) = (child, &damage) {
             cx.child_damage(c, d.clone());
