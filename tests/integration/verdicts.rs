@@ -192,6 +192,7 @@ struct Row {
     parser: Option<&'static str>,
     status: Status,
     damage: Vec<String>,
+    notes: Vec<String>,
 }
 
 /// A damage reason with its hexadecimal offsets blanked.
@@ -251,6 +252,7 @@ fn rows(tree: &Tree, top: ExtId) -> Vec<Row> {
                         )
                     })
                     .collect(),
+                notes: e.notes().iter().map(|n| blank_offsets(n)).collect(),
                 path,
             }
         })
