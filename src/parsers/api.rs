@@ -313,6 +313,14 @@ impl<'a> StepCx<'a> {
             .push(Box::new(move |t: &mut Tree| t.add_outer_damage(child, d)));
     }
 
+    /// Records the size a child's container declares for it, once known
+    /// (a zip entry's data descriptor comes after its bytes).
+    pub fn child_declared_size(&mut self, child: ExtId, size: u64) {
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            t.exts[child].declared_size = Some(size);
+        }));
+    }
+
     /// Reports how far the parse has got.
     pub fn progress(&mut self, done: u64, total: Option<u64>) {
         let me = self.me;

@@ -38,6 +38,7 @@ mod truncation;
 mod tui;
 mod tui_habits;
 mod values;
+mod verdicts;
 mod walks;
 mod wandb;
 mod zip;

@@ -288,26 +288,33 @@ fn install_panic_hook() {
 /// panics or the parse is not over within [`DEADLINE`]. `what` describes the
 /// input (fixture and damage) for the failure message.
 pub(crate) fn parse_named(name: &str, bytes: Vec<u8>, what: &str) -> Session {
+    parse_with(name, bytes, Options::default(), what)
+}
+
+/// [`parse_named`] with other options (a small `step_bytes`, so that nested
+/// layers are parsed while their bytes are still arriving).
+pub(crate) fn parse_with(name: &str, bytes: Vec<u8>, opts: Options, what: &str) -> Session {
     install_panic_hook();
     let before = PANICS.load(Ordering::SeqCst);
-    let session = Session::from_bytes(name, bytes, Options::default());
+    let session = Session::from_bytes(name, bytes, opts);
     let start = Instant::now();
-    let mut sleep = Duration::from_micros(50);
-    while !session.is_finished() {
+    // Woken when the parse ends, else every 20 ms to look for a panic or
+    // the deadline.
+    session.wait_until(|_| PANICS.load(Ordering::SeqCst) != before || start.elapsed() > DEADLINE);
+    if let Some(why) = session.failure() {
+        panic!("pparse engine panicked while parsing {what}: {why}");
+    }
+    if !session.is_finished() {
         if PANICS.load(Ordering::SeqCst) != before {
             let msgs = PANIC_MESSAGES.lock().unwrap().clone();
             // The engine thread is gone; dropping the session just joins it.
             drop(session);
             panic!("pparse engine panicked while parsing {what} (panics so far: {msgs:#?})");
         }
-        if start.elapsed() > DEADLINE {
-            let steps = session.steps();
-            // Dropping would join a thread that may never stop: leak it.
-            std::mem::forget(session);
-            panic!("parse of {what} did not finish within {DEADLINE:?} (hang; {steps} steps)");
-        }
-        std::thread::sleep(sleep);
-        sleep = (sleep * 2).min(Duration::from_millis(5));
+        let steps = session.steps();
+        // Dropping would join a thread that may never stop: leak it.
+        std::mem::forget(session);
+        panic!("parse of {what} did not finish within {DEADLINE:?} (hang; {steps} steps)");
     }
     session
 }

@@ -659,3 +659,105 @@ fn other_methods_are_decoded_or_listed() {
     let t = parse("methods.zip", data).tree().exts.len();
     assert_eq!(t, 4, "the archive and its three entries");
 }
+
+/// Every file under `dir`, by its path relative to `dir`, with its bytes;
+/// folders as `name/` with no bytes.
+fn files_under(dir: &std::path::Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(format!("{rel}/"), None);
+                stack.push(e.path());
+            } else {
+                out.insert(rel, Some(std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// Java's ZipOutputStream deflates directory entries (2 bytes, sizes in a
+/// data descriptor): they are directories all the same, as unzip takes
+/// them, alone and inside a gzip stream read 4 KiB at a time. `pparse
+/// extract` writes what `unzip` writes (it wrote files named `com`, and
+/// the jar's files under `com~1/`).
+#[test]
+fn a_jars_deflated_directories_are_directories() {
+    for jar in ["jar/sym.jar", "jar/tool.jar"] {
+        let bytes = fixture(jar);
+        let listed = std::process::Command::new("unzip")
+            .arg("-Z1")
+            .arg(fixture_path(jar))
+            .output()
+            .expect("unzip runs");
+        assert!(listed.status.success());
+        let names: Vec<String> = String::from_utf8(listed.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert!(names.iter().any(|n| n.ends_with('/')), "{jar}: {names:?}");
+
+        let gz = std::process::Command::new("gzip")
+            .arg("-c")
+            .arg(fixture_path(jar))
+            .output()
+            .expect("GNU gzip runs");
+        assert!(gz.status.success());
+        let small = pparse::Options {
+            step_bytes: 4096,
+            ..pparse::Options::default()
+        };
+        let alone = parse(jar, bytes.clone());
+        let inside = parse_with("x.jar.gz", gz.stdout, small, &format!("{jar} in a .gz"));
+        // gzip keeps the jar's name in its header: the stream is named so.
+        let base = format!("{}/", jar.trim_start_matches("jar/"));
+        for (s, top) in [(&alone, ""), (&inside, base.as_str())] {
+            let t = s.tree();
+            for n in &names {
+                let id = t
+                    .resolve(&format!("{top}{n}"))
+                    .unwrap_or_else(|| panic!("{jar}: no {top}{n}\n{}", tree_text(&t)));
+                let want = if n.ends_with('/') { "dir" } else { "file" };
+                assert_eq!(t.exts[id].kind.as_str(), want, "{jar}: {top}{n}");
+                assert_eq!(t.status_of(id), Status::Complete, "{jar}: {top}{n}");
+            }
+        }
+
+        let tmp = tempfile::tempdir().unwrap();
+        let (by_unzip, by_pparse) = (tmp.path().join("unzip"), tmp.path().join("pparse"));
+        let ok = std::process::Command::new("unzip")
+            .arg("-q")
+            .arg(fixture_path(jar))
+            .arg("-d")
+            .arg(&by_unzip)
+            .status()
+            .expect("unzip runs");
+        assert!(ok.success());
+        let run = pparse([
+            "extract",
+            "--no-index",
+            fixture_path(jar).to_str().unwrap(),
+            "--out",
+            by_pparse.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "{jar}: {}", run.stderr_text());
+        let (a, b) = (files_under(&by_unzip), files_under(&by_pparse));
+        assert_eq!(
+            a.keys().collect::<Vec<_>>(),
+            b.keys().collect::<Vec<_>>(),
+            "{jar}: what unzip and pparse extract write"
+        );
+        assert!(a == b, "{jar}: the same bytes");
+    }
+}

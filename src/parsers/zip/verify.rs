@@ -40,6 +40,10 @@ impl ZipParser {
             self.add_entry_child(cx, idx, local, EntryKind::Dir, d, Some(0));
             return Plan::None;
         }
+        // Any other entry named with a trailing `/` is a directory too, as
+        // unzip and Python's zipfile take it, but its bytes are still
+        // checked: Java's ZipOutputStream deflates directories (ct.sym's).
+        let kind = entry_kind(local);
         let encrypted = local.flags & records::FLAG_ENCRYPTED != 0;
         if !encrypted && let Some(c) = csize {
             let codec: Option<(Box<dyn BlockCodec>, &'static str, u64)> = match local.method {
@@ -57,14 +61,7 @@ impl ZipParser {
                 let end = data.saturating_add(c);
                 let src = BlockSource::new(slice(&self.data, data, end), codec, label);
                 let declared = (csize.is_some() || usize > 0).then_some(usize);
-                self.add_entry_child(
-                    cx,
-                    idx,
-                    local,
-                    EntryKind::File,
-                    src.clone() as Data,
-                    declared,
-                );
+                self.add_entry_child(cx, idx, local, kind, src.clone() as Data, declared);
                 return Plan::Blocks(src, [aux0, 0], usize);
             }
         }
@@ -88,7 +85,7 @@ impl ZipParser {
             (0, Some(c)) => {
                 let end = data.saturating_add(c);
                 let d = slice(&self.data, data, end);
-                self.add_entry_child(cx, idx, local, EntryKind::File, d, Some(c));
+                self.add_entry_child(cx, idx, local, kind, d, Some(c));
                 Plan::Stored { end }
             }
             (0, None) => Plan::StoredScan,
@@ -96,14 +93,7 @@ impl ZipParser {
                 let end = csize.map_or(u64::MAX, |c| data.saturating_add(c));
                 let src = InflateSource::new(slice(&self.data, data, end), "deflate");
                 let declared = (csize.is_some() || usize > 0).then_some(usize);
-                self.add_entry_child(
-                    cx,
-                    idx,
-                    local,
-                    EntryKind::File,
-                    src.clone() as Data,
-                    declared,
-                );
+                self.add_entry_child(cx, idx, local, kind, src.clone() as Data, declared);
                 Plan::Deflate(src, declared)
             }
         }
@@ -473,7 +463,7 @@ impl ZipParser {
         {
             let d = slice(&self.data, cur.data, dend);
             let declared = cur.expect.map(|e| e.2);
-            self.add_entry_child(cx, idx, &cur.local, EntryKind::File, d, declared);
+            self.add_entry_child(cx, idx, &cur.local, entry_kind(&cur.local), d, declared);
         }
         let entry = &self.entries[idx];
         let end = entry.end.unwrap_or(u64::MAX).min(self.data.available());
@@ -483,6 +473,18 @@ impl ZipParser {
         } else {
             "entry"
         };
+        // The size a descriptor declares, as the directory declares it
+        // for an entry read from there: the same entry has the same
+        // declared size however it is found. Only a descriptor that the
+        // bytes match: one that says less than was decoded would make
+        // the entry hold more than its declared size (the damage says
+        // what it says).
+        if let (Some(c), Some((_, _, usize)), Ok(())) = (child, cur.expect, &result)
+            && cur.local.has_descriptor()
+            && !self.entries[idx].from_central
+        {
+            cx.child_declared_size(c, usize);
+        }
         let damage = result.err();
         if let (Some(c), Some(d)) = (child, &damage) {
             cx.child_damage(c, d.clone());
@@ -583,6 +585,16 @@ impl ZipParser {
             let gap = Range::new(at, avail);
             cx.push_node(Node::new("trailing", "bytes after the archive", gap).uint(gap.len()));
         }
+    }
+}
+
+/// What an entry with bytes to check is: a directory when its name ends
+/// with `/`, else a file.
+fn entry_kind(local: &Local) -> EntryKind {
+    if local.name.ends_with(b"/") {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
     }
 }
 
