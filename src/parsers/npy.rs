@@ -864,7 +864,10 @@ impl Parser for NpyParser {
             }
             if matches!(h.elem, Elem::Object) {
                 // The pickle runs to the end: the pickle parser reads it.
-                let name = format!("{}.pkl", array_name(cx.name, self.index));
+                // Named after the array's file alone: a member `d/x.npy`
+                // holds `x.pkl`, as the file `x.npy` does.
+                let file = cx.name.rsplit('/').next().unwrap_or(cx.name);
+                let name = format!("{}.pkl", array_name(file, self.index));
                 cx.add_child(ChildSpec::window(
                     Name::from(name.as_str()),
                     EntryKind::File,

@@ -9,7 +9,9 @@
 //! Tensors with `data_location = EXTERNAL` keep their bytes in sibling
 //! files named by `external_data`; each such file becomes a child
 //! extraction, and the tensor table points into it. A file that is
-//! missing, or shorter than a tensor needs, is reported per tensor.
+//! missing, or shorter than a tensor needs, is reported per tensor. A model
+//! that is not a file on disk (a member of an archive) opens none: a note
+//! says so, and its external tensors are listed as not available.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -393,10 +395,12 @@ fn external_files(cx: &mut StepCx) {
             ));
             continue;
         }
+        // A model in an archive: its external data is a member beside it,
+        // or nowhere; not looked for, so not damage (a note says so).
         let Some(dir) = &dir else {
-            cx.damage(Damage::truncated(
-                at,
-                format!("external data file '{shown}' not opened: the model is not a file on disk ({} tensors)", tensors.len()),
+            cx.note(format!(
+                "external data file '{shown}' not opened: the model is not a file on disk ({} tensors)",
+                tensors.len()
             ));
             continue;
         };

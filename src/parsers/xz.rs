@@ -26,7 +26,7 @@ use crate::status::Damage;
 /// xz: streams, blocks, index, the decoded stream.
 pub static FORMAT: Format = Format {
     name: "xz",
-    extent: None,
+    extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(XzParser::new(data.clone())),
     load: |_, _| Vec::new(),
@@ -38,6 +38,25 @@ const FOOTER_MAGIC: [u8; 2] = [b'Y', b'Z'];
 const NAMES: &[(&str, &str)] = &[(".txz", ".tar"), (".xz", "")];
 /// Largest index read (a record is 2 to 18 bytes: millions of blocks).
 const MAX_INDEX: usize = 64 << 20;
+
+/// Whether `b` starts with a valid stream header: the magic, stream flags
+/// with no reserved bit set, and their CRC32.
+fn stream_header(b: &[u8]) -> bool {
+    b.len() >= 12
+        && b.starts_with(&MAGIC)
+        && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
+        && b[6] == 0
+        && b[7] & 0xf0 == 0
+}
+
+/// Where an xz stream found by carving ends: at the end of its span, once
+/// its stream header is valid; `None` when it is not, as the magic among
+/// other bytes (the xz program holds it as a constant) is not.
+fn found_extent(data: &Data) -> Option<u64> {
+    let mut b = [0u8; 12];
+    let n = data.read_at(0, &mut b).ok()?;
+    stream_header(&b[..n]).then(|| data.available())
+}
 
 /// The magic, or an `.xz`/`.txz` name (a damaged stream header is then
 /// reported and the blocks after it are found).
@@ -611,11 +630,7 @@ impl XzParser {
                     "file ends inside an xz stream header",
                 ));
             }
-        } else if b.starts_with(&MAGIC)
-            && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
-            && b[6] == 0
-            && b[7] & 0xf0 == 0
-        {
+        } else if stream_header(&b) {
             self.streams += 1;
             self.stream_start = at;
             self.flags = [b[6], b[7]];

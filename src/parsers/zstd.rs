@@ -28,7 +28,7 @@ use crate::status::Damage;
 /// zstd: frames, skippable frames, the decoded stream.
 pub static FORMAT: Format = Format {
     name: "zstd",
-    extent: None,
+    extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(ZstdParser::new(data.clone())),
     load: |_, _| Vec::new(),
@@ -39,6 +39,15 @@ const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Output a resync candidate must decode without error to be accepted.
 const TRIAL_OUTPUT: usize = 64 * 1024;
 const NAMES: &[(&str, &str)] = &[(".tzst", ".tar"), (".zstd", ""), (".zst", "")];
+
+/// Where a zstd stream found by carving ends: at the end of its span, once
+/// its first frame decodes (to its end, or for a good stretch); `None`
+/// when it does not, as a frame magic among other bytes (the zstd program
+/// holds it as a constant) does not.
+fn found_extent(data: &Data) -> Option<u64> {
+    let mut p = ZstdParser::new(data.clone());
+    matches!(p.try_frame(0), Trial::Good).then(|| data.available())
+}
 
 fn is_skippable(b: &[u8]) -> bool {
     b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]

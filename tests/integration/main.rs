@@ -25,6 +25,7 @@ mod onnx;
 mod paddle;
 mod pickle;
 mod protobuf;
+mod realworld;
 mod recovery;
 mod remote;
 mod robust;

@@ -242,3 +242,65 @@ fn cat_parses_only_the_containers_on_the_way_to_its_member() {
     assert_eq!(run.code, 0, "{}", run.stderr_text());
     assert!(run.stdout == text.as_bytes());
 }
+
+/// A jar-shaped zip of 20,000 entries written by Python's zipfile: a
+/// stored manifest first, 100 package folders as directory entries, and
+/// class-like files, every tenth stored and the rest deflated (the shape
+/// of the jars of a JDK or an SDK, which a sweep of /usr lists by the
+/// hundred).
+#[test]
+fn a_jar_of_20k_entries_reads_complete_and_about_once() {
+    const N: usize = 20_000;
+    const DIRS: usize = 100;
+    let tmp = tempfile::tempdir().unwrap();
+    let jar = tmp.path().join("many.jar");
+    let script = format!(
+        "import zipfile\n\
+         n, dirs = {N}, {DIRS}\n\
+         with zipfile.ZipFile({p:?}, 'w') as z:\n    \
+             z.writestr('META-INF/', b'')\n    \
+             z.writestr('META-INF/MANIFEST.MF', b'Manifest-Version: 1.0\\r\\n\\r\\n')\n    \
+             for d in range(dirs):\n        \
+                 z.writestr(f'com/example/p{{d}}/', b'')\n    \
+             for i in range(n - 2 - dirs):\n        \
+                 body = bytes((i * 7 + j * 13 + (j >> 3)) % 251 for j in range(64 + i % 400))\n        \
+                 how = zipfile.ZIP_STORED if i % 10 == 0 else zipfile.ZIP_DEFLATED\n        \
+                 z.writestr(f'com/example/p{{i % dirs}}/C{{i}}.class', body, compress_type=how)\n",
+        p = jar.display().to_string()
+    );
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let size = std::fs::metadata(&jar).unwrap().len();
+    let run = pparse([
+        "tree",
+        jar.to_str().unwrap(),
+        "--json",
+        "--no-index",
+        "--io-stats",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let io = io_of(&run);
+    assert!(
+        n(&io["file_read"]) <= 2 * size,
+        "{io} for a zip of {size} B"
+    );
+    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let mut all = Vec::new();
+    statuses(&tree, &mut all);
+    assert_eq!(all.len(), N);
+    let bad: Vec<_> = all.iter().filter(|(_, s)| s != "complete").collect();
+    assert!(
+        bad.is_empty(),
+        "{} not complete: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
+}

@@ -50,7 +50,7 @@ use records::{Central, Descriptor, End, Local};
 /// zip, zip64, and everything built on it (torch checkpoints, wheels).
 pub static FORMAT: Format = Format {
     name: "zip",
-    extent: None,
+    extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(ZipParser::new(data.clone())),
     load: load::load,
@@ -61,6 +61,16 @@ pub static FORMAT: Format = Format {
         ..Offers::NONE
     },
 };
+
+/// Where a zip found by carving ends: at the end of its span, once its
+/// first local header is proved as the scan proves one (its fields
+/// validate and deflated data starts to decode); `None` when it is not,
+/// which is most `PK\x03\x04` in other bytes (a program that handles zips
+/// holds the signature as a constant).
+fn found_extent(data: &Data) -> Option<u64> {
+    let mut p = ZipParser::new(data.clone());
+    matches!(p.try_local(0), Probe::Valid(_)).then(|| data.available())
+}
 
 /// A directory offset moved by the archive's prefix; offsets come from the
 /// file and may be anything, so this saturates instead of wrapping.
