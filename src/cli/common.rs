@@ -20,13 +20,17 @@ pub(super) struct Input {
 }
 
 pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
-    if let Some(url) = input.url() {
+    let mut session = if let Some(url) = input.url() {
         // The source's errors already name the URL.
-        return Session::open_url(url, input.options.clone())
-            .map_err(|e| Fatal(format!("cannot read {e}")));
-    }
-    Session::open(&input.file, input.options.clone())
-        .map_err(|e| Fatal(format!("cannot read {}: {e}", input.file.display())))
+        Session::open_url(url, input.options.clone())
+            .map_err(|e| Fatal(format!("cannot read {e}")))?
+    } else {
+        Session::open(&input.file, input.options.clone())
+            .map_err(|e| Fatal(format!("cannot read {}: {e}", input.file.display())))?
+    };
+    // A command's session lives until the process ends.
+    session.free_at_exit();
+    Ok(session)
 }
 
 impl Input {

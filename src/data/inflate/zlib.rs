@@ -41,15 +41,20 @@ pub struct Step {
 /// A raw-deflate decoder (zlib `inflateInit2(-15)`).
 pub struct RawInflate {
     // Boxed: zlib keeps a pointer back to the stream, so it must not move.
-    strm: Box<z::z_stream>,
+    strm: std::mem::ManuallyDrop<Box<z::z_stream>>,
 }
 
 // SAFETY: the stream is owned exclusively; zlib-rs keeps no thread-local state.
 unsafe impl Send for RawInflate {}
 
 impl RawInflate {
-    /// A raw deflate decoder (no zlib or gzip header).
+    /// A raw deflate decoder (no zlib or gzip header): one this thread
+    /// used before and dropped, reset, when there is one (see [`POOL`]).
     pub fn new() -> RawInflate {
+        if let Some(mut z) = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
+            z.reset();
+            return z;
+        }
         let mut strm = Box::new(z::z_stream::default());
         // SAFETY: strm is a valid, default-initialised stream with the
         // library's allocator; version and size match the linked library.
@@ -62,14 +67,16 @@ impl RawInflate {
             )
         };
         assert_eq!(ret, z::Z_OK, "zlib-rs inflateInit2 failed");
-        RawInflate { strm }
+        RawInflate {
+            strm: std::mem::ManuallyDrop::new(strm),
+        }
     }
 
     /// Forgets all state, ready for a new raw deflate stream.
     pub fn reset(&mut self) {
         // SAFETY: the stream was initialised in new().
         unsafe {
-            z::inflateReset(&mut *self.strm);
+            z::inflateReset(&mut **self.strm);
         }
     }
 
@@ -81,7 +88,7 @@ impl RawInflate {
         }
         // SAFETY: initialised stream; bits <= 8 is within zlib's limit.
         unsafe {
-            z::inflatePrime(&mut *self.strm, bits as i32, value as i32);
+            z::inflatePrime(&mut **self.strm, bits as i32, value as i32);
         }
     }
 
@@ -90,7 +97,7 @@ impl RawInflate {
         let dict = &dict[dict.len().saturating_sub(WINDOW)..];
         // SAFETY: dict is a valid slice of the given length.
         let ret =
-            unsafe { z::inflateSetDictionary(&mut *self.strm, dict.as_ptr(), dict.len() as u32) };
+            unsafe { z::inflateSetDictionary(&mut **self.strm, dict.as_ptr(), dict.len() as u32) };
         ret == z::Z_OK
     }
 
@@ -100,7 +107,7 @@ impl RawInflate {
         let mut len: u32 = 0;
         // SAFETY: out has room for the maximum window size.
         unsafe {
-            z::inflateGetDictionary(&*self.strm, out.as_mut_ptr(), &mut len);
+            z::inflateGetDictionary(&**self.strm, out.as_mut_ptr(), &mut len);
         }
         out.truncate(len as usize);
     }
@@ -130,7 +137,7 @@ impl RawInflate {
         let flush = if block { z::Z_BLOCK } else { z::Z_NO_FLUSH };
         // SAFETY: next_in/next_out point into live slices of the given lengths;
         // the pointers are cleared below before the slices go out of scope.
-        let ret = unsafe { z::inflate(&mut *self.strm, flush) };
+        let ret = unsafe { z::inflate(&mut **self.strm, flush) };
         let consumed = in_len - self.strm.avail_in as usize;
         let produced = out_len - self.strm.avail_out as usize;
         self.strm.next_in = std::ptr::null();
@@ -172,11 +179,37 @@ impl Default for RawInflate {
     }
 }
 
+/// Decoders kept per thread for reuse: starting one allocates its state
+/// and, on first output, its 32 KiB window; a zip of a million small
+/// entries starts a million, one after another.
+const POOL_MAX: usize = 4;
+
+thread_local! {
+    /// Decoders dropped on this thread, at most [`POOL_MAX`]; ended when
+    /// the thread ends (the pool is gone then, and a drop ends them).
+    static POOL: std::cell::RefCell<Vec<RawInflate>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Drop for RawInflate {
     fn drop(&mut self) {
-        // SAFETY: initialised in new(), ended exactly once here.
-        unsafe {
-            z::inflateEnd(&mut *self.strm);
+        // SAFETY: taken exactly once, here; the field is not used after.
+        let strm = unsafe { std::mem::ManuallyDrop::take(&mut self.strm) };
+        let mut left = Some(strm);
+        let _ = POOL.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut()
+                && p.len() < POOL_MAX
+                && let Some(strm) = left.take()
+            {
+                p.push(RawInflate {
+                    strm: std::mem::ManuallyDrop::new(strm),
+                });
+            }
+        });
+        if let Some(mut strm) = left {
+            // SAFETY: initialised in new(), ended exactly once here.
+            unsafe {
+                z::inflateEnd(&mut *strm);
+            }
         }
     }
 }
