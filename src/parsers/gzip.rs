@@ -920,9 +920,11 @@ impl GzipParser {
 }
 
 /// Where the gzip member that starts at `at` ends (after its trailer),
-/// when its header parses and its deflate data decodes to an end, or to
-/// the end of the bytes (a cut member); its CRC is not checked (the parser
-/// does that). For carving: where a member found in unclaimed bytes stops.
+/// when its header parses and its deflate data decodes to an end whose
+/// trailer matches (CRC-32 and length), or to the end of the bytes (a cut
+/// member). For carving: where a member found in unclaimed bytes stops. A
+/// gzip header among other bytes whose "deflate data" happens to end
+/// within a few bytes has a trailer that does not match: `None`.
 pub fn member_end(data: &Data, at: u64) -> Option<u64> {
     let mut buf = Vec::new();
     let h = parse_header(view(&**data, at, HEADER_WINDOW, &mut buf).ok()?).ok()?;
@@ -930,12 +932,29 @@ pub fn member_end(data: &Data, at: u64) -> Option<u64> {
     let mut out = vec![0u8; 64 * 1024];
     let mut inbuf = vec![0u8; 64 * 1024];
     let mut pos = at + h.len as u64;
+    let mut crc = crc32fast::Hasher::new();
+    let mut size = 0u32;
     loop {
         let n = data.read_at(pos, &mut inbuf).ok()?;
         let s = z.inflate(&inbuf[..n], &mut out, false);
         pos += s.consumed as u64;
+        crc.update(&out[..s.produced]);
+        size = size.wrapping_add(s.produced as u32);
         match s.code {
-            Code::StreamEnd => return Some((pos + 8).min(data.available())),
+            Code::StreamEnd => {
+                let mut t = [0u8; 8];
+                let got = data.read_at(pos, &mut t).ok()?;
+                if got == 8 {
+                    let want = (
+                        u32::from_le_bytes([t[0], t[1], t[2], t[3]]),
+                        u32::from_le_bytes([t[4], t[5], t[6], t[7]]),
+                    );
+                    if want != (crc.clone().finalize(), size) {
+                        return None;
+                    }
+                }
+                return Some((pos + 8).min(data.available()));
+            }
             Code::DataError => return None,
             _ if s.consumed == 0 && s.produced == 0 => {
                 return (n == 0 && data.is_final()).then(|| data.available());

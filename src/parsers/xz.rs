@@ -49,13 +49,42 @@ fn stream_header(b: &[u8]) -> bool {
         && b[7] & 0xf0 == 0
 }
 
-/// Where an xz stream found by carving ends: at the end of its span, once
-/// its stream header is valid; `None` when it is not, as the magic among
-/// other bytes (the xz program holds it as a constant) is not.
+/// Where an xz stream found by carving ends: after its stream footer (its
+/// CRC right, its flags the header's, 4-byte aligned), or at the end of
+/// its span when no footer is found (a cut stream: the parse says where);
+/// `None` when its stream header is not valid, as the magic among other
+/// bytes (the xz program holds it as a constant) is not. An ELF file's
+/// `.gnu_debugdata` is such a stream, with the file's other sections after.
 fn found_extent(data: &Data) -> Option<u64> {
-    let mut b = [0u8; 12];
-    let n = data.read_at(0, &mut b).ok()?;
-    stream_header(&b[..n]).then(|| data.available())
+    let mut h = [0u8; 12];
+    let n = data.read_at(0, &mut h).ok()?;
+    if !stream_header(&h[..n]) {
+        return None;
+    }
+    let avail = data.available();
+    let mut buf = vec![0u8; 64 * 1024];
+    // Footers are 12 bytes at a multiple of 4 from the stream's start; each
+    // read overlaps the last by 11 bytes so no footer straddles two.
+    let mut at = 12u64;
+    while at < avail {
+        let n = data.read_at(at, &mut buf).ok()?;
+        if n < 12 {
+            break;
+        }
+        let b = &buf[..n];
+        let first = (4 - (at % 4) as usize) % 4;
+        for i in (first..=n - 12).step_by(4) {
+            let f = &b[i..i + 12];
+            if &f[10..12] == b"YZ"
+                && f[8..10] == h[6..8]
+                && crc32fast::hash(&f[4..10]) == u32::from_le_bytes([f[0], f[1], f[2], f[3]])
+            {
+                return Some(at + i as u64 + 12);
+            }
+        }
+        at += (n - 11) as u64;
+    }
+    Some(avail)
 }
 
 /// The magic, or an `.xz`/`.txz` name (a damaged stream header is then

@@ -40,13 +40,77 @@ const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const TRIAL_OUTPUT: usize = 64 * 1024;
 const NAMES: &[(&str, &str)] = &[(".tzst", ".tar"), (".zstd", ""), (".zst", "")];
 
-/// Where a zstd stream found by carving ends: at the end of its span, once
-/// its first frame decodes (to its end, or for a good stretch); `None`
-/// when it does not, as a frame magic among other bytes (the zstd program
-/// holds it as a constant) does not.
+/// Where a zstd stream found by carving ends: after its last frame, found
+/// by walking the block headers of each frame (no decoding), once its first
+/// frame decodes (to its end, or for a good stretch); `None` when it does
+/// not, as a frame magic among other bytes (the zstd program holds it as a
+/// constant) does not. A frame cut by the end of the span, or one whose
+/// blocks stop making sense, runs to the span's end (the parse says where
+/// it breaks); what follows the last whole frame is not part of it.
 fn found_extent(data: &Data) -> Option<u64> {
     let mut p = ZstdParser::new(data.clone());
-    matches!(p.try_frame(0), Trial::Good).then(|| data.available())
+    if !matches!(p.try_frame(0), Trial::Good) {
+        return None;
+    }
+    let avail = data.available();
+    let mut at = 0u64;
+    let mut b = [0u8; 18];
+    loop {
+        let n = data.read_at(at, &mut b).ok()?;
+        let head = &b[..n];
+        let next = if is_skippable(head) {
+            let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+            at.checked_add(8 + u64::from(size))
+        } else if head.starts_with(&MAGIC) {
+            let Some(h) = parse_frame_header(head) else {
+                return Some(avail);
+            };
+            frame_end(data, at + h.len as u64, h.checksum)
+        } else {
+            // Not a frame: the stream ended at the last whole one.
+            return Some(at);
+        };
+        match next {
+            Some(e) if e <= avail && e > at => at = e,
+            // Cut, or blocks that make no sense: the parse reports it.
+            _ => return Some(avail),
+        }
+        if at == avail {
+            return Some(at);
+        }
+    }
+}
+
+/// Where a frame whose first block header is at `at` ends, by its block
+/// headers (RFC 8878 §3.1.1.2), with its checksum; `None` when a block
+/// is reserved, oversized or cut.
+fn frame_end(data: &Data, mut at: u64, checksum: bool) -> Option<u64> {
+    let avail = data.available();
+    loop {
+        let mut h = [0u8; 3];
+        if data.read_at(at, &mut h).ok()? < 3 {
+            return None;
+        }
+        let v = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let (last, kind, size) = (v & 1 == 1, (v >> 1) & 3, u64::from(v >> 3));
+        if size > 128 * 1024 {
+            return None;
+        }
+        let body = match kind {
+            0 | 2 => size,
+            1 => 1,
+            _ => return None,
+        };
+        at = at.checked_add(3 + body)?;
+        if at > avail {
+            return None;
+        }
+        if last {
+            return at
+                .checked_add(if checksum { 4 } else { 0 })
+                .filter(|&e| e <= avail);
+        }
+    }
 }
 
 fn is_skippable(b: &[u8]) -> bool {

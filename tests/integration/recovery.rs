@@ -991,3 +991,83 @@ fn found_files_nest_a_bounded_number_of_levels() {
         tree_text(&t)
     );
 }
+
+/// What a sweep of /usr found where carving claimed too much or too little
+/// (peers/realworld.sh): an xz stream, zstd frames and a pickle, each made
+/// by its real tool, between bytes of no format are found with exactly
+/// their own bytes (a library's `.gnu_debugdata` xz stream, zstd-compressed
+/// debug sections); a gzip header whose deflate data ends at once with a
+/// trailer that does not match, and a protocol 4 frame header followed by
+/// no valid opcode, are not found at all. All of it is intact: exit 0.
+#[test]
+fn found_files_end_where_their_format_ends_and_lookalikes_are_not_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text: Vec<u8> = (0..3000)
+        .flat_map(|i| format!("line {i} of the payload\n").into_bytes())
+        .collect();
+    std::fs::write(tmp.path().join("p.txt"), &text).unwrap();
+    let tool = |args: &[&str]| {
+        let out = Command::new(args[0])
+            .args(&args[1..])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", args[0]));
+        assert!(out.status.success(), "{args:?}");
+        out.stdout
+    };
+    let xz = tool(&["xz", "-c", "p.txt"]);
+    let zst = tool(&["zstd", "-q", "-c", "p.txt"]);
+    let pkl = tool(&[
+        "python3",
+        "-c",
+        "import pickle, sys; sys.stdout.buffer.write(pickle.dumps({'a': list(range(50)), 'b': 'text'}, protocol=4))",
+    ]);
+    // A gzip member of 24 bytes with its CRC-32 changed: what the scan met
+    // in a debug-info file, where a real member's data would not end so.
+    let mut fake_gz = tool(&[
+        "python3",
+        "-c",
+        "import gzip, sys; sys.stdout.buffer.write(gzip.compress(b'x' * 24, mtime=0))",
+    ]);
+    let crc_at = fake_gz.len() - 8;
+    fake_gz[crc_at] ^= 0xff;
+    let fake_pkl = b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02".to_vec();
+
+    let mut rng = Rng::new(11);
+    let mut noise = |n: usize| {
+        // Bytes of no format: printable noise holds no magic number.
+        let mut v = vec![0u8; n];
+        rng.fill(&mut v);
+        v.iter().map(|b| b'a' + b % 26).collect::<Vec<u8>>()
+    };
+    let mut file = noise(1000);
+    let mut want = Vec::new();
+    for (part, ext, real) in [
+        (&xz, "xz", true),
+        (&fake_gz, "gz", false),
+        (&zst, "zst", true),
+        (&fake_pkl, "pkl", false),
+        (&pkl, "pkl", true),
+    ] {
+        if real {
+            want.push((format!("found@{:#x}.{ext}", file.len()), part.len() as u64));
+        }
+        file.extend_from_slice(part);
+        file.extend(noise(700));
+    }
+    let session = parse("lib.so", file);
+    let t = session.tree();
+    let got: Vec<(String, u64)> = t.exts[0]
+        .children
+        .iter()
+        .map(|&c| (t.exts[c].name.display(), t.exts[c].size()))
+        .collect();
+    assert_eq!(got, want, "{}", tree_text(&t));
+    for id in t.subtree(0) {
+        assert_eq!(t.status_of(id), Status::Complete, "{}", tree_text(&t));
+    }
+    for &c in &t.exts[0].children[..2] {
+        let inner = t.exts[c].children[0];
+        assert!(read_all(&t, inner) == text, "{}", t.exts[c].name.display());
+    }
+}

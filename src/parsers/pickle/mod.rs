@@ -30,7 +30,7 @@ use vm::{Id, Obj, Vm};
 /// Python pickles (protocols 0–5), rebuilt symbolically, never executed.
 pub static FORMAT: Format = Format {
     name: "pickle",
-    extent: None,
+    extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(PickleParser::new(data.clone())),
     load,
@@ -41,6 +41,30 @@ pub static FORMAT: Format = Format {
         ..Offers::NONE
     },
 };
+
+/// Opcodes a pickle found by carving must decode before it counts as one.
+const FOUND_OPS: u64 = 8;
+/// Most opcodes decoded to find where a found pickle stops.
+const FOUND_SCAN_OPS: u64 = 1 << 20;
+
+/// Where a pickle found by carving ends: after its STOP; at the end of its
+/// span when it is cut, or breaks after [`FOUND_OPS`] good opcodes (the
+/// parse says where), or is longer than the scan looks; `None` when it
+/// breaks sooner, as the few bytes that look like a protocol 4 frame in a
+/// library's machine code do.
+fn found_extent(data: &Data) -> Option<u64> {
+    let avail = data.available();
+    let mut n = 0u64;
+    match scan(&**data, 0, avail, |_| {
+        n += 1;
+        n < FOUND_SCAN_OPS
+    }) {
+        End::Stop(at) => Some(at),
+        End::Halted(_) => Some(avail),
+        End::Short { .. } | End::Invalid { .. } if n >= FOUND_OPS => Some(avail),
+        End::Short { .. } | End::Invalid { .. } => None,
+    }
+}
 
 /// The legacy torch magic number 0x1950a86a20f9469cfc6c as a LONG1 argument.
 const TORCH_MAGIC: &[u8] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
