@@ -20,16 +20,7 @@ fn python_zip(dir: &Path, n: usize) -> PathBuf {
                  z.writestr(f'dir{{i % 100}}/file{{i}}.txt', f'entry {{i}}\\n' * (1 + i % 7))\n",
         p = path.display().to_string()
     );
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python(&script);
     path
 }
 
@@ -268,16 +259,7 @@ fn a_jar_of_20k_entries_reads_complete_and_about_once() {
                  z.writestr(f'com/example/p{{i % dirs}}/C{{i}}.class', body, compress_type=how)\n",
         p = jar.display().to_string()
     );
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python(&script);
     let size = std::fs::metadata(&jar).unwrap().len();
     let run = pparse([
         "tree",
@@ -302,5 +284,79 @@ fn a_jar_of_20k_entries_reads_complete_and_about_once() {
         "{} not complete: {:?}",
         bad.len(),
         &bad[..bad.len().min(5)]
+    );
+}
+
+/// `pparse::fs` over a zip of 30,000 entries written by Python's zipfile:
+/// listing it, then opening every file by its PATH and reading it whole,
+/// reads the zip from the file about once, and each entry's bytes come
+/// from the cache about once. Run in a process of its own (this test
+/// binary again, told by `PPARSE_SCALE_CHILD` which zip to read), as the
+/// counters are the process's and other tests run beside it.
+#[test]
+fn the_library_reads_every_entry_of_a_zip_about_once() {
+    if let Ok(zip) = std::env::var("PPARSE_SCALE_CHILD") {
+        let fs = pparse::fs::Fs::new(&zip).unwrap();
+        let entries = fs.list("", true).unwrap();
+        let (mut files, mut bytes) = (0u64, 0u64);
+        for e in entries.iter().filter(|e| e.member && !e.container) {
+            let f = fs.open(&e.path).unwrap();
+            let all = f.read_range(pparse::data::Range::new(0, f.len())).unwrap();
+            assert_eq!(all.len() as u64, e.size, "{}", e.path);
+            files += 1;
+            bytes += all.len() as u64;
+        }
+        let io = pparse::data::stats::io_stats();
+        println!(
+            "CHILD {files} {bytes} {} {} {}",
+            io.file_read, io.decoded, io.from_cache
+        );
+        return;
+    }
+    const N: usize = 30_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = python_zip(tmp.path(), N);
+    let size = std::fs::metadata(&zip).unwrap().len();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "scale::the_library_reads_every_entry_of_a_zip_about_once",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PPARSE_SCALE_CHILD", &zip)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find_map(|l| l.split("CHILD ").nth(1))
+        .unwrap_or_else(|| panic!("no counts from the child: {text}"));
+    let v: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+    let (files, bytes, file_read, decoded, from_cache) = (v[0], v[1], v[2], v[3], v[4]);
+    assert_eq!(files, N as u64);
+    // What Python's zipfile says the entries hold, in all.
+    let want: u64 = String::from_utf8(python(&format!(
+        "import zipfile; print(sum(i.file_size for i in zipfile.ZipFile({:?}).infolist()))",
+        zip.display().to_string()
+    )))
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
+    assert_eq!(bytes, want);
+    assert!(
+        file_read <= 2 * size,
+        "read {file_read} B of a {size} B zip"
+    );
+    assert!(decoded <= 2 * want, "decoded {decoded} B for {want} B");
+    assert!(
+        from_cache <= 3 * want,
+        "served {from_cache} B from the cache for {want} B"
     );
 }

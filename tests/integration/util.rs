@@ -448,6 +448,22 @@ impl Rng {
     }
 }
 
+/// What a Python script run by `python3 -c` writes to stdout; the test
+/// fails with its stderr when it fails.
+pub(crate) fn python(script: &str) -> Vec<u8> {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 pub(crate) fn truncated(data: &[u8], cut: u64) -> Vec<u8> {
     data[..(cut as usize).min(data.len())].to_vec()
 }
