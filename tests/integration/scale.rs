@@ -89,6 +89,32 @@ fn statuses(node: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// `pparse tree --json` of a zip of `count` entries: exit 0, the file
+/// read at most twice over, and every entry complete; the tree.
+fn tree_read_once(zip: &Path, count: usize) -> Value {
+    let size = std::fs::metadata(zip).unwrap().len();
+    let z = zip.to_str().unwrap();
+    let run = pparse(["tree", z, "--json", "--no-index", "--io-stats"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let io = io_of(&run);
+    assert!(
+        n(&io["file_read"]) <= 2 * size,
+        "{io} for a zip of {size} B"
+    );
+    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let mut all = Vec::new();
+    statuses(&tree, &mut all);
+    assert_eq!(all.len(), count);
+    let bad: Vec<_> = all.iter().filter(|(_, s)| s != "complete").collect();
+    assert!(
+        bad.is_empty(),
+        "{} not complete: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
+    tree
+}
+
 #[test]
 fn a_zip_of_50k_entries_is_read_about_once_alone_and_in_a_tar_gz() {
     const N: usize = 50_000;
@@ -100,18 +126,9 @@ fn a_zip_of_50k_entries_is_read_about_once_alone_and_in_a_tar_gz() {
     // Alone: the directory, each local header and each entry's bytes are
     // read about once (reading the longest possible header for each entry
     // read the file's size 300 times over).
-    let run = pparse(["tree", z, "--json", "--no-index", "--io-stats"]);
-    assert_eq!(run.code, 0, "{}", run.stderr_text());
-    let io = io_of(&run);
-    assert!(
-        n(&io["file_read"]) <= 2 * size,
-        "{io} for a zip of {size} B"
-    );
-    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let tree = tree_read_once(&zip, N);
     let mut all = Vec::new();
     statuses(&tree, &mut all);
-    assert_eq!(all.len(), N);
-    assert!(all.iter().all(|(_, s)| s == "complete"));
 
     // `extract` and `cat` read it the same way.
     let out = tmp.path().join("out");
@@ -260,31 +277,7 @@ fn a_jar_of_20k_entries_reads_complete_and_about_once() {
         p = jar.display().to_string()
     );
     python(&script);
-    let size = std::fs::metadata(&jar).unwrap().len();
-    let run = pparse([
-        "tree",
-        jar.to_str().unwrap(),
-        "--json",
-        "--no-index",
-        "--io-stats",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr_text());
-    let io = io_of(&run);
-    assert!(
-        n(&io["file_read"]) <= 2 * size,
-        "{io} for a zip of {size} B"
-    );
-    let tree: Value = serde_json::from_slice(&run.stdout).unwrap();
-    let mut all = Vec::new();
-    statuses(&tree, &mut all);
-    assert_eq!(all.len(), N);
-    let bad: Vec<_> = all.iter().filter(|(_, s)| s != "complete").collect();
-    assert!(
-        bad.is_empty(),
-        "{} not complete: {:?}",
-        bad.len(),
-        &bad[..bad.len().min(5)]
-    );
+    tree_read_once(&jar, N);
 }
 
 /// `pparse::fs` over a zip of 30,000 entries written by Python's zipfile:
