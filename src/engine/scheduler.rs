@@ -147,6 +147,30 @@ struct Parked {
     focus: Option<Arc<str>>,
 }
 
+/// The extractions waiting on one source: nearly always one (a zip
+/// entry waits on its own stream), kept without an allocation then.
+enum Waiters {
+    One(ExtId),
+    Many(Vec<ExtId>),
+}
+
+impl Waiters {
+    fn push(&mut self, ext: ExtId) {
+        match self {
+            Waiters::One(a) => *self = Waiters::Many(vec![*a, ext]),
+            Waiters::Many(v) => v.push(ext),
+        }
+    }
+
+    fn ids(self) -> impl Iterator<Item = ExtId> {
+        let (one, many) = match self {
+            Waiters::One(a) => (Some(a), Vec::new()),
+            Waiters::Many(v) => (None, v),
+        };
+        one.into_iter().chain(many)
+    }
+}
+
 /// The engine thread's state: its jobs and what is left of the budget
 /// for decoding.
 ///
@@ -165,7 +189,7 @@ pub(super) struct Engine {
     /// Jobs waiting for bytes, by the source whose growth can wake them
     /// ([`growth::key`]). Entries may be stale (a job since woken or
     /// done): they are dropped when their source grows.
-    waiting: IntMap<usize, Vec<ExtId>>,
+    waiting: IntMap<usize, Waiters>,
     ext_count: usize,
     /// See [`StepCx::decode_left`].
     decode_left: u64,
@@ -210,7 +234,7 @@ impl Engine {
         let (depth, feed, blocked) = (job.depth, job.feed, job.blocked_at.is_some());
         self.jobs.insert(ext, job);
         if blocked {
-            self.waiting.entry(feed).or_default().push(ext);
+            self.wait_on(feed, ext);
         } else {
             self.ready.insert((depth, Reverse(ext)));
         }
@@ -223,13 +247,25 @@ impl Engine {
         };
         if job.blocked_at.is_some() {
             self.ready.remove(&(job.depth, Reverse(ext)));
-            self.waiting.entry(job.feed).or_default().push(ext);
+            let feed = job.feed;
+            self.wait_on(feed, ext);
         }
     }
 
     fn remove(&mut self, ext: ExtId) {
         if let Some(job) = self.jobs.remove(&ext) {
             self.ready.remove(&(job.depth, Reverse(ext)));
+        }
+    }
+
+    /// Files `ext` under the source `feed` whose growth wakes it.
+    fn wait_on(&mut self, feed: usize, ext: ExtId) {
+        use std::collections::hash_map::Entry;
+        match self.waiting.entry(feed) {
+            Entry::Occupied(mut o) => o.get_mut().push(ext),
+            Entry::Vacant(v) => {
+                v.insert(Waiters::One(ext));
+            }
         }
     }
 
@@ -240,7 +276,7 @@ impl Engine {
                 continue;
             };
             let mut still = Vec::new();
-            for ext in list {
+            for ext in list.ids() {
                 if self.parked.contains_key(&ext) {
                     if !self.unpark(ext) {
                         still.push(ext);
@@ -260,14 +296,19 @@ impl Engine {
                     still.push(ext);
                 }
             }
-            if !still.is_empty() {
-                self.waiting.insert(key, still);
+            still.sort_unstable();
+            still.dedup();
+            // Added to: a child sniffed again above may wait here anew.
+            for ext in still {
+                self.wait_on(key, ext);
             }
         }
     }
 
-    /// Makes a parked child a job when its bytes have changed since it was
-    /// parked; returns whether it did.
+    /// Sniffs a parked child again when its bytes have changed since it
+    /// was parked: it is a leaf, a parse job, or parked anew; returns
+    /// whether it was sniffed. No job is made for a leaf (most entries of a
+    /// big zip), as none is for the children sniffed when they are added.
     fn unpark(&mut self, ext: ExtId) -> bool {
         let Some(p) = self.parked.get(&ext) else {
             return false;
@@ -290,9 +331,39 @@ impl Engine {
             job.focus = p.focus.clone();
             job
         };
+        let depth = p.depth;
         self.parked.remove(&ext);
-        self.add(job);
+        let mut started = Started::default();
+        self.sniff_now(job, depth, &mut started);
+        started.apply(&mut self.shared.tree.write());
         true
+    }
+
+    /// Sniffs a child that is not a job: parks it when its first bytes
+    /// are not there yet, else notes it as a leaf or makes it a parse job.
+    fn sniff_now(&mut self, mut job: Job, depth: u32, started: &mut Started) {
+        let id = job.ext;
+        match self.sniff(&job, depth) {
+            None => {
+                let seen = (job.data.available(), job.data.is_final());
+                self.wait_on(job.feed, id);
+                self.parked.insert(
+                    id,
+                    Parked {
+                        depth,
+                        seen,
+                        focus: job.focus,
+                    },
+                );
+            }
+            Some(None) => started.leaves.push(id),
+            Some(Some(Sniffed { format, by_name })) => {
+                started.parsing.push((id, format.name));
+                job.work = Work::Parse((format.parse)(&job.data, &self.opts));
+                job.by_name = by_name;
+                self.add(job);
+            }
+        }
     }
 
     /// Checks every waiting job (when nothing is ready: a source that grows
@@ -608,41 +679,31 @@ impl Engine {
                 })
                 .collect()
         };
-        let mut leaves = Vec::new();
-        let mut parsing = Vec::new();
-        for (mut job, content) in infos {
-            let id = job.ext;
-            if !content {
-                leaves.push(id);
-                continue;
-            }
-            match self.sniff(&job, depth) {
-                None => {
-                    let seen = (job.data.available(), job.data.is_final());
-                    self.waiting.entry(job.feed).or_default().push(id);
-                    self.parked.insert(
-                        id,
-                        Parked {
-                            depth,
-                            seen,
-                            focus: job.focus,
-                        },
-                    );
-                }
-                Some(None) => leaves.push(id),
-                Some(Some(Sniffed { format, by_name })) => {
-                    parsing.push((id, format.name));
-                    job.work = Work::Parse((format.parse)(&job.data, &self.opts));
-                    job.by_name = by_name;
-                    self.add(job);
-                }
+        let mut started = Started::default();
+        for (job, content) in infos {
+            if content {
+                self.sniff_now(job, depth, &mut started);
+            } else {
+                started.leaves.push(job.ext);
             }
         }
-        let mut t = self.shared.tree.write();
-        for id in leaves {
+        started.apply(&mut self.shared.tree.write());
+    }
+}
+
+/// What sniffing children found, written to the tree under one lock.
+#[derive(Default)]
+struct Started {
+    leaves: Vec<ExtId>,
+    parsing: Vec<(ExtId, &'static str)>,
+}
+
+impl Started {
+    fn apply(self, t: &mut crate::extraction::Tree) {
+        for id in self.leaves {
             t.exts[id].phase = Phase::Leaf;
         }
-        for (id, name) in parsing {
+        for (id, name) in self.parsing {
             t.exts[id].parser = Some(name);
             t.exts[id].phase = Phase::Parsing;
         }
