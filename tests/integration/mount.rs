@@ -29,6 +29,11 @@ struct Mount {
 impl Mount {
     /// Mounts `file`; `None` (said on stderr) where FUSE is not usable.
     fn start(file: &Path) -> Option<Mount> {
+        Mount::start_with(file, &[])
+    }
+
+    /// Mounts `file` with more arguments after the mount point.
+    fn start_with(file: &Path, args: &[&str]) -> Option<Mount> {
         if std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -45,6 +50,7 @@ impl Mount {
             .arg("mount")
             .arg(file)
             .arg(&at)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -249,4 +255,56 @@ fn a_backup_of_dot_mounts_as_tar_x_writes_it() {
     }
     assert_eq!(m.stop(libc::SIGTERM), Some(0));
     assert!(!mounted(&m.at), "a stale mount is left");
+}
+
+/// A zip of 20,000 entries written by Python's zipfile, mounted, and every
+/// file read whole through the mount, as a data loader would: the zip is
+/// read from the file about once, and each entry's bytes are served from
+/// the cache about once (`--io-stats`, printed when it unmounts).
+#[test]
+fn every_file_of_a_mounted_zip_of_20k_entries_is_read_about_once() {
+    const N: usize = 20_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = tmp.path().join("many.zip");
+    let want: u64 = String::from_utf8(python(&format!(
+        "import zipfile\n\
+         with zipfile.ZipFile({p:?}, 'w', zipfile.ZIP_DEFLATED) as z:\n\
+         \x20   for i in range({N}):\n\
+         \x20       z.writestr(f'dir{{i % 100}}/file{{i}}.txt', f'entry {{i}}\\n' * (1 + i % 7))\n\
+         print(sum(i.file_size for i in zipfile.ZipFile({p:?}).infolist()))\n",
+        p = zip.display().to_string()
+    )))
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
+    let size = std::fs::metadata(&zip).unwrap().len();
+    let Some(mut m) = Mount::start_with(&zip, &["--io-stats"]) else {
+        return;
+    };
+    let (mut files, mut bytes) = (0usize, 0u64);
+    let mut dirs = vec![m.at.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else {
+                bytes += std::fs::read(e.path()).unwrap().len() as u64;
+                files += 1;
+            }
+        }
+    }
+    assert_eq!((files, bytes), (N, want));
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+    let mut err = String::new();
+    std::io::Read::read_to_string(m.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let io = io_counts(&err);
+    let count = |k: &str| io[k].as_u64().unwrap_or_else(|| panic!("{k} in {io}"));
+    assert!(count("file_read") <= 2 * size, "{io} for a zip of {size} B");
+    assert!(count("decoded") <= 2 * want, "{io} for {want} B of entries");
+    assert!(
+        count("from_cache") <= 3 * want,
+        "{io} for {want} B of entries"
+    );
 }

@@ -41,37 +41,9 @@ fn tar_gz(file: &Path) -> PathBuf {
     out
 }
 
-/// The `--io-stats` line of a run (JSON with `--json`, else the text
-/// form, whose counts are read by their words).
+/// The `--io-stats` counts of a run.
 fn io_of(run: &Run) -> Value {
-    let err = run.stderr_text();
-    let line = err.lines().last().unwrap_or_default();
-    if let Ok(v) = serde_json::from_str::<Value>(line) {
-        return v["io"].clone();
-    }
-    let count = |after: &str| -> u64 {
-        let rest = line
-            .split(after)
-            .nth(1)
-            .unwrap_or_else(|| panic!("no {after:?} in {err}"));
-        rest.split(" B")
-            .next()
-            .unwrap()
-            .replace(',', "")
-            .parse()
-            .unwrap()
-    };
-    let from_cache = line
-        .split(" B from the cache")
-        .next()
-        .and_then(|h| h.rsplit("; ").next())
-        .map(|n| n.replace(',', "").parse::<u64>().unwrap())
-        .unwrap();
-    serde_json::json!({
-        "file_read": count("io: read "),
-        "decoded": count("; decoded "),
-        "from_cache": from_cache,
-    })
+    io_counts(&run.stderr_text())
 }
 
 fn n(v: &Value) -> u64 {

@@ -448,6 +448,39 @@ impl Rng {
     }
 }
 
+/// The counts of the `--io-stats` line that ends `err` (JSON with
+/// `--json`, else the text form, whose counts are read by their words):
+/// `file_read`, `decoded`, `from_cache`.
+pub(crate) fn io_counts(err: &str) -> serde_json::Value {
+    let line = err.lines().last().unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+        return v["io"].clone();
+    }
+    let count = |after: &str| -> u64 {
+        let rest = line
+            .split(after)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {after:?} in {err}"));
+        rest.split(" B")
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let from_cache = line
+        .split(" B from the cache")
+        .next()
+        .and_then(|h| h.rsplit("; ").next())
+        .map(|n| n.replace(',', "").parse::<u64>().unwrap())
+        .unwrap();
+    serde_json::json!({
+        "file_read": count("io: read "),
+        "decoded": count("; decoded "),
+        "from_cache": from_cache,
+    })
+}
+
 /// What a Python script run by `python3 -c` writes to stdout; the test
 /// fails with its stderr when it fails.
 pub(crate) fn python(script: &str) -> Vec<u8> {
