@@ -31,6 +31,7 @@ from ._pparse import Damage, DamagedError, Error, NoContent, NotAContainer, NotF
 
 __all__ = [
     "open",
+    "io_stats",
     "Source",
     "File",
     "Tensor",
@@ -48,6 +49,14 @@ __version__ = "0.1.0"
 
 class DtypeWarning(UserWarning):
     """A tensor's type needs a package that is not installed (``ml_dtypes``)."""
+
+
+def io_stats() -> Dict[str, Union[int, float]]:
+    """This process's work so far, as ``pparse --io-stats`` prints it:
+    ``file_read``, ``decoded``, ``redecoded`` and ``from_cache`` (bytes),
+    ``decoding_s`` and ``waiting_s`` (seconds). The counts only grow: take
+    the difference over what you measure."""
+    return dict(_pparse.io_stats())
 
 
 def open(

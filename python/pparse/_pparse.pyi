@@ -17,6 +17,7 @@ class DamagedError(Error):
     status: str
 
 def open(path: Union[str, PathLike[str]], index: Union[None, bool, str] = ...) -> Source: ...
+def io_stats() -> Dict[str, Union[int, float]]: ...
 
 class Source:
     closed: bool

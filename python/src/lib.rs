@@ -336,6 +336,23 @@ fn entry_dict<'py>(py: Python<'py>, e: &Entry) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// The process's input and output counters, as `pparse --io-stats`
+/// prints them: bytes read from files, decoded (first passes and again
+/// from checkpoints), served from the cache, and seconds spent decoding
+/// and waiting. They only grow: measure work as a difference.
+#[pyfunction]
+fn io_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = pparse::data::stats::io_stats();
+    let d = PyDict::new(py);
+    d.set_item("file_read", s.file_read)?;
+    d.set_item("decoded", s.decoded)?;
+    d.set_item("redecoded", s.redecoded)?;
+    d.set_item("from_cache", s.from_cache)?;
+    d.set_item("decoding_s", s.decoding.as_secs_f64())?;
+    d.set_item("waiting_s", s.waiting.as_secs_f64())?;
+    Ok(d)
+}
+
 /// Opens a file, a folder or an `http(s)://` / `s3://` URL and starts
 /// parsing it in the background. `index`: `None` (nothing is written),
 /// `True` (the user's cache folder, as the command does) or a file path.
@@ -920,6 +937,7 @@ impl Array {
 fn _pparse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(io_stats, m)?)?;
     m.add_class::<Source>()?;
     m.add_class::<File>()?;
     m.add_class::<Tensor>()?;

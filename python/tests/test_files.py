@@ -239,3 +239,51 @@ def test_nothing_is_written_unless_asked(fixtures, tmp_path, monkeypatch):
     with pparse.open(fixtures / "nested.tar.gz", index=index) as src:
         src.tree()
     assert index.exists()
+
+
+def test_every_file_of_a_zip_of_20k_entries_is_read_about_once(tmp_path):
+    """Reading every file of a zip of 20,000 entries (written by zipfile)
+    through the package reads the zip from disk about once and decodes
+    each entry once (``pparse.io_stats()``), in a process of its own: the
+    counters are the process's."""
+    import sys
+
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for i in range(20_000):
+            z.writestr(f"dir{i % 100}/file{i}.txt", f"entry {i}\n" * (1 + i % 7))
+    want = {i.filename: z_read for i, z_read in _zip_contents(path)}
+    script = (
+        "import json, sys, pparse\n"
+        "before = pparse.io_stats()\n"
+        "got = {}\n"
+        "with pparse.open(sys.argv[1]) as src:\n"
+        "    for e in src.list('', recursive=True):\n"
+        "        if e['kind'] == 'file':\n"
+        "            with src.open(e['path']) as f:\n"
+        "                got[e['path']] = len(f.read())\n"
+        "after = pparse.io_stats()\n"
+        "print(json.dumps({'got': got, 'io': {k: after[k] - before[k] for k in after}}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    import json
+
+    res = json.loads(out.stdout)
+    assert res["got"] == {name: len(data) for name, data in want.items()}
+    io = res["io"]
+    size = path.stat().st_size
+    total = sum(len(d) for d in want.values())
+    # Every entry is deflated: it is decoded at least once, and the zip read.
+    assert size <= io["file_read"] <= 2 * size, io
+    assert total <= io["decoded"] <= 2 * total, io
+    assert io["from_cache"] <= 3 * total, io
+
+
+def _zip_contents(path):
+    with zipfile.ZipFile(path) as z:
+        return [(i, z.read(i)) for i in z.infolist()]

@@ -319,7 +319,12 @@ fn the_library_reads_every_entry_of_a_zip_about_once() {
         file_read <= 2 * size,
         "read {file_read} B of a {size} B zip"
     );
-    assert!(decoded <= 2 * want, "decoded {decoded} B for {want} B");
+    // Every entry is deflated: decoded at least once, and the zip read.
+    assert!(file_read >= size, "read {file_read} B of a {size} B zip");
+    assert!(
+        (want..=2 * want).contains(&decoded),
+        "decoded {decoded} B for {want} B"
+    );
     assert!(
         from_cache <= 3 * want,
         "served {from_cache} B from the cache for {want} B"
