@@ -45,7 +45,7 @@ pub static FORMAT: Format = Format {
 /// Opcodes a pickle found by carving must decode before it counts as one.
 const FOUND_OPS: u64 = 8;
 /// Most opcodes decoded to find where a found pickle stops.
-const FOUND_SCAN_OPS: u64 = 1 << 20;
+const FOUND_SCAN_OPS: u64 = 1 << 16;
 
 /// Where a pickle found by carving ends: after its STOP; at the end of its
 /// span when it is cut, or breaks after [`FOUND_OPS`] good opcodes (the
