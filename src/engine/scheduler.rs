@@ -3,16 +3,16 @@
 //! committed to the shared tree under one short write lock.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::memory::release_free_memory;
 use super::shared::Shared;
-use crate::data::{Data, Range, growth};
+use crate::data::{Data, InflateSource, Range, growth};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
-use crate::parsers::api::Options;
+use crate::parsers::api::{Control, Options};
 use crate::parsers::carve::{self, Carver, Seen};
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::status::Damage;
@@ -193,6 +193,60 @@ pub(super) struct Engine {
     ext_count: usize,
     /// See [`StepCx::decode_left`].
     decode_left: u64,
+    /// The thread that runs work parsers hand off ([`StepCx::background`]),
+    /// started at the first.
+    helper: Option<Helper>,
+    /// Work handed off and not done yet: the job, and the stream it feeds.
+    in_flight: Vec<(ExtId, Arc<InflateSource>)>,
+    /// Jobs whose handed-off work is done: stepped before any other, so
+    /// that a decoder is given its next run while the engine parses what
+    /// it made.
+    urgent: VecDeque<ExtId>,
+}
+
+/// What the helper thread tells the engine.
+enum Signal {
+    /// The work of this job is done.
+    Done(ExtId),
+    /// A stream it feeds has new bytes to publish.
+    Grew,
+}
+
+type Task = (ExtId, Box<dyn FnOnce(&Control) + Send>, Arc<AtomicBool>);
+
+/// The engine's helper thread: it runs handed-off work in order and says
+/// which job's work is done.
+struct Helper {
+    work: crossbeam_channel::Sender<Task>,
+    signal: crossbeam_channel::Receiver<Signal>,
+}
+
+impl Helper {
+    fn start() -> Helper {
+        let (work, todo) = crossbeam_channel::unbounded::<Task>();
+        let (tell, signal) = crossbeam_channel::unbounded();
+        std::thread::Builder::new()
+            .name("pparse-helper".into())
+            .spawn(move || {
+                for (ext, f, stop) in todo {
+                    let ping = tell.clone();
+                    let ctl = Control {
+                        stop,
+                        ping: Box::new(move || {
+                            let _ = ping.try_send(Signal::Grew);
+                        }),
+                    };
+                    // A panic in handed-off work ends the work, not the
+                    // thread: its job finds no result and reports it.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctl)));
+                    if tell.send(Signal::Done(ext)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawn the engine's helper thread");
+        Helper { work, signal }
+    }
 }
 
 impl Engine {
@@ -217,6 +271,9 @@ impl Engine {
             ready: BTreeSet::new(),
             waiting: IntMap::default(),
             ext_count: 1,
+            helper: None,
+            in_flight: Vec::new(),
+            urgent: VecDeque::new(),
         };
         let mut root = Job::sniffing(0, 0, data, name, kind, file);
         root.focus = e
@@ -269,8 +326,53 @@ impl Engine {
         }
     }
 
-    /// Wakes the waiting jobs whose sources grew during the last step.
+    /// Hands a step's background work to the helper thread.
+    fn hand_off(&mut self, ext: ExtId, work: Vec<crate::parsers::api::BackgroundWork>) {
+        for w in work {
+            let helper = self.helper.get_or_insert_with(Helper::start);
+            if helper.work.send((ext, w.work, w.stop)).is_ok() {
+                self.in_flight.push((ext, w.feeds));
+            } else {
+                w.feeds.stage(false);
+            }
+        }
+    }
+
+    /// Work done on the helper thread: its stream published and unstaged,
+    /// its job ready before all others.
+    fn done(&mut self, ext: ExtId) {
+        if let Some(i) = self.in_flight.iter().position(|(e, _)| *e == ext) {
+            let (_, feeds) = self.in_flight.swap_remove(i);
+            feeds.stage(false);
+        }
+        if let Some(job) = self.jobs.get_mut(&ext) {
+            job.blocked_at = None;
+            self.ready.insert((job.depth, Reverse(ext)));
+            self.urgent.push_back(ext);
+        }
+    }
+
+    /// Wakes the waiting jobs whose sources grew during the last step (or
+    /// on the helper thread, published now), and those whose handed-off
+    /// work is done.
     fn wake(&mut self) {
+        for (_, feeds) in &self.in_flight {
+            feeds.publish();
+        }
+        let finished: Vec<ExtId> = match &self.helper {
+            Some(h) => h
+                .signal
+                .try_iter()
+                .filter_map(|s| match s {
+                    Signal::Done(ext) => Some(ext),
+                    Signal::Grew => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for ext in finished {
+            self.done(ext);
+        }
         for key in growth::take() {
             let Some(list) = self.waiting.remove(&key) else {
                 continue;
@@ -382,6 +484,13 @@ impl Engine {
     }
 
     fn pick(&mut self) -> Option<ExtId> {
+        while let Some(ext) = self.urgent.pop_front() {
+            if let Some(job) = self.jobs.get(&ext)
+                && self.ready.contains(&(job.depth, Reverse(ext)))
+            {
+                return Some(ext);
+            }
+        }
         if self.ready.is_empty() {
             self.wake_all();
         }
@@ -397,8 +506,24 @@ impl Engine {
         let mut last_wake = Instant::now();
         while !self.shared.cancel.load(Ordering::Acquire) {
             let Some(ext) = self.pick() else {
-                // Everything waits for bytes. If some source can still grow
-                // (a file being written, a pipe), wait for it; otherwise stop.
+                // Everything waits: for the helper thread's work (whose
+                // bytes are published as they come), or for bytes. If some
+                // source can still grow (a file being written, a pipe),
+                // wait for it; otherwise stop.
+                if !self.in_flight.is_empty() {
+                    for (_, feeds) in &self.in_flight {
+                        feeds.pass_reads();
+                    }
+                    let got = self
+                        .helper
+                        .as_ref()
+                        .map(|h| h.signal.recv_timeout(Duration::from_millis(20)));
+                    if let Some(Ok(Signal::Done(ext))) = got {
+                        self.done(ext);
+                    }
+                    self.wake();
+                    continue;
+                }
                 let growing =
                     !self.parked.is_empty() || self.jobs.values().any(|j| !j.data.is_final());
                 if growing && self.root_growing() {
@@ -426,6 +551,11 @@ impl Engine {
                 self.shared.over_cv.notify_all();
                 last_wake = Instant::now();
             }
+        }
+        // Cancelled with work on the helper thread: what it appends from
+        // now on reaches readers directly.
+        for (_, feeds) in self.in_flight.drain(..) {
+            feeds.stage(false);
         }
         if self.shared.cancel.load(Ordering::Acquire) {
             return;
@@ -576,6 +706,7 @@ impl Engine {
             new_children: Vec::new(),
             depth: job.depth,
             by_name: job.by_name,
+            background: Vec::new(),
         };
         // What the parser saw: a block is judged against this, so that
         // bytes that arrive while it steps (a file still being written)
@@ -585,7 +716,7 @@ impl Engine {
         self.decode_left = cx.decode_left;
         // Children that are not parsed are not in `children`, but count.
         self.ext_count = cx.next_ext;
-        let (edits, children, nodes) = cx.finish();
+        let (edits, children, nodes, background) = cx.finish();
         job.nodes = nodes;
         match step {
             Step::Yield => job.blocked_at = None,
@@ -639,6 +770,7 @@ impl Engine {
         } else {
             self.settle(ext);
         }
+        self.hand_off(ext, background);
         self.start_children(children, depth + 1, focus);
     }
 

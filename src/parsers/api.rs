@@ -9,9 +9,12 @@
 //! the source is final and the bytes never came it records the damage and
 //! carries on or finishes.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use thin_vec::ThinVec;
 
-use crate::data::{Data, Range, Source};
+use crate::data::{Data, InflateSource, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Progress, Tree};
 use crate::name::Name;
 use crate::node::Node;
@@ -228,6 +231,70 @@ pub struct StepCx<'a> {
     /// The format was chosen by the extraction's name alone (a member named
     /// `x.json`): what does not parse is a note on the member, not damage.
     pub(crate) by_name: bool,
+    /// Work handed to the engine's helper thread by this step.
+    pub(crate) background: Vec<BackgroundWork>,
+}
+
+/// Work a step hands to the engine's helper thread, and the stream it
+/// appends to (staged while it runs, published by the engine between steps).
+pub(crate) struct BackgroundWork {
+    pub(crate) feeds: Arc<InflateSource>,
+    pub(crate) work: Box<dyn FnOnce(&Control) + Send>,
+    /// Set when the parser drops its [`Background`].
+    pub(crate) stop: Arc<AtomicBool>,
+}
+
+/// What handed-off work can ask of the engine while it runs.
+pub struct Control {
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) ping: Box<dyn Fn() + Send>,
+}
+
+impl Control {
+    /// Whether the work should stop now (its parser is gone: the session
+    /// was closed or cancelled).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Tells the engine that the stream has new bytes to publish.
+    pub fn ping(&self) {
+        (self.ping)();
+    }
+}
+
+/// The result of work handed off with [`StepCx::background`]; dropping it
+/// asks the work to stop.
+pub struct Background<T> {
+    rx: crossbeam_channel::Receiver<T>,
+    stop: Arc<AtomicBool>,
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How handed-off work stands.
+pub enum Ready<T> {
+    /// Done, with its result.
+    Done(T),
+    /// Still running (or waiting for the helper thread).
+    Running,
+    /// It panicked: no result will come.
+    Lost,
+}
+
+impl<T> Background<T> {
+    /// The result once the work is done (the parser is stepped again then).
+    pub fn poll(&self) -> Ready<T> {
+        match self.rx.try_recv() {
+            Ok(t) => Ready::Done(t),
+            Err(crossbeam_channel::TryRecvError::Empty) => Ready::Running,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Ready::Lost,
+        }
+    }
 }
 
 impl<'a> StepCx<'a> {
@@ -376,8 +443,37 @@ impl<'a> StepCx<'a> {
         id
     }
 
-    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<ExtId>, usize) {
-        (self.edits, self.new_children, self.node_count)
+    /// Runs `work` on the engine's helper thread, which appends to `feeds`
+    /// while the engine steps the parsers of what it decodes: decoding a long
+    /// stream then overlaps with parsing what it holds. The parser is stepped
+    /// again as soon as the work is done (until then it answers
+    /// [`Step::Blocked`]); the stream's new bytes reach readers between steps
+    /// (see [`InflateSource::stage`]).
+    pub fn background<T: Send + 'static>(
+        &mut self,
+        feeds: Arc<InflateSource>,
+        work: impl FnOnce(&Control) -> T + Send + 'static,
+    ) -> Background<T> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        feeds.stage(true);
+        self.background.push(BackgroundWork {
+            feeds,
+            work: Box::new(move |ctl: &Control| {
+                let _ = tx.send(work(ctl));
+            }),
+            stop: stop.clone(),
+        });
+        Background { rx, stop }
+    }
+
+    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<ExtId>, usize, Vec<BackgroundWork>) {
+        (
+            self.edits,
+            self.new_children,
+            self.node_count,
+            self.background,
+        )
     }
 }
 

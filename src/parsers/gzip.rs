@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
+use super::api::{Background, ChildSpec, Format, Parser, Ready, Sniff, Step, StepCx};
 use super::decoded::derived_name;
 use crate::data::inflate::resync;
 use crate::data::inflate::zlib::{Code, RawInflate};
-use crate::data::{Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
+use crate::data::{ChunkCache, Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
 use crate::extraction::{EntryKind, ExtId};
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
@@ -39,6 +39,23 @@ pub static FORMAT: Format = Format {
 const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Longest FNAME or FCOMMENT accepted; longer means a damaged header.
 const MAX_STRING: usize = 64 * 1024;
+/// Compressed bytes left in a member from which its decoding runs on the
+/// engine's helper thread (a small member decodes faster than it is
+/// handed off).
+const OFFLOAD_INPUT: u64 = 1 << 20;
+/// How many times the cache's budget a stream decoded on the helper
+/// thread may run ahead of the parsers reading it (128 MiB with the
+/// default 32 MiB cache): the parsers work in bursts (a jar's entries, a
+/// run of small `.gz` files) while the decoder runs evenly, and a lead
+/// that covers a burst keeps both busy. Those bytes are kept out of the
+/// cache (see `data::inflate::AHEAD_WINDOW`).
+const LEAD: u64 = 4;
+/// Output of one run on the helper thread, after which the new bytes are
+/// published.
+const RUN: u64 = 1 << 20;
+/// Output of one piece of handed-off work, after which the parser reports
+/// progress and the decode budget is counted.
+const BACKGROUND_BUDGET: u64 = 256 << 20;
 /// Input bytes the deflate block finder scans in one step (it reads a
 /// few MB/s: every bit position is a candidate).
 const SCAN_STEP: u64 = 256 * 1024;
@@ -176,7 +193,8 @@ enum State {
         node: usize,
         start: u64,
         out_start: u64,
-        inflater: Box<Inflater>,
+        /// `None` while it decodes on the engine's helper thread.
+        inflater: Option<Box<Inflater>>,
         /// Decoding resumed after damage inside this member: its CRC and
         /// size cannot be checked.
         recovered: bool,
@@ -228,6 +246,9 @@ struct GzipParser {
     scratch: Vec<u8>,
     /// Name of the first decoded stream, which recovered ones are named after.
     stream_name: String,
+    /// A run of the member's decoding on the engine's helper thread: the
+    /// inflater, what the run ended with, and what it had produced before.
+    running: Option<Background<(Box<Inflater>, InflateEvent, u64)>>,
 }
 
 /// How far a scan for the next member got.
@@ -252,6 +273,7 @@ impl GzipParser {
             state: State::Header { at: 0 },
             scratch: Vec::new(),
             stream_name: String::new(),
+            running: None,
         }
     }
 
@@ -324,7 +346,7 @@ impl GzipParser {
             node,
             start,
             out_start: 0,
-            inflater: Box::new(inflater),
+            inflater: Some(Box::new(inflater)),
             recovered: true,
         };
     }
@@ -438,7 +460,7 @@ impl GzipParser {
                     node,
                     start: at,
                     out_start,
-                    inflater: Box::new(Inflater::new(out, at + h.len as u64)),
+                    inflater: Some(Box::new(Inflater::new(out, at + h.len as u64))),
                     recovered: false,
                 };
                 None
@@ -458,14 +480,72 @@ impl GzipParser {
             return None;
         };
         let (node, start, out_start, recovered) = (*node, *start, *out_start, *recovered);
-        if cx.decode_left == 0 {
-            let at = out_start + inflater.produced();
-            let d = cx.budget_damage(at);
-            self.child_damage(cx, d);
-            return Some(self.finish(cx));
-        }
-        let before = inflater.produced();
-        let event = inflater.run(cx.budget.min(cx.decode_left));
+        let offloaded = inflater.is_none();
+        let (mut inflater, event, before) = match inflater.take() {
+            Some(i) => {
+                if cx.decode_left == 0 {
+                    let at = out_start + i.produced();
+                    *inflater = Some(i);
+                    let d = cx.budget_damage(at);
+                    self.child_damage(cx, d);
+                    return Some(self.finish(cx));
+                }
+                let left = self.data.available().saturating_sub(i.input_pos());
+                if left >= OFFLOAD_INPUT && self.data.is_final() && cx.depth == 0 {
+                    let budget = BACKGROUND_BUDGET.min(cx.decode_left);
+                    let lead = LEAD * ChunkCache::global().budget() as u64;
+                    // A long stream decodes on the helper thread while the
+                    // engine parses what it holds; this parser is stepped
+                    // again when the run is done.
+                    let feeds = i.source().clone();
+                    let mut i = i;
+                    self.running = Some(cx.background(feeds.clone(), move |ctl| {
+                        let before = i.produced();
+                        loop {
+                            let event = i.run(RUN.min(budget - (i.produced() - before)));
+                            ctl.ping();
+                            let more = matches!(event, InflateEvent::Progress)
+                                && i.produced() - before < budget;
+                            // A closed session stops its decoder within a run.
+                            if !more || ctl.stopped() {
+                                return (i, event, before);
+                            }
+                            // Ahead of the parsers that read the stream by
+                            // LEAD: wait for them (the cache holds the lead).
+                            while feeds.lead() >= lead {
+                                if ctl.stopped() {
+                                    return (i, event, before);
+                                }
+                                std::thread::sleep(std::time::Duration::from_micros(200));
+                            }
+                        }
+                    }));
+                    return Some(Step::Blocked);
+                }
+                let mut i = i;
+                let before = i.produced();
+                let event = i.run(cx.budget.min(cx.decode_left));
+                (i, event, before)
+            }
+            None => match self.running.as_ref().map(Background::poll) {
+                Some(Ready::Done(done)) => {
+                    self.running = None;
+                    done
+                }
+                Some(Ready::Running) => return Some(Step::Blocked),
+                // The decoder panicked (or was never handed off): nothing
+                // after what it published can be vouched for.
+                Some(Ready::Lost) | None => {
+                    self.running = None;
+                    let at = self.out.as_ref().map_or(0, |o| o.available());
+                    self.child_damage(
+                        cx,
+                        Damage::truncated(Range::new(at, at), "decoding stopped: internal error"),
+                    );
+                    return Some(self.finish(cx));
+                }
+            },
+        };
         cx.decoded(inflater.produced() - before);
         let unknown = inflater.take_unknown();
         if let Some(c) = self.child {
@@ -479,12 +559,17 @@ impl GzipParser {
                 );
             }
         }
-        let State::Body { inflater, .. } = &mut self.state else {
+        let State::Body { inflater: slot, .. } = &mut self.state else {
             return None;
         };
+        let inflater = slot.insert(inflater);
         let total = self.data.available();
         cx.progress(inflater.input_pos(), Some(total));
         match event {
+            // After a run on the helper thread, the next starts at once
+            // while the parsers behind have little left to read (the
+            // decoder stays a run or two ahead of them, within the cache).
+            InflateEvent::Progress if offloaded => None,
             InflateEvent::Progress => Some(Step::Yield),
             InflateEvent::NeedInput => Some(Step::Blocked),
             InflateEvent::End { in_end } => {

@@ -43,6 +43,11 @@ const IN_BUF: usize = 64 * 1024;
 /// Output buffer of one decoder call.
 const OUT_BUF: usize = 64 * 1024;
 
+/// How many times the cache's budget of a stream decoded ahead on the
+/// helper thread is kept out of the cache (see
+/// [`InflateSource::pass_ahead`]): 192 MiB with the default 32 MiB cache.
+pub const AHEAD_WINDOW: u64 = 6;
+
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 /// Live replay decoders over all sources; above the limit they are dropped
 /// after each read instead of kept for the next sequential read.
@@ -66,8 +71,22 @@ pub struct InflateSource {
     input: Data,
     segments: RwLock<Vec<Segment>>,
     tail: Mutex<Tail>,
+    /// Bytes readers see (see [`InflateSource::stage`]).
     avail: AtomicU64,
     done: AtomicBool,
+    /// Bytes the decoder has appended, and whether it has finished: ahead
+    /// of `avail` and `done` only while the stream is staged.
+    written: AtomicU64,
+    written_done: AtomicBool,
+    staged: AtomicBool,
+    /// The end of the furthest read.
+    read_to: AtomicU64,
+    /// Full chunks a staged decoder appended past the furthest read, by
+    /// index: kept out of the cache until a read passes them, so that a
+    /// decoder running ahead does not evict what the parsers behind it have
+    /// yet to read (in a least-recently-used cache, the bytes waiting to
+    /// be read are the least recently used).
+    ahead: Mutex<std::collections::VecDeque<(u64, Arc<Chunk>)>>,
     /// Boxed: most streams (a zip's small entries) are never re-read, and
     /// a decoder kept inline would cost each of them its size.
     replay: Mutex<Option<Box<Replay>>>,
@@ -99,6 +118,11 @@ impl InflateSource {
             }),
             avail: AtomicU64::new(0),
             done: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+            written_done: AtomicBool::new(false),
+            staged: AtomicBool::new(false),
+            read_to: AtomicU64::new(0),
+            ahead: Mutex::new(std::collections::VecDeque::new()),
             replay: Mutex::new(None),
             label,
             span: span.max(1024),
@@ -176,6 +200,11 @@ impl InflateSource {
             }),
             avail: AtomicU64::new(layout.len),
             done: AtomicBool::new(true),
+            written: AtomicU64::new(layout.len),
+            written_done: AtomicBool::new(true),
+            staged: AtomicBool::new(false),
+            read_to: AtomicU64::new(0),
+            ahead: Mutex::new(std::collections::VecDeque::new()),
             replay: Mutex::new(None),
             label,
             span: layout.span.max(1024),
@@ -193,6 +222,7 @@ impl InflateSource {
     /// reads must decode again from checkpoints.
     pub fn evict(&self) {
         ChunkCache::global().forget(self.key);
+        self.ahead.lock().clear();
         *self.replay.lock() = None;
     }
 
@@ -205,8 +235,86 @@ impl InflateSource {
             ChunkCache::global().insert((self.key, idx), data);
             t.buf = Vec::new();
         }
-        self.done.store(true, Ordering::Release);
-        growth::grew(self);
+        self.written_done.store(true, Ordering::Release);
+        if !self.staged.load(Ordering::Acquire) {
+            self.done.store(true, Ordering::Release);
+            growth::grew(self);
+        }
+    }
+
+    /// Stages the stream (`on`) while its decoder runs off the engine
+    /// thread: what the decoder appends, and its end, reach readers only
+    /// when [`InflateSource::publish`] is called, so that a parser never
+    /// sees its input grow in the middle of a step. Unstaging publishes.
+    pub fn stage(&self, on: bool) {
+        self.staged.store(on, Ordering::Release);
+        if !on {
+            self.publish();
+        }
+    }
+
+    /// Shows readers what the decoder has appended (and its end) since the
+    /// last call; returns whether anything changed.
+    pub fn publish(&self) -> bool {
+        let w = self.written.load(Ordering::Acquire);
+        let end = self.written_done.load(Ordering::Acquire);
+        let grew = self.avail.load(Ordering::Acquire) < w;
+        let ended = end && !self.done.load(Ordering::Acquire);
+        if grew {
+            self.avail.store(w, Ordering::Release);
+        }
+        if ended {
+            self.done.store(true, Ordering::Release);
+        }
+        if grew || ended {
+            growth::grew(self);
+        }
+        grew || ended
+    }
+
+    /// Moves the oldest chunks kept ahead into the cache once more than
+    /// [`AHEAD_WINDOW`] times the cache's budget is kept: the window holds the stream's most
+    /// recent bytes for the parsers behind the decoder, which read them
+    /// roughly in order (a tar's headers first, then the members it passed,
+    /// by their own parsers), and which a least-recently-used cache would
+    /// evict first.
+    fn pass_ahead(&self, _read_to: u64) {
+        let mut ahead = self.ahead.lock();
+        let window = AHEAD_WINDOW * ChunkCache::global().budget() as u64;
+        while ahead.len() as u64 * CHUNK > window {
+            let (idx, c) = ahead.pop_front().expect("not empty");
+            ChunkCache::global().insert((self.key, idx), c);
+        }
+    }
+
+    /// A chunk kept ahead (see `ahead`).
+    fn chunk_ahead(&self, idx: u64) -> Option<Arc<Chunk>> {
+        let ahead = self.ahead.lock();
+        let at = ahead.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+        Some(ahead[at].1.clone())
+    }
+
+    /// Counts every byte appended so far as read: the engine calls it when
+    /// every parser waits, so that a decoder held back by its lead (see
+    /// [`InflateSource::lead`]) goes on (a parser may wait for the end of a
+    /// member further away than the lead).
+    pub fn pass_reads(&self) {
+        let w = self.written();
+        self.read_to.fetch_max(w, Ordering::Relaxed);
+        self.pass_ahead(w);
+    }
+
+    /// Bytes appended past the furthest byte read: how far a decoder is
+    /// ahead of the parsers reading its stream.
+    pub fn lead(&self) -> u64 {
+        self.written()
+            .saturating_sub(self.read_to.load(Ordering::Relaxed))
+    }
+
+    /// Bytes the decoder has appended (readers may see fewer, see
+    /// [`InflateSource::stage`]).
+    fn written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
     }
 
     fn begin_segment(&self, input: u64) {
@@ -214,7 +322,7 @@ impl InflateSource {
     }
 
     fn begin_segment_at(&self, input: u64, bits: u8, window: Option<WindowSlot>) {
-        let out = self.avail.load(Ordering::Acquire);
+        let out = self.written();
         let mut segs = self.segments.write();
         // Most streams have one segment: room for four (a vector's first
         // growth) would cost each entry of a big zip 120 bytes.
@@ -233,7 +341,7 @@ impl InflateSource {
 
     fn append(&self, mut data: &[u8]) {
         let mut t = self.tail.lock();
-        let new_avail = self.avail.load(Ordering::Relaxed) + data.len() as u64;
+        let new_avail = self.written() + data.len() as u64;
         while !data.is_empty() {
             let room = CHUNK as usize - t.buf.len();
             let take = room.min(data.len());
@@ -242,7 +350,12 @@ impl InflateSource {
             if t.buf.len() == CHUNK as usize {
                 let idx = t.start / CHUNK;
                 let full = Chunk::copy_of(&t.buf);
-                ChunkCache::global().insert((self.key, idx), full);
+                if self.staged.load(Ordering::Acquire) {
+                    self.ahead.lock().push_back((idx, full));
+                    self.pass_ahead(0);
+                } else {
+                    ChunkCache::global().insert((self.key, idx), full);
+                }
                 t.start += CHUNK;
                 t.buf.clear();
             }
@@ -250,8 +363,11 @@ impl InflateSource {
         if let Some(s) = self.segments.write().last_mut() {
             s.out_end = new_avail;
         }
-        self.avail.store(new_avail, Ordering::Release);
-        growth::grew(self);
+        self.written.store(new_avail, Ordering::Release);
+        if !self.staged.load(Ordering::Acquire) {
+            self.avail.store(new_avail, Ordering::Release);
+            growth::grew(self);
+        }
     }
 
     fn add_point(&self, p: Point) {
@@ -275,6 +391,9 @@ impl InflateSource {
 
     fn chunk(&self, idx: u64) -> io::Result<Arc<Chunk>> {
         if let Some(c) = ChunkCache::global().get((self.key, idx)) {
+            return Ok(c);
+        }
+        if let Some(c) = self.chunk_ahead(idx) {
             return Ok(c);
         }
         let mut guard = self.replay.lock();
@@ -322,7 +441,7 @@ impl Source for InflateSource {
         self.done.load(Ordering::Acquire)
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        super::cache::read_chunked(
+        let n = super::cache::read_chunked(
             self.key,
             CHUNK,
             self.available(),
@@ -330,7 +449,12 @@ impl Source for InflateSource {
             buf,
             |pos, b| self.read_tail(pos, b),
             |idx| self.chunk(idx),
-        )
+        )?;
+        let to = offset + n as u64;
+        if self.read_to.fetch_max(to, Ordering::Relaxed) < to {
+            self.pass_ahead(to);
+        }
+        Ok(n)
     }
     fn describe(&self) -> &'static str {
         self.label
@@ -558,6 +682,11 @@ impl Inflater {
     /// hostile data must not exceed (decompression bombs).
     pub fn set_limit(&mut self, limit: u64) {
         self.limit = Some(limit);
+    }
+
+    /// The stream it appends to.
+    pub fn source(&self) -> &Arc<InflateSource> {
+        &self.src
     }
 
     /// Bytes produced by this stream so far.
@@ -832,7 +961,7 @@ impl Inflater {
             return; // no checkpoint: reads just resume from an earlier one
         };
         self.src.add_point(Point {
-            out: self.src.available(),
+            out: self.src.written(),
             input,
             bits,
             window: Some(w),
