@@ -75,7 +75,8 @@ struct Cli {
     #[arg(long, global = true, conflicts_with = "index")]
     no_index: bool,
     /// Memory for decoded chunks, shared by every reader (e.g. 64M, 1G;
-    /// default 32M, or $PPARSE_CACHE_MB megabytes).
+    /// default 32M, or $PPARSE_CACHE_MB megabytes); a gzip file decoded
+    /// ahead on a second thread keeps up to 6x more.
     #[arg(
         long,
         value_name = "SIZE",
