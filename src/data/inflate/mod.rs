@@ -45,7 +45,7 @@ const OUT_BUF: usize = 64 * 1024;
 
 /// How many times the cache's budget of a stream decoded ahead on the
 /// helper thread is kept out of the cache (see
-/// [`InflateSource::pass_ahead`]): 192 MiB with the default 32 MiB cache.
+/// [`InflateSource::trim_ahead`]): 192 MiB with the default 32 MiB cache.
 pub const AHEAD_WINDOW: u64 = 6;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
@@ -250,6 +250,14 @@ impl InflateSource {
         self.staged.store(on, Ordering::Release);
         if !on {
             self.publish();
+            // Decoded to its end: what is kept ahead goes to the cache,
+            // which keeps what its budget allows (a session that stays open,
+            // as the explorer's, does not hold the window for good).
+            if self.done.load(Ordering::Acquire) {
+                for (idx, c) in self.ahead.lock().drain(..) {
+                    ChunkCache::global().insert((self.key, idx), c);
+                }
+            }
         }
     }
 
@@ -273,16 +281,17 @@ impl InflateSource {
     }
 
     /// Moves the oldest chunks kept ahead into the cache once more than
-    /// [`AHEAD_WINDOW`] times the cache's budget is kept: the window holds the stream's most
-    /// recent bytes for the parsers behind the decoder, which read them
+    /// [`AHEAD_WINDOW`] times the cache's budget is kept: the window holds
+    /// the stream's most recent bytes for the parsers behind the decoder, which read them
     /// roughly in order (a tar's headers first, then the members it passed,
     /// by their own parsers), and which a least-recently-used cache would
     /// evict first.
-    fn pass_ahead(&self, _read_to: u64) {
+    fn trim_ahead(&self) {
         let mut ahead = self.ahead.lock();
         let window = AHEAD_WINDOW * ChunkCache::global().budget() as u64;
-        while ahead.len() as u64 * CHUNK > window {
-            let (idx, c) = ahead.pop_front().expect("not empty");
+        while ahead.len() as u64 * CHUNK > window
+            && let Some((idx, c)) = ahead.pop_front()
+        {
             ChunkCache::global().insert((self.key, idx), c);
         }
     }
@@ -301,7 +310,6 @@ impl InflateSource {
     pub fn pass_reads(&self) {
         let w = self.written();
         self.read_to.fetch_max(w, Ordering::Relaxed);
-        self.pass_ahead(w);
     }
 
     /// Bytes appended past the furthest byte read: how far a decoder is
@@ -352,7 +360,7 @@ impl InflateSource {
                 let full = Chunk::copy_of(&t.buf);
                 if self.staged.load(Ordering::Acquire) {
                     self.ahead.lock().push_back((idx, full));
-                    self.pass_ahead(0);
+                    self.trim_ahead();
                 } else {
                     ChunkCache::global().insert((self.key, idx), full);
                 }
@@ -450,10 +458,7 @@ impl Source for InflateSource {
             |pos, b| self.read_tail(pos, b),
             |idx| self.chunk(idx),
         )?;
-        let to = offset + n as u64;
-        if self.read_to.fetch_max(to, Ordering::Relaxed) < to {
-            self.pass_ahead(to);
-        }
+        self.read_to.fetch_max(offset + n as u64, Ordering::Relaxed);
         Ok(n)
     }
     fn describe(&self) -> &'static str {
