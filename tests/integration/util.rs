@@ -481,20 +481,25 @@ pub(crate) fn io_counts(err: &str) -> serde_json::Value {
     })
 }
 
-/// What a Python script run by `python3 -c` writes to stdout; the test
-/// fails with its stderr when it fails.
-pub(crate) fn python(script: &str) -> Vec<u8> {
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(script)
+/// What `program` run with `args` writes to stdout; the test fails with
+/// its stderr when it fails.
+pub(crate) fn output_of(program: &str, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = std::process::Command::new(program)
+        .args(args)
         .output()
-        .expect("python3 runs");
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     assert!(
         out.status.success(),
-        "python3 failed: {}",
+        "{program} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// What a Python script run by `python3 -c` writes to stdout; the test
+/// fails with its stderr when it fails.
+pub(crate) fn python(script: &str) -> Vec<u8> {
+    output_of("python3", &["-c".as_ref(), script.as_ref()])
 }
 
 pub(crate) fn truncated(data: &[u8], cut: u64) -> Vec<u8> {

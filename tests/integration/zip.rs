@@ -695,31 +695,21 @@ fn files_under(dir: &std::path::Path) -> BTreeMap<String, Option<Vec<u8>>> {
 fn a_jars_deflated_directories_are_directories() {
     for jar in ["jar/sym.jar", "jar/tool.jar"] {
         let bytes = fixture(jar);
-        let listed = std::process::Command::new("unzip")
-            .arg("-Z1")
-            .arg(fixture_path(jar))
-            .output()
-            .expect("unzip runs");
-        assert!(listed.status.success());
-        let names: Vec<String> = String::from_utf8(listed.stdout)
+        let listed = output_of("unzip", &["-Z1".as_ref(), fixture_path(jar).as_os_str()]);
+        let names: Vec<String> = String::from_utf8(listed)
             .unwrap()
             .lines()
             .map(str::to_string)
             .collect();
         assert!(names.iter().any(|n| n.ends_with('/')), "{jar}: {names:?}");
 
-        let gz = std::process::Command::new("gzip")
-            .arg("-c")
-            .arg(fixture_path(jar))
-            .output()
-            .expect("GNU gzip runs");
-        assert!(gz.status.success());
+        let gz = output_of("gzip", &["-c".as_ref(), fixture_path(jar).as_os_str()]);
         let small = pparse::Options {
             step_bytes: 4096,
             ..pparse::Options::default()
         };
         let alone = parse(jar, bytes.clone());
-        let inside = parse_with("x.jar.gz", gz.stdout, small, &format!("{jar} in a .gz"));
+        let inside = parse_with("x.jar.gz", gz, small, &format!("{jar} in a .gz"));
         // gzip keeps the jar's name in its header: the stream is named so.
         let base = format!("{}/", jar.trim_start_matches("jar/"));
         for (s, top) in [(&alone, ""), (&inside, base.as_str())] {
