@@ -137,6 +137,20 @@ pub struct Progress {
     pub total: Option<u64>,
 }
 
+/// How an extraction's bytes are made from the source it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The source is its bytes.
+    Own,
+    /// The source is the parent's; its bytes are the parent's over
+    /// `origin`, verbatim (a tar member, a stored zip entry).
+    Window,
+    /// The source is the parent's; its bytes are the raw deflate data over
+    /// `origin`, decoded, and `declared_size` long: a zip entry that was
+    /// decoded and checked once, decoded again when read.
+    Deflate,
+}
+
 /// One node of the extraction tree.
 pub struct Extraction {
     /// Its index in [`Tree::exts`].
@@ -151,11 +165,11 @@ pub struct Extraction {
     pub name: Name,
     /// What its container says it is.
     pub kind: EntryKind,
-    /// Its own source, or with `window`, the parent's source: see
+    /// Its own source, or the parent's source as `form` says: see
     /// [`Extraction::data`].
     pub(crate) bytes: Data,
-    /// The bytes are the parent's over `origin`, verbatim (a tar member).
-    pub(crate) window: bool,
+    /// How its bytes are made from `bytes`.
+    pub(crate) form: Form,
     /// The parent's bytes this extraction comes from (a member's data, or the
     /// compressed bytes a stream was decoded from).
     pub origin: Option<Range>,
@@ -182,34 +196,46 @@ impl Extraction {
     /// The extraction's bytes. A member stored verbatim keeps only its
     /// parent's source and `origin`, and its window is made here when asked
     /// for: ten million members then hold no window object each.
+    ///
+    /// A zip entry checked once keeps only its parent's source too, and is
+    /// decoded again from it when asked for ([`Form::Deflate`]).
     pub fn data(&self) -> Data {
-        match self.window_range() {
-            Some(r) => std::sync::Arc::new(crate::data::SliceSource::new(self.bytes.clone(), r)),
-            None => self.bytes.clone(),
+        let slice = |r: Range| -> Data {
+            std::sync::Arc::new(crate::data::SliceSource::new(self.bytes.clone(), r))
+        };
+        match (self.form, self.origin) {
+            (Form::Window, Some(r)) => slice(r),
+            (Form::Deflate, Some(r)) => {
+                crate::data::InflateSource::checked(slice(r), self.declared_size.unwrap_or(0))
+            }
+            _ => self.bytes.clone(),
         }
-    }
-    fn window_range(&self) -> Option<Range> {
-        if self.window { self.origin } else { None }
     }
     /// Bytes available so far (see [`crate::data::Source::available`]),
     /// without making a window.
     pub fn available(&self) -> u64 {
-        match self.window_range() {
-            Some(r) => self.bytes.available().min(r.end).saturating_sub(r.start),
-            None => self.bytes.available(),
+        match (self.form, self.origin) {
+            (Form::Window, Some(r)) => self.bytes.available().min(r.end).saturating_sub(r.start),
+            (Form::Deflate, Some(_)) => self.declared_size.unwrap_or(0),
+            _ => self.bytes.available(),
         }
     }
     /// Whether no more bytes will come (see [`crate::data::Source::is_final`]).
     pub fn is_final(&self) -> bool {
-        match self.window_range() {
-            Some(r) => self.bytes.is_final() || self.bytes.available() >= r.end,
-            None => self.bytes.is_final(),
+        match (self.form, self.origin) {
+            (Form::Window, Some(r)) => self.bytes.is_final() || self.bytes.available() >= r.end,
+            (Form::Deflate, Some(_)) => true,
+            _ => self.bytes.is_final(),
         }
     }
     /// Whether the bytes are the parent's, verbatim (a tar member, a stored
     /// zip entry): damage to the parent's bytes there is damage to these.
     pub fn is_window(&self) -> bool {
-        self.window || self.bytes.is_window()
+        match self.form {
+            Form::Own => self.bytes.is_window(),
+            Form::Window => true,
+            Form::Deflate => false,
+        }
     }
     /// See [`Extra::file`].
     pub fn file(&self) -> Option<&std::path::Path> {

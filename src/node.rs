@@ -35,6 +35,9 @@ pub enum Value {
     /// "`what`, `n` bytes" (a member's type and size), kept without an
     /// allocation: an archive has one per member, ten million of them.
     Sized(&'static str, u64),
+    /// "`how`, `from` → `to` bytes" (a zip entry's method and sizes),
+    /// kept without an allocation for the same reason.
+    Coded(&'static str, u64, u64),
 }
 
 impl fmt::Display for Value {
@@ -52,6 +55,7 @@ impl fmt::Display for Value {
                 Ok(())
             }
             Value::Sized(what, n) => write!(f, "{what}, {n} bytes"),
+            Value::Coded(how, from, to) => write!(f, "{how}, {from} → {to} bytes"),
         }
     }
 }

@@ -278,9 +278,10 @@ def test_every_file_of_a_zip_of_20k_entries_is_read_about_once(tmp_path):
     io = res["io"]
     size = path.stat().st_size
     total = sum(len(d) for d in want.values())
-    # Every entry is deflated: it is decoded at least once, and the zip read.
+    # Every entry is deflated: it is decoded at least once (where it is
+    # listed, and again where it is read: twice at most), and the zip read.
     assert size <= io["file_read"] <= 2 * size, io
-    assert total <= io["decoded"] <= 2 * total, io
+    assert total <= io["decoded"] + io["redecoded"] <= 2 * total, io
     assert io["from_cache"] <= 3 * total, io
 
 

@@ -28,7 +28,7 @@ fn json_value(v: &Value) -> String {
         Value::Int(x) => x.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Str(s) | Value::Quoted(s) => json_str(s),
-        Value::Sized(..) => json_str(&v.to_string()),
+        Value::Sized(..) | Value::Coded(..) => json_str(&v.to_string()),
         Value::Bytes(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
             format!("{{\"hex\":\"{hex}\"}}")
@@ -330,6 +330,9 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
             "decode_seconds": s.decoding.as_secs_f64(),
             "wait_seconds": s.waiting.as_secs_f64(),
         });
+        if s.heap_peak > 0 {
+            o["heap_peak"] = s.heap_peak.into();
+        }
         if remote.requests > 0 {
             o["remote_fetched"] = remote.bytes_fetched.into();
             o["remote_requests"] = remote.requests.into();
@@ -346,6 +349,9 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
         s.decoding.as_secs_f64(),
         s.waiting.as_secs_f64()
     );
+    if s.heap_peak > 0 {
+        line.push_str(&format!("; peak heap {} B", thousands(s.heap_peak)));
+    }
     if remote.requests > 0 {
         line.push_str(&format!(
             "; fetched {} B in {} requests",

@@ -8,6 +8,10 @@
 //! "re-decoded" what reads decoded again from checkpoints after the cache
 //! had dropped it; "from the cache" what reads found already decoded.
 //! Remote sources count their own requests (`remote_stats`).
+//!
+//! The `pparse` binary also counts its heap ([`CountingAlloc`]): its peak
+//! is what a test can hold to a bound per entry, where peak RSS also holds
+//! the pages of mapped files.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -18,6 +22,54 @@ static REDECODED: AtomicU64 = AtomicU64::new(0);
 static FROM_CACHE: AtomicU64 = AtomicU64::new(0);
 static DECODE_NS: AtomicU64 = AtomicU64::new(0);
 static WAIT_NS: AtomicU64 = AtomicU64::new(0);
+
+static HEAP_NOW: AtomicU64 = AtomicU64::new(0);
+static HEAP_PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting the bytes allocated and their peak. The
+/// `pparse` binary installs it (`#[global_allocator]`); a program using the
+/// library may, or reads a peak of 0.
+pub struct CountingAlloc;
+
+// SAFETY: every call is passed to the system allocator unchanged; the
+// counters are only arithmetic beside it.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        HEAP_NOW.fetch_sub(layout.size() as u64, Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.realloc(ptr, layout, new) };
+        if !p.is_null() {
+            HEAP_NOW.fetch_sub(layout.size() as u64, Relaxed);
+            grew(new);
+        }
+        p
+    }
+}
+
+fn grew(n: usize) {
+    let now = HEAP_NOW.fetch_add(n as u64, Relaxed) + n as u64;
+    HEAP_PEAK.fetch_max(now, Relaxed);
+}
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,6 +86,9 @@ pub struct IoStats {
     pub decoding: Duration,
     /// Time readers spent waiting for the background parse.
     pub waiting: Duration,
+    /// The most bytes the heap held at once, when [`CountingAlloc`] counts
+    /// it (0 otherwise).
+    pub heap_peak: u64,
 }
 
 /// The counters now.
@@ -45,6 +100,7 @@ pub fn io_stats() -> IoStats {
         from_cache: FROM_CACHE.load(Relaxed),
         decoding: Duration::from_nanos(DECODE_NS.load(Relaxed)),
         waiting: Duration::from_nanos(WAIT_NS.load(Relaxed)),
+        heap_peak: HEAP_PEAK.load(Relaxed),
     }
 }
 

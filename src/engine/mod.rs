@@ -162,7 +162,7 @@ impl Session {
             name,
             kind,
             bytes: data.clone(),
-            window: false,
+            form: crate::extraction::Form::Own,
             origin: None,
             declared_size: None,
             parser: None,

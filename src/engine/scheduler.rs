@@ -98,6 +98,9 @@ struct Job {
     /// With [`Options::focus`], the part of that PATH below this
     /// extraction: only children on the way to it are parsed.
     focus: Option<Arc<str>>,
+    /// Its first bytes, when its parser gave them (see
+    /// [`crate::parsers::ChildSpec::deflated`]).
+    head: Option<Box<[u8]>>,
 }
 
 impl Job {
@@ -126,6 +129,7 @@ impl Job {
             carving: false,
             feed,
             focus: None,
+            head: None,
         }
     }
 
@@ -669,9 +673,16 @@ impl Engine {
     /// Sniffs `job`'s bytes as if named `name`.
     fn sniff_as(&self, job: &Job, name: &str, depth: u32) -> Option<Option<Sniffed>> {
         let data = &job.data;
-        let head = parsers::api::head(&**data);
+        let read;
+        let head = match &job.head {
+            Some(h) => &h[..],
+            None => {
+                read = parsers::api::head(&**data);
+                &read[..]
+            }
+        };
         let sniff = Sniff {
-            head: &head,
+            head,
             name,
             data,
             kind: &job.kind,
@@ -776,14 +787,19 @@ impl Engine {
 
     /// Sniffs new children right away when their first bytes are there (the
     /// common case), so only the few that wait for bytes become jobs.
-    fn start_children(&mut self, ids: Vec<ExtId>, depth: u32, focus: Option<Arc<str>>) {
+    fn start_children(
+        &mut self,
+        ids: Vec<crate::parsers::api::NewChild>,
+        depth: u32,
+        focus: Option<Arc<str>>,
+    ) {
         if ids.is_empty() {
             return;
         }
         let infos: Vec<(Job, bool)> = {
             let t = self.shared.tree.read();
-            ids.iter()
-                .map(|&id| {
+            ids.into_iter()
+                .map(|(id, head)| {
                     let e = &t.exts[id];
                     // Contents, or a folder on disk, are worth sniffing.
                     let mut content =
@@ -807,6 +823,7 @@ impl Engine {
                     );
                     job.like = e.extra.as_ref().and_then(|x| x.like);
                     job.focus = rest;
+                    job.head = head;
                     (job, content)
                 })
                 .collect()

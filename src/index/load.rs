@@ -16,7 +16,7 @@ use super::key::FileKey;
 use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use crate::data::{BlockSource, Data, InflateSource, Range, SliceSource};
-use crate::extraction::{EntryKind, Extra, Extraction, Meta, Phase, Progress, Tree};
+use crate::extraction::{EntryKind, Extra, Extraction, Form, Meta, Phase, Progress, Tree};
 use crate::name::Name;
 use crate::status::Damage;
 
@@ -331,9 +331,10 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             .get(r.var()? as usize)
             .cloned()
             .ok_or_else(|| bad("unknown source"))?;
-        let window = match r.u8()? {
-            0 => false,
-            1 => true,
+        let form = match r.u8()? {
+            0 => Form::Own,
+            1 => Form::Window,
+            2 => Form::Deflate,
             _ => return Err(bad("bad flag")),
         };
         let origin = match r.u8()? {
@@ -341,10 +342,13 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             1 => Some(range(r)?),
             _ => return Err(bad("bad origin")),
         };
-        if window && origin.is_none() {
+        if form != Form::Own && origin.is_none() {
             return Err(bad("a window without a range"));
         }
         let declared_size = r.opt()?;
+        if form == Form::Deflate && declared_size.is_none() {
+            return Err(bad("a decoded entry without its size"));
+        }
         let parser = match r.u8()? {
             0 => None,
             1 => {
@@ -434,7 +438,7 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             },
             kind,
             bytes,
-            window,
+            form,
             origin,
             declared_size,
             parser,

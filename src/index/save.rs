@@ -10,7 +10,7 @@ use super::codec::{END, FORMAT, MAGIC, Out};
 use super::key::FileKey;
 use crate::data::inflate::{Segment, StreamLayout};
 use crate::data::{Data, Layout, Range};
-use crate::extraction::{EntryKind, Extraction, Phase, Tree};
+use crate::extraction::{EntryKind, Extraction, Form, Phase, Tree};
 use crate::status::Status;
 
 /// How a source is made, with its inputs as indexes into the table.
@@ -340,7 +340,11 @@ fn write_ext<W: Write>(out: &mut Out<W>, e: &Extraction, src: usize) -> io::Resu
         out.str(t)?;
     }
     out.var(src as u64)?;
-    out.u8(u8::from(e.window))?;
+    out.u8(match e.form {
+        Form::Own => 0,
+        Form::Window => 1,
+        Form::Deflate => 2,
+    })?;
     match e.origin {
         None => out.u8(0)?,
         Some(r) => {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use thin_vec::ThinVec;
 
 use crate::data::{Data, InflateSource, Range, Source};
-use crate::extraction::{EntryKind, ExtId, Progress, Tree};
+use crate::extraction::{EntryKind, ExtId, Form, Progress, Tree};
 use crate::name::Name;
 use crate::node::Node;
 use crate::offer::Offers;
@@ -152,11 +152,14 @@ pub struct ChildSpec {
     pub name: Name,
     /// What the container says it is.
     pub kind: EntryKind,
-    /// Its bytes (or, see `window`, its parent's).
+    /// Its bytes (or, see `form`, its parent's).
     pub data: Data,
-    /// `data` is the parent's source and the child's bytes are its window
-    /// over `origin` (see [`ChildSpec::window`]).
-    window: bool,
+    /// How the child's bytes are made from `data` (see
+    /// [`ChildSpec::window`], [`ChildSpec::deflated`]).
+    form: Form,
+    /// Its first bytes (up to [`SNIFF_LEN`]), when the parser has them in
+    /// hand: the child is sniffed from them, not from its source.
+    head: Option<Box<[u8]>>,
     /// The parent's bytes it comes from (a member's data, compressed bytes).
     pub origin: Option<Range>,
     /// The size its container declares.
@@ -183,7 +186,8 @@ impl ChildSpec {
             name,
             kind,
             data,
-            window: false,
+            form: Form::Own,
+            head: None,
             origin: None,
             declared_size: None,
             damage: Vec::new(),
@@ -198,13 +202,41 @@ impl ChildSpec {
     /// [`crate::extraction::Extraction::data`].
     pub fn window(name: Name, kind: EntryKind, parent: &Data, range: Range) -> ChildSpec {
         let mut spec = ChildSpec::new(name, kind, parent.clone());
-        spec.window = true;
+        spec.form = Form::Window;
         spec.origin = Some(range);
+        spec
+    }
+    /// With its first bytes (up to [`SNIFF_LEN`]), which the parser has in
+    /// hand: it is sniffed from them.
+    pub fn with_head(mut self, head: Box<[u8]>) -> ChildSpec {
+        self.head = Some(head);
+        self
+    }
+    /// A child whose bytes are the raw deflate data of `parent` over
+    /// `range`, which the parser decoded and checked: it makes exactly
+    /// `len` bytes, which start with `head`. No decoder is kept per child
+    /// (see [`Form::Deflate`]).
+    pub fn deflated(
+        name: Name,
+        kind: EntryKind,
+        parent: &Data,
+        range: Range,
+        len: u64,
+        head: Box<[u8]>,
+    ) -> ChildSpec {
+        let mut spec = ChildSpec::new(name, kind, parent.clone());
+        spec.form = Form::Deflate;
+        spec.origin = Some(range);
+        spec.declared_size = Some(len);
+        spec.head = Some(head);
         spec
     }
 }
 
 type Edit = Box<dyn FnOnce(&mut Tree) + Send>;
+
+/// A child to sniff, with its first bytes when its parser gave them.
+pub(crate) type NewChild = (ExtId, Option<Box<[u8]>>);
 
 /// A parser's window on the engine during one step: its bytes, its budget,
 /// and an outbox of results the engine commits to the shared tree in one
@@ -226,7 +258,8 @@ pub struct StepCx<'a> {
     pub(crate) next_ext: ExtId,
     pub(crate) node_count: usize,
     pub(crate) edits: Vec<Edit>,
-    pub(crate) new_children: Vec<ExtId>,
+    /// Children to sniff, with their first bytes when the parser gave them.
+    pub(crate) new_children: Vec<NewChild>,
     pub(crate) depth: u32,
     /// The format was chosen by the extraction's name alone (a member named
     /// `x.json`): what does not parse is a note on the member, not damage.
@@ -305,6 +338,19 @@ impl<'a> StepCx<'a> {
             .push(Box::new(move |t: &mut Tree| t.exts[me].nodes.push(node)));
         self.node_count += 1;
         self.node_count - 1
+    }
+
+    /// Makes room for `nodes` more top-level nodes and `children` more
+    /// children at once, when the parser knows how many will come (a zip's
+    /// directory): grown by doubling, a list of a million would hold room
+    /// for up to twice as many.
+    pub fn reserve(&mut self, nodes: usize, children: usize) {
+        let me = self.me;
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            let e = &mut t.exts[me];
+            e.nodes.reserve_exact(nodes);
+            e.children.reserve_exact(children);
+        }));
     }
 
     /// Drops the top-level nodes pushed so far: the parser found that its
@@ -402,8 +448,9 @@ impl<'a> StepCx<'a> {
         self.next_ext += 1;
         let me = self.me;
         let depth = self.depth + 1;
+        let mut spec = spec;
         let phase = if spec.parse {
-            self.new_children.push(id);
+            self.new_children.push((id, spec.head.take()));
             crate::extraction::Phase::Waiting
         } else {
             crate::extraction::Phase::Leaf
@@ -421,7 +468,7 @@ impl<'a> StepCx<'a> {
                 name: spec.name,
                 kind: spec.kind,
                 bytes: spec.data,
-                window: spec.window,
+                form: spec.form,
                 origin: spec.origin,
                 declared_size: spec.declared_size,
                 parser: None,
@@ -467,7 +514,7 @@ impl<'a> StepCx<'a> {
         Background { rx, stop }
     }
 
-    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<ExtId>, usize, Vec<BackgroundWork>) {
+    pub(crate) fn finish(self) -> (Vec<Edit>, Vec<NewChild>, usize, Vec<BackgroundWork>) {
         (
             self.edits,
             self.new_children,

@@ -303,7 +303,8 @@ fn every_file_of_a_mounted_zip_of_20k_entries_is_read_about_once() {
     let count = |k: &str| io[k].as_u64().unwrap_or_else(|| panic!("{k} in {io}"));
     assert!(count("file_read") <= 2 * size, "{io} for a zip of {size} B");
     assert!(
-        (want..=2 * want).contains(&count("decoded")),
+        // Decoded where listed, and again where read: twice at most.
+        (want..=2 * want).contains(&(count("decoded") + count("redecoded"))),
         "{io} for {want} B of entries"
     );
     assert!(

@@ -477,6 +477,7 @@ pub(crate) fn io_counts(err: &str) -> serde_json::Value {
     serde_json::json!({
         "file_read": count("io: read "),
         "decoded": count("; decoded "),
+        "redecoded": count(", re-decoded "),
         "from_cache": from_cache,
     })
 }

@@ -159,7 +159,7 @@ impl InflateSource {
         store: Arc<dyn WindowStore>,
     ) -> io::Result<Arc<InflateSource>> {
         let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
-        let label = Self::known_label(layout.label).ok_or_else(|| bad("unknown stream label"))?;
+        Self::known_label(layout.label).ok_or_else(|| bad("unknown stream label"))?;
         let mut out = 0u64;
         for s in &layout.segments {
             if s.out_start != out || s.out_end < s.out_start {
@@ -190,7 +190,42 @@ impl InflateSource {
         if out != layout.len {
             return Err(bad("segments do not add up to the length"));
         }
-        Ok(Arc::new(InflateSource {
+        Ok(Self::restored(input, layout, Some(store)))
+    }
+
+    /// The raw deflate stream `input`, already decoded once and found to
+    /// make exactly `len` bytes (a zip entry whose CRC and size matched),
+    /// decoded again from its start when it is read. Until then it holds
+    /// no decoder, buffer or checkpoint: a zip of a million small entries
+    /// keeps none for entries nobody reads again.
+    pub fn checked(input: Data, len: u64) -> Arc<InflateSource> {
+        let start = Checkpoint {
+            out: 0,
+            input: 0,
+            bits: 0,
+            window: None,
+        };
+        let layout = StreamLayout {
+            label: "deflate",
+            span: SPAN,
+            len,
+            segments: vec![Segment {
+                out_start: 0,
+                out_end: len,
+                points: vec![start],
+            }],
+        };
+        Self::restored(input, layout, None)
+    }
+
+    /// A finished stream read through `layout`, which is in order.
+    fn restored(
+        input: Data,
+        layout: StreamLayout,
+        store: Option<Arc<dyn WindowStore>>,
+    ) -> Arc<InflateSource> {
+        let label = Self::known_label(layout.label).unwrap_or("deflate");
+        Arc::new(InflateSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             input,
             segments: RwLock::new(layout.segments),
@@ -208,9 +243,9 @@ impl InflateSource {
             replay: Mutex::new(None),
             label,
             span: layout.span.max(1024),
-            store: Some(store),
+            store,
             recovered: AtomicBool::new(false),
-        }))
+        })
     }
 
     /// The static label spelled `s`, if a stream can carry it.

@@ -8,7 +8,10 @@ use std::collections::HashMap;
 use memchr::memmem;
 
 use super::records::{self, Bad, Central, Local};
-use super::{Directory, Pending, Plan, Probe, State, ZipParser, shifted, slice};
+use super::{
+    Directory, GROUP_FROM, GROUP_LEN, Group, Pending, Plan, Probe, State, ZipParser,
+    descriptor_len, entry_node, shifted, slice,
+};
 use crate::data::{Range, ReadAhead, view};
 use crate::extraction::EntryKind;
 use crate::name::escape_bytes;
@@ -81,32 +84,93 @@ fn sweep(
 }
 
 impl ZipParser {
-    /// Central mode: lists a batch of directory entries.
-    pub(super) fn list(&mut self, cx: &mut StepCx, next: usize) -> Option<Step> {
-        let dir = self.directory.take()?;
+    /// Central mode: lists a batch of directory entries, the records read
+    /// again from `pos` as they come: the records read to choose the mode
+    /// are dropped once their overlaps are known, so that a directory of a
+    /// million records is not held beside the entries made of it.
+    pub(super) fn list(&mut self, cx: &mut StepCx, next: usize, mut pos: u64) -> Option<Step> {
+        let mut dir = self.directory.take()?;
         if next == 0 {
             let mut ahead = ReadAhead::new();
             let data = &self.data;
-            self.overlaps = overlaps(&dir.records, self.shift, |c| {
+            let found = overlaps(&dir.records, self.shift, |c| {
                 records::local_at(&mut ahead, &**data, shifted(c.offset, self.shift)).is_ok()
             });
-            self.overlapped = self.overlaps.iter().flatten().copied().collect();
-            // One of each per record: grown by doubling, they would hold
-            // room for twice as many at the end.
-            self.queue.reserve_exact(dir.records.len());
-            self.entries.reserve_exact(dir.records.len());
+            self.overlaps = found
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| o.map(|j| (i as u32, j)))
+                .collect();
+            self.overlapped = self.overlaps.values().copied().collect();
+            self.owners = self
+                .overlapped
+                .iter()
+                .map(|&j| (j, dir.records[j as usize].clone()))
+                .collect();
+            dir.records = Vec::new();
+            pos = dir.range.start;
+            // One entry, node and child per record, and the directory's
+            // own nodes after them.
+            self.checked.reserve_exact(dir.count);
+            self.grouping = dir.count > GROUP_FROM;
+            let nodes = if self.grouping {
+                dir.count / GROUP_LEN
+            } else {
+                dir.count
+            };
+            cx.reserve(nodes + 4, dir.count);
         }
-        let stop = (next + 1024).min(dir.records.len());
-        for (i, c) in dir.records.iter().enumerate().take(stop).skip(next) {
-            let overlap = self.overlaps[i].map(|j| &dir.records[j as usize]);
-            self.entry_from_central(cx, c, overlap);
+        // A batch of records, fewer when small entries checked where they
+        // are listed have taken this step's budget.
+        let last = (next + 1024).min(dir.count);
+        let left = cx.decode_left;
+        let mut stop = next;
+        let mut at = None;
+        while stop < last && left - cx.decode_left.min(left) <= cx.budget {
+            // Read when the mode was chosen: it reads the same again.
+            let Ok(c) = records::central_at(&mut self.cd_ahead, &*self.data, pos) else {
+                dir.count = stop;
+                break;
+            };
+            self.record = (stop, pos);
+            pos += c.len;
+            let owner = self.overlaps.get(&(stop as u32)).copied();
+            let overlap = owner.and_then(|j| self.owners.get(&j)).cloned();
+            self.entry_from_central(cx, &c, overlap.as_ref());
+            at = Some(c.offset);
+            stop += 1;
         }
-        if stop < dir.records.len() {
+        // One pass over the file: the entries and records listed are not
+        // read again soon, and a mapped file need not keep their pages (a
+        // zip of a million entries would hold all of it).
+        if let Some(o) = at {
+            let (entries, records) = &mut self.released;
+            let lfh = shifted(o, self.shift);
+            if lfh > *entries {
+                self.data.release(*entries, lfh);
+                *entries = lfh;
+            }
+            let from = (*records).max(dir.range.start);
+            if pos > from {
+                self.data.release(from, pos);
+                *records = pos;
+            }
+        }
+        // Progress as far as every entry is checked (entries queued for
+        // checking later report theirs then).
+        if let Some(o) = at
+            && self.queue.is_empty()
+        {
+            let avail = self.data.available();
+            cx.progress(shifted(o, self.shift).min(avail), Some(avail));
+        }
+        if stop < dir.count {
             self.directory = Some(dir);
-            self.state = State::List { next: stop };
+            self.state = State::List { next: stop, pos };
             return Some(Step::Yield);
         }
         // The directory's own nodes go after the entries, in file order.
+        self.close_group(cx);
         self.push_directory_nodes(cx, &dir);
         self.state = State::Verify;
         None
@@ -223,6 +287,7 @@ impl ZipParser {
         Some(Directory {
             end: found,
             range: dir_range,
+            count: records.len(),
             records,
             problems,
         })
@@ -262,7 +327,7 @@ impl ZipParser {
         if !dir.range.is_empty() {
             cx.push_node(
                 Node::new("central directory", "central directory", dir.range)
-                    .text(format!("{} entries", dir.records.len()))
+                    .text(format!("{} entries", dir.count))
                     .lazy(),
             );
         }
@@ -353,34 +418,8 @@ impl ZipParser {
             }
         };
         if c.flags & records::FLAG_DESCRIPTOR != 0 {
-            let mut b = [0u8; records::dd::MAX];
-            let n = self.data.read_at(end, &mut b).unwrap_or(0);
-            if let Some(d) = records::descriptor_candidates(&b[..n], zip64)
-                .into_iter()
-                .find(|d| d.crc == c.crc && d.csize == c.csize)
-            {
-                end += d.len;
-            }
+            end += descriptor_len(&mut self.ahead, &*self.data, end, c, zip64);
         }
-        let node = cx.push_node(
-            Node::new(
-                if c.flags & records::FLAG_DESCRIPTOR != 0 {
-                    "entry+dd"
-                } else {
-                    "entry"
-                },
-                escape_bytes(&c.name),
-                Range::new(lfh, end),
-            )
-            .text(format!(
-                "{}, {} → {} bytes",
-                records::method_name(c.method).unwrap_or("?"),
-                c.csize,
-                c.usize
-            ))
-            .lazy(),
-        );
-        let idx = self.push_entry(lfh, Some(end), &c.name, node, true);
         let as_local = Local {
             flags: c.flags,
             method: c.method,
@@ -398,6 +437,24 @@ impl ZipParser {
                 && (o.method, o.csize, o.usize, o.crc) == (c.method, c.csize, c.usize, c.crc)
         });
         let shared = repeat.and_then(|_| self.shared.get(&lfh).cloned());
+        let plain = overlap.is_none()
+            && problem.is_none()
+            && moved.is_none()
+            && overrun.is_none()
+            && !(c.is_symlink() && c.method == 0);
+        if plain && self.quick_check(cx, (lfh, Some(end)), &as_local, data) {
+            // Checked already: nothing is left to verify, and nothing is
+            // kept of the entry but its extent.
+            self.checked.push(Range::new(lfh, end));
+            if !self.by_offset.is_empty() {
+                self.by_offset.entry(lfh).or_insert(usize::MAX);
+            }
+            self.group_or_push(cx, c, Range::new(lfh, end));
+            return;
+        }
+        self.close_group(cx);
+        let node = cx.push_node(entry_node(c, Range::new(lfh, end)));
+        let idx = self.push_entry(lfh, Some(end), &c.name, node, true);
         if let Some(o) = overlap {
             let other = escape_bytes(&o.name);
             cx.damage(Damage::corrupt(
@@ -466,6 +523,47 @@ impl ZipParser {
         });
     }
 
+    /// Lists a checked entry: in the open group when the directory is
+    /// grouped, else as a node of its own.
+    fn group_or_push(&mut self, cx: &mut StepCx, c: &Central, range: Range) {
+        if !self.grouping {
+            cx.push_node(entry_node(c, range));
+            return;
+        }
+        let (index, record) = self.record;
+        match &mut self.group {
+            Some(g) if g.count < GROUP_LEN && g.first + g.count == index => {
+                g.count += 1;
+                g.range = Range::new(g.range.start.min(range.start), g.range.end.max(range.end));
+            }
+            _ => {
+                self.close_group(cx);
+                self.group = Some(Group {
+                    first: index,
+                    count: 1,
+                    record,
+                    range,
+                });
+            }
+        }
+    }
+
+    /// Ends the open group: its node goes where its entries were listed.
+    pub(super) fn close_group(&mut self, cx: &mut StepCx) {
+        let Some(g) = self.group.take() else {
+            return;
+        };
+        let last = g.first + g.count - 1;
+        cx.push_node(
+            Node::new("entries", format!("entries {}–{last}", g.first), g.range)
+                .text(format!(
+                    "{} entries, directory records from {:#x}",
+                    g.count, g.record
+                ))
+                .lazy(),
+        );
+    }
+
     /// Where a valid local header named `name` is that no entry uses yet.
     /// The first call indexes every local header in the bytes (once, and only
     /// when a directory record and its local header disagree).
@@ -492,6 +590,15 @@ impl ZipParser {
                 pos += (w.len() as u64 - 3).max(1);
             }
             self.local_index = Some(index);
+        }
+        if self.by_offset.is_empty() {
+            // Central mode lists entries without indexing their offsets.
+            for (i, e) in self.entries.iter().enumerate() {
+                self.by_offset.entry(e.lfh).or_insert(i);
+            }
+            for r in &self.checked {
+                self.by_offset.entry(r.start).or_insert(usize::MAX);
+            }
         }
         let offsets = self.local_index.as_ref()?.get(name)?;
         offsets

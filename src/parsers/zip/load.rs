@@ -10,6 +10,7 @@ use crate::util::dos_datetime;
 pub(super) fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
     match node.kind {
         "entry" | "entry+dd" => entry(data, node),
+        "entries" => group(data, node),
         "central directory" => directory(data, node.range),
         "cd entry" => central_fields(data, node.range.start),
         "end" => end_fields(data, node.range.start),
@@ -17,6 +18,59 @@ pub(super) fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
         "zip64 locator" => locator_fields(data, node.range.start),
         _ => Vec::new(),
     }
+}
+
+/// The entry nodes of a group of checked entries (`Group` in the zip parser),
+/// each as it would have been listed on its own: the group's directory
+/// records are read from where its value says, and each entry's extent
+/// from its local header. The archive's prefix is where the group starts
+/// less the lowest offset its records give.
+fn group(data: &dyn Source, node: &Node) -> Vec<Node> {
+    let range = node
+        .name
+        .strip_prefix("entries ")
+        .and_then(|r| r.split_once('–'))
+        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+    let at = match &node.value {
+        Some(Value::Str(v)) => v
+            .rsplit_once("from 0x")
+            .and_then(|(_, h)| u64::from_str_radix(h, 16).ok()),
+        _ => None,
+    };
+    let (Some((first, last)), Some(mut at)) = (range, at) else {
+        return Vec::new();
+    };
+    // A group holds at most `GROUP_LEN` records; a node can say anything.
+    let count = last.saturating_sub(first).saturating_add(1).min(1 << 16);
+    let mut ahead = crate::data::ReadAhead::new();
+    let mut cds: Vec<Central> = Vec::new();
+    while (cds.len() as u64) < count {
+        let Ok(c) = records::central_at(&mut ahead, data, at) else {
+            break;
+        };
+        at += c.len;
+        cds.push(c);
+    }
+    let Some(low) = cds.iter().map(|c| c.offset).min() else {
+        return Vec::new();
+    };
+    let shift = i64::try_from(i128::from(node.range.start) - i128::from(low)).unwrap_or(0);
+    let mut locals = crate::data::ReadAhead::new();
+    cds.iter()
+        .map(|c| {
+            let lfh = c.offset.saturating_add_signed(shift);
+            let local = records::local_at(&mut locals, data, lfh).ok();
+            let zip64 = local.as_ref().is_some_and(|l| l.zip64);
+            let len = local
+                .filter(|l| l.name == c.name)
+                .map_or(lfh::LEN as u64 + c.name.len() as u64, |l| l.len);
+            let mut end = lfh.saturating_add(len).saturating_add(c.csize);
+            if c.flags & records::FLAG_DESCRIPTOR != 0 {
+                end += records::descriptor_len(&mut locals, data, end, c, zip64);
+            }
+            records::entry_node(c, Range::new(lfh, end))
+        })
+        .collect()
 }
 
 /// The bytes of the record at `at`: its fixed part (`fixed` bytes), then

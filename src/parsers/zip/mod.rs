@@ -45,7 +45,7 @@ use crate::name::Name;
 use crate::offer::{Offers, TensorOffer};
 use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
-use records::{Central, Descriptor, End, Local};
+use records::{Central, Descriptor, End, Local, descriptor_len, entry_node};
 
 /// zip, zip64, and everything built on it (torch checkpoints, wheels).
 pub static FORMAT: Format = Format {
@@ -96,6 +96,23 @@ fn sniff(s: &Sniff) -> bool {
             || (s.data.is_final() && records::find_end(s.data, false).is_some()))
 }
 
+/// Entries per node of a grouped directory (see [`GROUP_FROM`]).
+const GROUP_LEN: usize = 1024;
+/// Directories of more records than this list their checked entries in
+/// nodes of [`GROUP_LEN`] (`entries 0–1023`, loaded on demand), not one
+/// node each: a node per entry cost a zip of a million entries more than
+/// its entries.
+const GROUP_FROM: usize = 10_000;
+
+/// A run of checked entries listed under one node.
+struct Group {
+    first: usize,
+    count: usize,
+    /// Where the first one's directory record is.
+    record: u64,
+    range: Range,
+}
+
 /// One entry found, kept for merging and for coverage.
 struct Entry {
     lfh: u64,
@@ -114,6 +131,9 @@ struct Directory {
     end: Option<End>,
     range: Range,
     records: Vec<Central>,
+    /// Records read (`records` is emptied in central mode, which reads
+    /// them again one by one).
+    count: usize,
     problems: Vec<Damage>,
 }
 
@@ -214,6 +234,8 @@ enum State {
     /// Central mode: list directory entries from this index on.
     List {
         next: usize,
+        /// Where record `next` is.
+        pos: u64,
     },
     Scan,
     Entry,
@@ -242,10 +264,30 @@ struct ZipParser {
     shift: i64,
     /// Every valid local header by name, built only when needed.
     local_index: Option<HashMap<Vec<u8>, Vec<u64>>>,
-    /// Central mode: see `central::overlaps`.
-    overlaps: Vec<Option<u32>>,
+    /// Central mode: the records (by index) whose bytes overlap an
+    /// earlier-starting record's, and that record (see
+    /// `central::overlaps`); none in most archives.
+    overlaps: HashMap<u32, u32>,
     /// The entries (by index) whose bytes later entries overlap.
     overlapped: std::collections::HashSet<u32>,
+    /// Central mode: the records of `overlapped`.
+    owners: HashMap<u32, Central>,
+    /// Central mode: reads the directory's records, apart from `ahead`
+    /// reading local headers and data elsewhere in the file.
+    cd_ahead: ReadAhead,
+    /// Central mode: the record being listed (its index, and where it is).
+    record: (usize, u64),
+    /// Central mode: the extents of entries checked where they were
+    /// listed, which keep no [`Entry`].
+    checked: Vec<Range>,
+    /// Central mode: checked entries are listed in groups
+    /// ([`GROUP_FROM`]), and the group being filled.
+    grouping: bool,
+    group: Option<Group>,
+    /// Central mode: how far the entries and the directory records have
+    /// been listed, and their pages released (see
+    /// [`crate::data::Source::release`]).
+    released: (u64, u64),
     /// Children of entries whose bytes later entries repeat exactly, by
     /// local header offset: the repeats share them instead of decoding again.
     shared: HashMap<u64, Data>,
@@ -275,8 +317,15 @@ impl ZipParser {
             structures: Vec::new(),
             shift: 0,
             local_index: None,
-            overlaps: Vec::new(),
+            overlaps: HashMap::new(),
             overlapped: Default::default(),
+            owners: HashMap::new(),
+            cd_ahead: ReadAhead::new(),
+            record: (0, 0),
+            checked: Vec::new(),
+            grouping: false,
+            group: None,
+            released: (0, 0),
             shared: HashMap::new(),
             parse_child: true,
             rooted: false,
@@ -308,7 +357,7 @@ impl ZipParser {
                 let inner = self.shift > 0 && matches!(self.try_local(0), Probe::Valid(_));
                 if dir.problems.is_empty() && !inner {
                     self.directory = Some(dir);
-                    self.state = State::List { next: 0 };
+                    self.state = State::List { next: 0, pos: 0 };
                     return None;
                 }
             }
@@ -328,16 +377,21 @@ impl ZipParser {
         from_central: bool,
     ) -> usize {
         let idx = self.entries.len();
+        // Central mode: names serve only the merging of scan mode, and
+        // offsets only `find_local`, which indexes them when first needed.
+        let lean = matches!(self.state, State::List { .. });
         self.entries.push(Entry {
             lfh,
             end,
-            name: name.to_vec(),
+            name: if lean { Vec::new() } else { name.to_vec() },
             node,
             child: None,
             from_central,
             suspect: false,
         });
-        self.by_offset.entry(lfh).or_insert(idx);
+        if !lean || !self.by_offset.is_empty() {
+            self.by_offset.entry(lfh).or_insert(idx);
+        }
         idx
     }
 
@@ -350,12 +404,40 @@ impl ZipParser {
         data: Data,
         declared: Option<u64>,
     ) {
+        // Overlaps are found among the directory's records, listed in
+        // central mode only.
+        if matches!(self.state, State::List { .. })
+            && self.overlapped.contains(&(self.record.0 as u32))
+        {
+            self.shared.insert(self.entries[idx].lfh, data.clone());
+        }
+        let dir = kind == EntryKind::Dir;
+        let at = (self.entries[idx].lfh, self.entries[idx].end);
+        self.entries[idx].child = self.add_entry_spec(cx, at, local, dir, |name| {
+            let mut spec = ChildSpec::new(name, kind, data);
+            spec.declared_size = declared;
+            spec
+        });
+    }
+
+    /// Adds the child of the entry whose local header is at `at.0` as
+    /// `make` makes it from the entry's name (its origin, unless `make`
+    /// sets it, is the entry's data up to its end `at.1`); `dir` if it is a
+    /// directory. `None` for the archive's own top (`./`).
+    fn add_entry_spec(
+        &mut self,
+        cx: &mut StepCx,
+        at: (u64, Option<u64>),
+        local: &Local,
+        dir: bool,
+        make: impl FnOnce(Name) -> ChildSpec,
+    ) -> Option<ExtId> {
         // The entry as `unzip` names it (`./x` is `x`, `/x` is `x`); its
         // local header node keeps the name as stored.
         let path = crate::name::member_path(&local.name);
-        if path.is_empty() && kind == EntryKind::Dir {
+        if path.is_empty() && dir {
             // `./`: the archive's own top, no entry of it.
-            return;
+            return None;
         }
         if local.name.starts_with(b"/") && !path.is_empty() && !self.rooted {
             self.rooted = true;
@@ -366,16 +448,13 @@ impl ZipParser {
         } else {
             path.into_owned()
         };
-        if self.overlapped.contains(&(idx as u32)) {
-            self.shared.insert(self.entries[idx].lfh, data.clone());
-        }
-        let mut spec = ChildSpec::new(Name::new(name), kind, data);
+        let mut spec = make(Name::new(name));
         spec.parse = self.parse_child;
-        let start = self.entries[idx].lfh + local.len;
-        spec.origin = Some(Range::new(start, self.entries[idx].end.unwrap_or(start)));
-        spec.declared_size = declared;
+        let start = at.0 + local.len;
+        spec.origin
+            .get_or_insert(Range::new(start, at.1.unwrap_or(start)));
         spec.meta = crate::extraction::Meta::new(records::dos_time(local.time), local.mode);
-        self.entries[idx].child = Some(cx.add_child(spec));
+        Some(cx.add_child(spec))
     }
 }
 
@@ -449,7 +528,7 @@ impl Parser for ZipParser {
         for _ in 0..4096 {
             let r = match self.state {
                 State::Start => self.start(),
-                State::List { next } => self.list(cx, next),
+                State::List { next, pos } => self.list(cx, next, pos),
                 State::Scan => self.scan(cx),
                 State::Entry => self.entry(cx),
                 State::Final => self.finalize(cx),

@@ -4,6 +4,8 @@
 use memchr::memmem;
 
 use crate::data::{Data, Range, ReadAhead, Source, le, view};
+use crate::name::escape_bytes;
+use crate::node::{Node, Value};
 use crate::status::Damage;
 
 pub(super) const LFH: &[u8; 4] = b"PK\x03\x04";
@@ -609,6 +611,39 @@ pub(super) fn dos_time(v: u32) -> Option<i64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     Some(days * 86_400 + i64::from(hour * 3600 + min * 60 + sec))
+}
+
+/// The length of the data descriptor after an entry's data at `end`, when
+/// one there matches its directory record; 0 otherwise.
+pub(super) fn descriptor_len(
+    ahead: &mut ReadAhead,
+    data: &dyn Source,
+    end: u64,
+    c: &Central,
+    zip64: bool,
+) -> u64 {
+    let b = ahead.get(data, end, dd::MAX).unwrap_or(&[]);
+    descriptor_candidates(b, zip64)
+        .into_iter()
+        .find(|d| d.crc == c.crc && d.csize == c.csize)
+        .map_or(0, |d| d.len)
+}
+
+/// The node of the entry `c` lists, over its local header, data and
+/// descriptor.
+pub(super) fn entry_node(c: &Central, range: Range) -> Node {
+    let kind = if c.flags & FLAG_DESCRIPTOR != 0 {
+        "entry+dd"
+    } else {
+        "entry"
+    };
+    Node::new(kind, escape_bytes(&c.name), range)
+        .value(Value::Coded(
+            method_name(c.method).unwrap_or("?"),
+            c.csize,
+            c.usize,
+        ))
+        .lazy()
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use super::records::{self, Local};
 use super::{Current, Outcome, Plan, State, Work, ZipParser, method_text, slice, work};
 use crate::data::inflate::resync;
+use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{
     BlockCodec, BlockSource, Data, InflateEvent, InflateSource, Inflater, Pull, Pumped, Range,
     Source, view,
@@ -13,7 +14,7 @@ use crate::data::{
 use crate::extraction::EntryKind;
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
-use crate::parsers::api::{ChildSpec, Step, StepCx};
+use crate::parsers::api::{ChildSpec, SNIFF_LEN, Step, StepCx};
 use crate::parsers::{bzip2, xz, zstd};
 use crate::status::Damage;
 
@@ -97,6 +98,88 @@ impl ZipParser {
                 Plan::Deflate(src, declared)
             }
         }
+    }
+
+    /// Checks a small stored or deflated entry of the directory where it
+    /// is listed, in one go: when its bytes make exactly what the
+    /// directory says (size, CRC, and deflate data that ends where its
+    /// compressed size does), adds its child, handing over its first bytes
+    /// for sniffing, and returns true. A deflated child keeps no decoder:
+    /// it is decoded again if read ([`ChildSpec::deflated`]). Anything else
+    /// returns false, and the entry takes the full path, which says what
+    /// is wrong.
+    pub(super) fn quick_check(
+        &mut self,
+        cx: &mut StepCx,
+        at: (u64, Option<u64>),
+        local: &Local,
+        data: u64,
+    ) -> bool {
+        let (csize, usize) = (local.csize, local.usize);
+        if local.flags & records::FLAG_ENCRYPTED != 0
+            || local.name.ends_with(b"/")
+            || csize > QUICK_MAX
+            || usize > QUICK_MAX
+            || cx.decode_left < usize
+            || !matches!(local.method, 0 | 8)
+            || self.overlapped.contains(&(self.record.0 as u32))
+        {
+            return false;
+        }
+        let Ok(input) = self.ahead.get(&*self.data, data, csize as usize) else {
+            return false;
+        };
+        if input.len() as u64 != csize {
+            return false;
+        }
+        let head_len = (usize as usize).min(SNIFF_LEN);
+        let head: Box<[u8]> = if local.method == 0 {
+            if csize != usize || crc32fast::hash(input) != local.crc {
+                return false;
+            }
+            input[..head_len].into()
+        } else {
+            // One byte more than declared, to see a stream that makes more.
+            let need = usize as usize + 1;
+            if self.scratch.len() < need {
+                self.scratch.resize(need, 0);
+            }
+            let out = &mut self.scratch[..need];
+            let started = std::time::Instant::now();
+            let mut z = RawInflate::new();
+            let (mut used, mut made) = (0, 0);
+            let end = loop {
+                let step = z.inflate(&input[used..], &mut out[made..], false);
+                used += step.consumed;
+                made += step.produced;
+                if step.code != Code::Ok || step.consumed + step.produced == 0 {
+                    break step.code;
+                }
+            };
+            crate::data::stats::decoded(made as u64, started.elapsed(), false);
+            if end != Code::StreamEnd
+                || used as u64 != csize
+                || made as u64 != usize
+                || crc32fast::hash(&out[..made]) != local.crc
+            {
+                return false;
+            }
+            cx.decoded(usize);
+            out[..head_len].into()
+        };
+        let range = Range::new(data, data + csize);
+        let parent = self.data.clone();
+        let stored = local.method == 0;
+        self.add_entry_spec(cx, at, local, false, |name| {
+            if stored {
+                let mut spec = ChildSpec::window(name, EntryKind::File, &parent, range);
+                spec.declared_size = Some(csize);
+                spec.with_head(head)
+            } else {
+                ChildSpec::deflated(name, EntryKind::File, &parent, range, usize, head)
+            }
+        });
+        true
     }
 
     /// Runs the current entry's work for one budget.
@@ -502,16 +585,15 @@ impl ZipParser {
             ..d
         });
         let text = match cur.expect {
-            Some((_, c, u)) => format!(
-                "{}, {c} → {u} bytes",
-                records::method_name(cur.local.method).unwrap_or("?")
-            ),
-            None => method_text(&cur.local),
+            Some((_, c, u)) => {
+                Value::Coded(records::method_name(cur.local.method).unwrap_or("?"), c, u)
+            }
+            None => Value::Str(method_text(&cur.local).into()),
         };
         cx.edit_node(node, move |n| {
             n.kind = kind;
             n.range = Range::new(lfh, end);
-            n.value = Some(Value::Str(text.into()));
+            n.value = Some(text);
             n.damage = node_damage.map(Box::new);
         });
         if self.entries[idx].from_central {
@@ -552,6 +634,7 @@ impl ZipParser {
             .entries
             .iter()
             .map(|e| Range::new(e.lfh, e.end.unwrap_or(e.lfh).min(avail)))
+            .chain(self.checked.iter().copied())
             .chain(self.structures.iter().copied())
             .collect();
         spans.sort_by_key(|r| r.start);
@@ -622,6 +705,11 @@ pub(super) fn check_crc(
     }
     Ok(())
 }
+
+/// Largest entry [`ZipParser::quick_check`] takes: decoded into one
+/// buffer within the step that lists it, it costs less than the stream and
+/// decoder a checked-later entry needs.
+const QUICK_MAX: u64 = 256 * 1024;
 
 /// Input bytes the deflate block finder scans in one step.
 const SCAN_STEP: u64 = 256 * 1024;
