@@ -1,6 +1,6 @@
 use std::io;
 
-use super::source::Source;
+use super::source::{Data, Layout, Source};
 
 /// Bytes held in memory: small inputs and tests.
 pub struct MemSource {
@@ -29,6 +29,55 @@ impl Source for MemSource {
     }
     fn describe(&self) -> &'static str {
         "memory"
+    }
+}
+
+/// A source whose first bytes are in memory already (handed over by the
+/// parser that decoded them): reads within them are copied from there, and
+/// only others reach `rest`, the source itself, which may have to decode
+/// for them. Sniffing a child reads its first few KiB; a zip entry checked
+/// where it was listed would otherwise be decoded again for that.
+pub struct HeadSource {
+    head: Box<[u8]>,
+    rest: Data,
+}
+
+impl HeadSource {
+    /// `rest`, whose first bytes are `head`.
+    pub fn new(head: Box<[u8]>, rest: Data) -> HeadSource {
+        HeadSource { head, rest }
+    }
+}
+
+impl Source for HeadSource {
+    fn available(&self) -> u64 {
+        self.rest.available()
+    }
+    fn is_final(&self) -> bool {
+        self.rest.is_final()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.rest.available();
+        let want = (buf.len() as u64).min(avail.saturating_sub(offset));
+        if offset.saturating_add(want) <= self.head.len() as u64 {
+            return copy_from(&self.head, offset, &mut buf[..want as usize]);
+        }
+        self.rest.read_at(offset, buf)
+    }
+    fn describe(&self) -> &'static str {
+        self.rest.describe()
+    }
+    fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
+        self.rest.origin(offset)
+    }
+    fn is_window(&self) -> bool {
+        self.rest.is_window()
+    }
+    fn final_len(&self) -> Option<u64> {
+        self.rest.final_len()
+    }
+    fn layout(&self) -> Layout<'_> {
+        self.rest.layout()
     }
 }
 

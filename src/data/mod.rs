@@ -31,7 +31,7 @@ pub mod stats;
 pub use blocks::{Block, BlockCodec, BlockReader, BlockSource, Fill, InputBuf, Pull, Pumped};
 pub use cache::ChunkCache;
 pub use inflate::{InflateEvent, InflateSource, Inflater};
-pub use mem::MemSource;
+pub use mem::{HeadSource, MemSource};
 pub use mmap::MmapSource;
 pub use readahead::ReadAhead;
 pub use remote::{RemoteSource, RemoteStats, is_remote_url, remote_stats};

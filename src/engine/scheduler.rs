@@ -98,9 +98,6 @@ struct Job {
     /// With [`Options::focus`], the part of that PATH below this
     /// extraction: only children on the way to it are parsed.
     focus: Option<Arc<str>>,
-    /// Its first bytes, when its parser gave them (see
-    /// [`crate::parsers::ChildSpec::deflated`]).
-    head: Option<Box<[u8]>>,
 }
 
 impl Job {
@@ -129,7 +126,6 @@ impl Job {
             carving: false,
             feed,
             focus: None,
-            head: None,
         }
     }
 
@@ -673,16 +669,9 @@ impl Engine {
     /// Sniffs `job`'s bytes as if named `name`.
     fn sniff_as(&self, job: &Job, name: &str, depth: u32) -> Option<Option<Sniffed>> {
         let data = &job.data;
-        let read;
-        let head = match &job.head {
-            Some(h) => &h[..],
-            None => {
-                read = parsers::api::head(&**data);
-                &read[..]
-            }
-        };
+        let head = parsers::api::head(&**data);
         let sniff = Sniff {
-            head,
+            head: &head,
             name,
             data,
             kind: &job.kind,
@@ -813,17 +802,22 @@ impl Engine {
                             _ => content = false,
                         }
                     }
+                    // Its first bytes, when its parser handed them over,
+                    // are read from there (see `ChildSpec::deflated`).
+                    let data = match head {
+                        Some(h) => Arc::new(crate::data::HeadSource::new(h, e.data())) as Data,
+                        None => e.data(),
+                    };
                     let mut job = Job::sniffing(
                         id,
                         depth,
-                        e.data(),
+                        data,
                         e.display_name(),
                         e.kind.clone(),
                         e.file().map(|f| f.to_path_buf()),
                     );
                     job.like = e.extra.as_ref().and_then(|x| x.like);
                     job.focus = rest;
-                    job.head = head;
                     (job, content)
                 })
                 .collect()

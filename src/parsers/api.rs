@@ -93,6 +93,10 @@ impl Options {
 
 /// Bytes from the start of an extraction that sniffers get to see.
 pub const SNIFF_LEN: usize = 1024;
+/// The most first bytes a parser hands over with a child it decoded
+/// ([`ChildSpec::deflated`]): sniffers that look past [`Sniff::head`] (a
+/// tar header further in) read no further than this.
+pub const HEAD_LEN: usize = 8 * 1024;
 
 /// One format: how to recognise it, parse it and re-load its nodes.
 pub struct Format {
@@ -157,7 +161,7 @@ pub struct ChildSpec {
     /// How the child's bytes are made from `data` (see
     /// [`ChildSpec::window`], [`ChildSpec::deflated`]).
     form: Form,
-    /// Its first bytes (up to [`SNIFF_LEN`]), when the parser has them in
+    /// Its first bytes (up to [`HEAD_LEN`]), when the parser has them in
     /// hand: the child is sniffed from them, not from its source.
     head: Option<Box<[u8]>>,
     /// The parent's bytes it comes from (a member's data, compressed bytes).
@@ -206,7 +210,7 @@ impl ChildSpec {
         spec.origin = Some(range);
         spec
     }
-    /// With its first bytes (up to [`SNIFF_LEN`]), which the parser has in
+    /// With its first bytes (up to [`HEAD_LEN`]), which the parser has in
     /// hand: it is sniffed from them.
     pub fn with_head(mut self, head: Box<[u8]>) -> ChildSpec {
         self.head = Some(head);

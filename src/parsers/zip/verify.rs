@@ -14,7 +14,7 @@ use crate::data::{
 use crate::extraction::EntryKind;
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
-use crate::parsers::api::{ChildSpec, SNIFF_LEN, Step, StepCx};
+use crate::parsers::api::{ChildSpec, HEAD_LEN, Step, StepCx};
 use crate::parsers::{bzip2, xz, zstd};
 use crate::status::Damage;
 
@@ -117,7 +117,6 @@ impl ZipParser {
     ) -> bool {
         let (csize, usize) = (local.csize, local.usize);
         if local.flags & records::FLAG_ENCRYPTED != 0
-            || local.name.ends_with(b"/")
             || csize > QUICK_MAX
             || usize > QUICK_MAX
             || cx.decode_left < usize
@@ -132,7 +131,7 @@ impl ZipParser {
         if input.len() as u64 != csize {
             return false;
         }
-        let head_len = (usize as usize).min(SNIFF_LEN);
+        let head_len = (usize as usize).min(HEAD_LEN);
         let head: Box<[u8]> = if local.method == 0 {
             if csize != usize || crc32fast::hash(input) != local.crc {
                 return false;
@@ -170,13 +169,16 @@ impl ZipParser {
         let range = Range::new(data, data + csize);
         let parent = self.data.clone();
         let stored = local.method == 0;
-        self.add_entry_spec(cx, at, local, false, |name| {
+        // A directory too (Java's jar tool deflates them: 2 bytes).
+        let kind = entry_kind(local);
+        let dir = kind == EntryKind::Dir;
+        self.add_entry_spec(cx, at, local, dir, |name| {
             if stored {
-                let mut spec = ChildSpec::window(name, EntryKind::File, &parent, range);
+                let mut spec = ChildSpec::window(name, kind, &parent, range);
                 spec.declared_size = Some(csize);
                 spec.with_head(head)
             } else {
-                ChildSpec::deflated(name, EntryKind::File, &parent, range, usize, head)
+                ChildSpec::deflated(name, kind, &parent, range, usize, head)
             }
         });
         true
