@@ -242,6 +242,10 @@ struct GzipParser {
     out: Option<Arc<InflateSource>>,
     child: Option<ExtId>,
     members: usize,
+    /// The last stream ended was one recovered after damage: its end is
+    /// a final block found by decoding from a guessed start, not a trailer
+    /// that checks out, and may be false.
+    after_recovered: bool,
     state: State,
     scratch: Vec<u8>,
     /// Name of the first decoded stream, which recovered ones are named after.
@@ -270,6 +274,7 @@ impl GzipParser {
             out: None,
             child: None,
             members: 0,
+            after_recovered: false,
             state: State::Header { at: 0 },
             scratch: Vec::new(),
             stream_name: String::new(),
@@ -703,6 +708,7 @@ impl GzipParser {
         let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let stored_size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
         let tr = Range::new(at, at + 8);
+        self.after_recovered = recovered;
         if recovered {
             // The CRC and size cover the whole member, whose start is lost.
             cx.edit_node(node, move |nd| {
@@ -786,6 +792,21 @@ impl GzipParser {
                     let r = Range::new(pad, q);
                     cx.push_node(Node::new("padding", "zero padding", r).uint(r.len()));
                     self.state = State::After { at: q, pad: q };
+                    return None;
+                }
+                if self.after_recovered {
+                    // A recovered stream whose "end" no member follows
+                    // ended falsely (a final block misread): the rest of
+                    // its member's deflate data is looked for here too.
+                    self.after_recovered = false;
+                    self.state = State::Blocks {
+                        bit: q * 8,
+                        lost: q,
+                        start: q,
+                        why: "the stream recovered before ends where no gzip member follows".into(),
+                        member: None,
+                        members_to: q,
+                    };
                     return None;
                 }
                 self.state = State::Resync {

@@ -1066,3 +1066,43 @@ fn found_files_end_where_their_format_ends_and_lookalikes_are_not_found() {
         assert!(read_all(&t, inner) == text, "{}", t.exts[c].name.display());
     }
 }
+
+/// A stream recovered after damage may end falsely: decoding from a
+/// guessed block start reached a final block, and what follows looks like
+/// a trailer and zero padding (a tar's zeros, in a stored block of the
+/// real member). Here a whole deflate stream, 8 bytes and zeros sit in
+/// the member's data, and more deflate data follows. Where no gzip member
+/// follows such an end, the rest of the member is looked for by its
+/// deflate blocks again, not given up as "not gzip data".
+#[test]
+fn a_recovered_stream_that_ends_falsely_is_followed_by_another() {
+    let script = "import sys, zlib, gzip\n\
+        def raw(b, mode):\n    \
+            c = zlib.compressobj(6, zlib.DEFLATED, -15)\n    \
+            return c.compress(b) + c.flush(mode)\n\
+        head = b''.join(b'head line %d\\n' % i for i in range(4000))\n\
+        p = b''.join(b'middle part %d\\n' % i for i in range(3000))\n\
+        q = b''.join(b'the last part %d\\n' % i for i in range(5000))\n\
+        d = gzip.compress(b'')[:10]\n\
+        d += raw(head, zlib.Z_FULL_FLUSH) + b'\\x06' * 64 + raw(p, zlib.Z_FINISH) + b'\\x01' * 8 + bytes(64) + raw(q, zlib.Z_FINISH)\n\
+        d += (zlib.crc32(head + p + q)).to_bytes(4, 'little') + len(head + p + q).to_bytes(4, 'little')\n\
+        sys.stdout.buffer.write(d)\n";
+    let gz = python(script);
+    let session = parse_named("parts.txt.gz", gz, "false end");
+    let t = session.tree();
+    let recovered: Vec<Vec<u8>> = (0..t.exts.len())
+        .filter(|&id| t.path_of(id).contains("~recovered@") && t.exts[id].parent == Some(0))
+        .map(|id| read_all(&t, id))
+        .collect();
+    let text = |what: &str, n: usize| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| format!("{what} {i}\n").into_bytes())
+            .collect()
+    };
+    assert_eq!(
+        recovered,
+        vec![text("middle part", 3000), text("the last part", 5000)],
+        "{} streams recovered",
+        recovered.len()
+    );
+}
