@@ -63,7 +63,9 @@ impl EntryKind {
 /// members pay for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
-    mtime: i64,
+    /// The time's two halves (low, high): kept 4-aligned, the 12 bytes
+    /// pack beside the extraction's other 4-byte fields.
+    mtime: [u32; 2],
     mode: u32,
 }
 
@@ -77,14 +79,16 @@ impl Meta {
     /// What the container says: seconds since the Unix epoch, and the
     /// permission bits (`0o7777`), each when it says it.
     pub fn new(mtime: Option<i64>, mode: Option<u32>) -> Meta {
+        let t = mtime.filter(|&t| t != i64::MIN).unwrap_or(i64::MIN) as u64;
         Meta {
-            mtime: mtime.filter(|&t| t != i64::MIN).unwrap_or(i64::MIN),
+            mtime: [t as u32, (t >> 32) as u32],
             mode: mode.map_or(u32::MAX, |m| m & 0o7777),
         }
     }
     /// Modification time, seconds since the Unix epoch.
     pub fn mtime(&self) -> Option<i64> {
-        (self.mtime != i64::MIN).then_some(self.mtime)
+        let t = (u64::from(self.mtime[1]) << 32 | u64::from(self.mtime[0])) as i64;
+        (t != i64::MIN).then_some(t)
     }
     /// Permission bits.
     pub fn mode(&self) -> Option<u32> {
@@ -157,8 +161,9 @@ pub struct Extraction {
     pub id: ExtId,
     /// The extraction it was found in (`None` for the root).
     pub parent: Option<ExtId>,
-    /// Position among the parent's children.
-    pub index: usize,
+    /// Position among the parent's children (4 bytes: see
+    /// [`Extraction::position`]).
+    pub index: u32,
     /// Extractions found in it, in the order found.
     pub children: ThinVec<ExtId>,
     /// Its name as its container gives it (raw bytes).
@@ -193,6 +198,12 @@ pub struct Extraction {
 }
 
 impl Extraction {
+    /// Its position among its parent's children. Kept in 4 bytes, which
+    /// ten million members each pay for; past 4 billion children (a file
+    /// of terabytes of empty members) the count saturates.
+    pub fn position(&self) -> usize {
+        self.index as usize
+    }
     /// The extraction's bytes. A member stored verbatim keeps only its
     /// parent's source and `origin`, and its window is made here when asked
     /// for: ten million members then hold no window object each.
@@ -579,5 +590,28 @@ impl Tree {
             .map(|id| self.status_of(id))
             .max()
             .unwrap_or(Status::Complete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A container of ten million members holds ten million of these:
+    /// growing it is a choice, not an accident.
+    #[test]
+    fn an_extraction_record_stays_small() {
+        assert!(std::mem::size_of::<Extraction>() <= 192);
+        assert_eq!(std::mem::size_of::<Meta>(), 12);
+    }
+
+    #[test]
+    fn meta_keeps_any_time() {
+        for t in [0, 1, -1, 1_700_000_000, i64::MAX, i64::MIN + 1] {
+            assert_eq!(Meta::new(Some(t), None).mtime(), Some(t));
+        }
+        assert_eq!(Meta::new(None, Some(0o100644)).mtime(), None);
+        assert_eq!(Meta::new(Some(i64::MIN), None).mtime(), None);
+        assert_eq!(Meta::new(None, Some(0o100644)).mode(), Some(0o644));
     }
 }

@@ -346,8 +346,10 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             return Err(bad("a window without a range"));
         }
         let declared_size = r.opt()?;
-        if form == Form::Deflate && declared_size.is_none() {
-            return Err(bad("a decoded entry without its size"));
+        // Deflate makes at most 1,032 bytes of each byte (258 of 2 bits).
+        let most = |r: Range| r.len().saturating_mul(1032).saturating_add(1024);
+        if form == Form::Deflate && declared_size.zip(origin).is_none_or(|(d, r)| d > most(r)) {
+            return Err(bad("a decoded entry without a size its data can make"));
         }
         let parser = match r.u8()? {
             0 => None,
@@ -429,7 +431,7 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
         tree.exts.push(Extraction {
             id,
             parent,
-            index,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
             children: ThinVec::new(),
             name: if id == 0 {
                 name.clone()

@@ -467,7 +467,7 @@ impl<'a> StepCx<'a> {
             t.exts.push(crate::extraction::Extraction {
                 id,
                 parent: Some(me),
-                index,
+                index: u32::try_from(index).unwrap_or(u32::MAX),
                 children: ThinVec::new(),
                 name: spec.name,
                 kind: spec.kind,
