@@ -188,13 +188,13 @@ fn a_big_zip_lists_its_checked_entries_in_groups_of_1024() {
         assert!(run.code <= 1, "{}", run.stderr_text());
         serde_json::from_slice(&run.stdout).unwrap()
     };
+    // The top-level nodes of one kind.
+    let of_kind = |tree: &Value, kind: &str| -> Vec<Value> {
+        let top = tree["children"].as_array().unwrap();
+        top.iter().filter(|n| n["kind"] == kind).cloned().collect()
+    };
     let big = nodes(&big, "2");
-    let groups: Vec<&Value> = big["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|g| g["kind"] == "entries")
-        .collect();
+    let groups = of_kind(&big, "entries");
     assert_eq!(groups.len(), N.div_ceil(1024));
     let mut at = 0;
     let mut entries = Vec::new();
@@ -209,13 +209,7 @@ fn a_big_zip_lists_its_checked_entries_in_groups_of_1024() {
     }
     assert_eq!(entries.len(), N);
     // The first 100 entries are the small zip's, byte for byte.
-    let small = nodes(&small, "1");
-    let alone: Vec<&Value> = small["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| n["kind"] == "entry")
-        .collect();
+    let alone = of_kind(&nodes(&small, "1"), "entry");
     assert_eq!(alone.len(), 100);
     for (a, b) in alone.iter().zip(&entries) {
         for k in ["name", "kind", "start", "end", "value"] {
@@ -245,14 +239,12 @@ fn a_big_zip_lists_its_checked_entries_in_groups_of_1024() {
         dst = bad.display().to_string()
     ));
     let bad = nodes(&bad, "1");
-    let top = bad["children"].as_array().unwrap();
-    let own: Vec<&Value> = top.iter().filter(|n| n["kind"] == "entry").collect();
+    let own = of_kind(&bad, "entry");
     assert_eq!(own.len(), 1, "{own:?}");
     assert_eq!(own[0]["name"], "dir0/file5000.txt");
     assert_ne!(own[0]["status"], "complete", "{}", own[0]);
-    let grouped: usize = top
+    let grouped: usize = of_kind(&bad, "entries")
         .iter()
-        .filter(|n| n["kind"] == "entries")
         .map(|g| {
             g["value"]
                 .as_str()
