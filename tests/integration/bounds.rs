@@ -189,16 +189,16 @@ fn zip64_size_past_the_end_is_damage() {
 }
 
 /// One zip member for [`zip_of`].
-struct Member {
-    name: String,
-    data: Vec<u8>,
-    deflate: bool,
+pub(crate) struct Member {
+    pub name: String,
+    pub data: Vec<u8>,
+    pub deflate: bool,
 }
 
 /// A zip written by hand. With `repeat`, the central directory lists the
 /// first member `repeat` times under different names, every record pointing
 /// at the one local header (the shape of overlapping zip bombs).
-fn zip_of(members: &[Member], repeat: usize) -> Vec<u8> {
+pub(crate) fn zip_of(members: &[Member], repeat: usize) -> Vec<u8> {
     use std::io::Write;
     let mut out = Vec::new();
     let mut central = Vec::new();

@@ -11,6 +11,7 @@ mod architecture;
 mod bounds;
 mod cli;
 mod compressors;
+mod costs;
 mod damage;
 mod fs;
 mod fuzz_corpus;

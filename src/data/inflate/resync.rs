@@ -360,6 +360,9 @@ pub struct Recover {
     /// started inside the damage, or out of step with the real symbols
     /// (see [`fixed_sync`]).
     sync_at: u64,
+    /// Work beside decoding, in input bits decoded: finding where a
+    /// leading fixed-Huffman run is in step.
+    side_work: u64,
 }
 
 impl Recover {
@@ -384,6 +387,7 @@ impl Recover {
             fixed_lead: false,
             unproven: false,
             sync_at: 0,
+            side_work: 0,
         }
     }
 
@@ -605,7 +609,9 @@ impl Recover {
             self.evidence += 1;
             self.fixed_syms = 0;
             if std::mem::take(&mut self.fixed_lead) {
-                self.sync_at = fixed_sync(&self.input, at, last).unwrap_or(u64::MAX);
+                let (sync, steps) = fixed_sync(&self.input, at, last);
+                self.sync_at = sync.unwrap_or(u64::MAX);
+                self.side_work += steps * 8;
             }
         }
     }
@@ -787,42 +793,78 @@ const FIXED_PROOF: u64 = 1024;
 /// counts: else random bits that happen to end a "block" where a real one
 /// starts would pass, and their bytes would become the real block's
 /// window. `None`: input is missing.
-fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool) -> Option<bool> {
+fn confirm(input: &Data, bit: u64, end_ok: &dyn Fn(u64) -> bool, limit: u64) -> (Verdict, u64) {
     let mut d = Recover::new(input.clone(), bit);
     let mut sink = Vec::with_capacity(64 * 1024);
-    loop {
+    let verdict = loop {
         sink.clear();
         let Ok(ev) = d.run(&mut sink, 64 * 1024) else {
-            return Some(false);
+            break Verdict::Fails;
         };
         if d.unproven {
-            return Some(false);
+            break Verdict::Fails;
         }
         let e = d.evidence;
         match ev {
-            Event::Block if e >= 2 && d.blocks() >= 2 => return Some(true),
+            Event::Block if e >= 2 && d.blocks() >= 2 => break Verdict::Holds,
             Event::Block | Event::Progress if e >= 1 && d.produced() >= CONFIRM_OUT => {
-                return Some(true);
+                break Verdict::Holds;
             }
             Event::Block | Event::Progress if d.produced() >= 4 * CONFIRM_OUT => {
-                return Some(false);
+                break Verdict::Fails;
+            }
+            Event::Block | Event::Progress if d.bit().saturating_sub(bit) + d.side_work > limit => {
+                break Verdict::OverBudget;
             }
             Event::Block | Event::Progress => {}
-            Event::End(at) => return Some(e >= 1 && !d.unvouched_lead() && end_ok(at)),
-            Event::NeedInput => return None,
-            Event::Truncated => {
-                return Some(
-                    !d.unvouched_lead() && (e >= 2 || (e >= 1 && d.produced() >= 256 * 1024)),
-                );
+            Event::End(at) => {
+                break if e >= 1 && !d.unvouched_lead() && end_ok(at) {
+                    Verdict::Holds
+                } else {
+                    Verdict::Fails
+                };
             }
-            Event::Error(..) => return Some(false),
+            Event::NeedInput => break Verdict::NeedInput,
+            Event::Truncated => {
+                break if !d.unvouched_lead() && (e >= 2 || (e >= 1 && d.produced() >= 256 * 1024)) {
+                    Verdict::Holds
+                } else {
+                    Verdict::Fails
+                };
+            }
+            Event::Error(..) => break Verdict::Fails,
         }
-    }
+    };
+    (verdict, d.bit().saturating_sub(bit) + d.side_work)
 }
+
+/// What [`confirm`] made of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// A block begins there.
+    Holds,
+    /// Decoding from there fails, for a reason a later candidate that
+    /// falls into step with it shares.
+    Fails,
+    /// Trial decoding would cost more than the scan's budget allows.
+    OverBudget,
+    /// Input is missing.
+    NeedInput,
+}
+
+/// Input bits a scan may trial-decode per bit it scans, and on top of
+/// that: what bounds a scan's work, whatever the bytes. Real data decides
+/// most candidates within a few symbols and confirms a real block within
+/// the allowance; bytes made to pass the cheap checks everywhere run out
+/// of it instead of costing a trial decode to their end per candidate.
+const TRIAL_PER_BIT: u64 = 8;
+const TRIAL_ALLOWANCE: u64 = 2 << 23;
 
 /// Looks for the first input bit at or after `from`, before byte `end`,
 /// where a deflate block begins that decodes (see the module docs),
-/// scanning at most `budget` bytes. `end_ok` says whether a deflate stream
+/// scanning at most `budget` bytes and trial-decoding at most
+/// [`TRIAL_PER_BIT`] input bits per bit scanned (plus an allowance):
+/// candidates past that are passed over. `end_ok` says whether a deflate stream
 /// may end at an input byte (a gzip trailer and the end of the file or the
 /// next member follow; a zip entry's data ends there).
 pub fn find_block(
@@ -836,6 +878,8 @@ pub fn find_block(
     let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
     let mut memo = FixedMemo::new();
     let mut bit = from;
+    // Input bits trial-decoded so far.
+    let mut spent = 0u64;
     while bit < stop.saturating_mul(8) {
         let base = bit / 8;
         let fin = input.is_final();
@@ -871,10 +915,21 @@ pub fn find_block(
         while rel < lim {
             if let Some(at) = candidate(b, base * 8, rel, &mut memo) {
                 let at = base * 8 + at;
-                match confirm(input, at, end_ok) {
-                    Some(true) => return Ok(Found::Block(at)),
-                    Some(false) => {}
-                    None => return Ok(Found::NeedInput(base * 8 + rel)),
+                let scanned = (base * 8 + rel).saturating_sub(from);
+                let allowed = scanned
+                    .saturating_mul(TRIAL_PER_BIT)
+                    .saturating_add(TRIAL_ALLOWANCE);
+                let (verdict, cost) = if spent < allowed {
+                    confirm(input, at, end_ok, allowed - spent)
+                } else {
+                    (Verdict::OverBudget, 0)
+                };
+                spent = spent.saturating_add(cost);
+                match verdict {
+                    Verdict::Holds => return Ok(Found::Block(at)),
+                    Verdict::Fails => memo.failed(),
+                    Verdict::OverBudget => memo.walk.clear(),
+                    Verdict::NeedInput => return Ok(Found::NeedInput(base * 8 + rel)),
                 }
             }
             rel += 1;
@@ -961,29 +1016,38 @@ impl PathAt {
 /// [`FIXED_PAIR_BITS`] bits from `at` starts on a real boundary and stays
 /// on the real symbols: where all paths that survive have met, decoding is
 /// in step. `None`: they do not meet within [`SYNC_SPAN`] bytes.
-fn fixed_sync(input: &Data, at: u64, last: bool) -> Option<u64> {
+fn fixed_sync(input: &Data, at: u64, last: bool) -> (Option<u64>, u64) {
     let base = at / 8;
     let mut buf = vec![0u8; SYNC_SPAN];
-    let n = input.read_at(base, &mut buf).ok()?;
+    let Ok(n) = input.read_at(base, &mut buf) else {
+        return (None, 0);
+    };
     let b = &buf[..n];
     let rel = at - base * 8;
     let (lit, dist) = fixed();
     let mut paths: Vec<PathAt> = (0..FIXED_PAIR_BITS)
         .map(|k| PathAt::Symbol(rel + k, last))
         .collect();
+    // Symbols decoded, the work this costs.
+    let mut steps = 0u64;
     loop {
-        paths.sort_unstable_by_key(|p| p.bit());
-        paths.dedup();
         if paths.len() == 1 {
-            return Some(base * 8 + paths[0].bit());
+            return (Some(base * 8 + paths[0].bit()), steps);
         }
         // Advance the path furthest behind.
-        let i = paths
+        let Some(i) = paths
             .iter()
-            .position(|p| !matches!(p, PathAt::Stopped(_)))?;
+            .enumerate()
+            .filter(|(_, p)| !matches!(p, PathAt::Stopped(_)))
+            .min_by_key(|(_, p)| p.bit())
+            .map(|(i, _)| i)
+        else {
+            return (None, steps);
+        };
+        steps += 1;
         let mut r = Bits::new(b, paths[i].bit());
         if r.left() < MAX_SYMBOL_BITS {
-            return None;
+            return (None, steps);
         }
         let next = match paths[i] {
             PathAt::Header(_) => {
@@ -1013,11 +1077,15 @@ fn fixed_sync(input: &Data, at: u64, last: bool) -> Option<u64> {
             stopped @ PathAt::Stopped(_) => Some(stopped),
         };
         match next {
+            // A path that lands where another is has met it.
+            Some(p) if paths.iter().enumerate().any(|(k, q)| k != i && *q == p) => {
+                paths.swap_remove(i);
+            }
             Some(p) => paths[i] = p,
             None => {
                 paths.swap_remove(i);
                 if paths.is_empty() {
-                    return None;
+                    return (None, steps);
                 }
             }
         }
@@ -1035,28 +1103,64 @@ struct FixedMemo {
     /// The states of the run under way, with the symbols decoded before
     /// each.
     path: Vec<(u64, u64)>,
+    /// The states of the last run that held, until its trial decode
+    /// decides: if that fails, runs that meet them fail alike.
+    walk: Vec<u64>,
 }
 
-const MEMO_SLOTS: usize = 4096;
+const MEMO_SLOTS: usize = 16384;
+
+/// A state's slot: hashed, since the states of one run step by a
+/// symbol's bits (by 8 bits in runs of one literal) and would fill a few
+/// slots of a plain modulus.
+fn memo_slot(state: u64) -> usize {
+    (state.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50) as usize % MEMO_SLOTS
+}
 
 impl FixedMemo {
     fn new() -> FixedMemo {
         FixedMemo {
             seen: vec![(0, 0); MEMO_SLOTS],
             path: Vec::new(),
+            walk: Vec::new(),
         }
     }
     fn get(&self, state: u64) -> Option<u32> {
-        let (k, left) = self.seen[state as usize % MEMO_SLOTS];
+        let (k, left) = self.seen[memo_slot(state)];
         (k == state + 1).then_some(left)
     }
     /// Records that the run under way stopped after `total` symbols.
     fn settle(&mut self, total: u64) {
         for &(st, at) in &self.path {
             let left = total.saturating_sub(at).min(u32::MAX as u64) as u32;
-            self.seen[st as usize % MEMO_SLOTS] = (st + 1, left);
+            self.seen[memo_slot(st)] = (st + 1, left);
         }
         self.path.clear();
+    }
+    /// Keeps the run under way, which held, as the one a trial decode
+    /// now decides.
+    /// Its states are marked as holding, so runs that meet them stop
+    /// there instead of walking the same symbols again.
+    fn held(&mut self) {
+        self.walk.clear();
+        for &(st, _) in &self.path {
+            self.seen[memo_slot(st)] = (st + 1, u32::MAX);
+            self.walk.push(st);
+        }
+        self.path.clear();
+    }
+    /// The trial decode of the last run that held failed. Once two
+    /// fixed-Huffman runs meet, they decode the same symbols from the same
+    /// bits, so a later candidate that meets this one within its first
+    /// symbols fails the same way (with fewer symbols behind it, it has
+    /// no more evidence): it is not decoded again. Without this, bytes
+    /// that decode as literals from every other bit (alternating bits)
+    /// cost a trial decode to their end per candidate: quadratic.
+    fn failed(&mut self) {
+        for &st in &self.walk {
+            self.seen[memo_slot(st)] = (st + 1, 0);
+        }
+        self.walk.clear();
     }
 }
 
@@ -1068,6 +1172,7 @@ impl FixedMemo {
 fn fixed_run_holds(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> bool {
     let (lit, dist) = fixed();
     // The first symbol's state is often on a run seen before.
+    memo.walk.clear();
     if let Some(left) =
         memo.get((base + rel + 3) * 4 + (b[(rel / 8) as usize] >> (rel % 8) & 1) as u64)
     {
@@ -1128,12 +1233,18 @@ fn fixed_run_holds(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> bool 
         }
     };
     match stop {
-        Some(total) => {
+        Some(total) if total < FIXED_PROOF => {
             memo.settle(total);
-            total >= FIXED_PROOF
+            false
+        }
+        Some(total) => {
+            let walk: Vec<u64> = memo.path.iter().map(|&(st, _)| st).collect();
+            memo.settle(total);
+            memo.walk = walk;
+            true
         }
         None => {
-            memo.path.clear();
+            memo.held();
             true
         }
     }

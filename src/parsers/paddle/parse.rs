@@ -253,10 +253,31 @@ pub struct Reader {
     types: TypeCache,
     /// The op being read; its vectors are reused from op to op.
     scratch: Op,
+    /// Where the last place was, so the next one on its line goes on from
+    /// there.
+    place_memo: std::cell::Cell<Option<PlaceMemo>>,
     /// Outside a program: the last line ending in `{` whose next line is
     /// not a program's. It may be text around programs, or a program whose
     /// first line is damaged: op lines deeper than it say which.
     opener: Option<Opener>,
+}
+
+/// The last [`Reader::place`]: its line's start in `buf` at `base`, the
+/// place, the newlines between them, and the start and column of its line.
+#[derive(Clone, Copy)]
+struct PlaceMemo {
+    base: u64,
+    line_start: usize,
+    at: usize,
+    extra: u64,
+    from: usize,
+    col: u64,
+}
+
+/// Characters in `b`, counted so that counts of adjacent parts add up:
+/// bytes that do not continue a UTF-8 sequence.
+fn chars(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u64
 }
 
 /// A line ending in `{` that did not open a program: its next line was
@@ -354,6 +375,7 @@ impl Reader {
             enter: false,
             types: TypeCache::new(),
             scratch: Op::default(),
+            place_memo: std::cell::Cell::new(None),
             opener: None,
         }
     }
@@ -442,21 +464,64 @@ impl Reader {
         }
     }
 
+    /// Where `[at, end)` of `buf` is, with its line's text. Successive
+    /// places on one line (the operands of an op of 240k operands) continue
+    /// from the last one instead of reading the line again from its start.
     fn place(&self, buf: &[u8], base: u64, line_start: usize, at: usize, end: usize) -> Place {
         let at = at.min(buf.len());
-        let before = &buf[line_start..at];
-        let extra = memchr::memchr_iter(b'\n', before).count() as u64;
-        let from = memchr::memrchr(b'\n', before).map_or(line_start, |i| line_start + i + 1);
-        let col = String::from_utf8_lossy(&buf[from..at]).chars().count() as u64 + 1;
-        let line_end = memchr::memchr(b'\n', &buf[from..]).map_or(buf.len(), |i| from + i);
-        let shown = &buf[from..line_end.min(from + SOURCE_CAP)];
+        let line_start = line_start.min(at);
+        let memo = self
+            .place_memo
+            .get()
+            .filter(|m| m.base == base && m.line_start == line_start && m.at <= at);
+        let (extra, from, col) = match memo {
+            Some(m) => {
+                let step = &buf[m.at..at];
+                match memchr::memrchr(b'\n', step) {
+                    Some(i) => {
+                        let from = m.at + i + 1;
+                        let n = memchr::memchr_iter(b'\n', step).count() as u64;
+                        (m.extra + n, from, chars(&buf[from..at]) + 1)
+                    }
+                    None => (m.extra, m.from, m.col + chars(step)),
+                }
+            }
+            None => {
+                let before = &buf[line_start..at];
+                let extra = memchr::memchr_iter(b'\n', before).count() as u64;
+                let from =
+                    memchr::memrchr(b'\n', before).map_or(line_start, |i| line_start + i + 1);
+                (extra, from, chars(&buf[from..at]) + 1)
+            }
+        };
+        let shown_end = buf.len().min(from.saturating_add(SOURCE_CAP));
+        let line_end = memchr::memchr(b'\n', &buf[from..shown_end]).map_or(shown_end, |i| from + i);
+        self.place_memo.set(Some(PlaceMemo {
+            base,
+            line_start,
+            at,
+            extra,
+            from,
+            col,
+        }));
         Place {
             span: Range::new(base + at as u64, base + end.max(at) as u64),
             line: self.line + extra,
             col,
-            source: String::from_utf8_lossy(shown).into_owned(),
+            source: String::from_utf8_lossy(&buf[from..line_end]).into_owned(),
             line_start: base + from as u64,
         }
+    }
+
+    /// Counts an error that will not be reported, if [`MAX_ERRORS`] are;
+    /// callers ask before they spend work placing it.
+    fn suppress_error(&mut self) -> bool {
+        if self.errors < MAX_ERRORS {
+            return false;
+        }
+        self.errors += 1;
+        self.suppressed += 1;
+        true
     }
 
     fn error(&mut self, sink: &mut dyn Sink, at: Place, message: String) {
@@ -825,6 +890,9 @@ impl Reader {
             return;
         }
         if let Some(first) = self.names.get(&v.name) {
+            if self.suppress_error() {
+                return;
+            }
             let s = (v.span.start - base) as usize;
             let e = (v.span.end - base) as usize;
             let at = self.place(buf, base, line_start, s, e);
@@ -851,15 +919,24 @@ impl Reader {
     /// `v` is used; unless already defined, it waits for its definition
     /// until the program ends.
     fn using(&mut self, v: &ValueRef, buf: &[u8], base: u64, line_start: usize) {
-        if v.name == ValueName::Null || self.names.get(&v.name).is_some() {
+        // Part of a program: names are not checked.
+        if self.partial || v.name == ValueName::Null || self.names.get(&v.name).is_some() {
             return;
         }
         let s = (v.span.start - base) as usize;
-        let at = self.place(buf, base, line_start, s, (v.span.end - base) as usize);
+        let mut at = self.place(buf, base, line_start, s, (v.span.end - base) as usize);
+        // Only the first errors are shown with their line; the text of the
+        // rest would cost its line's length for each of them.
+        if self.names.pending.len() >= 2 * MAX_ERRORS {
+            at.source = String::new();
+        }
         self.names.pending.push((v.name.clone(), at));
     }
 
     fn fail(&mut self, buf: &[u8], base: u64, line_start: usize, f: Fail, sink: &mut dyn Sink) {
+        if self.suppress_error() {
+            return;
+        }
         let at = self.place(buf, base, line_start, f.at, f.end);
         self.error(sink, at, f.message);
     }
