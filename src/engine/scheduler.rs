@@ -726,11 +726,19 @@ impl Engine {
             Err(e) => {
                 // Bytes that cannot be read are no format, and not nothing
                 // either: the extraction says why it is not parsed.
+                let why = match self.guard.failure() {
+                    // The opened file failed (maybe at another offset):
+                    // said once, at the root (see `stop_on_read_failure`).
+                    Some(f) => format!(
+                        "parse stopped: the file could not be read at offset {}",
+                        f.offset
+                    ),
+                    None => format!("its first bytes cannot be read: {e}"),
+                };
                 let mut t = self.shared.tree.write();
-                t.exts[job.ext].damage.push(Damage::corrupt(
-                    Range::new(0, 0),
-                    format!("its first bytes cannot be read: {e}"),
-                ));
+                t.exts[job.ext]
+                    .damage
+                    .push(Damage::corrupt(Range::new(0, 0), why));
                 t.damage_count += 1;
                 return Some(None);
             }

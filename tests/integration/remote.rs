@@ -756,6 +756,11 @@ fn fails_fast(server: &Server, url: &str, args: &[&str], reasons: &[&str], max_r
     let run = pparse_env(args.iter().copied(), &SHORT);
     let took = start.elapsed();
     let err = run.stderr_text();
+    eprintln!(
+        "{args:?}: exit {} in {took:?} after {} requests:\n{err}",
+        run.code,
+        server.requests()
+    );
     assert_eq!(run.code, 2, "{args:?}: exit {}: {err}", run.code);
     assert!(took < Duration::from_secs(15), "{args:?} took {took:?}");
     assert!(err.contains(url), "{args:?}: no URL in: {err}");
