@@ -129,8 +129,10 @@ pub(super) fn json(data: &dyn crate::data::Source, out: &mut impl Write) -> io::
 
 /// Whether `data` is a program saved as JSON rather than printed.
 fn is_saved(data: &dyn crate::data::Source) -> bool {
-    let head = crate::parsers::api::head(data);
-    head.first() == Some(&b'{') && memchr::memmem::find(&head, b"\"base_code\"").is_some()
+    // A head that cannot be read is read again, and fails, as a printed one.
+    crate::parsers::api::head(data).is_ok_and(|head| {
+        head.first() == Some(&b'{') && memchr::memmem::find(&head, b"\"base_code\"").is_some()
+    })
 }
 
 /// A program saved as JSON (`paddle.jit.save`): read whole, then shown

@@ -490,6 +490,26 @@ pub fn main() -> i32 {
             render::io_stats(&crate::data::stats::io_stats(), json_out)
         );
     }
+    // A read of FILE that failed ends the command as a file that cannot
+    // be read does, whatever its parsers made of it.
+    let failures = crate::data::take_read_failures();
+    let result = match result {
+        Err(Fatal(msg)) if !failures.is_empty() => {
+            for f in &failures {
+                if !msg.contains(&f.reason) {
+                    say!("pparse: {f}");
+                }
+            }
+            Err(Fatal(msg))
+        }
+        _ if !failures.is_empty() => {
+            for f in &failures {
+                say!("pparse: {f}");
+            }
+            Err(Fatal(String::new()))
+        }
+        r => r,
+    };
     match result {
         Ok(_) if unsafe_imports => 3,
         Ok(status) => match status {

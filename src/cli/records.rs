@@ -21,7 +21,8 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
         && let Ok(src) = MmapSource::open(file)
     {
         let data: Data = Arc::new(src);
-        let head = parsers::api::head(&*data);
+        let head = parsers::api::head(&*data)
+            .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))?;
         let name = file.to_string_lossy();
         let sniff = Sniff {
             head: &head,

@@ -10,8 +10,8 @@ use super::source::{Layout, Source};
 /// A read-only memory map of a file: the kernel's page cache serves the bytes,
 /// so a 200 GB file costs address space, not RAM.
 ///
-/// Files that cannot be mapped (pipes, character devices) are first copied to
-/// an unlinked temporary file, which is then mapped: memory stays bounded.
+/// Only regular files are opened ([`super::regular::open_regular`]): a pipe or a
+/// device is refused, never copied (`/dev/zero` would fill the disk).
 pub struct MmapSource {
     map: Option<Mmap>,
 }
@@ -21,15 +21,7 @@ impl MmapSource {
     /// documented assumption): a file truncated under a live mapping raises
     /// SIGBUS on access, as with every mmap-based reader.
     pub fn open(path: &Path) -> io::Result<MmapSource> {
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(io::Error::other("is a directory"));
-        }
-        if !meta.is_file() {
-            return Self::spill(file);
-        }
-        Self::from_file(&file)
+        Self::from_file(&super::regular::open_regular(path)?)
     }
 
     fn from_file(file: &File) -> io::Result<MmapSource> {
@@ -41,12 +33,6 @@ impl MmapSource {
         let map = unsafe { Mmap::map(file)? };
         let _ = map.advise(Advice::Sequential);
         Ok(MmapSource { map: Some(map) })
-    }
-
-    fn spill(mut file: File) -> io::Result<MmapSource> {
-        let mut tmp = tempfile::tempfile()?;
-        io::copy(&mut file, &mut tmp)?;
-        Self::from_file(&tmp)
     }
 
     fn bytes(&self) -> &[u8] {

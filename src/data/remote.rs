@@ -17,7 +17,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
@@ -41,6 +41,48 @@ const MAX_RUN: u64 = 16;
 const MAX_AHEAD: u64 = 8;
 /// Attempts of an HTTP request that failed in a way worth trying again.
 const HTTP_ATTEMPTS: u32 = 3;
+
+/// How long remote reads may take: a server that stalls, trickles or
+/// never answers fails the read instead of holding pparse. See
+/// [`RemoteLimits::from_env`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteLimits {
+    /// One request, from connecting to the last byte of its answer (not
+    /// only the gap between two bytes: a server that trickles fails).
+    pub request: Duration,
+    /// One read: every attempt of its requests and the pauses between.
+    pub read: Duration,
+}
+
+impl Default for RemoteLimits {
+    fn default() -> Self {
+        RemoteLimits {
+            request: Duration::from_secs(30),
+            read: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RemoteLimits {
+    /// The defaults (30 s a request, 120 s a read), or the seconds in
+    /// `PPARSE_REMOTE_TIMEOUT` (a request) and `PPARSE_REMOTE_DEADLINE` (a
+    /// read), which may have decimals (`0.5`). A value that is not a
+    /// positive number is ignored.
+    pub fn from_env() -> RemoteLimits {
+        let secs = |var: &str| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+                .map(Duration::from_secs_f64)
+        };
+        let d = RemoteLimits::default();
+        RemoteLimits {
+            request: secs("PPARSE_REMOTE_TIMEOUT").unwrap_or(d.request),
+            read: secs("PPARSE_REMOTE_DEADLINE").unwrap_or(d.read),
+        }
+    }
+}
 
 /// Whether `s` names a remote object (`http://`, `https://`, `s3://`)
 /// rather than a local path.
@@ -85,12 +127,16 @@ pub struct RemoteSource {
     cache: Mutex<Cache>,
     /// Signalled whenever blocks leave `Cache::inflight`.
     filled: Condvar,
+    /// The first failed read: every later read fails with it, so a server
+    /// that broke its protocol is not asked again and again.
+    broken: std::sync::OnceLock<String>,
 }
 
 /// What the runtime's tasks share with the source.
 struct Net {
     url: String,
     backend: Backend,
+    limits: RemoteLimits,
     requests: AtomicU64,
     bytes: AtomicU64,
 }
@@ -157,6 +203,11 @@ impl RemoteSource {
     /// `AWS_ENDPOINT_URL` for another endpoint, which may be plain http).
     /// Errors name the URL and the reason.
     pub fn open(url: &str) -> io::Result<RemoteSource> {
+        RemoteSource::open_with(url, RemoteLimits::from_env())
+    }
+
+    /// [`RemoteSource::open`] with the given time limits.
+    pub fn open_with(url: &str, limits: RemoteLimits) -> io::Result<RemoteSource> {
         let fail = |kind, why: String| io::Error::new(kind, format!("{url}: {why}"));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -180,8 +231,8 @@ impl RemoteSource {
             }
             let key = ObjectPath::parse(key)
                 .map_err(|e| fail(io::ErrorKind::InvalidInput, format!("bad key: {e}")))?;
-            let store =
-                s3_store(bucket).map_err(|e| fail(io::ErrorKind::InvalidInput, error_chain(&e)))?;
+            let store = s3_store(bucket, &limits)
+                .map_err(|e| fail(io::ErrorKind::InvalidInput, error_chain(&e)))?;
             let name = key.filename().unwrap_or(bucket).as_bytes().to_vec();
             let backend = Backend::S3 {
                 store: Arc::new(store),
@@ -195,8 +246,9 @@ impl RemoteSource {
             let name = url_name(&parsed);
             let client = reqwest::Client::builder()
                 .user_agent(concat!("pparse/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(Duration::from_secs(20))
-                .read_timeout(Duration::from_secs(60))
+                .connect_timeout(limits.request.min(Duration::from_secs(20)))
+                .read_timeout(limits.request)
+                .timeout(limits.request)
                 .build()
                 .map_err(|e| fail(io::ErrorKind::Other, error_chain(&e)))?;
             let backend = Backend::Http {
@@ -213,6 +265,7 @@ impl RemoteSource {
         let mut net = Net {
             url: url.to_string(),
             backend,
+            limits,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         };
@@ -223,16 +276,25 @@ impl RemoteSource {
             let (store, key) = (store.clone(), key.clone());
             net.requests.fetch_add(1, Ordering::Relaxed);
             TOTAL_REQUESTS.fetch_add(1, Ordering::Relaxed);
-            let meta = wait(&runtime, async move { store.head(&key).await })
-                .ok_or_else(|| fail(io::ErrorKind::Other, "the network stopped".into()))?
-                .map_err(|e| store_error(url, e))?;
+            let limit = limits.read;
+            let meta = wait(&runtime, async move {
+                tokio::time::timeout(limit, store.head(&key)).await
+            })
+            .ok_or_else(|| fail(io::ErrorKind::Other, "the network stopped".into()))?
+            .map_err(|_| {
+                fail(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer to the size lookup (HEAD) within {limit:?}"),
+                )
+            })?
+            .map_err(|e| store_error(url, e))?;
             *etag = meta.e_tag;
             return Ok(RemoteSource::new(name, meta.size, net, runtime));
         }
         let mut src = RemoteSource::new(name, 0, net, runtime);
         let net = src.net.clone();
         let (first, size) = src
-            .spawn(http_get(net, 0, BLOCK, true))
+            .spawn(http_get(net, 0, BLOCK, None))
             .recv()
             .unwrap_or_else(|_| Err(fail(io::ErrorKind::Other, "the network stopped".into())))?;
         src.size = size;
@@ -250,6 +312,7 @@ impl RemoteSource {
             runtime: Some(runtime),
             cache: Mutex::new(Cache::default()),
             filled: Condvar::new(),
+            broken: std::sync::OnceLock::new(),
         }
     }
 
@@ -305,8 +368,10 @@ impl RemoteSource {
                 let size = self.size;
                 let rx = self.spawn(async move {
                     let (bytes, total) = match &net.backend {
-                        Backend::Http { .. } => http_get(net.clone(), start, stop, false).await?,
-                        Backend::S3 { .. } => (s3_get(&net, start, stop).await?, size),
+                        Backend::Http { .. } => {
+                            http_get(net.clone(), start, stop, Some(size)).await?
+                        }
+                        Backend::S3 { .. } => s3_get(&net, start, stop).await?,
                     };
                     if total != size {
                         return Err(io::Error::other(format!(
@@ -401,12 +466,25 @@ impl RemoteSource {
             for b in &claimed {
                 c.inflight.remove(b);
             }
-            let fetched = fetched.map(|blocks| {
+            let fetched = fetched.and_then(|blocks| {
                 for (b, bytes) in blocks {
                     if let Some(slot) = b.checked_sub(first).and_then(|i| got.get_mut(i as usize)) {
                         *slot = Some(bytes.clone());
                     }
                     c.insert(b, bytes);
+                }
+                // A block asked for and not given would be asked for again
+                // forever: it is an error instead.
+                match claimed
+                    .iter()
+                    .find(|&&b| b >= first && b <= last && got[(b - first) as usize].is_none())
+                {
+                    Some(b) => Err(io::Error::other(format!(
+                        "{}: no bytes came for offset {}",
+                        self.net.url,
+                        b * BLOCK
+                    ))),
+                    None => Ok(()),
                 }
             });
             self.filled.notify_all();
@@ -439,6 +517,9 @@ impl Source for RemoteSource {
         if offset >= self.size || buf.is_empty() {
             return Ok(0);
         }
+        if let Some(why) = self.broken.get() {
+            return Err(io::Error::other(why.clone()));
+        }
         let len = (buf.len() as u64).min(self.size - offset) as usize;
         let sequential = {
             let mut c = self.cache.lock();
@@ -453,11 +534,12 @@ impl Source for RemoteSource {
             let at = offset + done as u64;
             let first = at / BLOCK;
             let last = ((end - 1) / BLOCK).min(first + MAX_RUN - 1);
-            for (block, b) in self
-                .blocks(first, last, sequential || done > 0)?
-                .into_iter()
-                .zip(first..)
-            {
+            let blocks = self
+                .blocks(first, last, sequential || done > 0)
+                .inspect_err(|e| {
+                    let _ = self.broken.set(e.to_string());
+                })?;
+            for (block, b) in blocks.into_iter().zip(first..) {
                 let within = (offset + done as u64 - b * BLOCK) as usize;
                 let n = block.len().saturating_sub(within).min(len - done);
                 let Some(from) = block.get(within..within + n).filter(|_| n > 0) else {
@@ -493,7 +575,7 @@ fn wait<T: Send + 'static>(
 
 /// An S3 client for `bucket` from the environment; an `http://` endpoint
 /// (a local S3-compatible server) is allowed as given.
-fn s3_store(bucket: &str) -> object_store::Result<AmazonS3> {
+fn s3_store(bucket: &str, limits: &RemoteLimits) -> object_store::Result<AmazonS3> {
     let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
@@ -501,9 +583,14 @@ fn s3_store(bucket: &str) -> object_store::Result<AmazonS3> {
         .with_bucket_name(bucket)
         .with_retry(object_store::RetryConfig {
             max_retries: 3,
-            retry_timeout: Duration::from_secs(30),
+            retry_timeout: limits.read,
             ..Default::default()
-        });
+        })
+        .with_client_options(
+            object_store::ClientOptions::new()
+                .with_timeout(limits.request)
+                .with_connect_timeout(limits.request.min(Duration::from_secs(20))),
+        );
     if let Some(endpoint) = endpoint {
         let http = endpoint
             .get(..7)
@@ -541,7 +628,24 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-async fn s3_get(net: &Net, start: u64, end: u64) -> io::Result<Bytes> {
+/// Bytes `start..end` of an S3 object and the size the store gives it,
+/// within the read's deadline (the store's own retries included).
+async fn s3_get(net: &Net, start: u64, end: u64) -> io::Result<(Bytes, u64)> {
+    let limit = net.limits.read;
+    match tokio::time::timeout(limit, s3_get_once(net, start, end)).await {
+        Ok(got) => got,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "{}: no complete answer for bytes {start}-{} within {limit:?}",
+                net.url,
+                end - 1
+            ),
+        )),
+    }
+}
+
+async fn s3_get_once(net: &Net, start: u64, end: u64) -> io::Result<(Bytes, u64)> {
     let Backend::S3 { store, key, etag } = &net.backend else {
         return Err(io::Error::other("not an S3 source"));
     };
@@ -562,6 +666,7 @@ async fn s3_get(net: &Net, start: u64, end: u64) -> io::Result<Bytes> {
             net.url, got.range
         )));
     }
+    let total = got.meta.size;
     let bytes = got.bytes().await.map_err(|e| store_error(&net.url, e))?;
     TOTAL_BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     net.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -573,7 +678,7 @@ async fn s3_get(net: &Net, start: u64, end: u64) -> io::Result<Bytes> {
             bytes.len()
         )));
     }
-    Ok(bytes)
+    Ok((bytes, total))
 }
 
 /// Why an HTTP request failed, and whether trying again may help.
@@ -585,16 +690,39 @@ struct HttpFailure {
 
 /// Bytes `start..end` of the object at an HTTP URL and the object's size,
 /// with a few tries when the failure looks passing (a reset connection,
-/// a 5xx). `first` is the request that learns the size: it accepts bytes
-/// past the end being cut off and, for a small object, a server that
-/// ignores the range and sends it all.
-async fn http_get(net: Arc<Net>, start: u64, end: u64, first: bool) -> io::Result<(Bytes, u64)> {
+/// a 5xx, a request past its time), all within the read's deadline.
+/// `announced` is the size the server gave at open; `None` marks the
+/// request that learns it: it accepts bytes past the end being cut off
+/// and, for a small object, a server that ignores the range and sends it
+/// all.
+async fn http_get(
+    net: Arc<Net>,
+    start: u64,
+    end: u64,
+    announced: Option<u64>,
+) -> io::Result<(Bytes, u64)> {
     let mut wait = Duration::from_millis(200);
     let mut attempt = 1;
+    let limits = net.limits;
+    let deadline = Instant::now() + limits.read;
     loop {
-        match http_get_once(&net, start, end, first).await {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let once = http_get_once(&net, start, end, announced);
+        let result = match tokio::time::timeout(limits.request.min(left), once).await {
+            Ok(r) => r,
+            Err(_) => Err(HttpFailure {
+                why: format!(
+                    "no complete answer for bytes {start}-{} within {:?}",
+                    end - 1,
+                    limits.request.min(left)
+                ),
+                again: true,
+                not_found: false,
+            }),
+        };
+        match result {
             Ok(got) => return Ok(got),
-            Err(f) if f.again && attempt < HTTP_ATTEMPTS => {
+            Err(f) if f.again && attempt < HTTP_ATTEMPTS && Instant::now() + wait < deadline => {
                 tokio::time::sleep(wait).await;
                 wait *= 4;
                 attempt += 1;
@@ -605,7 +733,15 @@ async fn http_get(net: Arc<Net>, start: u64, end: u64, first: bool) -> io::Resul
                 } else {
                     io::ErrorKind::Other
                 };
-                return Err(io::Error::new(kind, format!("{}: {}", net.url, f.why)));
+                let tries = if attempt > 1 {
+                    format!(" ({attempt} attempts)")
+                } else {
+                    String::new()
+                };
+                return Err(io::Error::new(
+                    kind,
+                    format!("{}: {}{tries}", net.url, f.why),
+                ));
             }
         }
     }
@@ -615,8 +751,9 @@ async fn http_get_once(
     net: &Net,
     start: u64,
     end: u64,
-    first: bool,
+    announced: Option<u64>,
 ) -> Result<(Bytes, u64), HttpFailure> {
+    let first = announced.is_none();
     let Backend::Http { client, url } = &net.backend else {
         return Err(HttpFailure {
             why: "not an HTTP source".into(),
@@ -638,7 +775,7 @@ async fn http_get_once(
         .header(ACCEPT_ENCODING, "identity")
         .send()
         .await
-        .map_err(|e| fail(error_chain(&e.without_url()), true))?;
+        .map_err(|e| fail(why_failed(e, net, start, end), true))?;
     let status = response.status();
     let header = |name| {
         response
@@ -706,6 +843,24 @@ async fn http_get_once(
                 _ => return Err(fail(format!("HTTP {status}"), false)),
             }
         }
+        // Bytes inside the size it gave are not past the end: the server
+        // contradicts itself, and asking again would be answered the same.
+        StatusCode::RANGE_NOT_SATISFIABLE => {
+            let size = announced.unwrap_or(0);
+            let now = header(CONTENT_RANGE)
+                .as_deref()
+                .and_then(unsatisfied_range)
+                .filter(|&t| t != size)
+                .map(|t| format!(", and now gives the object {t} bytes"))
+                .unwrap_or_default();
+            return Err(fail(
+                format!(
+                    "the server answered HTTP {status} to bytes {start}-{} of the {size} bytes it announced{now}",
+                    end - 1
+                ),
+                false,
+            ));
+        }
         _ => {
             return Err(HttpFailure {
                 why: format!("HTTP {status}"),
@@ -720,7 +875,7 @@ async fn http_get_once(
         let chunk = response
             .chunk()
             .await
-            .map_err(|e| fail(error_chain(&e.without_url()), true))?;
+            .map_err(|e| fail(why_failed(e, net, start, end), true))?;
         let Some(chunk) = chunk else { break };
         TOTAL_BYTES.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         net.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
@@ -742,6 +897,20 @@ async fn http_get_once(
         ));
     }
     Ok((body.freeze(), total))
+}
+
+/// Why a request for bytes `start..end` failed: a timeout says which
+/// limit it passed, anything else its chain of causes.
+fn why_failed(e: reqwest::Error, net: &Net, start: u64, end: u64) -> String {
+    if e.is_timeout() {
+        format!(
+            "no complete answer for bytes {start}-{} within {:?}",
+            end - 1,
+            net.limits.request
+        )
+    } else {
+        error_chain(&e.without_url())
+    }
 }
 
 /// `bytes FROM-TO/TOTAL` (TOTAL may be `*`: unknown).

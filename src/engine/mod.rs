@@ -32,7 +32,7 @@ use parking_lot::RwLockReadGuard;
 
 use thin_vec::ThinVec;
 
-use crate::data::{Data, MmapSource};
+use crate::data::{Data, MmapSource, ReadFailure, ReadGuard};
 use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Phase, Tree};
 use crate::name::Name;
 use crate::node::{Children, Node};
@@ -51,6 +51,8 @@ pub struct Session {
     from_index: bool,
     /// See [`Session::free_at_exit`].
     free_at_exit: bool,
+    /// The opened bytes, which record their first read error.
+    guard: Arc<ReadGuard>,
 }
 
 impl Session {
@@ -75,6 +77,8 @@ impl Session {
         } else {
             (Arc::new(MmapSource::open(path)?), EntryKind::Root)
         };
+        let guard = Arc::new(ReadGuard::new(data));
+        let data: Data = guard.clone();
         let name = Name::new(
             path.file_name()
                 .map(|n| n.as_encoded_bytes().to_vec())
@@ -89,11 +93,11 @@ impl Session {
             .as_ref()
             .and_then(|p| p.restore(data.clone(), name.clone(), path))
         {
-            return Ok(Session::restored(tree));
+            return Ok(Session::restored(tree, guard));
         }
         Ok(Session::start_file(
             name,
-            data,
+            guard,
             kind,
             Some(path.to_path_buf()),
             opts,
@@ -102,7 +106,7 @@ impl Session {
     }
 
     /// A session over a tree read back from an index: nothing to parse.
-    fn restored(tree: Tree) -> Session {
+    fn restored(tree: Tree, guard: Arc<ReadGuard>) -> Session {
         let (tx, rx) = bounded(1);
         let _ = tx.try_send(Event::Finished);
         Session {
@@ -111,6 +115,7 @@ impl Session {
             events: rx,
             from_index: true,
             free_at_exit: false,
+            guard,
         }
     }
 
@@ -127,7 +132,7 @@ impl Session {
         let name = Name::new(src.name().to_vec());
         Ok(Session::start_file(
             name,
-            Arc::new(src),
+            Arc::new(ReadGuard::new(Arc::new(src))),
             EntryKind::Root,
             None,
             opts,
@@ -143,17 +148,27 @@ impl Session {
 
     /// Starts parsing `data` under the root name `name`.
     pub fn start(name: Name, data: Data, opts: Options) -> Session {
-        Session::start_file(name, data, EntryKind::Root, None, opts, None)
+        Session::start_file(
+            name,
+            Arc::new(ReadGuard::new(data)),
+            EntryKind::Root,
+            None,
+            opts,
+            None,
+        )
     }
 
+    /// Starts the engine on `guard`, the opened bytes: a read error it
+    /// records stops the parse (see [`ReadGuard`]).
     fn start_file(
         name: Name,
-        data: Data,
+        guard: Arc<ReadGuard>,
         kind: EntryKind,
         file: Option<std::path::PathBuf>,
         opts: Options,
         index: Option<crate::index::Plan>,
     ) -> Session {
+        let data: Data = guard.clone();
         let root = Extraction {
             id: 0,
             parent: None,
@@ -185,19 +200,22 @@ impl Session {
         };
         let shared = Arc::new(Shared::new(tree, tx, false));
         let engine_shared = shared.clone();
+        let engine_guard = guard.clone();
         // A parse for one PATH leaves most of the tree unparsed: no index.
         let whole = opts.focus.is_none();
         let thread = std::thread::Builder::new()
             .name("pparse-engine".into())
             .spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
-                    Engine::new(engine_shared.clone(), opts).run();
+                    Engine::new(engine_shared.clone(), opts, engine_guard.clone()).run();
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
                     *engine_shared.failure.lock() = Some(panic_message(&*panic));
                 } else if let Some(plan) = index
                     && whole
                     && !engine_shared.cancel.load(Ordering::Acquire)
+                    // A parse a read error stopped is not what the file holds.
+                    && engine_guard.failure().is_none()
                 {
                     // Before `finished`: a command that exits once the
                     // parse is over must not exit before its index is on disk.
@@ -217,6 +235,7 @@ impl Session {
             events: rx,
             from_index: false,
             free_at_exit: false,
+            guard,
         }
     }
 
@@ -235,6 +254,12 @@ impl Session {
     /// parser). The tree holds what was committed before.
     pub fn failure(&self) -> Option<String> {
         self.shared.failure.lock().clone()
+    }
+
+    /// The first error met reading the opened file or URL, if any: the
+    /// parse stopped there, and the tree says so (see [`ReadGuard`]).
+    pub fn read_failure(&self) -> Option<ReadFailure> {
+        self.guard.failure().cloned()
     }
 
     /// Whether the parse is over (or was cancelled).
@@ -547,6 +572,65 @@ mod tests {
                 "cancel did not stop the engine"
             );
             std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Bytes whose reads fail from `from` on, as a disk with a bad
+    /// sector (or a server that broke off) answers.
+    struct Failing {
+        bytes: Vec<u8>,
+        from: u64,
+        reads: std::sync::atomic::AtomicU64,
+    }
+
+    impl Source for Failing {
+        fn available(&self) -> u64 {
+            self.bytes.len() as u64
+        }
+        fn is_final(&self) -> bool {
+            true
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let end = offset.saturating_add(buf.len() as u64);
+            if end > self.from && offset < self.bytes.len() as u64 {
+                return Err(std::io::Error::other("input/output error"));
+            }
+            let b = self.bytes.get(offset as usize..).unwrap_or(&[]);
+            let n = buf.len().min(b.len());
+            buf[..n].copy_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn describe(&self) -> &'static str {
+            "failing"
+        }
+    }
+
+    #[test]
+    fn a_read_error_stops_the_parse_and_is_damage_never_an_end() {
+        let tar = fixture("ustar.tar");
+        // In a header past the first (a parser that read it again would
+        // loop), and at the very first byte (the sniff).
+        for from in [1024, 0] {
+            let src = Arc::new(Failing {
+                bytes: tar.clone(),
+                from,
+                reads: Default::default(),
+            });
+            let s = Session::start(Name::from("ustar.tar"), src.clone(), Options::default());
+            s.wait();
+            let failure = s.read_failure().expect("the failure is kept");
+            assert!(failure.reason.contains("input/output error"), "{failure}");
+            let t = s.tree();
+            assert_eq!(t.worst_status(), Status::Corrupt, "from {from}");
+            let said = t.root().damage.iter().any(|d| {
+                d.reason.contains(&format!("offset {}", failure.offset))
+                    && d.reason.contains("input/output error")
+            });
+            assert!(said, "from {from}: {:?}", t.root().damage);
+            // The failed read is not tried again and again.
+            let reads = src.reads.load(Ordering::Relaxed);
+            assert!(reads < 100, "from {from}: {reads} reads");
         }
     }
 }

@@ -202,6 +202,8 @@ pub(super) struct Engine {
     /// that a decoder is given its next run while the engine parses what
     /// it made.
     urgent: VecDeque<ExtId>,
+    /// The opened bytes: their first read error stops the parse.
+    guard: Arc<crate::data::ReadGuard>,
 }
 
 /// What the helper thread tells the engine.
@@ -250,7 +252,11 @@ impl Helper {
 }
 
 impl Engine {
-    pub(super) fn new(shared: Arc<Shared>, opts: Options) -> Engine {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        opts: Options,
+        guard: Arc<crate::data::ReadGuard>,
+    ) -> Engine {
         let (data, name, kind, file) = {
             let t = shared.tree.read();
             let r = t.root();
@@ -274,6 +280,7 @@ impl Engine {
             helper: None,
             in_flight: Vec::new(),
             urgent: VecDeque::new(),
+            guard,
         };
         let mut root = Job::sniffing(0, 0, data, name, kind, file);
         root.focus = e
@@ -542,6 +549,9 @@ impl Engine {
             } else {
                 self.parse_step(ext);
             }
+            if self.stop_on_read_failure() {
+                break;
+            }
             self.wake();
             self.shared.notify();
             // Wake `wait_until` callers now rather than at their next poll,
@@ -580,6 +590,48 @@ impl Engine {
             e.phase = Phase::Done;
             t.damage_count += 1;
         }
+    }
+
+    /// After a read of the opened bytes failed: the failure is the root's
+    /// damage, every parse not over yet stops with damage that says why
+    /// (its parser may have taken the failed read for an end, or be
+    /// trying it again), and the engine stops. Returns whether it did.
+    fn stop_on_read_failure(&mut self) -> bool {
+        let Some(failure) = self.guard.failure() else {
+            return false;
+        };
+        let mut open: Vec<ExtId> = self
+            .jobs
+            .keys()
+            .chain(self.parked.keys())
+            .copied()
+            .filter(|&id| id != 0)
+            .collect();
+        open.sort_unstable();
+        let mut t = self.shared.tree.write();
+        let at = failure.offset;
+        t.exts[0].damage.push(Damage::corrupt(
+            crate::data::Range::new(at, at),
+            failure.to_string(),
+        ));
+        t.exts[0].phase = Phase::Done;
+        t.damage_count += 1;
+        for id in open {
+            let e = &mut t.exts[id];
+            e.damage.push(Damage::corrupt(
+                crate::data::Range::new(0, 0),
+                format!("parse stopped: the file could not be read at offset {at}"),
+            ));
+            e.phase = Phase::Done;
+            t.damage_count += 1;
+        }
+        drop(t);
+        self.jobs.clear();
+        self.parked.clear();
+        self.ready.clear();
+        self.waiting.clear();
+        self.urgent.clear();
+        true
     }
 
     fn root_growing(&self) -> bool {
@@ -669,7 +721,28 @@ impl Engine {
     /// Sniffs `job`'s bytes as if named `name`.
     fn sniff_as(&self, job: &Job, name: &str, depth: u32) -> Option<Option<Sniffed>> {
         let data = &job.data;
-        let head = parsers::api::head(&**data);
+        let head = match parsers::api::head(&**data) {
+            Ok(head) => head,
+            Err(e) => {
+                // Bytes that cannot be read are no format, and not nothing
+                // either: the extraction says why it is not parsed.
+                let why = match self.guard.failure() {
+                    // The opened file failed (maybe at another offset):
+                    // said once, at the root (see `stop_on_read_failure`).
+                    Some(f) => format!(
+                        "parse stopped: the file could not be read at offset {}",
+                        f.offset
+                    ),
+                    None => format!("its first bytes cannot be read: {e}"),
+                };
+                let mut t = self.shared.tree.write();
+                t.exts[job.ext]
+                    .damage
+                    .push(Damage::corrupt(Range::new(0, 0), why));
+                t.damage_count += 1;
+                return Some(None);
+            }
+        };
         let sniff = Sniff {
             head: &head,
             name,

@@ -28,7 +28,7 @@ pub(super) struct FileKey {
 impl FileKey {
     /// The key of the file at `path` as it is now.
     pub(super) fn of(path: &Path) -> io::Result<FileKey> {
-        let mut f = std::fs::File::open(path)?;
+        let mut f = crate::data::open_regular(path)?;
         let meta = f.metadata()?;
         let (mtime_secs, mtime_nanos) = match meta.modified()?.duration_since(std::time::UNIX_EPOCH)
         {
@@ -102,4 +102,25 @@ pub(super) fn build_id() -> String {
         env!("CARGO_PKG_VERSION"),
         env!("PPARSE_SOURCE_HASH")
     )
+}
+
+/// Whether an index may be at `place`: nothing there, or a regular file
+/// (a symbolic link is followed to read, but renaming over it would
+/// replace the link, so one to anything but a regular file is refused).
+pub(super) fn check_kind(place: &Path) -> Result<(), String> {
+    let meta = match std::fs::metadata(place) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(place) {
+                // A dangling link: writing would replace the link.
+                Ok(_) => Err("is a symbolic link to nothing".into()),
+                Err(_) => Ok(()),
+            };
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    match crate::data::irregular_kind(&meta) {
+        Some(kind) => Err(format!("is {kind}, not a regular file")),
+        None => Ok(()),
+    }
 }

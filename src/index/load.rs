@@ -76,7 +76,7 @@ pub(super) fn load(
     name: Name,
     file: &Path,
 ) -> Result<Option<Tree>, Bad> {
-    let f = match File::open(place) {
+    let f = match crate::data::open_regular(place) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Bad(format!("cannot be read: {e}"))),

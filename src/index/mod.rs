@@ -32,7 +32,7 @@ use crate::data::Data;
 use crate::extraction::Tree;
 use crate::name::Name;
 use crate::parsers::IndexMode;
-use key::FileKey;
+use key::{FileKey, check_kind};
 
 /// What happened to indexes that a user should hear about (a stale index
 /// ignored, one that could not be written). A front end takes and shows
@@ -73,6 +73,15 @@ impl Plan {
             IndexMode::At(p) => p.clone(),
             IndexMode::Cache => key::default_place(file)?,
         };
+        // A device, a FIFO or a folder there is neither read (a FIFO
+        // would hang the open) nor written over.
+        if let Err(why) = check_kind(&place) {
+            note(format!(
+                "the index {}: {why}: it is neither read nor written",
+                crate::data::shown(&place)
+            ));
+            return None;
+        }
         match FileKey::of(file) {
             Ok(key) => Some(Plan {
                 place,
@@ -123,8 +132,11 @@ impl Plan {
 
     fn check_place(&self) -> Result<(), String> {
         use std::io::Read;
-        let Ok(mut f) = std::fs::File::open(&self.place) else {
-            return Ok(());
+        check_kind(&self.place)?;
+        let mut f = match crate::data::open_regular(&self.place) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.to_string()),
         };
         let mut head = [0u8; 8];
         match f.read_exact(&mut head) {

@@ -116,6 +116,9 @@ pub(super) fn save(place: &Path, key: &FileKey, settings: &str, tree: &Tree) -> 
     let mut w = out.into_inner();
     w.flush().map_err(|e| e.to_string())?;
     drop(w);
+    // Checked again just before: what is there now must still be a
+    // regular file (a device renamed over would be replaced).
+    super::key::check_kind(place)?;
     tmp.persist(place)
         .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
     Ok(())

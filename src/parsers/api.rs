@@ -528,13 +528,13 @@ impl<'a> StepCx<'a> {
     }
 }
 
-/// Reads the first bytes of a source for sniffing.
-pub(crate) fn head(data: &dyn Source) -> Vec<u8> {
+/// Reads the first bytes of a source for sniffing; a read that fails is
+/// an error, never an empty head (which would make the bytes no format,
+/// silently).
+pub(crate) fn head(data: &dyn Source) -> std::io::Result<Vec<u8>> {
     let n = (data.available() as usize).min(SNIFF_LEN);
     let mut buf = vec![0u8; n];
-    match data.read_at(0, &mut buf) {
-        Ok(k) => buf.truncate(k),
-        Err(_) => buf.clear(),
-    }
-    buf
+    let k = data.read_at(0, &mut buf)?;
+    buf.truncate(k);
+    Ok(buf)
 }

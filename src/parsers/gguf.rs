@@ -1321,13 +1321,17 @@ impl GgufParser {
                     cx.add_child(spec);
                 }
                 Err(e) => {
-                    kids.push(
-                        Node::new("shard", escape_str(name), Range::default()).text("missing"),
-                    );
+                    let missing = e.kind() == std::io::ErrorKind::NotFound;
+                    let (what, why) = if missing {
+                        ("missing", "is missing")
+                    } else {
+                        ("not read", "is not read")
+                    };
+                    kids.push(Node::new("shard", escape_str(name), Range::default()).text(what));
                     cx.damage(Damage::truncated(
                         Range::default(),
                         format!(
-                            "shard {} of {count} of the split model, '{}', is missing ({e})",
+                            "shard {} of {count} of the split model, '{}', {why} ({e})",
                             k + 1,
                             escape_str(name)
                         ),

@@ -415,7 +415,12 @@ fn external_files(cx: &mut StepCx) {
             Err(e) => cx.damage(Damage::truncated(
                 at,
                 format!(
-                    "external data file '{shown}' is missing ({e}): {} tensors have no values",
+                    "external data file '{shown}' {} ({e}): {} tensors have no values",
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        "is missing"
+                    } else {
+                        "is not read"
+                    },
                     tensors.len()
                 ),
             )),

@@ -248,8 +248,13 @@ impl IndexParser {
                     damage.push(Damage::truncated(
                         at,
                         format!(
-                            "shard '{}' is missing ({e}): {} tensors of weight_map are in it",
+                            "shard '{}' {} ({e}): {} tensors of weight_map are in it",
                             shown(shard),
+                            if e.kind() == std::io::ErrorKind::NotFound {
+                                "is missing"
+                            } else {
+                                "is not read"
+                            },
                             entries.len()
                         ),
                     ));

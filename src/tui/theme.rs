@@ -1,6 +1,7 @@
 //! Colour themes: `themes/*.toml`, built into the binary, or any file.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
@@ -90,12 +91,23 @@ pub fn color(s: &str) -> Result<Color, String> {
     })
 }
 
+/// A theme file's text: a regular file only (a FIFO would hang the
+/// explorer before it starts), at most 1 MiB.
+fn read_theme(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    crate::data::open_regular(path)?
+        .take(1 << 20)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
 impl Theme {
     /// Loads a theme by built-in name or from a TOML file path.
     pub fn load(name: &str) -> Result<Theme, String> {
         let text = match BUILT_IN.iter().find(|(n, _)| *n == name) {
             Some((_, t)) => t.to_string(),
-            None => std::fs::read_to_string(name).map_err(|e| {
+            None => read_theme(Path::new(name)).map_err(|e| {
                 let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
                 format!(
                     "no theme {name:?} ({e}); built-in themes: {}",

@@ -29,7 +29,23 @@ enum Mode {
     ShortRange,
     /// The full Content-Length announced, half the body sent, then closed.
     CutBody,
+    /// The first answer says the object is 10 GiB; later ranges inside
+    /// that size are answered 416 with the real size.
+    Says10GiBThen416,
+    /// Headers of a good 206, then nothing.
+    StallAfterHeaders,
+    /// Headers of a good 206, then a byte every 100 ms.
+    Trickle,
+    /// 200 and the whole object to every request, the first included.
+    AlwaysWhole,
+    /// As S3 answers: HEAD with an ETag and a date; every GET a 500.
+    S3Get500,
+    /// As S3 answers: HEAD with an ETag and a date; a GET is never answered.
+    S3GetStall,
 }
+
+/// The size the first answer of [`Mode::Says10GiBThen416`] announces.
+const TEN_GIB: u64 = 10 << 30;
 
 /// A small HTTP/1.1 server on 127.0.0.1: HEAD and GET, `Range: bytes=a-b`
 /// answered with 206 (keep-alive), counting requests and body bytes.
@@ -146,6 +162,27 @@ fn serve(
             Some((a, b.min(total.saturating_sub(1))))
         });
         let head = method == "HEAD";
+        if matches!(mode, Mode::S3Get500 | Mode::S3GetStall) {
+            if head {
+                let text = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {total}\r\nETag: \"0123abcd\"\r\n\
+                     Last-Modified: Tue, 15 Nov 1994 08:12:31 GMT\r\n\r\n"
+                );
+                out.write_all(text.as_bytes())?;
+            } else if mode == Mode::S3Get500 {
+                let body = "<Error><Code>InternalError</Code></Error>";
+                let text = format!(
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                out.write_all(text.as_bytes())?;
+            } else {
+                stall();
+                return Ok(());
+            }
+            out.flush()?;
+            continue;
+        }
         let mut send = |status: &str, headers: String, bytes: &[u8], announced: usize| {
             let text = format!(
                 "HTTP/1.1 {status}\r\nContent-Length: {announced}\r\nAccept-Ranges: bytes\r\n{headers}\r\n"
@@ -159,6 +196,21 @@ fn serve(
         };
         match asked {
             None => send("200 OK", String::new(), body, body.len())?,
+            Some(_) if mode == Mode::AlwaysWhole => {
+                send("200 OK", String::new(), body, body.len())?;
+            }
+            Some((0, b)) if mode == Mode::Says10GiBThen416 => send(
+                "206 Partial Content",
+                format!("Content-Range: bytes 0-{b}/{TEN_GIB}\r\n"),
+                &body[..=b as usize],
+                b as usize + 1,
+            )?,
+            Some(_) if mode == Mode::Says10GiBThen416 => send(
+                "416 Range Not Satisfiable",
+                format!("Content-Range: bytes */{total}\r\n"),
+                &[],
+                0,
+            )?,
             Some((a, _)) if a >= total => send(
                 "416 Range Not Satisfiable",
                 format!("Content-Range: bytes */{total}\r\n"),
@@ -201,10 +253,38 @@ fn serve(
                         )?;
                         return Ok(());
                     }
+                    Mode::StallAfterHeaders | Mode::Trickle => {
+                        send(
+                            "206 Partial Content",
+                            format!("Content-Range: bytes {a}-{b}/{total}\r\n"),
+                            &[],
+                            part.len(),
+                        )?;
+                        if mode == Mode::StallAfterHeaders {
+                            stall();
+                            return Ok(());
+                        }
+                        // Until the client hangs up.
+                        for byte in part {
+                            std::thread::sleep(Duration::from_millis(100));
+                            out.write_all(&[*byte])?;
+                            out.flush()?;
+                        }
+                    }
+                    Mode::Says10GiBThen416
+                    | Mode::AlwaysWhole
+                    | Mode::S3Get500
+                    | Mode::S3GetStall => unreachable!("answered above"),
                 }
             }
         }
     }
+}
+
+/// Keeps a connection open and silent for longer than any test waits
+/// (the process ends before it does).
+fn stall() {
+    std::thread::sleep(Duration::from_secs(120));
 }
 
 fn one_file(name: &str, bytes: Vec<u8>) -> HashMap<String, Arc<Vec<u8>>> {
@@ -640,4 +720,152 @@ fn tree_over_s3_matches_the_local_file() {
     let run = pparse_env(["tree", missing], &env);
     assert_eq!(run.code, 2, "{}", run.stderr_text());
     assert!(run.stderr_text().contains(missing), "{}", run.stderr_text());
+}
+
+// ---------------------------------------------------------------------------
+// Hostile servers: each ends the command in seconds, exit 2, naming the
+// URL, the offset and the reason, after a bounded number of requests
+// ---------------------------------------------------------------------------
+
+/// Short deadlines, so that a server that never finishes fails fast.
+const SHORT: [(&str, &str); 3] = [
+    ("PPARSE_REMOTE_TIMEOUT", "0.5"),
+    ("PPARSE_REMOTE_DEADLINE", "2"),
+    ("PPARSE_PROGRESS", "0"),
+];
+
+/// A tar whose second header is past the first 256 KiB block, so that
+/// listing it reads beyond the first request's bytes.
+fn big_member_tar() -> Vec<u8> {
+    use crate::bounds::{blocks, tar_header};
+    let data = noise(300_000);
+    let mut tar = tar_header("big.bin", b'0', data.len() as u64);
+    tar.extend(blocks(&data));
+    let small = b"hello\n";
+    tar.extend(tar_header("small.txt", b'0', small.len() as u64));
+    tar.extend(blocks(small));
+    tar.resize(tar.len() + 1024, 0);
+    tar
+}
+
+/// Runs `args` with the short deadlines and checks the hostile server's
+/// effect: exit 2 within `secs`, stderr naming the URL, an offset and each
+/// of `reasons`, at most `max_requests` requests.
+fn fails_fast(server: &Server, url: &str, args: &[&str], reasons: &[&str], max_requests: u64) {
+    let start = Instant::now();
+    let run = pparse_env(args.iter().copied(), &SHORT);
+    let took = start.elapsed();
+    let err = run.stderr_text();
+    eprintln!(
+        "{args:?}: exit {} in {took:?} after {} requests:\n{err}",
+        run.code,
+        server.requests()
+    );
+    assert_eq!(run.code, 2, "{args:?}: exit {}: {err}", run.code);
+    assert!(took < Duration::from_secs(15), "{args:?} took {took:?}");
+    assert!(err.contains(url), "{args:?}: no URL in: {err}");
+    assert!(err.contains("offset"), "{args:?}: no offset in: {err}");
+    for r in reasons {
+        assert!(err.contains(r), "{args:?}: no {r:?} in: {err}");
+    }
+    assert!(
+        server.requests() <= max_requests,
+        "{args:?}: {} requests",
+        server.requests()
+    );
+    assert!(
+        run.stdout_text().contains("CORRUPT"),
+        "{}",
+        run.stdout_text()
+    );
+}
+
+#[test]
+fn a_server_that_says_10_gib_then_answers_416_is_an_error_not_a_loop() {
+    let server = Server::start(
+        one_file("big.tar", big_member_tar()),
+        Mode::Says10GiBThen416,
+    );
+    let url = server.url("big.tar");
+    fails_fast(
+        &server,
+        &url,
+        &["tree", &url],
+        &["416", "10737418240 bytes it announced"],
+        4,
+    );
+}
+
+#[test]
+fn a_server_that_stalls_after_its_headers_fails_within_the_deadline() {
+    let server = Server::start(
+        one_file("big.tar", big_member_tar()),
+        Mode::StallAfterHeaders,
+    );
+    let url = server.url("big.tar");
+    fails_fast(&server, &url, &["tree", &url], &["within"], 5);
+}
+
+#[test]
+fn a_server_that_trickles_fails_within_the_deadline() {
+    let server = Server::start(one_file("big.tar", big_member_tar()), Mode::Trickle);
+    let url = server.url("big.tar");
+    fails_fast(&server, &url, &["tree", &url], &["within"], 5);
+}
+
+#[test]
+fn a_server_that_answers_200_to_the_first_range_is_refused() {
+    let server = Server::start(one_file("big.tar", big_member_tar()), Mode::AlwaysWhole);
+    let url = server.url("big.tar");
+    let run = pparse_env(["tree", &url], &SHORT);
+    let err = run.stderr_text();
+    assert_eq!(run.code, 2, "{err}");
+    assert!(err.contains(&url) && err.contains("byte ranges"), "{err}");
+    assert!(server.requests() <= 1, "{} requests", server.requests());
+}
+
+/// An S3 object at `bucket/key` of the hostile server, and the
+/// environment that points the S3 client at it.
+fn s3_env(server: &Server) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&str, String)> = SHORT.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    env.extend([
+        (
+            "AWS_ENDPOINT_URL",
+            format!("http://127.0.0.1:{}", server.port),
+        ),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ]);
+    env
+}
+
+#[test]
+fn an_s3_object_whose_get_fails_or_never_answers_is_an_error() {
+    for (mode, reason) in [(Mode::S3Get500, "500"), (Mode::S3GetStall, "within")] {
+        let server = Server::start(one_file("bucket/data/big.tar", big_member_tar()), mode);
+        let env = s3_env(&server);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let url = "s3://bucket/data/big.tar";
+        let start = Instant::now();
+        let run = pparse_env(["tree", url], &env);
+        let took = start.elapsed();
+        let err = run.stderr_text();
+        assert_eq!(run.code, 2, "{mode:?}: {err}");
+        assert!(took < Duration::from_secs(15), "{mode:?} took {took:?}");
+        assert!(
+            err.contains(url) && err.contains("offset 0") && err.contains(reason),
+            "{mode:?}: {err}"
+        );
+        assert!(
+            run.stdout_text().contains("CORRUPT"),
+            "{mode:?}: {}",
+            run.stdout_text()
+        );
+        assert!(
+            server.requests() <= 8,
+            "{mode:?}: {} requests",
+            server.requests()
+        );
+    }
 }

@@ -152,3 +152,151 @@ fn non_regular_files_are_refused() {
         }
     }
 }
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &std::path::Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Runs pparse, which must end within 20 s (a sibling read forever would
+/// not): its exit status and all it printed. Without an index unless one
+/// is named: an index is keyed by FILE alone, and these tests change what
+/// is beside it.
+fn quick(args: &[&std::ffi::OsStr]) -> (i32, String) {
+    let start = Instant::now();
+    let mut args = args.to_vec();
+    if !args.contains(&"--index".as_ref()) {
+        args.push("--no-index".as_ref());
+    }
+    let run = pparse(args.iter().copied());
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(20), "{args:?} took {took:?}");
+    (
+        run.code,
+        format!("{}\n{}", run.stdout_text(), run.stderr_text()),
+    )
+}
+
+/// Siblings pparse opens itself (a split model's shards, a program's
+/// parameters, a model's external data) are read only when they are
+/// regular files: a FIFO would hang the open, /dev/zero would be read
+/// forever. Each is refused with its path and kind, as a missing one is
+/// treated.
+#[test]
+fn siblings_that_are_not_regular_files_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+
+    // A GGUF shard that is a FIFO: the split model is damaged, as with a
+    // shard missing, and the message says what is there.
+    let split = fixture_path("gguf/split");
+    for n in ["tiny-00001-of-00003.gguf", "tiny-00003-of-00003.gguf"] {
+        std::fs::copy(split.join(n), dir.join(n)).unwrap();
+    }
+    mkfifo(&dir.join("tiny-00002-of-00003.gguf"));
+    let first = dir.join("tiny-00001-of-00003.gguf");
+    for cmd in ["tree", "tensors"] {
+        let (code, out) = quick(&[cmd.as_ref(), first.as_os_str()]);
+        assert_eq!(code, 1, "{cmd}: {out}");
+        assert!(
+            out.contains("tiny-00002-of-00003.gguf is a FIFO, not a regular file"),
+            "{cmd}: {out}"
+        );
+    }
+
+    // A saved Paddle program whose parameters are a FIFO, then a link to
+    // /dev/zero (which was copied to a temporary file until the disk was
+    // full): the program is read, the parameters are not, and a note says
+    // why.
+    let program = dir.join("saved-cnn.json");
+    std::fs::copy(fixture_path("paddle/saved-cnn.json"), &program).unwrap();
+    let params = dir.join("saved-cnn.pdiparams");
+    mkfifo(&params);
+    let (code, out) = quick(&["tree".as_ref(), program.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("saved-cnn.pdiparams is a FIFO, not a regular file"),
+        "{out}"
+    );
+    std::fs::remove_file(&params).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &params).unwrap();
+    let (code, out) = quick(&["tree".as_ref(), program.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("saved-cnn.pdiparams is a character device, not a regular file"),
+        "{out}"
+    );
+    // `tensors` shows no notes: it ends, and lists nothing read from it.
+    let (code, out) = quick(&["tensors".as_ref(), program.as_os_str()]);
+    assert!(code == 0 || code == 1, "{out}");
+    assert!(out.contains("no tensors found"), "{out}");
+    // Opened itself, the link is refused as FILE is.
+    let (code, out) = quick(&["tensors".as_ref(), params.as_os_str()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("not a regular file"), "{out}");
+
+    // An ONNX model whose external data is a FIFO.
+    let model = dir.join("model.onnx");
+    std::fs::copy(fixture_path("onnx/external/model.onnx"), &model).unwrap();
+    mkfifo(&dir.join("model.onnx.data"));
+    let (code, out) = quick(&["tensors".as_ref(), model.as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("model.onnx.data is a FIFO, not a regular file"),
+        "{out}"
+    );
+}
+
+/// `--index PATH` naming a FIFO, a device or a folder: the index is
+/// neither read (a FIFO would hang the open) nor written (a rename would
+/// replace /dev/null); a note says so and the command goes on as without
+/// an index.
+#[test]
+fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fifo = tmp.path().join("index.fifo");
+    mkfifo(&fifo);
+    let folder = tmp.path().join("index.dir");
+    std::fs::create_dir(&folder).unwrap();
+    let file = fixture_path("nested.tar.gz");
+    let want = pparse(["tree".as_ref(), file.as_os_str(), "--no-index".as_ref()]);
+    assert_eq!(want.code, 0, "{}", want.stderr_text());
+    let null = std::path::Path::new("/dev/null");
+    for (place, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (null, "a character device"),
+        (folder.as_path(), "a folder"),
+    ] {
+        // Twice: a first run that wrote an index would be read by the second.
+        for _ in 0..2 {
+            let (code, out) = quick(&[
+                "tree".as_ref(),
+                file.as_os_str(),
+                "--index".as_ref(),
+                place.as_os_str(),
+            ]);
+            assert_eq!(code, 0, "{}: {out}", place.display());
+            assert!(
+                out.starts_with(&want.stdout_text()),
+                "{}: {out}",
+                place.display()
+            );
+            let note = format!(
+                "note: the index {}: is {kind}, not a regular file: it is neither read nor written",
+                place.display()
+            );
+            assert!(out.contains(&note), "{}: {out}", place.display());
+        }
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(null).unwrap();
+    assert!(meta.file_type().is_char_device() && meta.len() == 0);
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+}

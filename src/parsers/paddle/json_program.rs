@@ -450,11 +450,14 @@ fn attr_value(a: &J, depth: usize) -> AttrValue {
 /// The names of a saved program's parameters, sorted as `.pdiparams`
 /// stores them; `None` if the file is not a saved program.
 pub fn parameter_names(path: &Path) -> Option<Vec<String>> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > MAX_FILE {
+    use std::io::Read;
+    // Only a regular file: a FIFO or a device there must not hang or fill.
+    let file = crate::data::open_regular(path).ok()?;
+    if file.metadata().ok()?.len() > MAX_FILE {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE).read_to_end(&mut bytes).ok()?;
     let saved = read(&bytes).ok()?;
     let mut names: Vec<String> = saved
         .program
@@ -528,15 +531,21 @@ impl Parser for JsonParser {
         // The parameters beside it.
         if let Some(file) = cx.file {
             let params = file.with_extension("pdiparams");
-            if let Ok(src) = MmapSource::open(&params) {
-                let name = params
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let src: Data = Arc::new(src);
-                let mut spec = ChildSpec::new(Name::from(name.as_str()), EntryKind::File, src);
-                spec.file = Some(params);
-                cx.add_child(spec);
+            match MmapSource::open(&params) {
+                Ok(src) => {
+                    let name = params
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let src: Data = Arc::new(src);
+                    let mut spec = ChildSpec::new(Name::from(name.as_str()), EntryKind::File, src);
+                    spec.file = Some(params);
+                    cx.add_child(spec);
+                }
+                // No parameters beside it is a program alone; parameters
+                // that cannot be read (a FIFO, a device) are said.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => cx.note(format!("its parameters are not read: {e}")),
             }
         }
         Step::Done

@@ -1,0 +1,111 @@
+//! A read error anywhere is said, never swallowed.
+//!
+//! Parsers treat a failed read in many ways (a sniff sees no bytes, a
+//! header read that fails is tried again), and none of them can tell a
+//! file that ends from one that cannot be read. A [`ReadGuard`] wraps the
+//! opened file (or URL): the first error any read of it meets is recorded
+//! with its offset, every later read fails at once with the same error
+//! (a server that broke its protocol is not asked again), and the engine
+//! that sees the record stops the parse and marks the tree damaged.
+
+use std::io;
+use std::sync::{Mutex, OnceLock};
+
+use super::source::{Data, Layout, Source};
+
+/// The first read error of a guarded source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadFailure {
+    /// Where the read that failed started, in the guarded source.
+    pub offset: u64,
+    /// Why (the source's error, which names the file or URL).
+    pub reason: String,
+}
+
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "read error at offset {} ({:#x}): {}",
+            self.offset, self.offset, self.reason
+        )
+    }
+}
+
+/// Failures of every guard of this process not yet taken, for a command's
+/// exit status (at most [`KEPT`]).
+static FAILURES: Mutex<Vec<ReadFailure>> = Mutex::new(Vec::new());
+const KEPT: usize = 16;
+
+/// The read failures recorded since the last call, removed.
+pub fn take_read_failures() -> Vec<ReadFailure> {
+    std::mem::take(&mut *FAILURES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A source that records its first read error. See the module docs.
+pub struct ReadGuard {
+    inner: Data,
+    failed: OnceLock<ReadFailure>,
+}
+
+impl ReadGuard {
+    /// Guards `inner`.
+    pub fn new(inner: Data) -> ReadGuard {
+        ReadGuard {
+            inner,
+            failed: OnceLock::new(),
+        }
+    }
+
+    /// The first read error, once there was one.
+    pub fn failure(&self) -> Option<&ReadFailure> {
+        self.failed.get()
+    }
+}
+
+impl Source for ReadGuard {
+    fn available(&self) -> u64 {
+        self.inner.available()
+    }
+    fn is_final(&self) -> bool {
+        self.inner.is_final()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(f) = self.failed.get() {
+            return Err(io::Error::other(f.reason.clone()));
+        }
+        self.inner.read_at(offset, buf).inspect_err(|e| {
+            let failure = ReadFailure {
+                offset,
+                reason: e.to_string(),
+            };
+            if self.failed.set(failure.clone()).is_ok() {
+                let mut all = FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+                if all.len() < KEPT {
+                    all.push(failure);
+                }
+            }
+        })
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        self.inner.as_slice()
+    }
+    fn release(&self, start: u64, end: u64) {
+        self.inner.release(start, end);
+    }
+    fn describe(&self) -> &'static str {
+        self.inner.describe()
+    }
+    fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
+        self.inner.origin(offset)
+    }
+    fn is_window(&self) -> bool {
+        self.inner.is_window()
+    }
+    fn final_len(&self) -> Option<u64> {
+        self.inner.final_len()
+    }
+    fn layout(&self) -> Layout<'_> {
+        self.inner.layout()
+    }
+}
