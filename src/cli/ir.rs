@@ -161,8 +161,7 @@ fn saved(data: &dyn crate::data::Source, show: Show, out: &mut impl Write) -> io
                 "diagnostics": [],
                 "more_errors": 0,
             });
-            serde_json::to_writer(&mut *out, &v)?;
-            writeln!(out)
+            write_json(out, &v)
         }
         Show::Stats | Show::StatsJson => {
             let mut ops = BTreeMap::new();
@@ -416,7 +415,14 @@ impl<'w, W: Write> Printer<'w, W> {
             for _ in 0..depth {
                 self.out.write_all(b"    ")?;
             }
-            self.out.write_all(text)?;
+            // The program's own bytes, unless they hold what a terminal
+            // would act on (OSC 52 writes the clipboard, OSC 0 the title).
+            if text.iter().all(|b| (0x20..0x7f).contains(b)) {
+                self.out.write_all(text)?;
+            } else {
+                self.out
+                    .write_all(crate::name::escape_bytes(text).as_bytes())?;
+            }
             self.out.write_all(b"\n")
         })();
         if let Err(e) = r {
@@ -565,8 +571,39 @@ fn stats_json(
         "diagnostics": diagnostics_json(d),
         "more_errors": suppressed,
     });
-    serde_json::to_writer(&mut *out, &v)?;
+    write_json(out, &v)
+}
+
+/// `v` as one line of JSON, C1 controls escaped (see [`c1_escaped`]).
+fn write_json(out: &mut impl Write, v: &serde_json::Value) -> io::Result<()> {
+    let text = serde_json::to_vec(v).map_err(io::Error::other)?;
+    out.write_all(&c1_escaped(&text))?;
     writeln!(out)
+}
+
+/// JSON text with DEL and the C1 controls (U+0080–U+009F, which only
+/// strings can hold) written as `\u00XX`: JSON escapes C0 controls itself,
+/// and a terminal may act on C1 ones as on ESC sequences.
+fn c1_escaped(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let c1 = |w: &[u8]| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]);
+    if !json.contains(&0x7f) && !json.windows(2).any(c1) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = Vec::with_capacity(json.len() + 16);
+    let mut i = 0;
+    while i < json.len() {
+        if json[i] == 0x7f {
+            out.extend_from_slice(b"\\u007f");
+            i += 1;
+        } else if i + 1 < json.len() && c1(&json[i..i + 2]) {
+            out.extend_from_slice(format!("\\u{:04x}", json[i + 1]).as_bytes());
+            i += 2;
+        } else {
+            out.push(json[i]);
+            i += 1;
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Writes `{"programs": [...], "diagnostics": [...]}`, each top-level op
@@ -596,7 +633,7 @@ impl<'w, W: Write> JsonOut<'w, W> {
 
     fn write(&mut self, bytes: &[u8]) {
         if self.err.is_none()
-            && let Err(e) = self.out.write_all(bytes)
+            && let Err(e) = self.out.write_all(&c1_escaped(bytes))
         {
             self.err = Some(e);
         }

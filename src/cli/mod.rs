@@ -557,7 +557,21 @@ fn tree(input: &Input, json: bool) -> Result<Status, Fatal> {
     Ok(report(&t, &t.subtree(0)))
 }
 
+/// Levels `nodes` prints at most: each level costs a frame of the writers
+/// and of [`load_depth`], and a line indented by its depth, so a value
+/// nested 30,000 deep would cost stack, gigabytes of indentation, and a
+/// walk of what is below each level.
+const MAX_NODE_DEPTH: usize = 256;
+
 fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, Fatal> {
+    let depth = if depth > MAX_NODE_DEPTH {
+        say!(
+            "pparse: note: --depth {depth} is more than the {MAX_NODE_DEPTH} levels pparse prints; deeper nodes are marked as more"
+        );
+        MAX_NODE_DEPTH
+    } else {
+        depth
+    };
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
     // The node tree is complete once this extraction's parser is done.

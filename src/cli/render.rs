@@ -8,8 +8,23 @@ use crate::node::{Children, Node, Value};
 use crate::status::Status;
 use crate::util::thousands;
 
+/// `s` as a JSON string. JSON escapes C0 controls itself; DEL and C1
+/// controls (U+0080–U+009F, which some terminals act on as CSI and OSC)
+/// are escaped too, so JSON printed to a terminal is as safe as text.
 fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings always serialise")
+    let out = serde_json::to_string(s).expect("strings always serialise");
+    if !out.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        return out;
+    }
+    let mut safe = String::with_capacity(out.len() + 16);
+    for c in out.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            safe.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            safe.push(c);
+        }
+    }
+    safe
 }
 
 /// Integers beyond 2^53 are strings, so JSON readers do not round them.
@@ -209,22 +224,25 @@ pub(super) fn node_text(
     if depth == 0 {
         return Ok(());
     }
+    // Names and values come from the file: whatever a parser escaped or
+    // not, nothing reaches the terminal as a control character.
+    let esc = crate::name::escape_str;
     let mut line = format!(
         "{}{}  {}  {:#x}..{:#x}",
         "  ".repeat(indent),
-        n.name,
+        esc(&n.name),
         n.kind,
         n.range.start,
         n.range.end
     );
     if let Some(v) = &n.value {
-        line.push_str(&format!("  = {v}"));
+        line.push_str(&format!("  = {}", esc(&v.to_string())));
     }
     if let Some(d) = &n.damage {
         line.push_str(&format!(
             "  {}: {}",
             d.status.as_str().to_uppercase(),
-            d.reason
+            esc(&d.reason)
         ));
     }
     if matches!(n.children, Children::Unloaded) || (depth == 1 && !n.loaded_children().is_empty()) {
@@ -316,6 +334,23 @@ pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Res
     write!(out, "]}}")
 }
 
+/// The most memory the process held at once (resident, from the kernel's
+/// `VmHWM`): unlike the heap count it includes what C libraries (liblzma,
+/// zstd, libbz2) allocate, and touched pages of mapped files. (`getrusage`
+/// would also count the process that started this one, before `exec`.)
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// `--io-stats`: one line of text, or one JSON object (docs/contract.md).
 pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
     let budget = crate::data::ChunkCache::global().budget() as u64;
@@ -332,6 +367,9 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
         });
         if s.heap_peak > 0 {
             o["heap_peak"] = s.heap_peak.into();
+        }
+        if let Some(rss) = peak_rss() {
+            o["rss_peak"] = rss.into();
         }
         if remote.requests > 0 {
             o["remote_fetched"] = remote.bytes_fetched.into();
@@ -351,6 +389,9 @@ pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
     );
     if s.heap_peak > 0 {
         line.push_str(&format!("; peak heap {} B", thousands(s.heap_peak)));
+    }
+    if let Some(rss) = peak_rss() {
+        line.push_str(&format!("; peak RSS {} B", thousands(rss)));
     }
     if remote.requests > 0 {
         line.push_str(&format!(

@@ -37,6 +37,24 @@ pub use inflate::{InflateEvent, InflateSource, Inflater};
 pub use mem::{HeadSource, MemSource};
 pub use mmap::MmapSource;
 pub use readahead::ReadAhead;
+
+/// Memory one decoder's window may take: an xz/LZMA dictionary or a zstd
+/// window declared larger than this is decoded with this much, which is
+/// enough unless a match reaches further back (then the decoder says the
+/// block needs more, and by how much). 256 MiB covers every `xz` preset
+/// (64 MiB at -9) and zstd up to `--long=28`; `PPARSE_DECODER_MIB` sets
+/// another limit. A declared 4 GiB dictionary would otherwise cost
+/// gigabytes for a file of a few hundred KB.
+pub fn decoder_window_limit() -> u64 {
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("PPARSE_DECODER_MIB")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&m| m >= 1)
+            .map_or(256 << 20, |m| m.saturating_mul(1 << 20).min(4 << 30))
+    })
+}
 pub use regular::{irregular_kind, not_regular, open_regular, shown};
 pub use remote::{RemoteLimits, RemoteSource, RemoteStats, is_remote_url, remote_stats};
 pub use slice::SliceSource;

@@ -79,8 +79,12 @@ impl Options {
     /// with other settings is not used.
     pub fn fingerprint(&self) -> String {
         format!(
-            "max_depth={} decode_ratio={} decode_floor={} message={:?}",
-            self.max_depth, self.decode_ratio, self.decode_floor, self.message
+            "max_depth={} decode_ratio={} decode_floor={} message={:?} window={}",
+            self.max_depth,
+            self.decode_ratio,
+            self.decode_floor,
+            self.message,
+            crate::data::decoder_window_limit()
         )
     }
 

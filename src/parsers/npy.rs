@@ -50,9 +50,14 @@ pub static FORMAT: Format = Format {
 pub const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// Longest header read. NumPy itself refuses more than 10,000 bytes unless
-/// told otherwise; a structured dtype with thousands of fields needs more,
-/// and the literal parser is bounded anyway.
-const MAX_HEADER: u64 = 64 << 20;
+/// told otherwise; a structured dtype with [`MAX_FIELDS`] fields takes a
+/// few hundred KB.
+const MAX_HEADER: u64 = 4 << 20;
+
+/// Values in a header literal read at most: each costs about 60 bytes, so
+/// a header of 4 MiB of `0,` costs 16 MB, not the 2 GB one value object
+/// per item would (a 65 KB deflated `.npz` member can hold such a header).
+const MAX_VALUES: usize = 1 << 18;
 
 /// Nesting of the header literal (structured dtypes within structured
 /// dtypes) read at most.
@@ -98,6 +103,8 @@ struct LitParser<'a> {
     s: &'a [u8],
     pos: usize,
     utf8: bool,
+    /// Values read so far.
+    values: usize,
 }
 
 impl LitParser<'_> {
@@ -118,6 +125,12 @@ impl LitParser<'_> {
     fn value(&mut self, depth: usize) -> Result<Lit, (usize, String)> {
         if depth > MAX_DEPTH {
             return self.fail("nested too deeply");
+        }
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return self.fail(&format!(
+                "more than {MAX_VALUES} values in the header, more than pparse reads"
+            ));
         }
         self.ws();
         let start = self.pos;
@@ -645,6 +658,7 @@ pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, Bad> {
         s: &buf,
         pos: 0,
         utf8: version.0 >= 3,
+        values: 0,
     };
     let bad_at = |pos: usize, why: String| Bad {
         damage: Damage::corrupt(

@@ -345,9 +345,22 @@ impl BlockCodec for Codec {
         let h = parse_block_header(b)
             .map_err(|e| io::Error::other(e.unwrap_or_else(|| "block header cut off".into())))?;
         let mut f = liblzma::stream::Filters::new();
+        let mut dict_note = None;
         for (id, props) in &h.filters {
             let r = match id {
-                0x21 => f.lzma2_properties(props),
+                0x21 => match lzma2_dict(props) {
+                    Some(dict) if dict > crate::data::decoder_window_limit() => {
+                        // Decoded with the limit as its dictionary: right
+                        // unless a match reaches back further, which the
+                        // decoder reports (see `XzReader::dict`).
+                        let mut o = liblzma::stream::LzmaOptions::new_preset(6)
+                            .map_err(|e| io::Error::other(format!("{e:?}")))?;
+                        o.dict_size(crate::data::decoder_window_limit() as u32);
+                        dict_note = Some(dict);
+                        Ok(f.lzma2(&o))
+                    }
+                    _ => f.lzma2_properties(props),
+                },
                 0x03 => f.delta_properties(props),
                 0x04 => f.x86_properties(props),
                 0x05 => f.powerpc_properties(props),
@@ -371,12 +384,22 @@ impl BlockCodec for Codec {
             ended: false,
             pre: Vec::new(),
             pre_pos: 0,
+            dict: dict_note,
+            error: None,
         }))
     }
 }
 
-/// Memory liblzma may use for one zip entry's decoder.
-const ZIP_MEMLIMIT: u64 = 1 << 30;
+/// The dictionary size an LZMA2 filter's properties byte gives; `None`
+/// for a byte over 40.
+fn lzma2_dict(props: &[u8]) -> Option<u64> {
+    let b = *props.first()?;
+    match b {
+        40 => Some(u32::MAX as u64),
+        0..40 => Some((2 | (b as u64 & 1)) << (b / 2 + 11)),
+        _ => None,
+    }
+}
 
 /// Decodes a whole xz stream from `block.input.start` as one block (a zip
 /// entry of method 95: a read decodes from the entry's start).
@@ -388,8 +411,11 @@ impl BlockCodec for StreamCodec {
     }
 
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
-        let z = liblzma::stream::Stream::new_stream_decoder(ZIP_MEMLIMIT, 0)
-            .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        let z = liblzma::stream::Stream::new_stream_decoder(
+            crate::data::decoder_window_limit().saturating_add(64 << 20),
+            0,
+        )
+        .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
         Ok(Box::new(XzReader {
             z,
             input: input.clone(),
@@ -398,6 +424,8 @@ impl BlockCodec for StreamCodec {
             ended: false,
             pre: Vec::new(),
             pre_pos: 0,
+            dict: None,
+            error: None,
         }))
     }
 }
@@ -427,8 +455,10 @@ impl BlockCodec for LzmaZipCodec {
         }
         let mut pre = head[4..9].to_vec();
         pre.extend_from_slice(&block.aux[0].to_le_bytes());
-        let z = liblzma::stream::Stream::new_lzma_decoder(ZIP_MEMLIMIT)
-            .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        let z = liblzma::stream::Stream::new_lzma_decoder(
+            crate::data::decoder_window_limit().saturating_add(64 << 20),
+        )
+        .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
         Ok(Box::new(XzReader {
             z,
             input: input.clone(),
@@ -437,6 +467,8 @@ impl BlockCodec for LzmaZipCodec {
             ended: false,
             pre,
             pre_pos: 0,
+            dict: None,
+            error: None,
         }))
     }
 }
@@ -451,10 +483,34 @@ struct XzReader {
     /// Bytes fed before the input (a made-up header).
     pre: Vec<u8>,
     pre_pos: usize,
+    /// The dictionary the block declares, when it is decoded with less
+    /// ([`crate::data::decoder_window_limit`]).
+    dict: Option<u64>,
+    /// An error met after output that was returned first.
+    error: Option<String>,
+}
+
+impl XzReader {
+    /// What an error from liblzma means here.
+    fn why(&self, e: liblzma::stream::Error) -> String {
+        let limit = crate::data::decoder_window_limit();
+        match self.dict {
+            Some(dict) if self.z.total_out() > limit => format!(
+                "{e:?} error in the compressed data after {} decoded bytes; the block declares a dictionary of {} and pparse decodes with at most {} (PPARSE_DECODER_MIB), so a match that reaches back further reads as an error: with that much memory the block may decode",
+                self.z.total_out(),
+                crate::util::human(dict),
+                crate::util::human(limit)
+            ),
+            _ => format!("{e:?} error in the compressed data"),
+        }
+    }
 }
 
 impl BlockReader for XzReader {
     fn read(&mut self, out: &mut [u8]) -> Pull {
+        if let Some(e) = self.error.take() {
+            return Pull::Error(e);
+        }
         if self.ended {
             return Pull::End;
         }
@@ -487,10 +543,12 @@ impl BlockReader for XzReader {
             match r {
                 Err(e) => {
                     self.ended = true;
+                    let why = self.why(e);
                     if produced > 0 {
+                        self.error = Some(why);
                         return Pull::Out(produced);
                     }
-                    return Pull::Error(format!("{e:?} error in the compressed data"));
+                    return Pull::Error(why);
                 }
                 Ok(liblzma::stream::Status::StreamEnd) => {
                     self.ended = true;

@@ -134,8 +134,12 @@ impl BlockCodec for Codec {
     }
 
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
-        let dctx = zstd::zstd_safe::DCtx::try_create()
+        let mut dctx = zstd::zstd_safe::DCtx::try_create()
             .ok_or_else(|| io::Error::other("cannot create a zstd decoder"))?;
+        // Windows up to pparse's limit, not only the library's default.
+        let log = 63 - crate::data::decoder_window_limit().leading_zeros();
+        dctx.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(log.clamp(10, 31)))
+            .map_err(|c| io::Error::other(zstd::zstd_safe::get_error_name(c).to_string()))?;
         Ok(Box::new(FrameReader {
             dctx,
             input: input.clone(),
@@ -173,7 +177,13 @@ impl BlockReader for FrameReader {
             self.inbuf.consume(consumed);
             match r {
                 Err(code) => {
-                    let msg = zstd::zstd_safe::get_error_name(code).to_string();
+                    let mut msg = zstd::zstd_safe::get_error_name(code).to_string();
+                    if msg.contains("memory") {
+                        msg.push_str(&format!(
+                            ": the frame's window is larger than the {} pparse decodes with (PPARSE_DECODER_MIB sets more)",
+                            crate::util::human(crate::data::decoder_window_limit())
+                        ));
+                    }
                     if produced > 0 {
                         self.error = Some(msg);
                         return Pull::Out(produced);

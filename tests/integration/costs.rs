@@ -18,16 +18,19 @@ fn heap_peak(run: &Run) -> u64 {
     let n = line
         .split("peak heap ")
         .nth(1)
+        .and_then(|n| n.split(" B").next())
         .unwrap_or_else(|| panic!("no heap peak in {err}"));
-    n.trim_end_matches(" B").replace(',', "").parse().unwrap()
+    n.replace(',', "").parse().unwrap()
 }
 
-/// Runs `pparse CMD FILE ARGS --io-stats` and checks the heap peak stays
-/// under `per_byte` times the file's size plus 32 MiB.
+/// Runs `pparse CMD FILE ARGS --io-stats --cache-size 8M` and checks the
+/// heap peak stays under `per_byte` times the file's size plus 32 MiB.
 fn bounded(cmd: &str, file: &Path, args: &[&str], per_byte: u64) -> Run {
     let mut all: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), file.as_os_str()];
     all.extend(args.iter().map(std::ffi::OsStr::new));
-    all.push("--io-stats".as_ref());
+    // The chunk cache is a fixed allowance of its own (32 MiB by
+    // default): kept small, it stays inside the one checked here.
+    all.extend(["--io-stats", "--cache-size", "8M"].map(std::ffi::OsStr::new));
     let run = pparse(&all);
     let size = std::fs::metadata(file).unwrap().len();
     let peak = heap_peak(&run);
@@ -165,4 +168,235 @@ fn resync_bait_costs_a_scan() {
         assert_eq!(run.code, 1, "{name}: {err}");
         assert!(err.contains("invalid deflate data"), "{name}: {err}");
     }
+}
+
+/// An `.npz` member whose v2 header is megabytes of `0,` (a 65 KB
+/// deflated member): the header is refused past 4 MiB, and below that the
+/// literal stops at a count of values, instead of one value object per
+/// item (2 GB).
+#[test]
+fn an_npy_header_of_millions_of_values_is_bounded() {
+    use crate::bounds::{Member, zip_of};
+    let npy = |hlen: usize| {
+        let mut text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (".to_vec();
+        while text.len() + 3 < hlen {
+            text.extend(b"0,");
+        }
+        text.extend(b")}\n");
+        text.resize(hlen, b' ');
+        let mut b = b"\x93NUMPY\x02\x00".to_vec();
+        b.extend((hlen as u32).to_le_bytes());
+        b.extend(text);
+        b
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (hlen, why) in [
+        (64 << 20, "more than pparse reads"),
+        ((4 << 20) - 64, "values in the header"),
+    ] {
+        let npz = zip_of(
+            &[Member {
+                name: "a.npy".into(),
+                data: npy(hlen),
+                deflate: true,
+            }],
+            0,
+        );
+        let file = write(tmp.path(), "a.npz", &npz);
+        for (cmd, args) in [
+            ("tree", &[][..]),
+            ("tensors", &[][..]),
+            ("nodes", &["a.npy", "--depth", "3"][..]),
+        ] {
+            // The member is deflated 1000:1; what bounds memory is the
+            // header's limit, so the allowance is the fixed part.
+            let run = bounded(cmd, &file, args, 0);
+            let err = run.stderr_text();
+            // `tensors` finds none, which is not an error of its own.
+            if cmd != "tensors" {
+                assert_eq!(run.code, 1, "{hlen} {cmd}: {err}");
+            }
+            if cmd == "tree" {
+                assert!(err.contains(why), "{hlen} {cmd}: {err}");
+            }
+        }
+    }
+}
+
+/// MessagePack nested 30,000 deep (30 KB): `nodes` prints at most 256
+/// levels, says so, and costs neither stack nor memory nor indentation by
+/// the depth asked for (it was 1.1 GB and 900 MB of text).
+#[test]
+fn a_deep_msgpack_prints_a_bounded_depth() {
+    const DEPTH: usize = 30_000;
+    let mut b = vec![0x91u8; DEPTH]; // fixarray of one element, nested
+    b.push(0x01);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "deep.msgpack", &b);
+    for args in [
+        &["--depth", "30000"][..],
+        &["--depth", "100000", "--json"][..],
+    ] {
+        let run = bounded("nodes", &file, args, 64);
+        let err = run.stderr_text();
+        assert_eq!(run.code, 0, "{args:?}: {err}");
+        assert!(err.contains("256 levels"), "{args:?}: {err}");
+        assert!(
+            run.stdout.len() < 1 << 20,
+            "{args:?}: {} bytes of output",
+            run.stdout.len()
+        );
+        // The extraction, then one node per level printed.
+        let out = run.stdout_text();
+        let nodes = if args.contains(&"--json") {
+            out.matches("{\"name\":").count()
+        } else {
+            out.lines().count()
+        };
+        assert_eq!(nodes, 1 + 256, "{args:?}");
+    }
+}
+
+/// A flax checkpoint of deep maps keyed by long control-character names,
+/// holding many tiny arrays: tensor names are shortened past 4 KiB (a
+/// tensor owns its name; full names made `tensors --json` abort at a 4 GB
+/// limit), and arrays whose element count overflows are corrupt, not
+/// complete.
+#[test]
+fn flax_names_and_sizes_from_the_file_are_bounded() {
+    const LEVELS: usize = 200;
+    const ARRAYS: usize = 400;
+    fn str8(out: &mut Vec<u8>, s: &[u8]) {
+        out.push(0xda);
+        out.extend((s.len() as u16).to_be_bytes());
+        out.extend(s);
+    }
+    // ext 1 (flax ndarray): (shape, dtype name, data)
+    fn array(out: &mut Vec<u8>, shape: &[u64]) {
+        let mut p = vec![0x93, 0x90 + shape.len() as u8];
+        for d in shape {
+            p.push(0xcf);
+            p.extend(d.to_be_bytes());
+        }
+        p.push(0xa7);
+        p.extend(b"float32");
+        p.extend([0xc4, 8]);
+        p.extend([0u8; 8]);
+        out.push(0xc7);
+        out.push(p.len() as u8);
+        out.push(1);
+        out.extend(p);
+    }
+    let key = vec![0x1bu8; 1000]; // ESC, escaped to 4 bytes each
+    let mut b = Vec::new();
+    for _ in 0..LEVELS {
+        b.push(0x81); // map of one pair
+        str8(&mut b, &key);
+    }
+    b.push(0xde);
+    b.extend((ARRAYS as u16 + 1).to_be_bytes());
+    for i in 0..ARRAYS {
+        str8(&mut b, format!("a{i}").as_bytes());
+        array(&mut b, &[2]);
+    }
+    str8(&mut b, b"huge");
+    array(&mut b, &[1 << 63, 1 << 63, 4]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "deep.msgpack", &b);
+    let run = bounded("tensors", &file, &["--json"], 64);
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON");
+    let list = v
+        .as_array()
+        .or_else(|| v["tensors"].as_array())
+        .expect("tensors");
+    assert_eq!(list.len(), ARRAYS + 1);
+    for t in list {
+        let name = t["name"].as_str().unwrap();
+        assert!(name.len() < 5000, "a name of {} bytes", name.len());
+    }
+    let huge = list.last().unwrap();
+    assert!(huge["name"].as_str().unwrap().ends_with("/huge"));
+    assert_eq!(huge["status"], "corrupt", "{huge}");
+    assert!(
+        run.stdout.len() < 16 * b.len(),
+        "{} bytes of JSON from {} bytes",
+        run.stdout.len(),
+        b.len()
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr_text());
+}
+
+/// The peak resident memory `--io-stats --json` printed (it counts what
+/// C decoders allocate, which the heap count does not).
+fn rss_peak(run: &Run) -> u64 {
+    let err = run.stderr_text();
+    let line = err.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{err}"));
+    v["io"]["rss_peak"].as_u64().expect("rss_peak")
+}
+
+/// An xz file whose LZMA2 block declares a 4 GiB dictionary (its filter
+/// properties byte set to 40, the block header's CRC made again): it is
+/// decoded with the limit as its dictionary, so a bomb of zeros costs the
+/// limit, not its size; the file stays complete. Where a match reaches
+/// further back than the limit, the error says so and names the variable.
+#[test]
+fn an_xz_dictionary_is_decoded_within_the_limit() {
+    let make = |data: &str, dict: &str| -> Vec<u8> {
+        let script = format!(
+            r#"
+import lzma, sys, zlib, os
+data = {data}
+x = bytearray(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+    filters=[{{"id": lzma.FILTER_LZMA2, "preset": 6, "dict_size": {dict}}}]))
+# the block header starts after the 12-byte stream header
+size = (x[12] + 1) * 4
+h = x[12:12 + size]
+i = h.index(b"\x21\x01")  # LZMA2 filter id, one byte of properties
+h[i + 2] = 40             # a 4 GiB dictionary
+h[-4:] = zlib.crc32(bytes(h[:-4])).to_bytes(4, "little")
+x[12:12 + size] = h
+sys.stdout.buffer.write(bytes(x))
+"#
+        );
+        python(&script)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // 256 MiB of zeros: a few KB of xz.
+    let bomb = write(
+        tmp.path(),
+        "zeros.xz",
+        &make("bytes(256 << 20)", "64 << 20"),
+    );
+    let run = pparse_env(
+        [
+            "tree".as_ref(),
+            bomb.as_os_str(),
+            "--io-stats".as_ref(),
+            "--json".as_ref(),
+            "--cache-size".as_ref(),
+            "8M".as_ref(),
+        ],
+        &[("PPARSE_DECODER_MIB", "16")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let rss = rss_peak(&run);
+    assert!(rss < 160 << 20, "peak RSS {rss} B for a 16 MiB window");
+    // Random bytes twice: the second copy matches 3 MiB back.
+    let far = write(
+        tmp.path(),
+        "far.xz",
+        &make("(lambda r: r + r)(os.urandom(3 << 20))", "8 << 20"),
+    );
+    let run = pparse_env(
+        ["tree".as_ref(), far.as_os_str()],
+        &[("PPARSE_DECODER_MIB", "1")],
+    );
+    let err = run.stderr_text();
+    assert_eq!(run.code, 1, "{err}");
+    assert!(err.contains("PPARSE_DECODER_MIB"), "{err}");
+    assert!(err.contains("4.0 GiB"), "{err}");
+    // With the default limit the same file is whole.
+    let run = pparse(["tree".as_ref(), far.as_os_str()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
 }

@@ -342,3 +342,41 @@ fn hostile_members_raw_names_and_kinds() {
     }
     f.check("hostile members");
 }
+
+/// A printed program whose op names, attribute strings and text around
+/// it hold terminal escapes (OSC 52 writes the clipboard, OSC 0 the
+/// title, CSI 2J clears the screen, and their C1 forms): no command
+/// prints one raw, in text or JSON, on stdout or stderr.
+#[test]
+fn program_escapes_never_reach_the_terminal() {
+    let esc = "\u{1b}]52;c;SGk=\u{7}\u{1b}]0;title\u{7}\u{1b}[2J\u{9b}2J\u{9d}0;t\u{9c}";
+    let text = format!(
+        "{{\n    (%0) = \"pd_op.full{esc}\" () {{name:\"x{esc}\",value:1.0}} : () -> builtin.tensor<f32>\n    (%1) = \"pd_op.relu\" (%0) {{}} : (builtin.tensor<f32>) -> builtin.tensor<f32>\n    garbage {esc}\n}}\n"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("esc.txt");
+    std::fs::write(&file, &text).unwrap();
+    let c1 = |b: &[u8]| {
+        b.windows(2)
+            .any(|w| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+    };
+    for args in [
+        &["ir"][..],
+        &["ir", "--json"][..],
+        &["nodes", "--depth", "4"][..],
+        &["nodes", "--depth", "4", "--json"][..],
+        &["tree"][..],
+        &["tree", "--json"][..],
+    ] {
+        let mut all: Vec<&std::ffi::OsStr> = vec![args[0].as_ref(), file.as_os_str()];
+        all.extend(args[1..].iter().map(std::ffi::OsStr::new));
+        let run = pparse(&all);
+        for (what, out) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !has_terminal_control(out) && !c1(out),
+                "{args:?} {what}: {}",
+                String::from_utf8_lossy(out).escape_debug()
+            );
+        }
+    }
+}

@@ -104,7 +104,26 @@ impl Array {
     /// What is wrong with the array's bytes when `avail` bytes are there:
     /// cut off, or not as many as shape and dtype make.
     pub fn damage(&self, avail: u64) -> Option<Damage> {
-        let want = self.dtype.and_then(|d| d.bytes_for(numel(&self.shape)?));
+        // A size that overflows is damage, never "no size to check".
+        let Some(n) = numel(&self.shape) else {
+            return Some(Damage::corrupt(
+                self.shape_range,
+                crate::offer::tensor::overflow_text(&self.shape),
+            ));
+        };
+        if let Some(d) = self.dtype
+            && n.checked_mul(d.bits()).is_none()
+        {
+            return Some(Damage::corrupt(
+                self.shape_range,
+                format!(
+                    "the byte size of {} {} overflows",
+                    self.dtype_name,
+                    shape_text(&self.shape)
+                ),
+            ));
+        }
+        let want = self.dtype.and_then(|d| d.bytes_for(n));
         if let Some(want) = want
             && want != self.data.len()
         {
@@ -277,6 +296,34 @@ pub fn key_text(cur: &mut Cursor, h: &Head) -> String {
     }
 }
 
+/// Bytes of a tensor's name kept whole: deeper paths keep their start
+/// and end around the offset of their data, which makes them unique. Each
+/// tensor owns its name, so without this a file of deep maps with long
+/// keys and many tiny arrays makes names (and `tensors --json`) thousands
+/// of times its size.
+const MAX_NAME: usize = 4096;
+
+/// `path` as a tensor's name, shortened past [`MAX_NAME`] bytes.
+fn tensor_name(path: &str, data_at: u64) -> String {
+    if path.len() <= MAX_NAME {
+        return path.to_string();
+    }
+    let mut head = MAX_NAME / 4;
+    while !path.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = path.len() - MAX_NAME / 2;
+    while !path.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}…({} bytes, data at {data_at:#x})…{}",
+        &path[..head],
+        tail - head,
+        &path[tail..]
+    )
+}
+
 /// One container being walked for paths.
 struct Frame {
     /// Values left in it.
@@ -386,7 +433,7 @@ fn walk(
                     let name = if path.is_empty() {
                         "value".to_string()
                     } else {
-                        path.clone()
+                        tensor_name(&path, a.data.start)
                     };
                     let (status, detail) = match a.damage(avail) {
                         Some(d) => (d.status, Some(d.reason)),
