@@ -83,7 +83,7 @@ impl Session {
         let plan = if is_dir {
             None
         } else {
-            crate::index::Plan::new(path, &opts.index, opts.fingerprint())
+            crate::index::Plan::new(path, &opts)
         };
         if let Some(tree) = plan
             .as_ref()
@@ -181,7 +181,7 @@ impl Session {
         let (tx, rx) = bounded(1);
         let tree = Tree {
             exts: std::iter::once(root).collect(),
-            damage_count: 0,
+            ..Tree::default()
         };
         let shared = Arc::new(Shared::new(tree, tx, false));
         let engine_shared = shared.clone();

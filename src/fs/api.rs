@@ -746,13 +746,81 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
 /// The bytes of extraction `id`, opened.
 fn file_of(t: &Tree, id: ExtId) -> File {
     let e = &t.exts[id];
-    let data = e.data();
+    let mut data = e.data();
+    // Read through an index: its first bytes must be the ones the parse
+    // that wrote the index sniffed, or the index is not believed and no
+    // byte of it is served.
+    if let Err(err) = t
+        .check_head(id, &*data, crate::parsers::SNIFF_LEN)
+        .and_then(|()| check_tar_header(t, id))
+    {
+        data = std::sync::Arc::new(Refused {
+            len: data.available(),
+            why: err.to_string(),
+        });
+    }
     File {
         len: data.available(),
         data,
         pos: 0,
         status: t.status_of(id),
         damage: e.damage.to_vec(),
+    }
+}
+
+/// In a tree read back from an index: whether an intact tar member's
+/// range follows a tar header that declares its size (see
+/// [`crate::parsers::tar::header_vouches`]), so that the index cannot
+/// stretch, shrink or move a member whose first bytes happen to match.
+fn check_tar_header(t: &Tree, id: ExtId) -> io::Result<()> {
+    let e = &t.exts[id];
+    let (Some(p), Some(o)) = (e.parent, e.origin) else {
+        return Ok(());
+    };
+    if !t.restored
+        || e.form != crate::extraction::Form::Window
+        || t.exts[p].parser != Some(crate::parsers::tar::FORMAT.name)
+        || e.status() != Status::Complete
+    {
+        return Ok(());
+    }
+    let mut b = [0u8; 512];
+    let read = o
+        .start
+        .checked_sub(512)
+        .is_some_and(|at| crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false));
+    let size = e.declared_size.unwrap_or(o.len());
+    if read && o.len() == size && crate::parsers::tar::header_vouches(&b, size) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}: the index does not match the file (no tar header of a {size}-byte member precedes its range {o}); parse without it (--no-index)",
+            t.path_of(id)
+        ),
+    ))
+}
+
+/// The bytes of a member an index describes wrongly: every read fails
+/// with why (see [`Tree::check_head`]).
+struct Refused {
+    len: u64,
+    why: String,
+}
+
+impl crate::data::Source for Refused {
+    fn available(&self) -> u64 {
+        self.len
+    }
+    fn is_final(&self) -> bool {
+        true
+    }
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(io::Error::new(io::ErrorKind::InvalidData, self.why.clone()))
+    }
+    fn describe(&self) -> &'static str {
+        "bytes an index describes wrongly"
     }
 }
 
