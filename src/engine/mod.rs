@@ -102,7 +102,10 @@ impl Session {
     }
 
     /// A session over a tree read back from an index: nothing to parse.
-    fn restored(tree: Tree) -> Session {
+    /// Public for the fuzz target that forges indexes
+    /// (`fuzz/fuzz_targets/index_forged.rs`).
+    #[doc(hidden)]
+    pub fn restored(tree: Tree) -> Session {
         let (tx, rx) = bounded(1);
         let _ = tx.try_send(Event::Finished);
         Session {

@@ -515,24 +515,53 @@ impl Fs {
                     .collect(),
             }
         };
+        // The names from the root down, kept along the depth-first walk
+        // (one push and one pop per entry), not rebuilt from each entry's
+        // ancestors: an extraction tree of any depth is walked in linear
+        // time.
+        let mut stack: Vec<(ExtId, usize, usize)> = Vec::new();
+        let mut path = String::new();
+        let mut chain: Vec<Vec<u8>> = Vec::new();
         for id in ids {
-            let (entry, names, file) = {
+            let (entry, root_name, file) = {
                 let t = self.session.tree();
                 let e = &t.exts[id];
-                let mut chain = Vec::new();
-                let mut x = id;
-                while let Some(p) = t.exts[x].parent {
-                    chain.push(t.exts[x].name.raw().to_vec());
-                    x = p;
+                while let Some(&(top, len, depth)) = stack.last() {
+                    if Some(top) == e.parent {
+                        break;
+                    }
+                    stack.pop();
+                    path.truncate(len);
+                    chain.truncate(depth);
                 }
-                if chain.is_empty() {
+                if stack.is_empty() {
+                    // The top of a subtree: its ancestors' names, once.
+                    path.clear();
+                    chain.clear();
+                    if let Some(p) = e.parent {
+                        path = t.path_of(p);
+                        let mut x = p;
+                        while let Some(up) = t.exts[x].parent {
+                            chain.push(t.exts[x].name.raw().to_vec());
+                            x = up;
+                        }
+                        chain.reverse();
+                    }
+                }
+                stack.push((id, path.len(), chain.len()));
+                if e.parent.is_some() {
+                    if !path.is_empty() {
+                        path.push('/');
+                    }
+                    path.push_str(&e.display_name());
                     chain.push(e.name.raw().to_vec());
                 }
-                chain.reverse();
                 let file = e.kind.has_content().then(|| file_of(&t, id));
-                (self.entry(&t, id), chain, file)
+                let root_name = e.parent.is_none().then(|| vec![e.name.raw().to_vec()]);
+                (self.entry_at(&t, id, &path), root_name, file)
             };
-            if let Err(err) = f(&entry, &names, file) {
+            let names = root_name.as_deref().unwrap_or(&chain);
+            if let Err(err) = f(&entry, names, file) {
                 return Ok(Err(err));
             }
         }
@@ -647,6 +676,11 @@ impl Fs {
     }
 
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
+        self.entry_at(t, id, &t.path_of(id))
+    }
+
+    /// [`Fs::entry`] of `id`, whose PATH is `full`.
+    fn entry_at(&self, t: &Tree, id: ExtId, full: &str) -> Entry {
         let e = &t.exts[id];
         let kind = match &e.kind {
             EntryKind::Root | EntryKind::Stream | EntryKind::File => Kind::File,
@@ -657,7 +691,7 @@ impl Fs {
         };
         let status = t.status_of(id);
         Entry {
-            path: self.relative(&t.path_of(id)).to_string(),
+            path: self.relative(full).to_string(),
             name: e.display_name(),
             kind,
             size: e.size(),

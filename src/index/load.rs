@@ -318,6 +318,13 @@ fn check_stream(l: &StreamLayout, input_len: u64) -> Result<(), String> {
             ));
         }
     }
+    let chunks = l.len.div_ceil(crate::data::inflate::CHUNK);
+    if l.chunk_crcs.len() as u64 != chunks {
+        return Err(format!(
+            "{} chunk checksums for {chunks} chunks of decoded bytes",
+            l.chunk_crcs.len()
+        ));
+    }
     if l.len > deflate_most(input_len) {
         return Err(format!(
             "{} decoded bytes are more than {input_len} input bytes can make",
@@ -375,11 +382,17 @@ fn read_stream(r: &mut In) -> Result<StreamLayout, Bad> {
             points,
         });
     }
+    let nc = r.count()?;
+    let mut chunk_crcs = Vec::with_capacity(nc);
+    for _ in 0..nc {
+        chunk_crcs.push(r.u32()?);
+    }
     Ok(StreamLayout {
         label,
         span,
         len,
         segments,
+        chunk_crcs,
     })
 }
 
@@ -614,6 +627,17 @@ fn read_tree(
         });
     }
     Ok(tree)
+}
+
+/// Reads `body` (an index body, inflated) over `root` as [`load`] does,
+/// with the default depth limit: for the fuzz target that forges indexes.
+pub(super) fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
+    let file = tempfile::tempfile().ok()?;
+    let store = Arc::new(IndexWindows { file, end: 0 });
+    let mut r = In::new(body);
+    let sources = read_sources(&mut r, root, store).ok()?;
+    let tree = read_tree(&mut r, &sources, name, Path::new("fuzz"), 33).ok()?;
+    (r.left() == 0).then_some(tree)
 }
 
 /// Reads `body` (an index body, inflated) as [`load`] does, then reads the

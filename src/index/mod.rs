@@ -56,6 +56,14 @@ pub fn fuzz_body(body: &[u8]) {
     load::fuzz_body(body);
 }
 
+/// Reads an inflated index body over `root`, the bytes of the file it
+/// claims to describe, with every check [`Plan::restore`] makes, for the
+/// fuzz target that forges indexes (`fuzz/fuzz_targets/index_forged.rs`).
+#[doc(hidden)]
+pub fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
+    load::fuzz_restore(body, root, name)
+}
+
 /// The index of one file: where it is and which version of the file it is
 /// valid for.
 pub struct Plan {

@@ -310,6 +310,11 @@ fn write_stream<W: Write>(out: &mut Out<W>, l: &StreamLayout) -> io::Result<()> 
             }
         }
     }
+    // Each chunk's CRC-32, checked as a reader decodes it again.
+    out.var(l.chunk_crcs.len() as u64)?;
+    for &c in &l.chunk_crcs {
+        out.u32(c)?;
+    }
     Ok(())
 }
 

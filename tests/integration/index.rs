@@ -634,3 +634,21 @@ fn an_index_of_a_deep_chain_is_refused_in_time() {
     }
     pparse::index::take_notes();
 }
+
+/// The seed of the `index_forged` fuzz target is the body of a real index
+/// of its file, read back whole: the fuzzer starts from an index that is
+/// believed, and mutates the ranges, sizes and depths in it. (Rewrite it
+/// after a change of the index format: see fuzz/README.md.)
+#[test]
+fn the_forged_index_fuzz_seed_is_a_real_index() {
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/index_forged/nested_tar_gz"
+    ))
+    .unwrap();
+    let root: pparse::data::Data =
+        std::sync::Arc::new(pparse::data::MemSource::new(fixture("nested.tar.gz")));
+    let tree = pparse::index::fuzz_restore(&body, root, pparse::name::Name::from("nested.tar.gz"))
+        .expect("the seed is read back");
+    assert!(tree.len() > 20 && tree.head_crc(1).is_some());
+}
