@@ -662,3 +662,51 @@ pub(super) fn fuzz_body(body: &[u8]) {
         let _ = tree.path_of(e.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(input: u64, len: u64) -> StreamLayout {
+        let point = |out, input, window| Checkpoint {
+            out,
+            input,
+            bits: 0,
+            window,
+        };
+        StreamLayout {
+            label: "gzip stream",
+            span: 1 << 22,
+            len,
+            segments: vec![Segment {
+                out_start: 0,
+                out_end: len,
+                points: vec![
+                    point(0, 10, None),
+                    point(len / 2, input, Some(WindowSlot { off: 0, len: 8 })),
+                ],
+            }],
+            chunk_crcs: vec![0; len.div_ceil(crate::data::inflate::CHUNK) as usize],
+        }
+    }
+
+    /// A stream's checkpoints and length are checked against the input it
+    /// claims to be decoded from.
+    #[test]
+    fn a_stream_layout_is_checked_against_its_input() {
+        assert!(check_stream(&layout(500, 100_000), 1000).is_ok());
+        let past = check_stream(&layout(5000, 100_000), 1000).unwrap_err();
+        assert!(past.contains("past the end of the input"), "{past}");
+        let back = check_stream(&layout(5, 100_000), 1000).unwrap_err();
+        assert!(back.contains("before the one before it"), "{back}");
+        let long = check_stream(&layout(500, 10_000_000), 1000).unwrap_err();
+        assert!(long.contains("more than"), "{long}");
+        let mut l = layout(500, 100_000);
+        l.chunk_crcs.pop();
+        assert!(
+            check_stream(&l, 1000)
+                .unwrap_err()
+                .contains("chunk checksums")
+        );
+    }
+}
