@@ -528,6 +528,22 @@ fn a_forged_index_never_serves_other_bytes() {
             }),
         ),
         (
+            "a zip entry's decoded size cut short",
+            Box::new(|t: &mut pparse::Tree| {
+                let a = t.resolve("nested.tar/docs/inner.zip/chapter1.txt").unwrap();
+                let e = t.exts.get_mut(a).unwrap();
+                e.declared_size = e.declared_size.map(|d| d - 1000);
+            }),
+        ),
+        (
+            "a zip entry's decoded size stretched",
+            Box::new(|t: &mut pparse::Tree| {
+                let a = t.resolve("nested.tar/docs/inner.zip/chapter1.txt").unwrap();
+                let e = t.exts.get_mut(a).unwrap();
+                e.declared_size = e.declared_size.map(|d| d + 1000);
+            }),
+        ),
+        (
             "the decoded stream's range past the end of the file",
             Box::new(|t: &mut pparse::Tree| {
                 let e = t.exts.get_mut(t.resolve("nested.tar").unwrap()).unwrap();

@@ -103,6 +103,9 @@ pub struct InflateSource {
     chunk_crcs: Mutex<Vec<u32>>,
     /// Whether `chunk_crcs` came from an index and is checked.
     checks_chunks: bool,
+    /// Whether the raw deflate data must end where the stream does (see
+    /// [`InflateSource::checked`]): a read that reaches the end checks it.
+    ends_exactly: bool,
 }
 
 impl InflateSource {
@@ -136,6 +139,7 @@ impl InflateSource {
             recovered: AtomicBool::new(false),
             chunk_crcs: Mutex::new(Vec::new()),
             checks_chunks: false,
+            ends_exactly: false,
         })
     }
 
@@ -230,7 +234,14 @@ impl InflateSource {
             }],
             chunk_crcs: Vec::new(),
         };
-        Self::restored(input, layout, None)
+        let mut s = Self::restored(input, layout, None);
+        // The entry was checked to make exactly `len` bytes: a read that
+        // reaches its end checks that the deflate data ends there too, so
+        // a size changed in an index fails instead of cutting the bytes.
+        if let Some(s) = Arc::get_mut(&mut s) {
+            s.ends_exactly = true;
+        }
+        s
     }
 
     /// A finished stream read through `layout`, which is in order.
@@ -259,6 +270,7 @@ impl InflateSource {
             label,
             span: layout.span.max(1024),
             checks_chunks: !layout.chunk_crcs.is_empty(),
+            ends_exactly: false,
             chunk_crcs: Mutex::new(layout.chunk_crcs),
             store,
             recovered: AtomicBool::new(false),
@@ -1158,6 +1170,9 @@ impl Replay {
             let chunk_end = (self.acc_start + CHUNK).min(avail);
             if self.pos >= chunk_end || (self.pos >= seg_end && self.is_last_seg(src)) {
                 // This chunk is complete (or the stream ends inside it).
+                if src.ends_exactly && self.pos >= seg_end && self.is_last_seg(src) {
+                    self.check_end(src)?;
+                }
                 let this = self.acc_start / CHUNK;
                 src.check_chunk(this, &self.acc)?;
                 let data = Chunk::copy_of(&self.acc);
@@ -1221,6 +1236,29 @@ impl Replay {
                     // Keep the remainder for the next read.
                     return Ok(data);
                 }
+            }
+        }
+    }
+
+    /// Checks that the deflate data ends where the stream does: the
+    /// decoder, given room, makes no further byte.
+    fn check_end(&mut self, src: &InflateSource) -> io::Result<()> {
+        let mut one = [0u8; 1];
+        loop {
+            self.inbuf.refill(&*src.input)?;
+            let s = self.z.inflate(self.inbuf.bytes(), &mut one, false);
+            self.inbuf.consume(s.consumed);
+            if s.produced > 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the index does not match the file: the deflate data goes on past the {} bytes it was checked to make",
+                        self.pos
+                    ),
+                ));
+            }
+            if s.code == Code::StreamEnd || s.consumed == 0 {
+                return Ok(());
             }
         }
     }
