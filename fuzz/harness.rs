@@ -55,6 +55,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tensor_shapes", tensor_shapes),
     ("pir", pir),
     ("index", index),
+    ("index_forged", index_forged),
     ("bzip2", bzip2),
     ("xz", xz),
     ("zstd", zstd),
@@ -1167,6 +1168,95 @@ fn gen_tar(u: &mut Unstructured, gz: bool) -> Vec<u8> {
 /// An index body (inflated), read back into a tree whose bytes are read.
 pub fn index(data: &[u8]) {
     pparse::index::fuzz_body(data);
+}
+
+/// The file the forged indexes of [`index_forged`] claim to describe:
+/// a tar.gz made by GNU tar and gzip, with a zip inside.
+const FORGED_FILE: &[u8] = include_bytes!("../fixtures/nested.tar.gz");
+
+/// Every extraction of [`FORGED_FILE`] as a fresh parse finds it, by id:
+/// its PATH and its bytes (none for one without content).
+fn forged_reference() -> &'static Vec<(String, Option<Vec<u8>>)> {
+    static REF: std::sync::OnceLock<Vec<(String, Option<Vec<u8>>)>> = std::sync::OnceLock::new();
+    REF.get_or_init(|| {
+        let s = Session::from_bytes("nested.tar.gz", FORGED_FILE.to_vec(), Options::default());
+        s.wait();
+        let t = s.tree();
+        (0..t.len())
+            .map(|id| {
+                let e = &t.exts[id];
+                let bytes = e.kind.has_content().then(|| {
+                    let d = e.data();
+                    let mut b = vec![0u8; d.available() as usize];
+                    let n = pparse::data::read_exact_at(&*d, 0, &mut b).map_or(0, |_| b.len());
+                    b.truncate(n);
+                    b
+                });
+                (t.path_of(id), bytes)
+            })
+            .collect()
+    })
+}
+
+/// Arbitrary bytes as an index body (inflated) for [`FORGED_FILE`], read
+/// with every check an index gets, then served through `pparse::fs` as
+/// `cat` and `extract` serve them. No panic, and no bytes but the file's:
+/// what a member serves through the index must be what a fresh parse gives
+/// for it, as far as docs/contract.md says an index is checked: the first
+/// KiB of every member the parse sniffed, and the whole of an intact tar
+/// member. (A name the index changed makes another PATH; only extractions
+/// whose PATH and place in the tree are the fresh parse's are compared.)
+pub fn index_forged(data: &[u8]) {
+    let reference = forged_reference();
+    let root: pparse::data::Data =
+        std::sync::Arc::new(pparse::data::MemSource::new(FORGED_FILE.to_vec()));
+    let guard = std::sync::Arc::new(pparse::data::ReadGuard::new(root.clone()));
+    let Some(tree) =
+        pparse::index::fuzz_restore(data, root, pparse::name::Name::from("nested.tar.gz"))
+    else {
+        return;
+    };
+    let mut check = Vec::new();
+    for id in 0..tree.len().min(MAX_EXTS) {
+        let e = &tree.exts[id];
+        let path = tree.path_of(id);
+        if !e.kind.has_content() || id == 0 || tree.resolve(&path) != Some(id) {
+            continue;
+        }
+        let whole = e.parent.is_some_and(|p| tree.exts[p].parser == Some("tar"))
+            && e.status() == pparse::Status::Complete;
+        let sniffed = tree.head_crc(id).is_some();
+        check.push((id, path, whole, sniffed));
+    }
+    let fs = pparse::fs::Fs::from_session(std::sync::Arc::new(Session::restored(tree, guard)));
+    for (id, path, whole, sniffed) in check {
+        let Ok(f) = fs.open(&path) else {
+            continue;
+        };
+        let Ok(got) = f.read_range(pparse::data::Range::new(0, READ_CAP)) else {
+            continue;
+        };
+        let Some((ref_path, Some(want))) = reference.get(id) else {
+            continue;
+        };
+        if *ref_path != path {
+            continue;
+        }
+        if whole {
+            assert!(
+                got == *want,
+                "{path}: an index served {} bytes that are not the member's {}",
+                got.len(),
+                want.len()
+            );
+        } else if sniffed {
+            let n = got.len().min(pparse::parsers::SNIFF_LEN);
+            assert!(
+                want.len() >= n && got[..n] == want[..n],
+                "{path}: an index served a first KiB that is not the member's"
+            );
+        }
+    }
 }
 
 /// Raw deflate bytes through the resync machinery: the block finder on a

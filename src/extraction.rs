@@ -299,6 +299,31 @@ impl Extraction {
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
+    /// A copy of the record with no children, no nodes and no extras,
+    /// placed as `id` below `parent`: for tests that forge trees (an
+    /// index's records are untrusted input), not for parsing.
+    #[doc(hidden)]
+    pub fn twin(&self, id: ExtId, parent: Option<ExtId>, depth: u32) -> Extraction {
+        Extraction {
+            id,
+            parent,
+            index: 0,
+            children: ThinVec::new(),
+            name: self.name.clone(),
+            kind: self.kind.clone(),
+            bytes: self.bytes.clone(),
+            form: self.form,
+            origin: self.origin,
+            declared_size: self.declared_size,
+            parser: self.parser,
+            damage: self.damage.clone(),
+            extra: None,
+            nodes: ThinVec::new(),
+            phase: self.phase,
+            depth,
+            meta: self.meta,
+        }
+    }
 }
 
 /// How many of an extraction's newest children a new damage is checked
@@ -380,6 +405,20 @@ pub struct Tree {
     /// Damage records anywhere in the tree (kept up to date by the engine,
     /// so a status line does not have to walk a million extractions).
     pub damage_count: usize,
+    /// The CRC-32 of each extraction's first bytes (up to
+    /// [`crate::parsers::SNIFF_LEN`]) as the parse sniffed them, by
+    /// [`ExtId`] (0: none recorded; a CRC of 0 is kept as 1). An index
+    /// saves them, and a tree read back from one checks a member's first
+    /// bytes against them before serving it ([`Tree::check_head`]).
+    pub head_crcs: crate::chunked::Chunked<u32>,
+    /// Whether the tree was read back from an index, whose ranges are
+    /// then checked as they are read ([`Tree::check_head`]).
+    pub restored: bool,
+}
+
+/// How a head CRC is kept in [`Tree::head_crcs`]: 0 means none.
+fn kept_crc(crc: u32) -> u32 {
+    crc.max(1)
 }
 
 impl Tree {
@@ -398,6 +437,65 @@ impl Tree {
     /// Whether the tree holds no extraction (never, once opened).
     pub fn is_empty(&self) -> bool {
         self.exts.is_empty()
+    }
+
+    /// Records the CRC-32 of the first bytes of `id` sniffed.
+    pub fn set_head_crc(&mut self, id: ExtId, crc: u32) {
+        while self.head_crcs.len() <= id {
+            self.head_crcs.push(0);
+        }
+        if let Some(x) = self.head_crcs.get_mut(id) {
+            *x = kept_crc(crc);
+        }
+    }
+
+    /// The CRC-32 recorded for the first bytes of `id`, if any.
+    pub fn head_crc(&self, id: ExtId) -> Option<u32> {
+        self.head_crcs.get(id).copied().filter(|&c| c != 0)
+    }
+
+    /// In a tree read back from an index: whether `data`, the bytes the
+    /// index gives extraction `id`, start with the bytes the parse that
+    /// wrote it sniffed (their CRC-32). An index whose ranges were moved,
+    /// or whose decoded streams resume at the wrong place, fails here
+    /// before a byte is served: `Err` says what differs, with the PATH.
+    /// Always `Ok` for a tree that was parsed, and for an extraction whose
+    /// first bytes were never sniffed (see docs/contract.md). `sniffed` is
+    /// how many first bytes a sniff reads ([`crate::parsers::SNIFF_LEN`]).
+    pub fn check_head(
+        &self,
+        id: ExtId,
+        data: &dyn crate::data::Source,
+        sniffed: usize,
+    ) -> std::io::Result<()> {
+        let Some(want) = self.head_crc(id).filter(|_| self.restored) else {
+            return Ok(());
+        };
+        let differs = |why: String| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{}: the index does not match the file ({why}); parse without it (--no-index)",
+                    self.path_of(id)
+                ),
+            )
+        };
+        let n = usize::try_from(data.available()).map_or(sniffed, |a| a.min(sniffed));
+        let mut head = vec![0u8; n];
+        let mut got = 0;
+        while got < n {
+            match data.read_at(got as u64, &mut head[got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) => return Err(differs(format!("its first bytes cannot be read: {e}"))),
+            }
+        }
+        if kept_crc(crc32fast::hash(&head[..got])) != want {
+            return Err(differs(format!(
+                "its first {got} bytes are not the ones the index was made from"
+            )));
+        }
+        Ok(())
     }
 
     /// The PATH of an extraction: its ancestors' names below the root, joined by `/`.

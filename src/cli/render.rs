@@ -129,12 +129,32 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
 
 /// The extraction tree as JSON (docs/contract.md shape, plus `kind`, `damage`,
 /// `declared_size` and `origin`).
+/// The walk keeps one frame per level, not a call: a tree of any depth
+/// (an index is untrusted input) cannot overflow the stack here.
 pub(super) fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
-    write_ext(t, id, out)?;
+    // (extraction, index of its next child to write)
+    let mut stack: Vec<(ExtId, usize)> = vec![(id, 0)];
+    write_ext_open(t, id, out)?;
+    while let Some(&mut (x, ref mut next)) = stack.last_mut() {
+        let kids = &t.exts[x].children;
+        if *next >= kids.len() {
+            write!(out, "]}}")?;
+            stack.pop();
+            continue;
+        }
+        if *next > 0 {
+            write!(out, ",")?;
+        }
+        let c = kids[*next];
+        *next += 1;
+        write_ext_open(t, c, out)?;
+        stack.push((c, 0));
+    }
     writeln!(out)
 }
 
-fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+/// One extraction's object up to the opening of its children.
+fn write_ext_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     let e = &t.exts[id];
     write!(
         out,
@@ -192,14 +212,7 @@ fn write_ext(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
         }
         write!(out, "]")?;
     }
-    write!(out, ",\"children\":[")?;
-    for (i, &c) in e.children.iter().enumerate() {
-        if i > 0 {
-            write!(out, ",")?;
-        }
-        write_ext(t, c, out)?;
-    }
-    write!(out, "]}}")
+    write!(out, ",\"children\":[")
 }
 
 /// Nodes as indented lines: name, kind, range, value, status.

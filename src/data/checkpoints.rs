@@ -70,4 +70,9 @@ pub struct StreamLayout {
     pub len: u64,
     /// One per raw deflate stream laid end to end.
     pub segments: Vec<Segment>,
+    /// The CRC-32 of each 64 KiB chunk of the decoded bytes (the last one
+    /// shorter), as the first pass decoded them; empty when not recorded.
+    /// A stream read back from an index checks every chunk it decodes
+    /// again against them before a byte of it is served.
+    pub chunk_crcs: Vec<u32>,
 }

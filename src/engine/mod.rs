@@ -87,7 +87,7 @@ impl Session {
         let plan = if is_dir {
             None
         } else {
-            crate::index::Plan::new(path, &opts.index, opts.fingerprint())
+            crate::index::Plan::new(path, &opts)
         };
         if let Some(tree) = plan
             .as_ref()
@@ -106,7 +106,10 @@ impl Session {
     }
 
     /// A session over a tree read back from an index: nothing to parse.
-    fn restored(tree: Tree, guard: Arc<ReadGuard>) -> Session {
+    /// Public for the fuzz target that forges indexes
+    /// (`fuzz/fuzz_targets/index_forged.rs`).
+    #[doc(hidden)]
+    pub fn restored(tree: Tree, guard: Arc<ReadGuard>) -> Session {
         let (tx, rx) = bounded(1);
         let _ = tx.try_send(Event::Finished);
         Session {
@@ -196,7 +199,7 @@ impl Session {
         let (tx, rx) = bounded(1);
         let tree = Tree {
             exts: std::iter::once(root).collect(),
-            damage_count: 0,
+            ..Tree::default()
         };
         let shared = Arc::new(Shared::new(tree, tx, false));
         let engine_shared = shared.clone();

@@ -204,6 +204,10 @@ pub(super) struct Engine {
     urgent: VecDeque<ExtId>,
     /// The opened bytes: their first read error stops the parse.
     guard: Arc<crate::data::ReadGuard>,
+    /// The CRC-32 of the first bytes the last sniff read, and whose they
+    /// were: kept in the tree ([`crate::extraction::Tree::set_head_crc`])
+    /// so that an index can check a member's bytes when it serves them.
+    head_crc: std::cell::Cell<Option<(ExtId, u32)>>,
 }
 
 /// What the helper thread tells the engine.
@@ -281,6 +285,7 @@ impl Engine {
             in_flight: Vec::new(),
             urgent: VecDeque::new(),
             guard,
+            head_crc: std::cell::Cell::new(None),
         };
         let mut root = Job::sniffing(0, 0, data, name, kind, file);
         root.focus = e
@@ -452,7 +457,14 @@ impl Engine {
     /// are not there yet, else notes it as a leaf or makes it a parse job.
     fn sniff_now(&mut self, mut job: Job, depth: u32, started: &mut Started) {
         let id = job.ext;
-        match self.sniff(&job, depth) {
+        let sniffed = self.sniff(&job, depth);
+        if let Some((of, crc)) = self.head_crc.take()
+            && of == id
+            && sniffed.is_some()
+        {
+            started.heads.push((id, crc));
+        }
+        match sniffed {
             None => {
                 let seen = (job.data.available(), job.data.is_final());
                 self.wait_on(job.feed, id);
@@ -640,7 +652,14 @@ impl Engine {
 
     fn sniff_job(&mut self, ext: ExtId) {
         let job = &self.jobs[&ext];
-        match self.sniff(job, job.depth) {
+        let sniffed = self.sniff(job, job.depth);
+        if let Some((of, crc)) = self.head_crc.take()
+            && of == ext
+            && sniffed.is_some()
+        {
+            self.shared.tree.write().set_head_crc(ext, crc);
+        }
+        match sniffed {
             None => {
                 let snap = (job.data.available(), job.data.is_final());
                 self.jobs.get_mut(&ext).expect("job").blocked_at = Some(snap);
@@ -743,6 +762,7 @@ impl Engine {
                 return Some(None);
             }
         };
+        self.head_crc.set(Some((job.ext, crc32fast::hash(&head))));
         let sniff = Sniff {
             head: &head,
             name,
@@ -912,10 +932,15 @@ impl Engine {
 struct Started {
     leaves: Vec<ExtId>,
     parsing: Vec<(ExtId, &'static str)>,
+    /// CRC-32s of the first bytes sniffed.
+    heads: Vec<(ExtId, u32)>,
 }
 
 impl Started {
     fn apply(self, t: &mut crate::extraction::Tree) {
+        for (id, crc) in self.heads {
+            t.set_head_crc(id, crc);
+        }
         for id in self.leaves {
             t.exts[id].phase = Phase::Leaf;
         }

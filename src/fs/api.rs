@@ -515,24 +515,53 @@ impl Fs {
                     .collect(),
             }
         };
+        // The names from the root down, kept along the depth-first walk
+        // (one push and one pop per entry), not rebuilt from each entry's
+        // ancestors: an extraction tree of any depth is walked in linear
+        // time.
+        let mut stack: Vec<(ExtId, usize, usize)> = Vec::new();
+        let mut path = String::new();
+        let mut chain: Vec<Vec<u8>> = Vec::new();
         for id in ids {
-            let (entry, names, file) = {
+            let (entry, root_name, file) = {
                 let t = self.session.tree();
                 let e = &t.exts[id];
-                let mut chain = Vec::new();
-                let mut x = id;
-                while let Some(p) = t.exts[x].parent {
-                    chain.push(t.exts[x].name.raw().to_vec());
-                    x = p;
+                while let Some(&(top, len, depth)) = stack.last() {
+                    if Some(top) == e.parent {
+                        break;
+                    }
+                    stack.pop();
+                    path.truncate(len);
+                    chain.truncate(depth);
                 }
-                if chain.is_empty() {
+                if stack.is_empty() {
+                    // The top of a subtree: its ancestors' names, once.
+                    path.clear();
+                    chain.clear();
+                    if let Some(p) = e.parent {
+                        path = t.path_of(p);
+                        let mut x = p;
+                        while let Some(up) = t.exts[x].parent {
+                            chain.push(t.exts[x].name.raw().to_vec());
+                            x = up;
+                        }
+                        chain.reverse();
+                    }
+                }
+                stack.push((id, path.len(), chain.len()));
+                if e.parent.is_some() {
+                    if !path.is_empty() {
+                        path.push('/');
+                    }
+                    path.push_str(&e.display_name());
                     chain.push(e.name.raw().to_vec());
                 }
-                chain.reverse();
                 let file = e.kind.has_content().then(|| file_of(&t, id));
-                (self.entry(&t, id), chain, file)
+                let root_name = e.parent.is_none().then(|| vec![e.name.raw().to_vec()]);
+                (self.entry_at(&t, id, &path), root_name, file)
             };
-            if let Err(err) = f(&entry, &names, file) {
+            let names = root_name.as_deref().unwrap_or(&chain);
+            if let Err(err) = f(&entry, names, file) {
                 return Ok(Err(err));
             }
         }
@@ -647,6 +676,11 @@ impl Fs {
     }
 
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
+        self.entry_at(t, id, &t.path_of(id))
+    }
+
+    /// [`Fs::entry`] of `id`, whose PATH is `full`.
+    fn entry_at(&self, t: &Tree, id: ExtId, full: &str) -> Entry {
         let e = &t.exts[id];
         let kind = match &e.kind {
             EntryKind::Root | EntryKind::Stream | EntryKind::File => Kind::File,
@@ -657,7 +691,7 @@ impl Fs {
         };
         let status = t.status_of(id);
         Entry {
-            path: self.relative(&t.path_of(id)).to_string(),
+            path: self.relative(full).to_string(),
             name: e.display_name(),
             kind,
             size: e.size(),
@@ -746,13 +780,81 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
 /// The bytes of extraction `id`, opened.
 fn file_of(t: &Tree, id: ExtId) -> File {
     let e = &t.exts[id];
-    let data = e.data();
+    let mut data = e.data();
+    // Read through an index: its first bytes must be the ones the parse
+    // that wrote the index sniffed, or the index is not believed and no
+    // byte of it is served.
+    if let Err(err) = t
+        .check_head(id, &*data, crate::parsers::SNIFF_LEN)
+        .and_then(|()| check_tar_header(t, id))
+    {
+        data = std::sync::Arc::new(Refused {
+            len: data.available(),
+            why: err.to_string(),
+        });
+    }
     File {
         len: data.available(),
         data,
         pos: 0,
         status: t.status_of(id),
         damage: e.damage.to_vec(),
+    }
+}
+
+/// In a tree read back from an index: whether an intact tar member's
+/// range follows a tar header that declares its size (see
+/// [`crate::parsers::tar::header_vouches`]), so that the index cannot
+/// stretch, shrink or move a member whose first bytes happen to match.
+fn check_tar_header(t: &Tree, id: ExtId) -> io::Result<()> {
+    let e = &t.exts[id];
+    let (Some(p), Some(o)) = (e.parent, e.origin) else {
+        return Ok(());
+    };
+    if !t.restored
+        || e.form != crate::extraction::Form::Window
+        || t.exts[p].parser != Some(crate::parsers::tar::FORMAT.name)
+        || e.status() != Status::Complete
+    {
+        return Ok(());
+    }
+    let mut b = [0u8; 512];
+    let read = o
+        .start
+        .checked_sub(512)
+        .is_some_and(|at| crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false));
+    let size = e.declared_size.unwrap_or(o.len());
+    if read && o.len() == size && crate::parsers::tar::header_vouches(&b, size) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}: the index does not match the file (no tar header of a {size}-byte member precedes its range {o}); parse without it (--no-index)",
+            t.path_of(id)
+        ),
+    ))
+}
+
+/// The bytes of a member an index describes wrongly: every read fails
+/// with why (see [`Tree::check_head`]).
+struct Refused {
+    len: u64,
+    why: String,
+}
+
+impl crate::data::Source for Refused {
+    fn available(&self) -> u64 {
+        self.len
+    }
+    fn is_final(&self) -> bool {
+        true
+    }
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(io::Error::new(io::ErrorKind::InvalidData, self.why.clone()))
+    }
+    fn describe(&self) -> &'static str {
+        "bytes an index describes wrongly"
     }
 }
 

@@ -65,13 +65,23 @@ impl WindowStore for IndexWindows {
     }
 }
 
+/// What an index must have been written for.
+pub(super) struct Expect<'a> {
+    /// This version of the file.
+    pub(super) key: &'a FileKey,
+    /// A parse with these settings (`Options::fingerprint`).
+    pub(super) settings: &'a str,
+    /// The deepest extraction such a parse makes.
+    pub(super) max_depth: u32,
+}
+
 /// The tree saved at `place`, if there is an index there for this version
 /// of the file. `Ok(None)`: there is none. `Err`: there is one that cannot
-/// be used (another file, damaged, another pparse), and why.
+/// be used (another file, damaged, another pparse, or records that cannot
+/// describe this file), and why.
 pub(super) fn load(
     place: &Path,
-    key: &FileKey,
-    settings: &str,
+    expect: &Expect,
     root: Data,
     name: Name,
     file: &Path,
@@ -102,7 +112,7 @@ pub(super) fn load(
     let mut head = vec![0u8; body_start.min(4096) as usize];
     f.read_exact_at(&mut head, 0)
         .map_err(|e| Bad(e.to_string()))?;
-    check_header(&mut In::new(&head), key, settings)?;
+    check_header(&mut In::new(&head), expect.key, expect.settings)?;
     let body = read_body(&f, body_start, body_len, raw_len)?;
     if crc32fast::hash(&body) != crc {
         return Err(Bad("is damaged (its checksum does not match)".into()));
@@ -113,7 +123,7 @@ pub(super) fn load(
     });
     let mut r = In::new(&body);
     let sources = read_sources(&mut r, root, store)?;
-    let tree = read_tree(&mut r, &sources, name, file)?;
+    let tree = read_tree(&mut r, &sources, name, file, expect.max_depth)?;
     if r.left() != 0 {
         return Err(Bad(format!("has {} bytes after its records", r.left())));
     }
@@ -188,40 +198,68 @@ fn check_header(h: &mut In, key: &FileKey, settings: &str) -> Result<(), Bad> {
     Ok(())
 }
 
-fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<Data>, Bad> {
+/// A source read back, with its length: every range an index gives in it
+/// is checked against that length before it is used.
+struct Src {
+    data: Data,
+    len: u64,
+}
+
+fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<Src>, Bad> {
     let n = r.count()?;
-    let mut out: Vec<Data> = Vec::with_capacity(n);
+    let mut out: Vec<Src> = Vec::with_capacity(n);
     for i in 0..n {
         let at = r.pos();
-        let input = |r: &mut In, out: &[Data]| -> Result<Data, Bad> {
+        let bad = |why: &str| Bad(format!("source {i} at byte {at}: {why}"));
+        let input = |r: &mut In, out: &[Src]| -> Result<(Data, u64), Bad> {
             let of = r.var()?;
             out.get(of as usize)
-                .cloned()
-                .ok_or_else(|| Bad(format!("source {i} refers to a later one")))
+                .map(|s| (s.data.clone(), s.len))
+                .ok_or_else(|| bad("refers to a later source"))
         };
-        let d: Data = match r.u8()? {
-            0 => root.clone(),
+        let (data, len): (Data, u64) = match r.u8()? {
+            0 => (root.clone(), root.available()),
             1 => {
-                let of = input(r, &out)?;
+                let (of, of_len) = input(r, &out)?;
                 let range = range(r)?;
-                Arc::new(SliceSource::new(of, range))
+                // A cut member's slice may end past the end of its input:
+                // what it serves stops there.
+                if range.start > of_len {
+                    return Err(bad(&format!(
+                        "a slice {range} past the end of its input ({of_len} bytes)"
+                    )));
+                }
+                let len = of_len.min(range.end) - range.start;
+                (Arc::new(SliceSource::new(of, range)), len)
             }
             2 => {
-                let of = input(r, &out)?;
+                let (of, of_len) = input(r, &out)?;
                 let layout = read_stream(r)?;
-                InflateSource::restore(of, layout, store.clone())
-                    .map_err(|e| Bad(format!("source {i} at byte {at}: {e}")))?
+                check_stream(&layout, of_len).map_err(|why| bad(&why))?;
+                let len = layout.len;
+                let d = InflateSource::restore(of, layout, store.clone())
+                    .map_err(|e| bad(&e.to_string()))?;
+                (d, len)
             }
             3 => {
-                let of = input(r, &out)?;
+                let (of, of_len) = input(r, &out)?;
                 let name = r.str()?;
                 let codec = crate::parsers::block_codec(name)
-                    .ok_or_else(|| Bad(format!("unknown block codec {name:?}")))?;
+                    .ok_or_else(|| bad(&format!("unknown block codec {name:?}")))?;
                 let label = r.str()?.to_string();
                 let n = r.count()?;
                 let mut blocks = Vec::with_capacity(n.min(1 << 16));
+                // Blocks follow each other; a bzip2 block starts in the
+                // byte the one before it ends in.
+                let mut in_start = 0u64;
                 for _ in 0..n {
                     let input = range(r)?;
+                    if input.start < in_start || input.end > of_len {
+                        return Err(bad(&format!(
+                            "block input {input} out of order or past the end of its input ({of_len} bytes)"
+                        )));
+                    }
+                    in_start = input.start;
                     let out_start = r.var()?;
                     let out_len = r.var()?;
                     let aux = [r.var()?, r.var()?];
@@ -232,14 +270,68 @@ fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<
                         aux,
                     });
                 }
-                BlockSource::restore(of, codec, &label, blocks)
-                    .map_err(|e| Bad(format!("source {i} at byte {at}: {e}")))?
+                let d = BlockSource::restore(of, codec, &label, blocks)
+                    .map_err(|e| bad(&e.to_string()))?;
+                let len = crate::data::Source::available(&*d);
+                (d, len)
             }
-            t => return Err(Bad(format!("unknown source kind {t} at byte {at}"))),
+            t => return Err(bad(&format!("unknown source kind {t}"))),
         };
-        out.push(d);
+        out.push(Src { data, len });
     }
     Ok(out)
+}
+
+/// Most bytes raw deflate data of `input` bytes decodes to: 258 bytes of
+/// each 2 bits, and the last few bytes of a stream.
+fn deflate_most(input: u64) -> u64 {
+    input.saturating_mul(1032).saturating_add(1024)
+}
+
+/// The checks of a decoded stream's layout against the input it claims to
+/// be decoded from (its order is checked by `InflateSource::restore`):
+/// every checkpoint is inside the input, the checkpoints of a segment do
+/// not go back, and the length is one the input can decode to.
+fn check_stream(l: &StreamLayout, input_len: u64) -> Result<(), String> {
+    let mut last_in = 0u64;
+    for (k, s) in l.segments.iter().enumerate() {
+        for p in &s.points {
+            if p.input > input_len {
+                return Err(format!(
+                    "segment {k}: a checkpoint at input byte {} past the end of the input ({input_len} bytes)",
+                    p.input
+                ));
+            }
+            if p.input < last_in {
+                return Err(format!(
+                    "segment {k}: a checkpoint at input byte {} before the one before it ({last_in})",
+                    p.input
+                ));
+            }
+            last_in = p.input;
+        }
+        let from = s.points.first().map_or(0, |p| p.input);
+        if s.out_end.saturating_sub(s.out_start) > deflate_most(input_len - from.min(input_len)) {
+            return Err(format!(
+                "segment {k}: {} decoded bytes are more than its input can make",
+                s.out_end.saturating_sub(s.out_start)
+            ));
+        }
+    }
+    let chunks = l.len.div_ceil(crate::data::inflate::CHUNK);
+    if l.chunk_crcs.len() as u64 != chunks {
+        return Err(format!(
+            "{} chunk checksums for {chunks} chunks of decoded bytes",
+            l.chunk_crcs.len()
+        ));
+    }
+    if l.len > deflate_most(input_len) {
+        return Err(format!(
+            "{} decoded bytes are more than {input_len} input bytes can make",
+            l.len
+        ));
+    }
+    Ok(())
 }
 
 fn range(r: &mut In) -> Result<Range, Bad> {
@@ -290,20 +382,41 @@ fn read_stream(r: &mut In) -> Result<StreamLayout, Bad> {
             points,
         });
     }
+    let nc = r.count()?;
+    let mut chunk_crcs = Vec::with_capacity(nc);
+    for _ in 0..nc {
+        chunk_crcs.push(r.u32()?);
+    }
     Ok(StreamLayout {
         label,
         span,
         len,
         segments,
+        chunk_crcs,
     })
 }
 
-fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tree, Bad> {
+/// The extraction tree, every record checked against the sources it reads
+/// and against its parent: a parent comes before its children (so the
+/// tree has no cycle), no extraction is deeper than `max_depth`, and every
+/// range lies inside the bytes it is a range of.
+fn read_tree(
+    r: &mut In,
+    sources: &[Src],
+    name: Name,
+    file: &Path,
+    max_depth: u32,
+) -> Result<Tree, Bad> {
     let n = r.count()?;
     if n == 0 {
         return Err(Bad("has no root".into()));
     }
-    let mut tree = Tree::default();
+    let mut tree = Tree {
+        restored: true,
+        ..Tree::default()
+    };
+    // The size of each extraction's bytes, for its children's ranges.
+    let mut sizes: Vec<u64> = Vec::with_capacity(n.min(1 << 20));
     for id in 0..n {
         let at = r.pos();
         let bad = |why: &str| Bad(format!("extraction {id} at byte {at}: {why}"));
@@ -313,6 +426,15 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
         };
         if (id == 0) != parent.is_none() || parent.is_some_and(|p| p >= id) {
             return Err(bad("bad parent"));
+        }
+        let depth = match parent {
+            None => 0,
+            Some(p) => tree.exts[p].depth + 1,
+        };
+        if depth > max_depth {
+            return Err(bad(&format!(
+                "nested {depth} deep, deeper than a parse goes ({max_depth})"
+            )));
         }
         let raw_name = r.bytes()?;
         let kind = match r.u8()? {
@@ -327,10 +449,10 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             8 => EntryKind::Other(r.str()?.into()),
             _ => return Err(bad("unknown kind")),
         };
-        let bytes = sources
+        let src = sources
             .get(r.var()? as usize)
-            .cloned()
             .ok_or_else(|| bad("unknown source"))?;
+        let bytes = src.data.clone();
         let form = match r.u8()? {
             0 => Form::Own,
             1 => Form::Window,
@@ -351,6 +473,44 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
         if form == Form::Deflate && declared_size.zip(origin).is_none_or(|(d, r)| d > most(r)) {
             return Err(bad("a decoded entry without a size its data can make"));
         }
+        let parent_size = parent.map_or(src.len, |p| sizes[p]);
+        if let Some(o) = origin {
+            // A member's bytes are its parent's (or were decoded from
+            // them): they start inside the parent, and inside the source
+            // read. A cut member's range may end past the end: what it
+            // serves stops there.
+            let end = if form == Form::Own {
+                parent_size
+            } else {
+                parent_size.min(src.len)
+            };
+            if o.start > end || (form == Form::Deflate && o.end > end) {
+                return Err(bad(&format!(
+                    "its range {o} is past the end of its parent ({end} bytes)"
+                )));
+            }
+        }
+        let size = match (form, origin) {
+            (Form::Window, Some(o)) => src.len.min(o.end).saturating_sub(o.start),
+            (Form::Deflate, _) => declared_size.unwrap_or(0),
+            _ => src.len,
+        };
+        if id == 0 && (form != Form::Own || size != src.len) {
+            return Err(bad("the root is not the file"));
+        }
+        if let Some(d) = declared_size
+            && form == Form::Window
+            && size > d
+        {
+            return Err(bad(&format!(
+                "{size} bytes where its container declares {d}"
+            )));
+        }
+        // Damage lies in the bytes, or where the container says bytes
+        // should have been.
+        let room = size
+            .max(declared_size.unwrap_or(0))
+            .max(origin.map_or(0, |o| o.len()));
         let parser = match r.u8()? {
             0 => None,
             1 => {
@@ -370,6 +530,11 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
                 .get(r.u8()? as usize)
                 .ok_or_else(|| bad("bad status"))?;
             let range = range(r)?;
+            if range.end > room {
+                return Err(bad(&format!(
+                    "damage at {range} past its end ({room} bytes)"
+                )));
+            }
             let reason = r.str()?.to_string();
             damage.push(Damage {
                 status,
@@ -405,6 +570,14 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
             3 => Phase::Leaf,
             _ => return Err(bad("saved before its parse ended")),
         };
+        let head_crc = match r.u8()? {
+            0 => None,
+            1 => Some(r.u32()?),
+            _ => return Err(bad("bad head checksum tag")),
+        };
+        if let Some(c) = head_crc {
+            tree.set_head_crc(id, c);
+        }
         let root_file = (id == 0).then(|| file.to_path_buf());
         let extra = (root_file.is_some()
             || !outer_damage.is_empty()
@@ -419,14 +592,15 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
                 like: None,
             })
         });
-        let (index, depth) = match parent {
-            None => (0, 0),
+        let index = match parent {
+            None => 0,
             Some(p) => {
                 let pe = &mut tree.exts[p];
                 pe.children.push(id);
-                (pe.children.len() - 1, pe.depth + 1)
+                pe.children.len() - 1
             }
         };
+        sizes.push(size);
         tree.damage_count += damage.len();
         tree.exts.push(Extraction {
             id,
@@ -455,6 +629,17 @@ fn read_tree(r: &mut In, sources: &[Data], name: Name, file: &Path) -> Result<Tr
     Ok(tree)
 }
 
+/// Reads `body` (an index body, inflated) over `root` as [`load`] does,
+/// with the default depth limit: for the fuzz target that forges indexes.
+pub(super) fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
+    let file = tempfile::tempfile().ok()?;
+    let store = Arc::new(IndexWindows { file, end: 0 });
+    let mut r = In::new(body);
+    let sources = read_sources(&mut r, root, store).ok()?;
+    let tree = read_tree(&mut r, &sources, name, Path::new("fuzz"), 33).ok()?;
+    (r.left() == 0).then_some(tree)
+}
+
 /// Reads `body` (an index body, inflated) as [`load`] does, then reads the
 /// first bytes of the first extractions: for the fuzz target. Whatever the
 /// body holds, it must end in an error or a tree, never a panic.
@@ -468,12 +653,60 @@ pub(super) fn fuzz_body(body: &[u8]) {
     let Ok(sources) = read_sources(&mut r, root, store) else {
         return;
     };
-    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), Path::new("fuzz")) else {
+    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), Path::new("fuzz"), 33) else {
         return;
     };
     let mut buf = vec![0u8; 4096];
     for e in tree.exts.iter().take(64) {
         let _ = e.data().read_at(0, &mut buf);
         let _ = tree.path_of(e.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(input: u64, len: u64) -> StreamLayout {
+        let point = |out, input, window| Checkpoint {
+            out,
+            input,
+            bits: 0,
+            window,
+        };
+        StreamLayout {
+            label: "gzip stream",
+            span: 1 << 22,
+            len,
+            segments: vec![Segment {
+                out_start: 0,
+                out_end: len,
+                points: vec![
+                    point(0, 10, None),
+                    point(len / 2, input, Some(WindowSlot { off: 0, len: 8 })),
+                ],
+            }],
+            chunk_crcs: vec![0; len.div_ceil(crate::data::inflate::CHUNK) as usize],
+        }
+    }
+
+    /// A stream's checkpoints and length are checked against the input it
+    /// claims to be decoded from.
+    #[test]
+    fn a_stream_layout_is_checked_against_its_input() {
+        assert!(check_stream(&layout(500, 100_000), 1000).is_ok());
+        let past = check_stream(&layout(5000, 100_000), 1000).unwrap_err();
+        assert!(past.contains("past the end of the input"), "{past}");
+        let back = check_stream(&layout(5, 100_000), 1000).unwrap_err();
+        assert!(back.contains("before the one before it"), "{back}");
+        let long = check_stream(&layout(500, 10_000_000), 1000).unwrap_err();
+        assert!(long.contains("more than"), "{long}");
+        let mut l = layout(500, 100_000);
+        l.chunk_crcs.pop();
+        assert!(
+            check_stream(&l, 1000)
+                .unwrap_err()
+                .contains("chunk checksums")
+        );
     }
 }

@@ -32,6 +32,7 @@ use crate::data::Data;
 use crate::extraction::Tree;
 use crate::name::Name;
 use crate::parsers::IndexMode;
+use crate::parsers::api::Options;
 use key::{FileKey, check_kind};
 
 /// What happened to indexes that a user should hear about (a stale index
@@ -55,20 +56,34 @@ pub fn fuzz_body(body: &[u8]) {
     load::fuzz_body(body);
 }
 
+/// Reads an inflated index body over `root`, the bytes of the file it
+/// claims to describe, with every check [`Plan::restore`] makes, for the
+/// fuzz target that forges indexes (`fuzz/fuzz_targets/index_forged.rs`).
+#[doc(hidden)]
+pub fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
+    load::fuzz_restore(body, root, name)
+}
+
 /// The index of one file: where it is and which version of the file it is
 /// valid for.
 pub struct Plan {
     place: PathBuf,
     key: FileKey,
     settings: String,
+    /// The deepest an extraction can be in a parse with these settings
+    /// (the engine parses nothing below `Options::max_depth`): an index
+    /// holding a deeper one was not written by such a parse.
+    max_depth: u32,
 }
 
 impl Plan {
-    /// The index of `file` under `mode`, for a parse with `settings` (see
+    /// The index of `file` for a parse with `opts` (where it is:
+    /// `opts.index`; what it must have been written with:
     /// `Options::fingerprint`); `None` when indexes are off or no place
     /// can be found for one.
-    pub fn new(file: &Path, mode: &IndexMode, settings: String) -> Option<Plan> {
-        let place = match mode {
+    pub fn new(file: &Path, opts: &Options) -> Option<Plan> {
+        let settings = opts.fingerprint();
+        let place = match &opts.index {
             IndexMode::Off => return None,
             IndexMode::At(p) => p.clone(),
             IndexMode::Cache => key::default_place(file)?,
@@ -87,6 +102,7 @@ impl Plan {
                 place,
                 key,
                 settings,
+                max_depth: opts.max_depth.saturating_add(1),
             }),
             Err(e) => {
                 note(format!("no index: cannot read {}: {e}", file.display()));
@@ -104,7 +120,12 @@ impl Plan {
     /// (the file's bytes). An index that cannot be used is noted and left
     /// to be rewritten.
     pub fn restore(&self, root: Data, name: Name, file: &Path) -> Option<Tree> {
-        match load::load(&self.place, &self.key, &self.settings, root, name, file) {
+        let expect = load::Expect {
+            key: &self.key,
+            settings: &self.settings,
+            max_depth: self.max_depth,
+        };
+        match load::load(&self.place, &expect, root, name, file) {
             Ok(tree) => tree,
             Err(why) => {
                 note(format!(

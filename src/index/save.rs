@@ -250,7 +250,7 @@ fn write_body<W: Write>(
     }
     out.var(tree.len() as u64)?;
     for (e, &src) in tree.exts.iter().zip(ext_src) {
-        write_ext(out, e, src)?;
+        write_ext(out, e, src, tree.head_crc(e.id))?;
     }
     Ok(())
 }
@@ -313,6 +313,11 @@ fn write_stream<W: Write>(out: &mut Out<W>, l: &StreamLayout) -> io::Result<()> 
             }
         }
     }
+    // Each chunk's CRC-32, checked as a reader decodes it again.
+    out.var(l.chunk_crcs.len() as u64)?;
+    for &c in &l.chunk_crcs {
+        out.u32(c)?;
+    }
     Ok(())
 }
 
@@ -324,7 +329,12 @@ fn status_tag(s: Status) -> u8 {
     }
 }
 
-fn write_ext<W: Write>(out: &mut Out<W>, e: &Extraction, src: usize) -> io::Result<()> {
+fn write_ext<W: Write>(
+    out: &mut Out<W>,
+    e: &Extraction,
+    src: usize,
+    head_crc: Option<u32>,
+) -> io::Result<()> {
     out.var(e.parent.map_or(0, |p| p as u64 + 1))?;
     out.bytes(e.name.raw())?;
     let (tag, text): (u8, Option<&str>) = match &e.kind {
@@ -392,7 +402,16 @@ fn write_ext<W: Write>(out: &mut Out<W>, e: &Extraction, src: usize) -> io::Resu
         Phase::Parsing => 1,
         Phase::Done => 2,
         Phase::Leaf => 3,
-    })
+    })?;
+    // What its first bytes were when the parse sniffed them: a reader
+    // checks them before it serves the extraction's bytes.
+    match head_crc {
+        None => out.u8(0),
+        Some(c) => {
+            out.u8(1)?;
+            out.u32(c)
+        }
+    }
 }
 
 /// The statuses in the order of their tags (see `status_tag`).

@@ -130,6 +130,22 @@ fn check(b: &[u8; 512]) -> Check {
     }
 }
 
+/// Whether `b`, the 512 bytes before a member's data, is the header of a
+/// member of `size` bytes: its checksum holds, its type has data, and its
+/// size field says `size` (or says nothing a pax record could not
+/// override: 0, or the most 11 octal digits hold). An index reader checks
+/// a member's range with it: a range moved or stretched in a forged index
+/// does not follow such a header.
+pub fn header_vouches(b: &[u8; 512], size: u64) -> bool {
+    if !matches!(check(b), Check::Valid) || !has_data(b[field::TYPEFLAG]) {
+        return false;
+    }
+    match number(&b[field::SIZE]) {
+        Some(s) => s == size || s == 0 || s == 0o77777777777,
+        None => false,
+    }
+}
+
 fn has_magic(b: &[u8; 512]) -> bool {
     b[field::MAGIC].starts_with(b"ustar")
 }

@@ -68,6 +68,7 @@ replays! {
     tensor_shapes,
     pir,
     index,
+    index_forged,
     deflate_resync,
     bzip2,
     xz,

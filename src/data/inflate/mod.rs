@@ -97,6 +97,15 @@ pub struct InflateSource {
     /// It starts where decoding resumed after damage (see
     /// [`Inflater::recover`]); such a stream is not indexed.
     recovered: AtomicBool,
+    /// CRC-32 of each chunk: computed as the first pass appends them, or
+    /// read back from an index, where every chunk decoded again is checked
+    /// against its CRC (see [`StreamLayout::chunk_crcs`]).
+    chunk_crcs: Mutex<Vec<u32>>,
+    /// Whether `chunk_crcs` came from an index and is checked.
+    checks_chunks: bool,
+    /// Whether the raw deflate data must end where the stream does (see
+    /// [`InflateSource::checked`]): a read that reaches the end checks it.
+    ends_exactly: bool,
 }
 
 impl InflateSource {
@@ -128,6 +137,9 @@ impl InflateSource {
             span: span.max(1024),
             store: None,
             recovered: AtomicBool::new(false),
+            chunk_crcs: Mutex::new(Vec::new()),
+            checks_chunks: false,
+            ends_exactly: false,
         })
     }
 
@@ -147,6 +159,7 @@ impl InflateSource {
             span: self.span,
             len: self.available(),
             segments: self.segments.read().clone(),
+            chunk_crcs: self.chunk_crcs.lock().clone(),
         })
     }
 
@@ -190,6 +203,11 @@ impl InflateSource {
         if out != layout.len {
             return Err(bad("segments do not add up to the length"));
         }
+        if !layout.chunk_crcs.is_empty()
+            && layout.chunk_crcs.len() as u64 != layout.len.div_ceil(CHUNK)
+        {
+            return Err(bad("chunk checksums do not add up to the length"));
+        }
         Ok(Self::restored(input, layout, Some(store)))
     }
 
@@ -214,8 +232,16 @@ impl InflateSource {
                 out_end: len,
                 points: vec![start],
             }],
+            chunk_crcs: Vec::new(),
         };
-        Self::restored(input, layout, None)
+        let mut s = Self::restored(input, layout, None);
+        // The entry was checked to make exactly `len` bytes: a read that
+        // reaches its end checks that the deflate data ends there too, so
+        // a size changed in an index fails instead of cutting the bytes.
+        if let Some(s) = Arc::get_mut(&mut s) {
+            s.ends_exactly = true;
+        }
+        s
     }
 
     /// A finished stream read through `layout`, which is in order.
@@ -243,9 +269,35 @@ impl InflateSource {
             replay: Mutex::new(None),
             label,
             span: layout.span.max(1024),
+            checks_chunks: !layout.chunk_crcs.is_empty(),
+            ends_exactly: false,
+            chunk_crcs: Mutex::new(layout.chunk_crcs),
             store,
             recovered: AtomicBool::new(false),
         })
+    }
+
+    /// Checks chunk `idx` decoded again against the CRC the first pass
+    /// recorded, when the stream was read back from an index that has them:
+    /// an index whose checkpoints resume at the wrong place fails here
+    /// instead of serving other bytes.
+    fn check_chunk(&self, idx: u64, data: &[u8]) -> io::Result<()> {
+        if !self.checks_chunks {
+            return Ok(());
+        }
+        let want = self.chunk_crcs.lock().get(idx as usize).copied();
+        if want == Some(crc32fast::hash(data)) {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the index does not match the file: the {} decoded again at {:#x} ({} bytes) is not what was decoded when the index was written",
+                self.label,
+                idx * CHUNK,
+                data.len()
+            ),
+        ))
     }
 
     /// The static label spelled `s`, if a stream can carry it.
@@ -265,6 +317,7 @@ impl InflateSource {
     pub fn finish(&self) {
         let mut t = self.tail.lock();
         if !t.buf.is_empty() {
+            self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
             let idx = t.start / CHUNK;
             let data = Chunk::copy_of(&t.buf);
             ChunkCache::global().insert((self.key, idx), data);
@@ -392,6 +445,7 @@ impl InflateSource {
             data = &data[take..];
             if t.buf.len() == CHUNK as usize {
                 let idx = t.start / CHUNK;
+                self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
                 let full = Chunk::copy_of(&t.buf);
                 if self.staged.load(Ordering::Acquire) {
                     self.ahead.lock().push_back((idx, full));
@@ -1116,8 +1170,12 @@ impl Replay {
             let chunk_end = (self.acc_start + CHUNK).min(avail);
             if self.pos >= chunk_end || (self.pos >= seg_end && self.is_last_seg(src)) {
                 // This chunk is complete (or the stream ends inside it).
-                let data = Chunk::copy_of(&self.acc);
+                if src.ends_exactly && self.pos >= seg_end && self.is_last_seg(src) {
+                    self.check_end(src)?;
+                }
                 let this = self.acc_start / CHUNK;
+                src.check_chunk(this, &self.acc)?;
+                let data = Chunk::copy_of(&self.acc);
                 cache.insert((src.key, this), data.clone());
                 self.acc_start += CHUNK;
                 self.acc.clear();
@@ -1169,6 +1227,7 @@ impl Replay {
                 // Spill over into the following chunk(s).
                 let rest = self.acc.split_off(CHUNK as usize);
                 let this = self.acc_start / CHUNK;
+                src.check_chunk(this, &self.acc)?;
                 let data = Chunk::copy_of(&self.acc);
                 cache.insert((src.key, this), data.clone());
                 self.acc = rest;
@@ -1177,6 +1236,29 @@ impl Replay {
                     // Keep the remainder for the next read.
                     return Ok(data);
                 }
+            }
+        }
+    }
+
+    /// Checks that the deflate data ends where the stream does: the
+    /// decoder, given room, makes no further byte.
+    fn check_end(&mut self, src: &InflateSource) -> io::Result<()> {
+        let mut one = [0u8; 1];
+        loop {
+            self.inbuf.refill(&*src.input)?;
+            let s = self.z.inflate(self.inbuf.bytes(), &mut one, false);
+            self.inbuf.consume(s.consumed);
+            if s.produced > 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the index does not match the file: the deflate data goes on past the {} bytes it was checked to make",
+                        self.pos
+                    ),
+                ));
+            }
+            if s.code == Code::StreamEnd || s.consumed == 0 {
+                return Ok(());
             }
         }
     }
@@ -1232,6 +1314,75 @@ mod tests {
         }
         src.finish();
         src
+    }
+
+    /// A stream read back through a layout whose checkpoints or checksums
+    /// lie (a forged index) never serves other bytes: every chunk decoded
+    /// again is checked against the CRC the first pass recorded.
+    #[test]
+    fn a_restored_stream_checks_every_chunk_it_decodes_again() {
+        let gz = fixture("nested.tar.gz");
+        let src = decode(&gz);
+        let n = src.available() as usize;
+        let mut reference = vec![0; n];
+        assert_eq!(src.read_at(0, &mut reference).unwrap(), n);
+        let mut layout = src.layout().expect("finished");
+        layout.label = "gzip stream";
+        assert_eq!(layout.chunk_crcs.len() as u64, (n as u64).div_ceil(CHUNK));
+        let store: Arc<dyn WindowStore> = src.clone();
+        // As recorded: every byte comes back.
+        let good =
+            InflateSource::restore(src.input().clone(), layout.clone(), store.clone()).unwrap();
+        let mut buf = vec![0; n];
+        assert_eq!(good.read_at(0, &mut buf).unwrap(), n);
+        assert!(buf == reference);
+        // A changed checksum.
+        let mut l = layout.clone();
+        l.chunk_crcs[1] ^= 1;
+        let s = InflateSource::restore(src.input().clone(), l, store.clone()).unwrap();
+        let err = s.read_at(CHUNK, &mut buf).unwrap_err();
+        assert!(
+            err.to_string().contains("index does not match the file"),
+            "{err}"
+        );
+        // The checkpoint each chunk is decoded again from, moved or given
+        // other bits: the chunk comes back right or not at all.
+        let points = &layout.segments[0].points;
+        let (mut tried, mut refused) = (0, 0);
+        for c in 1..(n as u64).div_ceil(CHUNK) {
+            let at = c * CHUNK;
+            let k = points.iter().rposition(|p| p.out <= at).unwrap();
+            if k == 0 {
+                continue;
+            }
+            for forge in 0..4 {
+                let mut l = layout.clone();
+                let p = &mut l.segments[0].points[k];
+                match forge {
+                    0 => p.input += 1,
+                    1 => p.input -= 1,
+                    2 => p.input += 13,
+                    _ => p.bits = (p.bits + 3) % 8,
+                }
+                tried += 1;
+                let Ok(s) = InflateSource::restore(src.input().clone(), l, store.clone()) else {
+                    refused += 1;
+                    continue;
+                };
+                let mut b = vec![0; CHUNK as usize];
+                match s.read_at(at, &mut b) {
+                    Ok(k) => assert!(
+                        b[..k] == reference[at as usize..at as usize + k],
+                        "checkpoint {k} forged ({forge}): other bytes at {at:#x}"
+                    ),
+                    Err(_) => refused += 1,
+                }
+            }
+        }
+        assert!(
+            tried > 0 && refused == tried,
+            "{refused} of {tried} forgeries refused"
+        );
     }
 
     #[test]
