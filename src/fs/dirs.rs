@@ -128,8 +128,27 @@ impl Dirs {
                 d.push(dir_of, Item::Member(x));
             }
         }
-        d.name_taken(t);
+        if d.may_clash() {
+            d.name_taken(t);
+        }
         d
+    }
+
+    /// Whether two entries of a folder may share a name: two members of
+    /// one name (or of one hash), or a folder made by names that a member
+    /// other than its own directory entry is named. Most containers have
+    /// none, and their names are not looked at again.
+    fn may_clash(&self) -> bool {
+        self.by_name.values().any(Option::is_none)
+            || self.map.keys().any(|p| {
+                let bare = p.trim_end_matches('/');
+                !bare.is_empty()
+                    && match self.by_name.get(&name_hash(bare)) {
+                        None => false,
+                        Some(None) => true,
+                        Some(Some(x)) => self.dir_members.get(p) != Some(x),
+                    }
+            })
     }
 
     /// The name `item` is listed under when free, and the prefix of the

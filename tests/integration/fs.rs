@@ -598,3 +598,59 @@ fn walk_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(Stri
         }
     }
 }
+
+/// The names of one folder (contract, "One name per member"): members
+/// first in archive order, then folders made by names; a taken name gets
+/// the first `~N` no entry of the folder has. Members `a.txt`, `a.txt`,
+/// `a.txt~1`, `d/x`, `d` are `a.txt`, `a.txt~2`, `a.txt~1`, `d~1/x`, `d`.
+#[test]
+fn a_taken_name_gets_the_first_free_suffix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tar = tmp.path().join("names.tar");
+    python(&format!(
+        r#"
+import io, tarfile
+with tarfile.open({tar:?}, "w", format=tarfile.GNU_FORMAT) as t:
+    for name, data in [("a.txt", b"one"), ("a.txt", b"two"), ("a.txt~1", b"real"), ("d/x", b"x"), ("d", b"file d")]:
+        i = tarfile.TarInfo(name)
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+"#,
+        tar = tar.to_str().unwrap()
+    ));
+    let fs = Fs::with_options(&tar, pparse::Options::default()).unwrap();
+    let listed: Vec<String> = fs
+        .list("", false)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(listed, ["a.txt", "a.txt~2", "a.txt~1", "d~1", "d"]);
+    for (path, want) in [
+        ("a.txt", &b"one"[..]),
+        ("a.txt~2", b"two"),
+        ("a.txt~1", b"real"),
+        ("d~1/x", b"x"),
+        ("d/x", b"x"),
+        ("d", b"file d"),
+    ] {
+        let mut got = Vec::new();
+        fs.open(path).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(got, want, "{path}");
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = pparse([
+        "extract",
+        "--no-index",
+        tar.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let mut files = Vec::new();
+    walk_files(out.path(), out.path(), &mut files);
+    files.sort();
+    let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["a.txt", "a.txt~1", "a.txt~2", "d", "d~1/x"]);
+    assert_eq!(files[2].1, b"two");
+}
