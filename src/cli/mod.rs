@@ -786,7 +786,14 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
     } = writes;
     use crate::fs::Kind;
     let session = std::sync::Arc::new(open(input)?);
-    let top = resolve_final(&session, path)?;
+    // A member listed under a name of its own (`lnk2~1`) is found as
+    // `pparse::fs` lists it, once the parse is over.
+    let top = match resolve_final(&session, path) {
+        Ok(id) => id,
+        Err(e) => crate::fs::Fs::from_session(session.clone())
+            .extraction(path)
+            .map_err(|_| e)?,
+    };
     wait(&session, |_| false);
     let mut ex =
         Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;

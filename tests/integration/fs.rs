@@ -559,6 +559,17 @@ fn members_of_one_name_are_entries_of_their_own() {
         "{}",
         run.stderr_text()
     );
+    let out = tempfile::tempdir().unwrap();
+    let run = pparse([
+        "extract",
+        "--no-index",
+        dup.to_str().unwrap(),
+        "lnk2~1",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert_eq!(std::fs::read(out.path().join("lnk2~1")).unwrap(), DUP_FILE);
     for (tar, want) in [
         (&dup, vec![("lnk2~1", DUP_FILE), ("lnk2~2/y", UNDER_X)]),
         (&under, vec![("link~1/x", UNDER_X)]),
