@@ -711,14 +711,25 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     let mut session = std::sync::Arc::new(open(&focused)?);
     // Waits with a progress line on a terminal; the API then finds it at
     // once.
+    // A member its folder lists under a name of its own (a second member
+    // of one name, `lnk2~1`) is found as the mount and `pparse::fs` list
+    // it, once the parse is over.
+    let listed = |session: &std::sync::Arc<Session>, e: Fatal| {
+        crate::fs::Fs::from_session(session.clone())
+            .extraction(path)
+            .map_err(|_| e)
+    };
     let id = match resolve_final(&session, path) {
         Ok(id) => id,
         Err(_) if !session.from_index() => {
             session.cancel();
             session = std::sync::Arc::new(open(input)?);
-            resolve_final(&session, path)?
+            match resolve_final(&session, path) {
+                Ok(id) => id,
+                Err(e) => listed(&session, e)?,
+            }
         }
-        Err(e) => return Err(e),
+        Err(e) => listed(&session, e)?,
     };
     session.cancel();
     let fs = crate::fs::Fs::from_session(session.clone());
@@ -789,7 +800,14 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
     } = writes;
     use crate::fs::Kind;
     let session = std::sync::Arc::new(open(input)?);
-    let top = resolve_final(&session, path)?;
+    // A member listed under a name of its own (`lnk2~1`) is found as
+    // `pparse::fs` lists it, once the parse is over.
+    let top = match resolve_final(&session, path) {
+        Ok(id) => id,
+        Err(e) => crate::fs::Fs::from_session(session.clone())
+            .extraction(path)
+            .map_err(|_| e)?,
+    };
     wait(&session, |_| false);
     let mut ex =
         Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;

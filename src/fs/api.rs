@@ -153,7 +153,7 @@ pub struct Entry {
 }
 
 /// A handle on an entry of an [`Fs`] (see [`Entry::node`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Node(At);
 
 /// Nested containers as a file system: see the module docs.
@@ -257,7 +257,10 @@ impl Fs {
         Ok(match at {
             At::Entry(id) => self.entry(&t, id),
             // A directory with an entry of its own is that entry.
-            At::Under(c, prefix) => match t.resolve(&full) {
+            At::Under(c, prefix) => match t
+                .resolve(&full)
+                .or_else(|| self.dirs_of(&t, c).dir_member(&prefix))
+            {
                 Some(id) => self.entry(&t, id),
                 None => self.dir_entry(&t, c, prefix.trim_end_matches('/')),
             },
@@ -326,29 +329,117 @@ impl Fs {
             }
             return out;
         }
+        self.listed(t, c, prefix)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect()
+    }
+
+    /// The entries of container `c` in folder `prefix`, as `ls` shows
+    /// them, each with the name the folder lists it under.
+    fn listed(&self, t: &Tree, c: ExtId, prefix: &str) -> Vec<(String, Entry)> {
         let dirs = self.dirs_of(t, c);
         let items = dirs.items(prefix).unwrap_or_default();
         items
             .iter()
-            .map(|item| match item {
-                Item::Member(x) => self.entry(t, *x),
-                Item::Dir(p) => self.dir_entry(t, c, p.trim_end_matches('/')),
+            .map(|item| {
+                let entry = match item {
+                    Item::Member(x) => self.entry(t, *x),
+                    Item::Dir(p) => self.dir_entry(t, c, p.trim_end_matches('/')),
+                };
+                (dirs.listed_name(t, item), entry)
             })
             .collect()
+    }
+
+    /// The PATH of extraction `id` as folders list it: [`Tree::path_of`],
+    /// except where a parsed container lists a member on the way under
+    /// another name than its own (`lnk2~1`, `link~1/x`, see `dirs.rs`), so
+    /// that every entry has a PATH that leads to it and to nothing else.
+    fn listing_path(&self, t: &Tree, id: ExtId) -> String {
+        let mut parts = Vec::new();
+        let mut at = id;
+        while let Some(p) = t.exts[at].parent {
+            parts.push(self.listed_component(t, p, at));
+            at = p;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// The name `x`, a child of `p`, is listed under in its folder.
+    fn listed_component(&self, t: &Tree, p: ExtId, x: ExtId) -> String {
+        let dirs = settled(t, p).then(|| self.dirs_of(t, p));
+        match dirs.filter(|d| d.renames()) {
+            Some(d) => {
+                let name = t.exts[x].name.path_form();
+                let bare = name.trim_end_matches('/');
+                let mut s = d.spell(bare, Some(x));
+                if bare.len() < name.len() {
+                    s.push('/');
+                }
+                s
+            }
+            None => t.exts[x].display_name(),
+        }
+    }
+
+    /// The raw name of member `x` of container `c`, or where `c` lists it
+    /// (or a folder on its way) under another name, that spelling
+    /// (`lnk2~1`, `link~1/x`): what [`Fs::walk`] hands out to make file
+    /// names of.
+    fn raw_listed(&self, t: &Tree, c: ExtId, x: ExtId) -> Vec<u8> {
+        let raw = t.exts[x].name.raw();
+        let dirs = settled(t, c).then(|| self.dirs_of(t, c));
+        if let Some(d) = dirs.filter(|d| d.renames()) {
+            let name = t.exts[x].name.path_form();
+            let bare = name.trim_end_matches('/');
+            let spelled = d.spell(bare, Some(x));
+            if spelled != bare {
+                return spelled.into_bytes();
+            }
+        }
+        raw.to_vec()
+    }
+
+    /// Where `full` leads when read as folders list their entries, one
+    /// component at a time: the spelling of a member listed under another
+    /// name than its own (`lnk2~1`, `link~1/x`), which [`Tree::resolve`]
+    /// does not know.
+    fn locate_listed(&self, t: &Tree, full: &str) -> Option<At> {
+        let mut at = At::Entry(0);
+        for comp in full.split('/').filter(|c| !c.is_empty()) {
+            let (c, prefix) = match &at {
+                At::Entry(id) if t.exts[*id].children.is_empty() => return None,
+                At::Entry(id) => (*id, String::new()),
+                At::Under(c, p) => (*c, p.clone()),
+            };
+            let dirs = self.dirs_of(t, c);
+            at = match dirs.listed(t, &prefix, comp)? {
+                Item::Member(x) => locate_id(t, *x)?,
+                Item::Dir(p) => At::Under(c, p.to_string()),
+            };
+        }
+        Some(at)
     }
 
     /// A directory of container `c` that no member stands for: `name` is
     /// its path within the container.
     fn dir_entry(&self, t: &Tree, c: ExtId, name: &str) -> Entry {
-        let at = t.path_of(c);
+        let at = self.listing_path(t, c);
+        let dirs = settled(t, c).then(|| self.dirs_of(t, c));
+        let spelled = match dirs.filter(|d| d.renames()) {
+            Some(d) => d.spell(name, None),
+            None => name.to_string(),
+        };
         let full = if at.is_empty() {
-            name.to_string()
+            spelled.clone()
         } else {
-            format!("{at}/{name}")
+            format!("{at}/{spelled}")
         };
         Entry {
             path: self.relative(&full).to_string(),
-            name: name.rsplit('/').next().unwrap_or(name).to_string(),
+            name: spelled.rsplit('/').next().unwrap_or(&spelled).to_string(),
             kind: Kind::Dir,
             size: 0,
             declared_size: None,
@@ -374,6 +465,13 @@ impl Fs {
             {
                 return Ok(at);
             }
+            // A member listed under a name of its own (`lnk2~1`).
+            if locate(&t, full).is_none()
+                && let Some(at) = self.locate_listed(&t, full)
+                && ready(&t, at.clone())
+            {
+                return Ok(at);
+            }
         }
         // `Instant - POLL` can underflow on a clock just started: none yet.
         let mut last: Option<Instant> = None;
@@ -387,10 +485,12 @@ impl Fs {
         });
         crate::data::stats::waited(started.elapsed());
         let t = self.session.tree();
-        locate(&t, full).ok_or_else(|| Error::NotFound {
-            hint: t.hint(full),
-            path: self.relative(full).to_string(),
-        })
+        locate(&t, full)
+            .or_else(|| self.locate_listed(&t, full))
+            .ok_or_else(|| Error::NotFound {
+                hint: t.hint(full),
+                path: self.relative(full).to_string(),
+            })
     }
 
     /// The handle of this view's root (what [`Fs::list`] of "" lists).
@@ -401,6 +501,17 @@ impl Fs {
 
     /// [`Fs::list`] (one level) of the entry `node` stands for.
     pub fn list_node(&self, node: &Node) -> Result<Vec<Entry>, Error> {
+        Ok(self
+            .list_node_named(node)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+    }
+
+    /// [`Fs::list_node`], each entry with the name its folder lists it
+    /// under: its last component, or `NAME~N` when another entry of the
+    /// folder took that name first (see `dirs.rs`).
+    pub(super) fn list_node_named(&self, node: &Node) -> Result<Vec<(String, Entry)>, Error> {
         let c = match &node.0 {
             At::Entry(id) | At::Under(id, _) => *id,
         };
@@ -410,8 +521,8 @@ impl Fs {
             At::Entry(id) if t.exts[*id].children.is_empty() => Err(Error::NotAContainer {
                 path: self.relative(&t.path_of(*id)).to_string(),
             }),
-            At::Entry(id) => Ok(self.under(&t, *id, "", false)),
-            At::Under(c, prefix) => Ok(self.under(&t, *c, prefix, false)),
+            At::Entry(id) => Ok(self.listed(&t, *id, "")),
+            At::Under(c, prefix) => Ok(self.listed(&t, *c, prefix)),
         }
     }
 
@@ -450,7 +561,7 @@ impl Fs {
                     path: path.to_string(),
                 });
             }
-            At::Entry(id) => t.path_of(id),
+            At::Entry(id) => self.listing_path(&t, id),
             At::Under(..) => full.trim_end_matches('/').to_string(),
         };
         Ok(Fs {
@@ -490,8 +601,9 @@ impl Fs {
     /// Calls `f` with every entry at or below `path`, depth first in the
     /// order their containers hold them, once they are all parsed: its
     /// [`Entry`], the raw names from the top down to it (to make file
-    /// names of, as `pparse extract` does), and its bytes opened if it has
-    /// any. The tree is not locked while `f` runs. Stops at `f`'s first
+    /// names of, as `pparse extract` does; a member its folder lists under
+    /// a name of its own, as a second member of one name, is given that
+    /// name, `lnk2~1`), and its bytes opened if it has any. The tree is not locked while `f` runs. Stops at `f`'s first
     /// error and returns it.
     pub fn walk(
         &self,
@@ -539,22 +651,22 @@ impl Fs {
                     path.clear();
                     chain.clear();
                     if let Some(p) = e.parent {
-                        path = t.path_of(p);
+                        path = self.listing_path(&t, p);
                         let mut x = p;
                         while let Some(up) = t.exts[x].parent {
-                            chain.push(t.exts[x].name.raw().to_vec());
+                            chain.push(self.raw_listed(&t, up, x));
                             x = up;
                         }
                         chain.reverse();
                     }
                 }
                 stack.push((id, path.len(), chain.len()));
-                if e.parent.is_some() {
+                if let Some(p) = e.parent {
                     if !path.is_empty() {
                         path.push('/');
                     }
-                    path.push_str(&e.display_name());
-                    chain.push(e.name.raw().to_vec());
+                    path.push_str(&self.listed_component(&t, p, id));
+                    chain.push(self.raw_listed(&t, p, id));
                 }
                 let file = e.kind.has_content().then(|| file_of(&t, id));
                 let root_name = e.parent.is_none().then(|| vec![e.name.raw().to_vec()]);
@@ -676,7 +788,7 @@ impl Fs {
     }
 
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
-        self.entry_at(t, id, &t.path_of(id))
+        self.entry_at(t, id, &self.listing_path(t, id))
     }
 
     /// [`Fs::entry`] of `id`, whose PATH is `full`.
@@ -725,7 +837,7 @@ impl Fs {
 }
 
 /// Where a PATH leads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum At {
     /// An extraction.
     Entry(ExtId),

@@ -2,6 +2,17 @@
 //! most archives list `train/cat/0001.jpg` as one member and name no
 //! `train/` entry, and a file system must list `train` without scanning
 //! every member again for each folder it shows.
+//!
+//! It also names what each folder lists, once for every front end (the
+//! mount, `pparse::fs`, the Python package): a folder can hold two members
+//! of one name (a symlink `lnk2`, then a file `lnk2`), or a member and a
+//! folder that only other members' names make (a symlink `link`, then
+//! `link/x`). Each is listed under a name of its own: in a folder, the
+//! members (entries of their own) take their names first, in container
+//! order, then the folders made by names; an entry whose name is taken
+//! gets `~1`, `~2`, … after it, skipping any name another entry of the
+//! folder has. The first member of a name keeps it, as a PATH finds it
+//! ([`crate::extraction::Tree::resolve`] tries members in container order).
 
 use std::collections::HashMap;
 
@@ -27,6 +38,32 @@ pub(super) struct Dirs {
     /// PATH is then found in a few lookups, not by comparing it with every
     /// member's name (a dataset's tar holds millions).
     by_name: HashMap<u64, Option<ExtId>>,
+    /// The names of members listed under another name than their own
+    /// last component (a later member of a taken name, `lnk2~1`).
+    member_names: HashMap<ExtId, Box<str>>,
+    /// The same for folders, by prefix (`a/`), whether a member stands
+    /// for the folder or only names make it: the name its parent lists
+    /// it under.
+    dir_names: HashMap<Box<str>, Box<str>>,
+    /// The member that stands for a folder, by prefix (`a/`): a
+    /// directory entry of the container.
+    dir_members: HashMap<Box<str>, ExtId>,
+}
+
+/// The name a folder lists an entry under when it is free: its last
+/// component, with `_` before a name no file system can show (empty, `.`,
+/// `..`).
+fn plain(last: &str) -> String {
+    if last.is_empty() || last == "." || last == ".." {
+        format!("_{last}")
+    } else {
+        last.to_string()
+    }
+}
+
+/// The last component of `bare` (a name or prefix without its `/`).
+fn last_of(bare: &str) -> &str {
+    bare.rsplit('/').next().unwrap_or(bare)
 }
 
 /// The hash [`Dirs::named`] looks names up by.
@@ -73,6 +110,7 @@ impl Dirs {
             if is_dir {
                 let prefix: Box<str> = format!("{bare}/").into();
                 d.map.entry(prefix.clone()).or_default();
+                d.dir_members.insert(prefix.clone(), x);
                 match placed.get(&prefix) {
                     // Named by members before its entry came: the entry
                     // takes the place.
@@ -90,7 +128,168 @@ impl Dirs {
                 d.push(dir_of, Item::Member(x));
             }
         }
+        if d.may_clash() {
+            d.name_taken(t);
+        }
         d
+    }
+
+    /// Whether two entries of a folder may share a name: two members of
+    /// one name (or of one hash), or a folder made by names that a member
+    /// other than its own directory entry is named. Most containers have
+    /// none, and their names are not looked at again.
+    fn may_clash(&self) -> bool {
+        self.by_name.values().any(Option::is_none)
+            || self.map.keys().any(|p| {
+                let bare = p.trim_end_matches('/');
+                !bare.is_empty()
+                    && match self.by_name.get(&name_hash(bare)) {
+                        None => false,
+                        Some(None) => true,
+                        Some(Some(x)) => self.dir_members.get(p) != Some(x),
+                    }
+            })
+    }
+
+    /// The name `item` is listed under when free, and the prefix of the
+    /// folder it stands for (if it is one).
+    fn base_of(t: &Tree, item: &Item) -> (String, Option<Box<str>>) {
+        match item {
+            Item::Member(x) => {
+                let e = &t.exts[*x];
+                let name = e.name.path_form();
+                let bare = name.trim_end_matches('/');
+                let dir = (e.kind == EntryKind::Dir && e.children.is_empty() && !bare.is_empty())
+                    .then(|| format!("{bare}/").into());
+                (plain(last_of(bare)), dir)
+            }
+            Item::Dir(p) => (plain(last_of(p.trim_end_matches('/'))), Some(p.clone())),
+        }
+    }
+
+    /// Gives every entry whose name another one of its folder took first a
+    /// name of its own (see the module docs).
+    fn name_taken(&mut self, t: &Tree) {
+        let mut member_names = HashMap::new();
+        let mut dir_names = HashMap::new();
+        for items in self.map.values() {
+            let bases: Vec<(String, Option<Box<str>>)> =
+                items.iter().map(|i| Dirs::base_of(t, i)).collect();
+            // Members first, then folders made by names, each in order.
+            let order = (0..items.len())
+                .filter(|&i| matches!(items[i], Item::Member(_)))
+                .chain((0..items.len()).filter(|&i| matches!(items[i], Item::Dir(_))));
+            let order: Vec<usize> = order.collect();
+            let mut first: HashMap<&str, usize> = HashMap::new();
+            let mut later = Vec::new();
+            for &i in &order {
+                let b = bases[i].0.as_str();
+                match first.get(b) {
+                    Some(_) => later.push(i),
+                    None => {
+                        first.insert(b, i);
+                    }
+                }
+            }
+            let raw = |i: usize| match &items[i] {
+                Item::Member(x) => {
+                    let name = t.exts[*x].name.path_form();
+                    last_of(name.trim_end_matches('/')) != bases[i].0
+                }
+                Item::Dir(p) => last_of(p.trim_end_matches('/')) != bases[i].0,
+            };
+            let mut taken: std::collections::HashSet<String> =
+                bases.iter().map(|b| b.0.clone()).collect();
+            let mut next: HashMap<&str, usize> = HashMap::new();
+            let mut named: Vec<(usize, String)> = order
+                .iter()
+                .filter(|&&i| first.get(bases[i].0.as_str()) == Some(&i) && raw(i))
+                .map(|&i| (i, bases[i].0.clone()))
+                .collect();
+            for i in later {
+                let base = bases[i].0.as_str();
+                let n = next.entry(base).or_insert(0);
+                let name = loop {
+                    *n += 1;
+                    let cand = format!("{base}~{n}");
+                    if taken.insert(cand.clone()) {
+                        break cand;
+                    }
+                };
+                named.push((i, name));
+            }
+            for (i, name) in named {
+                let name: Box<str> = name.into();
+                if let Item::Member(x) = &items[i] {
+                    member_names.insert(*x, name.clone());
+                }
+                if let Some(p) = &bases[i].1 {
+                    dir_names.insert(p.clone(), name);
+                }
+            }
+        }
+        self.member_names = member_names;
+        self.dir_names = dir_names;
+    }
+
+    /// The name folder listing `item` shows it under.
+    pub(super) fn listed_name(&self, t: &Tree, item: &Item) -> String {
+        let given = match item {
+            Item::Member(x) => self.member_names.get(x),
+            Item::Dir(p) => self.dir_names.get(p),
+        };
+        match given {
+            Some(n) => n.to_string(),
+            None => Dirs::base_of(t, item).0,
+        }
+    }
+
+    /// The directory entry that stands for folder `prefix` (ending in
+    /// `/`), if the container has one.
+    pub(super) fn dir_member(&self, prefix: &str) -> Option<ExtId> {
+        self.dir_members.get(prefix).copied()
+    }
+
+    /// Whether some entry is listed under another name than its own.
+    pub(super) fn renames(&self) -> bool {
+        !self.member_names.is_empty() || !self.dir_names.is_empty()
+    }
+
+    /// `bare`, a path inside the container (a member's name without its
+    /// trailing `/`, or a folder's prefix without it), spelled with the
+    /// names the folders on its way list: `link~1/x` for `link/x` when a
+    /// member `link` took `link`. `member` is the member `bare` names, if
+    /// it names one.
+    pub(super) fn spell(&self, bare: &str, member: Option<ExtId>) -> String {
+        let mut out = String::with_capacity(bare.len() + 4);
+        let mut start = 0;
+        for (i, _) in bare.match_indices('/') {
+            let prefix = &bare[..=i];
+            match self.dir_names.get(prefix) {
+                Some(n) => out.push_str(n),
+                None => out.push_str(&bare[start..i]),
+            }
+            out.push('/');
+            start = i + 1;
+        }
+        let own = member.and_then(|x| self.member_names.get(&x)).or_else(|| {
+            (member.is_none())
+                .then(|| self.dir_names.get(format!("{bare}/").as_str()))
+                .flatten()
+        });
+        match own {
+            Some(n) => out.push_str(n),
+            None => out.push_str(&bare[start..]),
+        }
+        out
+    }
+
+    /// The entry folder `prefix` lists under `name` (see
+    /// [`Dirs::listed_name`]).
+    pub(super) fn listed(&self, t: &Tree, prefix: &str, name: &str) -> Option<&Item> {
+        self.items(prefix)?
+            .iter()
+            .find(|i| self.listed_name(t, i) == name)
     }
 
     /// Adds `item` to directory `dir` (a prefix without its `/`, or "");

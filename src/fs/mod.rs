@@ -22,7 +22,11 @@
 //! ```
 //!
 //! Paths are the contract's PATH (docs/contract.md): the names from the top
-//! down joined by `/`, where a member's own `/`s are part of its name. An
+//! down joined by `/`, where a member's own `/`s are part of its name.
+//! Every entry has a path of its own: of two members of one name the
+//! second is `NAME~1` (a symlink `lnk2`, then a file `lnk2~1`), and
+//! members stored under a symlink's name (`link/x`) are in the folder
+//! `link~1` (docs/contract.md, "One name per member"). An
 //! [`Fs`] is a [`Session`] parsing in the background; each call waits only
 //! until what it names is there (a member near the start of a huge archive
 //! opens before the rest is read). Handles are `Send + Sync`: many threads

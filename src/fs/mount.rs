@@ -7,7 +7,15 @@
 //! Folders are listed when first looked into, each through [`Fs::list`],
 //! which waits for that container's parse only; a member is read with
 //! positional reads of its bytes. Inode numbers are handed out as entries
-//! are met and kept for the life of the mount.
+//! are met and kept for the life of the mount, one per member (by its
+//! [`Node`], never by its PATH: two members of one name are two inodes,
+//! each with its own kind, size and bytes). Names are the ones
+//! [`Fs::list`] gives: a name two entries of a folder share is the first
+//! member's, the others get `~1`, `~2`, …
+//!
+//! A link is served as a link: `readlink` gives the target the archive
+//! stores, as text. The mount never follows one itself, and never reads
+//! anything but the archive's bytes.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -31,10 +39,9 @@ pub const STATUS_XATTR: &str = "user.pparse.status";
 /// How long the kernel may keep what it was told: nothing changes.
 const TTL: Duration = Duration::from_secs(3600);
 
-/// One inode: its PATH in the [`Fs`], what it is, and (for a folder, once
-/// looked into) its entries by name.
+/// One inode: what it is, and (for a folder, once looked into) its
+/// entries by name.
 struct Inode {
-    path: String,
     /// The handle its folder is listed or its file opened with.
     node: Node,
     /// `None` for the root.
@@ -61,7 +68,8 @@ impl Inode {
 struct MountFs {
     fs: Fs,
     inodes: RwLock<Vec<Inode>>,
-    by_path: Mutex<HashMap<String, u64>>,
+    /// Inodes by the member (or folder) they stand for.
+    by_node: Mutex<HashMap<Node, u64>>,
     files: Mutex<HashMap<u64, Arc<File>>>,
     next_fh: AtomicU64,
     uid: u32,
@@ -77,12 +85,11 @@ impl MountFs {
         MountFs {
             fs,
             inodes: RwLock::new(vec![Inode {
-                path: String::new(),
                 node: root,
                 entry: None,
                 children: None,
             }]),
-            by_path: Mutex::new(HashMap::new()),
+            by_node: Mutex::new(HashMap::new()),
             files: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             uid,
@@ -131,29 +138,29 @@ impl MountFs {
         }
     }
 
-    /// The inode of `entry`, made on first meeting.
+    /// The inode of `entry`, made on first meeting: one per member.
     fn inode_of(&self, entry: Entry) -> u64 {
-        let mut by_path = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&ino) = by_path.get(&entry.path) {
+        let mut by_node = self.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&ino) = by_node.get(&entry.node) {
             return ino;
         }
         let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
+        let node = entry.node.clone();
         inodes.push(Inode {
-            path: entry.path.clone(),
             node: entry.node.clone(),
-            entry: Some(entry.clone()),
+            entry: Some(entry),
             children: None,
         });
         let ino = inodes.len() as u64;
-        by_path.insert(entry.path, ino);
+        by_node.insert(node, ino);
         ino
     }
 
     /// The entries of folder `ino` by name, listed on first use. Names
-    /// that two entries share get `~1`, `~2`, … (a file can hold two
-    /// members of one name).
+    /// that two entries share are told apart by [`Fs::list`]'s rule: the
+    /// first member keeps it, the others get `~1`, `~2`, …
     fn children(&self, ino: u64) -> Result<Arc<Children>, Errno> {
-        let (path, handle) = {
+        let handle = {
             let inodes = self.inodes.read().unwrap_or_else(|e| e.into_inner());
             let node = inodes.get(index(ino)?).ok_or(Errno::ENOENT)?;
             if !node.is_dir() {
@@ -162,37 +169,13 @@ impl MountFs {
             if let Some(c) = &node.children {
                 return Ok(c.clone());
             }
-            (node.path.clone(), node.node.clone())
+            node.node.clone()
         };
         // Outside the locks: listing waits for the container's parse.
-        let entries = self.fs.list_node(&handle).map_err(|_| Errno::EIO)?;
-        let mut taken: HashMap<OsString, usize> = HashMap::new();
+        let entries = self.fs.list_node_named(&handle).map_err(|_| Errno::EIO)?;
         let mut out = Vec::with_capacity(entries.len());
-        for e in entries {
-            let rel = if path.is_empty() {
-                e.path.as_str()
-            } else {
-                e.path
-                    .strip_prefix(path.as_str())
-                    .map_or(e.path.as_str(), |r| r.trim_start_matches('/'))
-            };
-            let base = match rel.trim_end_matches('/') {
-                r if r.is_empty() || r.contains('/') => e.name.trim_end_matches('/').to_string(),
-                r => r.to_string(),
-            };
-            let base = if base.is_empty() || base == "." || base == ".." {
-                format!("_{base}")
-            } else {
-                base
-            };
-            let n = taken.entry(OsString::from(&base)).or_insert(0);
-            let name = if *n == 0 {
-                OsString::from(&base)
-            } else {
-                OsString::from(format!("{base}~{n}"))
-            };
-            *n += 1;
-            out.push((name, self.inode_of(e)));
+        for (name, e) in entries {
+            out.push((OsString::from(name), self.inode_of(e)));
         }
         let by_name = out.iter().cloned().collect();
         let children = Arc::new(Children { list: out, by_name });

@@ -462,3 +462,206 @@ fn members_named_with_dot_slash_are_one_path() {
         }
     }
 }
+
+/// Members of one name are entries of their own (issue 32): a symlink
+/// `lnk2 -> /etc/shadow`, a file `lnk2` and a directory `lnk2/` are
+/// listed as `lnk2`, `lnk2~1`, `lnk2~2`, each with its own kind, size and
+/// bytes, and each PATH leads back to its entry alone; a member `link/x`
+/// stored under a symlink `link` is `link~1/x`. `extract` writes the
+/// same names and `cat` reads them; no byte of the host's files is read.
+#[test]
+fn members_of_one_name_are_entries_of_their_own() {
+    let (_tmp, dup, under) = link_tars();
+    let fs = Fs::with_options(&dup, pparse::Options::default()).unwrap();
+    let top = fs.list("", false).unwrap();
+    let seen: Vec<(&str, &Kind, u64)> = top
+        .iter()
+        .map(|e| (e.path.as_str(), &e.kind, e.size))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("lnk2", &Kind::Symlink("/etc/shadow".into()), 0),
+            ("lnk2~1", &Kind::File, DUP_FILE.len() as u64),
+            ("lnk2~2/", &Kind::Dir, 0),
+        ]
+    );
+    // Each PATH leads to its own entry, and only there.
+    for e in &top {
+        assert_eq!(fs.stat(&e.path).unwrap(), *e, "{}", e.path);
+    }
+    assert_ne!(top[0].node, top[1].node);
+    let mut text = Vec::new();
+    fs.open("lnk2~1").unwrap().read_to_end(&mut text).unwrap();
+    assert_eq!(text, DUP_FILE);
+    // The symlink has no bytes of its own: it is never followed.
+    assert!(matches!(fs.open("lnk2"), Err(Error::NoContent { .. })));
+    let inside = fs.list("lnk2~2", false).unwrap();
+    assert_eq!(inside.len(), 1);
+    assert_eq!(inside[0].path, "lnk2~2/y");
+    text.clear();
+    fs.open(&inside[0].path)
+        .unwrap()
+        .read_to_end(&mut text)
+        .unwrap();
+    assert_eq!(text, UNDER_X);
+    // The recursive list and a view rooted below spell them the same.
+    let all: Vec<String> = fs
+        .list("", true)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(all, ["lnk2", "lnk2~1", "lnk2~2/", "lnk2~2/y"]);
+    let sub = fs.sub("lnk2~2").unwrap();
+    assert_eq!(sub.stat("y").unwrap().size, UNDER_X.len() as u64);
+
+    let fs = Fs::with_options(&under, pparse::Options::default()).unwrap();
+    let top = fs.list("", false).unwrap();
+    let seen: Vec<(&str, &Kind)> = top.iter().map(|e| (e.path.as_str(), &e.kind)).collect();
+    assert_eq!(
+        seen,
+        [
+            ("link", &Kind::Symlink("/etc".into())),
+            ("link~1", &Kind::Dir)
+        ]
+    );
+    assert_eq!(fs.stat("link").unwrap().kind, Kind::Symlink("/etc".into()));
+    assert!(matches!(
+        fs.list("link", false),
+        Err(Error::NotAContainer { .. })
+    ));
+    let x = fs.list("link~1", false).unwrap();
+    assert_eq!(x.len(), 1);
+    assert_eq!(
+        (x[0].path.as_str(), x[0].size),
+        ("link~1/x", UNDER_X.len() as u64)
+    );
+    assert_eq!(fs.stat("link~1/x").unwrap(), x[0]);
+    // The member's name as stored still finds it.
+    assert_eq!(fs.stat("link/x").unwrap(), x[0]);
+    text.clear();
+    fs.open("link~1/x").unwrap().read_to_end(&mut text).unwrap();
+    assert_eq!(text, UNDER_X);
+
+    // `cat` and `extract` spell them the same.
+    let run = pparse(["cat", "--no-index", dup.to_str().unwrap(), "lnk2~1"]);
+    assert_eq!(
+        (run.code, run.stdout.as_slice()),
+        (0, DUP_FILE),
+        "{}",
+        run.stderr_text()
+    );
+    let run = pparse(["cat", "--no-index", under.to_str().unwrap(), "link~1/x"]);
+    assert_eq!(
+        (run.code, run.stdout.as_slice()),
+        (0, UNDER_X),
+        "{}",
+        run.stderr_text()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let run = pparse([
+        "extract",
+        "--no-index",
+        dup.to_str().unwrap(),
+        "lnk2~1",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert_eq!(std::fs::read(out.path().join("lnk2~1")).unwrap(), DUP_FILE);
+    for (tar, want) in [
+        (&dup, vec![("lnk2~1", DUP_FILE), ("lnk2~2/y", UNDER_X)]),
+        (&under, vec![("link~1/x", UNDER_X)]),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let run = pparse([
+            "extract",
+            "--no-index",
+            tar.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr_text());
+        let mut files = Vec::new();
+        walk_files(out.path(), out.path(), &mut files);
+        files.sort();
+        let want: Vec<(String, Vec<u8>)> = want
+            .iter()
+            .map(|(p, b)| (p.to_string(), b.to_vec()))
+            .collect();
+        assert_eq!(files, want, "{}", tar.display());
+    }
+}
+
+/// Every regular file below `dir`: its path from `root` and its bytes (a
+/// link is never followed: none is expected).
+fn walk_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        assert!(!meta.file_type().is_symlink(), "{} is a link", p.display());
+        if meta.is_dir() {
+            walk_files(root, &p, out);
+        } else {
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+}
+
+/// The names of one folder (contract, "One name per member"): members
+/// first in archive order, then folders made by names; a taken name gets
+/// the first `~N` no entry of the folder has. Members `a.txt`, `a.txt`,
+/// `a.txt~1`, `d/x`, `d` are `a.txt`, `a.txt~2`, `a.txt~1`, `d~1/x`, `d`.
+#[test]
+fn a_taken_name_gets_the_first_free_suffix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tar = tmp.path().join("names.tar");
+    python(&format!(
+        r#"
+import io, tarfile
+with tarfile.open({tar:?}, "w", format=tarfile.GNU_FORMAT) as t:
+    for name, data in [("a.txt", b"one"), ("a.txt", b"two"), ("a.txt~1", b"real"), ("d/x", b"x"), ("d", b"file d")]:
+        i = tarfile.TarInfo(name)
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+"#,
+        tar = tar.to_str().unwrap()
+    ));
+    let fs = Fs::with_options(&tar, pparse::Options::default()).unwrap();
+    let listed: Vec<String> = fs
+        .list("", false)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(listed, ["a.txt", "a.txt~2", "a.txt~1", "d~1", "d"]);
+    for (path, want) in [
+        ("a.txt", &b"one"[..]),
+        ("a.txt~2", b"two"),
+        ("a.txt~1", b"real"),
+        ("d~1/x", b"x"),
+        ("d/x", b"x"),
+        ("d", b"file d"),
+    ] {
+        let mut got = Vec::new();
+        fs.open(path).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(got, want, "{path}");
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = pparse([
+        "extract",
+        "--no-index",
+        tar.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let mut files = Vec::new();
+    walk_files(out.path(), out.path(), &mut files);
+    files.sort();
+    let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["a.txt", "a.txt~1", "a.txt~2", "d", "d~1/x"]);
+    assert_eq!(files[2].1, b"two");
+}

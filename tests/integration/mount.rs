@@ -312,3 +312,75 @@ fn every_file_of_a_mounted_zip_of_20k_entries_is_read_about_once() {
         "{io} for {want} B of entries"
     );
 }
+
+/// Members of one name through the mount (issue 32): a symlink `lnk2 ->
+/// /etc/shadow`, a file `lnk2` and a directory `lnk2/` are `lnk2` (a
+/// symlink whose readlink is the stored target), `lnk2~1` (a file of the
+/// archive's bytes) and `lnk2~2` (a folder holding `y`), each its own
+/// inode; a member `link/x` under a symlink `link` is `link~1/x`. No
+/// file of the mount reads the host's /etc/shadow.
+#[test]
+fn members_of_one_name_are_inodes_of_their_own() {
+    use std::os::unix::fs::MetadataExt;
+    let (_tmp, dup, under) = link_tars();
+    let shadow = std::fs::read("/etc/shadow").ok();
+    let Some(mut m) = Mount::start_with(&dup, &["--no-index"]) else {
+        return;
+    };
+    let at = |p: &str| m.at.join(p);
+    let mut names: Vec<String> = std::fs::read_dir(&m.at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["lnk2", "lnk2~1", "lnk2~2"]);
+    let meta = |p: &str| std::fs::symlink_metadata(at(p)).unwrap();
+    assert!(meta("lnk2").file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(at("lnk2")).unwrap(),
+        Path::new("/etc/shadow")
+    );
+    assert!(meta("lnk2~1").file_type().is_file());
+    assert_eq!(meta("lnk2~1").len(), DUP_FILE.len() as u64);
+    assert_eq!(std::fs::read(at("lnk2~1")).unwrap(), DUP_FILE);
+    assert!(meta("lnk2~2").is_dir());
+    assert_eq!(std::fs::read(at("lnk2~2/y")).unwrap(), UNDER_X);
+    let inodes: std::collections::BTreeSet<u64> = ["", "lnk2", "lnk2~1", "lnk2~2", "lnk2~2/y"]
+        .iter()
+        .map(|p| meta(p).ino())
+        .collect();
+    assert_eq!(inodes.len(), 5, "inode numbers are shared: {inodes:?}");
+    // (getxattr follows a link: the link's own attribute is not asked.)
+    for p in ["lnk2~1", "lnk2~2", "lnk2~2/y"] {
+        assert_eq!(
+            xattr(&at(p), "user.pparse.status").as_deref(),
+            Some("complete")
+        );
+    }
+    // Only the archive's bytes are read: no regular file of the mount holds
+    // the host's /etc/shadow.
+    for p in ["lnk2~1", "lnk2~2/y"] {
+        assert_ne!(Some(std::fs::read(at(p)).unwrap()), shadow, "{p}");
+    }
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+
+    let Some(mut m) = Mount::start_with(&under, &["--no-index"]) else {
+        return;
+    };
+    let at = |p: &str| m.at.join(p);
+    let mut names: Vec<String> = std::fs::read_dir(&m.at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["link", "link~1"]);
+    let meta = |p: &str| std::fs::symlink_metadata(at(p)).unwrap();
+    assert!(meta("link").file_type().is_symlink());
+    assert_eq!(std::fs::read_link(at("link")).unwrap(), Path::new("/etc"));
+    assert!(meta("link~1").is_dir());
+    assert!(meta("link~1/x").is_file());
+    assert_eq!(std::fs::read(at("link~1/x")).unwrap(), UNDER_X);
+    assert_ne!(meta("link").ino(), meta("link~1").ino());
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+    assert!(!mounted(&m.at), "a stale mount is left");
+}

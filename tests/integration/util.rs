@@ -808,3 +808,50 @@ pub(crate) fn dot_tar_gz() -> (tempfile::TempDir, PathBuf) {
     assert!(ok.success());
     (tmp, tar.with_extension("tar.gz"))
 }
+
+/// The bytes of the regular `lnk2` of [`link_tars`]' `dup.tar`.
+pub(crate) const DUP_FILE: &[u8] = b"the archive's own lnk2, not /etc/shadow\n";
+/// The bytes of `link/x` and `lnk2/y` of [`link_tars`].
+pub(crate) const UNDER_X: &[u8] = b"x, stored under the name of a symlink\n";
+
+/// Two hostile tars written by Python's tarfile, in a folder removed when
+/// the first value is dropped:
+/// * `dup.tar`: a symlink `lnk2 -> /etc/shadow`, then a regular file
+///   `lnk2` ([`DUP_FILE`]), then a directory `lnk2/` holding `lnk2/y`
+///   ([`UNDER_X`]): three members of one name, of three kinds;
+/// * `under.tar`: a symlink `link -> /etc`, then a member `link/x`
+///   ([`UNDER_X`]) under the symlink's name.
+pub(crate) fn link_tars() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (dup, under) = (tmp.path().join("dup.tar"), tmp.path().join("under.tar"));
+    python(&format!(
+        r#"
+import io, tarfile
+def member(t, name, kind, data=b"", target=""):
+    i = tarfile.TarInfo(name)
+    i.mtime = 1700000000
+    if kind == "sym":
+        i.type, i.linkname = tarfile.SYMTYPE, target
+        t.addfile(i)
+    elif kind == "dir":
+        i.type, i.mode = tarfile.DIRTYPE, 0o755
+        t.addfile(i)
+    else:
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+with tarfile.open({dup:?}, "w", format=tarfile.GNU_FORMAT) as t:
+    member(t, "lnk2", "sym", target="/etc/shadow")
+    member(t, "lnk2", "file", {file:?}.encode())
+    member(t, "lnk2/", "dir")
+    member(t, "lnk2/y", "file", {x:?}.encode())
+with tarfile.open({under:?}, "w", format=tarfile.GNU_FORMAT) as t:
+    member(t, "link", "sym", target="/etc")
+    member(t, "link/x", "file", {x:?}.encode())
+"#,
+        dup = dup.to_str().unwrap(),
+        under = under.to_str().unwrap(),
+        file = std::str::from_utf8(DUP_FILE).unwrap(),
+        x = std::str::from_utf8(UNDER_X).unwrap(),
+    ));
+    (tmp, dup, under)
+}
