@@ -42,7 +42,7 @@ pub static FORMAT: Format = Format {
     extent: None,
     sniff,
     parse: |data, _| Box::new(Bzip2Parser::new(data.clone())),
-    load: |_, _| Vec::new(),
+    load,
     offers: Offers::NONE,
 };
 
@@ -52,6 +52,12 @@ const MASK48: u64 = (1 << 48) - 1;
 /// Longest compressed block accepted (a real one is under 2.5 MB; the
 /// bits of one block are held in memory to decode it).
 const MAX_BLOCK_BYTES: u64 = 8 << 20;
+/// Clean streams in a row shown as one lazy node (`streams N–M`): a file
+/// of 250,000 one-byte streams would otherwise hold 750,000 nodes. A
+/// group is rebuilt from its bytes when opened ([`load`]).
+const GROUP: u64 = 1024;
+/// Streams longer than this are not grouped: big streams are few.
+const GROUP_STREAM: u64 = 64 << 10;
 const NAMES: &[(&str, &str)] = &[
     (".tbz2", ".tar"),
     (".tbz", ".tar"),
@@ -820,6 +826,14 @@ struct Bzip2Parser {
     scratch: Vec<u8>,
     /// Blocks that did not decode, in a row, not yet reported.
     lost: Option<LostRun>,
+    /// The nodes of the stream being read, and of the clean streams
+    /// before it not yet pushed (see [`GROUP`]): `grouped` of them, from
+    /// stream number `group_first`.
+    cur: Vec<Node>,
+    in_stream: bool,
+    group: Vec<Node>,
+    grouped: u64,
+    group_first: u64,
 }
 
 /// Blocks in a row that did not decode: bytes `[from, to)`, the first
@@ -847,11 +861,17 @@ impl Bzip2Parser {
             state: State::Header { at: 0 },
             scratch: Vec::new(),
             lost: None,
+            cur: Vec::new(),
+            in_stream: false,
+            group: Vec::new(),
+            grouped: 0,
+            group_first: 1,
         }
     }
 
     fn finish(&mut self, cx: &mut StepCx) -> Step {
         self.flush_lost(cx);
+        self.flush_nodes(cx);
         self.out.finish();
         let len = self.data.available();
         cx.progress(len, Some(len));
@@ -861,6 +881,7 @@ impl Bzip2Parser {
 
     fn cut(&mut self, cx: &mut StepCx, why: &str) -> Step {
         self.flush_lost(cx);
+        self.flush_nodes(cx);
         let avail = self.data.available();
         cx.damage(Damage::truncated(Range::new(avail, avail), why.to_string()));
         let o = self.out.pos();
@@ -874,10 +895,61 @@ impl Bzip2Parser {
         self.finish(cx)
     }
 
-    /// Pushes a node; the lost run before it goes first.
+    /// Pushes a node; the lost run before it goes first. A stream's nodes
+    /// are held until its end, where a clean small stream joins a group.
     fn push(&mut self, cx: &mut StepCx, node: Node) {
         self.flush_lost(cx);
+        if self.in_stream {
+            let end = node.kind == "end of stream";
+            self.cur.push(node);
+            if end {
+                self.in_stream = false;
+                self.end_stream(cx);
+            }
+            return;
+        }
+        self.flush_nodes(cx);
         cx.push_node(node);
+    }
+
+    /// A stream's nodes are complete: a clean small one joins the group.
+    fn end_stream(&mut self, cx: &mut StepCx) {
+        let span = match (self.cur.first(), self.cur.last()) {
+            (Some(a), Some(b)) => b.range.end.saturating_sub(a.range.start),
+            _ => u64::MAX,
+        };
+        let clean = self.combined_ok && self.cur.iter().all(|n| n.damage.is_none());
+        if !clean || span > GROUP_STREAM {
+            self.flush_nodes(cx);
+            return;
+        }
+        if self.grouped == 0 {
+            self.group_first = self.streams;
+        }
+        self.group.append(&mut self.cur);
+        self.grouped += 1;
+        if self.grouped == GROUP {
+            let r = Range::new(
+                self.group[0].range.start,
+                self.group[self.group.len() - 1].range.end,
+            );
+            let (a, b) = (self.group_first, self.group_first + GROUP - 1);
+            self.group.clear();
+            self.grouped = 0;
+            cx.push_node(
+                Node::new("streams", format!("streams #{a}–#{b}"), r)
+                    .uint(GROUP)
+                    .lazy(),
+            );
+        }
+    }
+
+    /// Pushes the held nodes one by one.
+    fn flush_nodes(&mut self, cx: &mut StepCx) {
+        for n in self.group.drain(..).chain(self.cur.drain(..)) {
+            cx.push_node(n);
+        }
+        self.grouped = 0;
     }
 
     /// Reports the blocks lost in a row, if any.
@@ -901,6 +973,7 @@ impl Bzip2Parser {
                 last - first + 1
             )
         };
+        self.flush_nodes(cx);
         self.out.record_lost(cx, from, to, &what, "block", true);
     }
 
@@ -926,6 +999,8 @@ impl Bzip2Parser {
         self.blocks = 0;
         self.combined = 0;
         self.combined_ok = true;
+        self.flush_lost(cx);
+        self.in_stream = true;
         self.push(
             cx,
             Node::new(
@@ -1184,6 +1259,7 @@ impl Bzip2Parser {
             {
                 self.combined_ok = false;
                 self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out.record_lost(
                     cx,
                     stop,
@@ -1259,6 +1335,7 @@ impl Bzip2Parser {
             Found::Magic(m) => {
                 self.combined_ok = false;
                 self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out
                     .record_lost(cx, lost / 8, m / 8, &why, "block", true);
                 self.state = State::Magic { bit: m };
@@ -1283,12 +1360,90 @@ impl Bzip2Parser {
                 }
                 let avail = self.data.available();
                 self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out
                     .record_lost(cx, lost / 8, avail, &why, "block", false);
                 Some(self.finish(cx))
             }
         }
     }
+}
+
+/// A group's nodes, rebuilt from its bytes (clean streams: a header,
+/// blocks, an end of stream each). Blocks are shown by their bits and
+/// CRC, without the decoded offsets the first pass gave them.
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if node.kind != "streams" {
+        return Vec::new();
+    }
+    let mut k: u64 = node
+        .name
+        .trim_start_matches("streams #")
+        .split('–')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let mut at = node.range.start;
+    while at + 4 <= node.range.end {
+        let mut b = [0u8; 4];
+        if !matches!(crate::data::read_exact_at(data, at, &mut b), Ok(true)) || !is_header(&b) {
+            break;
+        }
+        out.push(
+            Node::new(
+                "stream header",
+                format!("stream #{k}"),
+                Range::new(at, at + 4),
+            )
+            .text(format!(
+                "BZh{} ({} kB blocks)",
+                b[3] as char,
+                (b[3] - b'0') as u32 * 100
+            )),
+        );
+        let (mut bit, mut blocks) = ((at + 4) * 8, 0u64);
+        loop {
+            match bits_at(data, bit, 48) {
+                Some(BLOCK_MAGIC) => {
+                    let Found::Magic(e) = find_magic(data, bit + 48, GROUP_STREAM, &mut scratch)
+                    else {
+                        return out;
+                    };
+                    blocks += 1;
+                    let crc = bits_at(data, bit + 48, 32).unwrap_or(0);
+                    out.push(
+                        Node::new(
+                            "block",
+                            format!("block #{blocks}"),
+                            Range::new(bit / 8, e.div_ceil(8)),
+                        )
+                        .text(format!("bits {bit}..{e}, CRC {crc:#010x}")),
+                    );
+                    bit = e;
+                }
+                Some(EOS_MAGIC) => {
+                    let stored = bits_at(data, bit + 48, 32).unwrap_or(0);
+                    out.push(
+                        Node::new(
+                            "end of stream",
+                            format!("end of stream #{k}"),
+                            Range::new(bit / 8, (bit + 80).div_ceil(8)),
+                        )
+                        .text(format!(
+                            "combined CRC {stored:#010x}, {blocks} blocks, at bit {bit}"
+                        )),
+                    );
+                    at = (bit + 80).div_ceil(8);
+                    k += 1;
+                    break;
+                }
+                _ => return out,
+            }
+        }
+    }
+    out
 }
 
 impl Parser for Bzip2Parser {

@@ -172,8 +172,8 @@ fn resync_bait_costs_a_scan() {
 /// nothing after them (each one opened such a decoder, failed, and was a
 /// lost range of its own: 200k of them took 41 s and 204 MB). A block is
 /// now walked by hand before a decoder is opened: a fake fails there, and
-/// a real one gets a decoder sized to it; fakes in a row are one lost
-/// range.
+/// a real small one is decoded there; fakes in a row are one lost range,
+/// and clean streams in a row are grouped into lazy nodes.
 #[test]
 fn bzip2_tiny_streams_and_fake_blocks_cost_a_pass() {
     let tmp = tempfile::tempdir().unwrap();
@@ -190,6 +190,24 @@ fn bzip2_tiny_streams_and_fake_blocks_cost_a_pass() {
     let file = write(tmp.path(), "streams.bz2", &one.repeat(20_000));
     let run = bounded("tree", &file, &[], 16);
     assert_eq!(run.code, 0, "{}", run.stderr_text());
+    // Clean streams are grouped 1,024 to a lazy node, rebuilt when opened.
+    let run = pparse([
+        "nodes".as_ref(),
+        file.as_os_str(),
+        "--depth".as_ref(),
+        "1".as_ref(),
+    ]);
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("streams #1–#1024"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.contains("streams #")).count(), 19);
+    let run = pparse([
+        "nodes".as_ref(),
+        file.as_os_str(),
+        "--depth".as_ref(),
+        "2".as_ref(),
+    ]);
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("end of stream #1024 "), "{out}");
     let run = pparse(["cat".as_ref(), file.as_os_str(), "streams".as_ref()]);
     assert_eq!(run.code, 0, "{}", run.stderr_text());
     assert_eq!(run.stdout, vec![b'x'; 20_000]);
