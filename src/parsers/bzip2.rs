@@ -11,10 +11,22 @@
 //! the blocks after it decode, and each block is a checkpoint of the
 //! decoded stream (a [`crate::data::BlockSource`]).
 //!
+//! Every input byte may be hostile, and a block magic is six bytes anyone
+//! can write. So before a decoder is opened, the block is walked by hand
+//! ([`walk_block`]: its header, tables and every Huffman symbol, with
+//! libbz2's checks): a fake fails there at the cost of reading it, and a
+//! real block's symbol count sets the smallest level that holds it (libbz2
+//! zeroes 400 kB per level for each block it opens). Blocks over 128 KiB
+//! compressed skip the walk: it would cost 5% of their decoding, and
+//! their decoder is small beside them. A small block (at
+//! most [`SMALL`] symbols, a tiny stream's) is decoded there too, without
+//! libbz2.
+//!
 //! * a block whose CRC fails keeps its bytes and is marked corrupt;
 //! * a block that does not decode is lost: its compressed bits are
 //!   reported, and the decoded stream gets a point of loss (the length of
-//!   what it held is unknown);
+//!   what it held is unknown); blocks lost in a row (fake magics) are one
+//!   lost range, one node and one record;
 //! * a stream cut off keeps every whole block before the cut.
 
 use std::io;
@@ -32,7 +44,7 @@ pub static FORMAT: Format = Format {
     extent: None,
     sniff,
     parse: |data, _| Box::new(Bzip2Parser::new(data.clone())),
-    load: |_, _| Vec::new(),
+    load,
     offers: Offers::NONE,
 };
 
@@ -42,6 +54,12 @@ const MASK48: u64 = (1 << 48) - 1;
 /// Longest compressed block accepted (a real one is under 2.5 MB; the
 /// bits of one block are held in memory to decode it).
 const MAX_BLOCK_BYTES: u64 = 8 << 20;
+/// Clean streams in a row shown as one lazy node (`streams N–M`): a file
+/// of 250,000 one-byte streams would otherwise hold 750,000 nodes. A
+/// group is rebuilt from its bytes when opened ([`load`]).
+const GROUP: u64 = 1024;
+/// Streams longer than this are not grouped: big streams are few.
+const GROUP_STREAM: u64 = 64 << 10;
 const NAMES: &[(&str, &str)] = &[
     (".tbz2", ".tar"),
     (".tbz", ".tar"),
@@ -124,35 +142,49 @@ enum Found {
 }
 
 /// Searches bit by bit for a block or end-of-stream magic starting at or
-/// after `from` (a bit offset), in at most about `max` bytes.
+/// after `from` (a bit offset), in at most about `max` bytes. The bytes are
+/// read in windows that start small and double, so that a magic close by
+/// (the next of many small blocks or fakes) costs a read of its
+/// neighbourhood, not of `max` bytes, when the source is not in memory.
 fn find_magic(data: &dyn Source, from: u64, max: u64, scratch: &mut Vec<u8>) -> Found {
     let base = from / 8;
-    let Ok(w) = view(data, base, max.clamp(64, 1 << 20) as usize, scratch) else {
-        return Found::Upto(from);
-    };
+    let max = max.clamp(64, 1 << 20);
     let mut reg: u64 = 0;
-    for (i, &b) in w.iter().enumerate() {
-        reg = (reg << 8) | b as u64;
-        let loaded = (i as u64 + 1) * 8;
-        if loaded < 48 {
-            continue;
-        }
-        let end = (base + i as u64 + 1) * 8;
-        for k in (0..8u64).rev() {
-            if loaded < 48 + k {
+    let mut at = base;
+    let mut window = 256u64;
+    while at - base < max {
+        let want = window.min(max - (at - base));
+        let Ok(w) = view(data, at, want as usize, scratch) else {
+            break;
+        };
+        let got = w.len() as u64;
+        for &b in w {
+            reg = (reg << 8) | b as u64;
+            at += 1;
+            let loaded = (at - base) * 8;
+            if loaded < 48 {
                 continue;
             }
-            let v = (reg >> k) & MASK48;
-            if v == BLOCK_MAGIC || v == EOS_MAGIC {
-                let start = end - k - 48;
-                if start >= from {
-                    return Found::Magic(start);
+            let end = at * 8;
+            for k in (0..8u64).rev() {
+                if loaded < 48 + k {
+                    continue;
+                }
+                let v = (reg >> k) & MASK48;
+                if v == BLOCK_MAGIC || v == EOS_MAGIC {
+                    let start = end - k - 48;
+                    if start >= from {
+                        return Found::Magic(start);
+                    }
                 }
             }
         }
+        if got < want {
+            break;
+        }
+        window = (window * 2).min(64 << 10);
     }
-    let scanned_to = (base + w.len() as u64) * 8;
-    Found::Upto(scanned_to.saturating_sub(47).max(from))
+    Found::Upto((at * 8).saturating_sub(47).max(from))
 }
 
 /// Appends bits to a byte buffer, most significant first.
@@ -182,8 +214,355 @@ impl BitWriter {
     }
 }
 
-/// The one-block stream bzip2recover would write for bits `[s, e)`.
-fn block_stream(data: &dyn Source, s: u64, e: u64) -> io::Result<Vec<u8>> {
+/// A block's bits as libbz2 reads them, most significant first.
+struct Bits<'a> {
+    b: &'a [u8],
+    next: usize,
+    acc: u64,
+    n: u32,
+}
+
+/// Why the pre-pass rejected a block.
+type Reject = &'static str;
+
+impl Bits<'_> {
+    /// `k` (at most 32) bits.
+    fn get(&mut self, k: u32) -> Result<u32, Reject> {
+        while self.n < k {
+            let Some(&b) = self.b.get(self.next) else {
+                return Err("its data ends early");
+            };
+            self.acc = (self.acc << 8) | b as u64;
+            self.next += 1;
+            self.n += 8;
+        }
+        self.n -= k;
+        Ok(((self.acc >> self.n) & ((1u64 << k) - 1)) as u32)
+    }
+}
+
+/// Selectors libbz2 keeps (more are read and dropped).
+const MAX_SELECTORS: usize = 18002;
+/// Longest Huffman code.
+const MAX_CODE_LEN: usize = 23;
+
+/// One Huffman table, built as libbz2's `create_decode_tables` builds it.
+struct Table {
+    limit: [i32; 258],
+    base: [i32; 258],
+    perm: [u16; 258],
+    min_len: u32,
+}
+
+impl Table {
+    fn new(lens: &[u8]) -> Table {
+        let mut t = Table {
+            limit: [0; 258],
+            base: [0; 258],
+            perm: [0; 258],
+            min_len: 32,
+        };
+        let min = *lens.iter().min().unwrap_or(&32);
+        let max = *lens.iter().max().unwrap_or(&0);
+        t.min_len = min as u32;
+        let mut pp = 0;
+        for i in min..=max {
+            for (j, &l) in lens.iter().enumerate() {
+                if l == i {
+                    t.perm[pp] = j as u16;
+                    pp += 1;
+                }
+            }
+        }
+        for &l in lens {
+            t.base[l as usize + 1] += 1;
+        }
+        for i in 1..MAX_CODE_LEN {
+            t.base[i] += t.base[i - 1];
+        }
+        let mut vec = 0;
+        for i in min as usize..=max as usize {
+            vec += t.base[i + 1] - t.base[i];
+            t.limit[i] = vec - 1;
+            vec <<= 1;
+        }
+        for i in min as usize..max as usize {
+            t.base[i + 1] = (2 * (t.limit[i] + 1)) - t.base[i + 1];
+        }
+        t
+    }
+
+    /// The next symbol, decoded as libbz2 decodes it.
+    fn symbol(&self, r: &mut Bits) -> Result<u16, Reject> {
+        let mut zn = self.min_len;
+        let mut zvec = r.get(zn)? as i32;
+        loop {
+            if zn > 20 {
+                return Err("a Huffman code is longer than 20 bits");
+            }
+            if zvec <= self.limit[zn as usize] {
+                let i = zvec - self.base[zn as usize];
+                return usize::try_from(i)
+                    .ok()
+                    .and_then(|i| self.perm.get(i).copied())
+                    .ok_or("a Huffman code is out of range");
+            }
+            zn += 1;
+            zvec = (zvec << 1) | r.get(1)? as i32;
+        }
+    }
+}
+
+/// [`walk_block`]'s count alone.
+#[cfg(test)]
+fn check_block(mini: &[u8]) -> Result<u32, Reject> {
+    walk_block(mini, false).map(|w| w.nblock)
+}
+
+/// Blocks of at most this many symbols are decoded by [`decode_small`]
+/// rather than by libbz2, whose decoder zeroes at least 450 kB however
+/// small the block (a tiny stream cost 20 µs of it). Their output is at
+/// most 51 times this.
+const SMALL: u32 = 16 << 10;
+
+/// Blocks over this many compressed bytes are opened at level 9 without
+/// [`walk_block`]: a 3.6 MB decoder per 128 KiB of input at worst.
+const WALK_MAX: usize = 128 << 10;
+
+/// What [`walk_block`] learned.
+struct Walked {
+    nblock: u32,
+    /// A small block's decoded bytes, when it is small, not randomised,
+    /// and its data ends where the stream's end marker follows.
+    small: Option<Vec<u8>>,
+}
+
+/// Walks the block of a one-block stream (`mini`, from its header on) as
+/// libbz2 would before it decodes any byte: the block's header, symbol
+/// map, selectors, code lengths and every Huffman symbol, with libbz2's
+/// checks, to the end-of-block symbol. Returns the number of symbols
+/// before the inverse BWT (libbz2's `nblock`, counted after the first
+/// run-length coding), which sets the level the stream needs. A block
+/// this rejects is one libbz2 (at level 9) fails before any output, and
+/// one it accepts gives output: so a fake block costs no decoder, and a
+/// small one a decoder sized to it. Allocates at most 18 KB, and when
+/// `keep`, a small block's symbols and decoded bytes.
+fn walk_block(mini: &[u8], keep: bool) -> Result<Walked, Reject> {
+    const RUNA: u16 = 0;
+    const RUNB: u16 = 1;
+    const CAP: u32 = 9 * 100_000;
+    let mut r = Bits {
+        b: mini,
+        next: 4,
+        acc: 0,
+        n: 0,
+    };
+    if ((r.get(24)? as u64) << 24 | r.get(24)? as u64) != BLOCK_MAGIC {
+        return Err("no block magic");
+    }
+    r.get(32)?; // block CRC
+    let randomised = r.get(1)? == 1;
+    let orig_ptr = r.get(24)?;
+    if orig_ptr > 10 + CAP {
+        return Err("its BWT origin is out of range");
+    }
+    let used16 = r.get(16)?;
+    let mut in_use = 0u32;
+    let mut unseq = [0u8; 256];
+    for i in 0..16 {
+        if used16 & (0x8000 >> i) != 0 {
+            let m = r.get(16)?;
+            for j in 0..16 {
+                if m & (0x8000 >> j) != 0 {
+                    unseq[in_use as usize] = (i * 16 + j) as u8;
+                    in_use += 1;
+                }
+            }
+        }
+    }
+    if in_use == 0 {
+        return Err("it uses no byte values");
+    }
+    let alpha = in_use as usize + 2;
+    let groups = r.get(3)? as usize;
+    if !(2..=6).contains(&groups) {
+        return Err("its number of Huffman tables is not 2 to 6");
+    }
+    let n_sel = r.get(15)? as usize;
+    if n_sel < 1 {
+        return Err("it has no selectors");
+    }
+    let kept = n_sel.min(MAX_SELECTORS);
+    let mut selectors = Vec::with_capacity(kept);
+    let mut pos: [u8; 6] = [0, 1, 2, 3, 4, 5];
+    for i in 0..n_sel {
+        let mut j = 0;
+        while r.get(1)? == 1 {
+            j += 1;
+            if j >= groups {
+                return Err("a selector is out of range");
+            }
+        }
+        if i < kept {
+            pos[..=j].rotate_right(1);
+            selectors.push(pos[0]);
+        }
+    }
+    let mut tables = Vec::with_capacity(groups);
+    let mut lens = [0u8; 258];
+    for _ in 0..groups {
+        let mut curr = r.get(5)? as i32;
+        for l in lens.iter_mut().take(alpha) {
+            loop {
+                if !(1..=20).contains(&curr) {
+                    return Err("a Huffman code length is not 1 to 20");
+                }
+                if r.get(1)? == 0 {
+                    break;
+                }
+                curr += if r.get(1)? == 0 { 1 } else { -1 };
+            }
+            *l = curr as u8;
+        }
+        tables.push(Table::new(&lens[..alpha]));
+    }
+    let eob = (in_use + 1) as u16;
+    let mut nblock: u32 = 0;
+    let mut group = 0usize;
+    let mut left = 50u32;
+    let mut table = &tables[selectors[0] as usize];
+    // The run of RUNA/RUNB symbols being read: its length and weight.
+    let mut run: Option<(u32, u32)> = None;
+    // A small block's bytes before the inverse BWT, and the MTF list.
+    let mut keep = keep && !randomised;
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut mtf: [u8; 256] = std::array::from_fn(|i| i as u8);
+    loop {
+        let sym = table.symbol(&mut r)?;
+        if sym == RUNA || sym == RUNB {
+            let (es, log_n) = run.unwrap_or((0, 0));
+            if log_n >= 21 {
+                return Err("a run is too long");
+            }
+            run = Some((es + ((sym as u32 + 1) << log_n), log_n + 1));
+        } else {
+            if let Some((es, _)) = run.take() {
+                if nblock + es > CAP {
+                    return Err("the block is longer than 900 kB");
+                }
+                nblock += es;
+                keep &= nblock <= SMALL;
+                if keep {
+                    bytes.resize(nblock as usize, unseq[mtf[0] as usize]);
+                }
+            }
+            if sym == eob {
+                break;
+            }
+            if nblock >= CAP {
+                return Err("the block is longer than 900 kB");
+            }
+            nblock += 1;
+            keep &= nblock <= SMALL;
+            if keep {
+                let v = sym as usize - 1;
+                let x = mtf[v];
+                mtf.copy_within(0..v, 1);
+                mtf[0] = x;
+                bytes.push(unseq[x as usize]);
+            }
+        }
+        left -= 1;
+        if left == 0 {
+            group += 1;
+            let Some(&s) = selectors.get(group) else {
+                return Err("it has too few selectors");
+            };
+            table = &tables[s as usize];
+            left = 50;
+        }
+    }
+    if orig_ptr >= nblock {
+        return Err("its BWT origin is out of range");
+    }
+    let mut small = None;
+    if keep {
+        // libbz2 reads the end-of-stream marker next; anything else there
+        // is for libbz2 to report.
+        let next = r
+            .get(24)
+            .and_then(|a| Ok((a as u64) << 24 | r.get(24)? as u64));
+        if next == Ok(EOS_MAGIC) {
+            small = decode_small(bytes, orig_ptr);
+        }
+    }
+    Ok(Walked { nblock, small })
+}
+
+/// A small block's bytes from its symbols (`tt`, after the move-to-front
+/// decoding): the inverse BWT from `orig_ptr` as libbz2 does it, then the
+/// first run-length coding undone. `None` where libbz2 would fail or its
+/// output would depend on how it fails (the block's bytes end inside a
+/// run's header): libbz2 decodes such a block.
+fn decode_small(tt: Vec<u8>, orig_ptr: u32) -> Option<Vec<u8>> {
+    let n = tt.len();
+    let mut cf = [0u32; 257];
+    for &b in &tt {
+        cf[b as usize + 1] += 1;
+    }
+    for i in 1..257 {
+        cf[i] += cf[i - 1];
+    }
+    let mut t: Vec<u32> = tt.iter().map(|&b| b as u32).collect();
+    for (i, &b) in tt.iter().enumerate() {
+        let c = &mut cf[b as usize];
+        t[*c as usize] |= (i as u32) << 8;
+        *c += 1;
+    }
+    // t[j] & 0xff is the next byte, t[j] >> 8 where the one after it is.
+    let mut pos = t[orig_ptr as usize] >> 8;
+    let mut seq = Vec::with_capacity(n);
+    for _ in 0..n {
+        let v = t[pos as usize];
+        seq.push(v as u8);
+        pos = v >> 8;
+    }
+    let mut out = Vec::with_capacity(n * 2);
+    let mut i = 0;
+    while i < n {
+        let c = seq[i];
+        let same = seq[i..n.min(i + 4)].iter().take_while(|&&x| x == c).count();
+        if same < 4 {
+            out.extend(std::iter::repeat_n(c, same));
+            i += same;
+            continue;
+        }
+        let count = *seq.get(i + 4)?;
+        out.extend(std::iter::repeat_n(c, 4 + count as usize));
+        i += 5;
+    }
+    Some(out)
+}
+
+/// The one-block stream bzip2recover would write for bits `[s, e)`, its
+/// level the smallest that holds the block, and a small block's bytes
+/// ([`SMALL`]); an error if [`walk_block`] rejects it.
+fn block_stream(data: &dyn Source, s: u64, e: u64) -> io::Result<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut mini = mini_stream(data, s, e)?;
+    if mini.len() > WALK_MAX {
+        // A big block: the walk would add 5% to its decoding, and the
+        // decoder's zeroing is small beside the block.
+        return Ok((mini, None));
+    }
+    // The smallest level that holds the block: libbz2 allocates and
+    // zeroes 400 kB per level for every block it opens.
+    let w = walk_block(&mini, true).map_err(io::Error::other)?;
+    mini[3] = b'0' + w.nblock.div_ceil(100_000).max(1) as u8;
+    Ok((mini, w.small))
+}
+
+/// The one-block stream of bits `[s, e)` at level 9, unchecked.
+fn mini_stream(data: &dyn Source, s: u64, e: u64) -> io::Result<Vec<u8>> {
     if e <= s + 80 || e - s > MAX_BLOCK_BYTES * 8 {
         return Err(io::Error::other("not a plausible block"));
     }
@@ -228,14 +607,46 @@ impl BlockCodec for Codec {
 
     fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
         let [s, e] = block.aux;
+        let (mini, small) = block_stream(&**input, s, e)?;
+        if let Some(out) = small {
+            return Ok(Box::new(SmallDecoder {
+                out,
+                at: 0,
+                input_end: (s + (mini.len() as u64 * 8).saturating_sub(32)) / 8,
+            }));
+        }
         Ok(Box::new(BlockDecoder {
-            mini: block_stream(&**input, s, e)?,
+            mini,
             pos: 0,
             z: bzip2::Decompress::new(false),
             ended: false,
             error: None,
             start_bit: s,
         }))
+    }
+}
+
+/// A small block decoded by [`walk_block`] when opened.
+struct SmallDecoder {
+    out: Vec<u8>,
+    at: usize,
+    /// Where libbz2 would have stopped reading (the whole one-block
+    /// stream read).
+    input_end: u64,
+}
+
+impl BlockReader for SmallDecoder {
+    fn read(&mut self, out: &mut [u8]) -> Pull {
+        let n = out.len().min(self.out.len() - self.at);
+        if n == 0 {
+            return Pull::End;
+        }
+        out[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Pull::Out(n)
+    }
+    fn input_pos(&self) -> u64 {
+        self.input_end
     }
 }
 
@@ -424,6 +835,28 @@ struct Bzip2Parser {
     streams: u64,
     state: State,
     scratch: Vec<u8>,
+    /// Blocks that did not decode, in a row, not yet reported.
+    lost: Option<LostRun>,
+    /// The nodes of the stream being read, and of the clean streams
+    /// before it not yet pushed (see [`GROUP`]): `grouped` of them, from
+    /// stream number `group_first`.
+    cur: Vec<Node>,
+    in_stream: bool,
+    group: Vec<Node>,
+    grouped: u64,
+    group_first: u64,
+}
+
+/// Blocks in a row that did not decode: bytes `[from, to)`, the first
+/// starting at bit `bit`, numbered `first` to `last`, and why the first
+/// failed.
+struct LostRun {
+    from: u64,
+    to: u64,
+    bit: u64,
+    first: u64,
+    last: u64,
+    why: String,
 }
 
 impl Bzip2Parser {
@@ -438,10 +871,18 @@ impl Bzip2Parser {
             streams: 0,
             state: State::Header { at: 0 },
             scratch: Vec::new(),
+            lost: None,
+            cur: Vec::new(),
+            in_stream: false,
+            group: Vec::new(),
+            grouped: 0,
+            group_first: 1,
         }
     }
 
     fn finish(&mut self, cx: &mut StepCx) -> Step {
+        self.flush_lost(cx);
+        self.flush_nodes(cx);
         self.out.finish();
         let len = self.data.available();
         cx.progress(len, Some(len));
@@ -450,6 +891,8 @@ impl Bzip2Parser {
     }
 
     fn cut(&mut self, cx: &mut StepCx, why: &str) -> Step {
+        self.flush_lost(cx);
+        self.flush_nodes(cx);
         let avail = self.data.available();
         cx.damage(Damage::truncated(Range::new(avail, avail), why.to_string()));
         let o = self.out.pos();
@@ -461,6 +904,88 @@ impl Bzip2Parser {
             ),
         );
         self.finish(cx)
+    }
+
+    /// Pushes a node; the lost run before it goes first. A stream's nodes
+    /// are held until its end, where a clean small stream joins a group.
+    fn push(&mut self, cx: &mut StepCx, node: Node) {
+        self.flush_lost(cx);
+        if self.in_stream {
+            let end = node.kind == "end of stream";
+            self.cur.push(node);
+            if end {
+                self.in_stream = false;
+                self.end_stream(cx);
+            }
+            return;
+        }
+        self.flush_nodes(cx);
+        cx.push_node(node);
+    }
+
+    /// A stream's nodes are complete: a clean small one joins the group.
+    fn end_stream(&mut self, cx: &mut StepCx) {
+        let span = match (self.cur.first(), self.cur.last()) {
+            (Some(a), Some(b)) => b.range.end.saturating_sub(a.range.start),
+            _ => u64::MAX,
+        };
+        let clean = self.combined_ok && self.cur.iter().all(|n| n.damage.is_none());
+        if !clean || span > GROUP_STREAM {
+            self.flush_nodes(cx);
+            return;
+        }
+        if self.grouped == 0 {
+            self.group_first = self.streams;
+        }
+        self.group.append(&mut self.cur);
+        self.grouped += 1;
+        if self.grouped == GROUP {
+            let r = Range::new(
+                self.group[0].range.start,
+                self.group[self.group.len() - 1].range.end,
+            );
+            let (a, b) = (self.group_first, self.group_first + GROUP - 1);
+            self.group.clear();
+            self.grouped = 0;
+            cx.push_node(
+                Node::new("streams", format!("streams #{a}–#{b}"), r)
+                    .uint(GROUP)
+                    .lazy(),
+            );
+        }
+    }
+
+    /// Pushes the held nodes one by one.
+    fn flush_nodes(&mut self, cx: &mut StepCx) {
+        for n in self.group.drain(..).chain(self.cur.drain(..)) {
+            cx.push_node(n);
+        }
+        self.grouped = 0;
+    }
+
+    /// Reports the blocks lost in a row, if any.
+    fn flush_lost(&mut self, cx: &mut StepCx) {
+        let Some(run) = self.lost.take() else {
+            return;
+        };
+        let LostRun {
+            from,
+            to,
+            bit,
+            first,
+            last,
+            why,
+        } = run;
+        let what = if first == last {
+            format!("bzip2 block #{first} at bit {bit} does not decode ({why})")
+        } else {
+            format!(
+                "bzip2 blocks #{first} to #{last} ({} block magics from bit {bit}) do not decode (the first: {why})",
+                last - first + 1
+            )
+        };
+        self.flush_nodes(cx);
+        self.out.record_lost(cx, from, to, &what, "block", true);
     }
 
     fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
@@ -485,7 +1010,10 @@ impl Bzip2Parser {
         self.blocks = 0;
         self.combined = 0;
         self.combined_ok = true;
-        cx.push_node(
+        self.flush_lost(cx);
+        self.in_stream = true;
+        self.push(
+            cx,
             Node::new(
                 "stream header",
                 format!("stream #{}", self.streams),
@@ -545,7 +1073,7 @@ impl Bzip2Parser {
                 n = n.damaged(d.clone());
                 cx.damage(d);
             }
-            cx.push_node(n);
+            self.push(cx, n);
             let end = (bit + 80).div_ceil(8);
             self.state = State::After { at: end, pad: end };
             return None;
@@ -616,7 +1144,9 @@ impl Bzip2Parser {
         let r = Range::new(s / 8, e.div_ceil(8));
         if to_eof {
             let d = Damage::truncated(r, format!("block #{k} is cut off ({why})"));
-            cx.push_node(
+            self.flush_lost(cx);
+            self.push(
+                cx,
                 Node::new("partial block", format!("block #{k}"), r)
                     .text(format!("bits {s}..{e}, cut off"))
                     .damaged(d),
@@ -626,14 +1156,25 @@ impl Bzip2Parser {
                 &format!("bzip2 block #{k} at bit {s} is cut off: its bytes cannot be decoded"),
             ));
         }
-        self.out.record_lost(
-            cx,
-            s / 8,
-            e / 8,
-            &format!("bzip2 block #{k} at bit {s} does not decode ({why})"),
-            "block",
-            true,
-        );
+        // Blocks that do not decode in a row (fake magics, or damage
+        // spanning several blocks) are one lost range: one node and one
+        // record, however many magics are in it.
+        match &mut self.lost {
+            Some(run) => {
+                run.to = e / 8;
+                run.last = k;
+            }
+            None => {
+                self.lost = Some(LostRun {
+                    from: s / 8,
+                    to: e / 8,
+                    bit: s,
+                    first: k,
+                    last: k,
+                    why: why.to_string(),
+                });
+            }
+        }
         self.state = State::Magic { bit: e };
         None
     }
@@ -720,7 +1261,7 @@ impl Bzip2Parser {
         } else {
             self.combined = self.combined.rotate_left(1) ^ stored;
         }
-        cx.push_node(n);
+        self.push(cx, n);
         self.state = State::Magic { bit: e };
         if trailing {
             // The block decoded and checks out, but the bits after its end
@@ -728,6 +1269,8 @@ impl Bzip2Parser {
             // began is lost up to the next magic found.
             {
                 self.combined_ok = false;
+                self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out.record_lost(
                     cx,
                     stop,
@@ -747,7 +1290,10 @@ impl Bzip2Parser {
         let fin = self.data.is_final();
         let avail = self.data.available();
         let data = self.data.clone();
-        let Ok(bytes) = view(&*data, at, 1 << 20, &mut self.scratch) else {
+        // Right after a stream, another stream's header is the likely
+        // next thing: a short read, not a megabyte per stream.
+        let len = if at == pad { 64 } else { 1 << 20 };
+        let Ok(bytes) = view(&*data, at, len, &mut self.scratch) else {
             return Some(self.finish(cx));
         };
         if bytes.is_empty() {
@@ -756,7 +1302,7 @@ impl Bzip2Parser {
             }
             if avail > pad {
                 let r = Range::new(pad, avail);
-                cx.push_node(Node::new("padding", "zero padding", r).uint(r.len()));
+                self.push(cx, Node::new("padding", "zero padding", r).uint(r.len()));
             }
             return Some(self.finish(cx));
         }
@@ -780,7 +1326,7 @@ impl Bzip2Parser {
         let q = at + zeros as u64;
         if q > pad {
             let r = Range::new(pad, q);
-            cx.push_node(Node::new("padding", "zero padding", r).uint(r.len()));
+            self.push(cx, Node::new("padding", "zero padding", r).uint(r.len()));
             self.state = State::After { at: q, pad: q };
             return None;
         }
@@ -799,6 +1345,8 @@ impl Bzip2Parser {
         match find_magic(&*data, from, cx.budget, &mut self.scratch) {
             Found::Magic(m) => {
                 self.combined_ok = false;
+                self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out
                     .record_lost(cx, lost / 8, m / 8, &why, "block", true);
                 self.state = State::Magic { bit: m };
@@ -822,12 +1370,91 @@ impl Bzip2Parser {
                     return Some(Step::Blocked);
                 }
                 let avail = self.data.available();
+                self.flush_lost(cx);
+                self.flush_nodes(cx);
                 self.out
                     .record_lost(cx, lost / 8, avail, &why, "block", false);
                 Some(self.finish(cx))
             }
         }
     }
+}
+
+/// A group's nodes, rebuilt from its bytes (clean streams: a header,
+/// blocks, an end of stream each). Blocks are shown by their bits and
+/// CRC, without the decoded offsets the first pass gave them.
+fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+    if node.kind != "streams" {
+        return Vec::new();
+    }
+    let mut k: u64 = node
+        .name
+        .trim_start_matches("streams #")
+        .split('–')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let mut at = node.range.start;
+    while at + 4 <= node.range.end {
+        let mut b = [0u8; 4];
+        if !matches!(crate::data::read_exact_at(data, at, &mut b), Ok(true)) || !is_header(&b) {
+            break;
+        }
+        out.push(
+            Node::new(
+                "stream header",
+                format!("stream #{k}"),
+                Range::new(at, at + 4),
+            )
+            .text(format!(
+                "BZh{} ({} kB blocks)",
+                b[3] as char,
+                (b[3] - b'0') as u32 * 100
+            )),
+        );
+        let (mut bit, mut blocks) = ((at + 4) * 8, 0u64);
+        loop {
+            match bits_at(data, bit, 48) {
+                Some(BLOCK_MAGIC) => {
+                    let Found::Magic(e) = find_magic(data, bit + 48, GROUP_STREAM, &mut scratch)
+                    else {
+                        return out;
+                    };
+                    blocks += 1;
+                    let crc = bits_at(data, bit + 48, 32).unwrap_or(0);
+                    out.push(
+                        Node::new(
+                            "block",
+                            format!("block #{blocks}"),
+                            Range::new(bit / 8, e.div_ceil(8)),
+                        )
+                        .text(format!("bits {bit}..{e}, CRC {crc:#010x}")),
+                    );
+                    bit = e;
+                }
+                Some(EOS_MAGIC) => {
+                    let stored = bits_at(data, bit + 48, 32).unwrap_or(0);
+                    out.push(
+                        Node::new(
+                            "end of stream",
+                            format!("end of stream #{k}"),
+                            Range::new(bit / 8, (bit + 80).div_ceil(8)),
+                        )
+                        .text(format!(
+                            "combined CRC {stored:#010x}, {blocks} blocks, at bit {bit}"
+                        )),
+                    );
+                    at = (bit + 80).div_ceil(8);
+                    k += 1;
+                    break;
+                }
+                _ => return out,
+            }
+        }
+    }
+    out
 }
 
 impl Parser for Bzip2Parser {
@@ -892,6 +1519,202 @@ mod tests {
         assert_eq!(bits_at(&*m, 1, 8), Some(0b0101_0101));
         assert_eq!(bits_at(&*m, 4, 12), Some(0b1010_1100_1100));
         assert_eq!(bits_at(&*m, 20, 8), None);
+    }
+
+    /// Decodes a one-block stream to its end or first error: its output
+    /// and whether it ended well.
+    fn decode_mini(mini: &[u8]) -> (Vec<u8>, bool) {
+        let mut z = bzip2::Decompress::new(false);
+        let mut out = Vec::with_capacity(1 << 20);
+        loop {
+            let at = z.total_in() as usize;
+            if out.len() == out.capacity() {
+                out.reserve(1 << 20);
+            }
+            match z.decompress_vec(&mini[at..], &mut out) {
+                Ok(bzip2::Status::StreamEnd) => return (out, true),
+                Ok(_) if z.total_in() as usize > at || out.len() < out.capacity() => {
+                    if z.total_in() as usize == at && out.len() < out.capacity() {
+                        return (out, false);
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => return (out, false),
+            }
+        }
+    }
+
+    /// bzip2's first run-length coding of a block's bytes: runs of 4 to
+    /// 255 equal bytes become 4 bytes and a count.
+    fn rle1_len(b: &[u8]) -> u32 {
+        let (mut n, mut i) = (0, 0);
+        while i < b.len() {
+            let run = b[i..].iter().take(255).take_while(|&&c| c == b[i]).count();
+            n += if run >= 4 { 5 } else { run as u32 };
+            i += run;
+        }
+        n
+    }
+
+    /// Bytes with long runs, text and noise.
+    fn sample(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 4 {
+                0 => out.extend(std::iter::repeat_n(
+                    (x >> 8) as u8,
+                    (x >> 16) as usize % 3000,
+                )),
+                1 => out.extend_from_slice(b"the quick brown fox jumps over the lazy dog "),
+                2 => out.extend((0..64).map(|i| (x >> (i % 56)) as u8)),
+                _ => out.push(b'a' + (x >> 20) as u8 % 3),
+            }
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// The bit ranges of a stream's blocks.
+    fn block_bits(input: &Data) -> Vec<(u64, u64)> {
+        let mut scratch = Vec::new();
+        let (mut bit, mut out) = (32, Vec::new());
+        while bits_at(&**input, bit, 48) == Some(BLOCK_MAGIC) {
+            let Found::Magic(e) = find_magic(&**input, bit + 48, 1 << 23, &mut scratch) else {
+                panic!("no end");
+            };
+            out.push((bit, e));
+            bit = e;
+        }
+        out
+    }
+
+    #[test]
+    fn check_block_takes_real_blocks_and_sizes_them() {
+        for (level, len, seed) in [
+            (1, 1_300_000, 1),
+            (5, 700_000, 2),
+            (9, 2_000_000, 3),
+            (9, 1, 4),
+        ] {
+            let data = sample(len, seed);
+            let mut file = Vec::new();
+            std::io::Read::read_to_end(
+                &mut bzip2::read::BzEncoder::new(&data[..], bzip2::Compression::new(level)),
+                &mut file,
+            )
+            .unwrap();
+            let input: Data = Arc::new(MemSource::new(file));
+            let blocks = block_bits(&input);
+            assert!(!blocks.is_empty());
+            let mut all = Vec::new();
+            for (s, e) in blocks {
+                let (mini, small) = block_stream(&*input, s, e).unwrap();
+                let nblock = check_block(&mini).unwrap();
+                let (out, ok) = decode_mini(&mini);
+                assert!(ok, "level {level}, block at bit {s}");
+                assert_eq!(small.is_some(), nblock <= SMALL);
+                if let Some(small) = small {
+                    assert!(small == out, "level {level}, block at bit {s}");
+                }
+                assert_eq!(nblock, rle1_len(&out), "level {level}, block at bit {s}");
+                assert!(mini[3] - b'0' <= level as u8);
+                all.extend(out);
+            }
+            assert!(all == data, "level {level}");
+        }
+    }
+
+    /// The pre-pass rejects only blocks libbz2 decodes no byte of (libbz2
+    /// may still fail one it takes: its inverse BWT and run-length
+    /// decoding are not checked).
+    #[test]
+    fn check_block_agrees_with_libbz2() {
+        let data = sample(3000, 7);
+        let mut file = Vec::new();
+        std::io::Read::read_to_end(
+            &mut bzip2::read::BzEncoder::new(&data[..], bzip2::Compression::new(9)),
+            &mut file,
+        )
+        .unwrap();
+        let input: Data = Arc::new(MemSource::new(file));
+        let (s, e) = block_bits(&input)[0];
+        let good = mini_stream(&*input, s, e).unwrap();
+        let (mut taken, mut rejected) = (0, 0);
+        for bit in 80..(good.len() * 8 - 80) {
+            let mut m = good.clone();
+            m[bit / 8] ^= 0x80 >> (bit % 8);
+            let (out, _) = decode_mini(&m);
+            match walk_block(&m, true) {
+                Ok(w) => {
+                    taken += 1;
+                    if let Some(small) = w.small {
+                        assert!(small == out, "bit {bit}: decoded otherwise than by libbz2");
+                    }
+                }
+                Err(why) => {
+                    rejected += 1;
+                    assert!(out.is_empty(), "bit {bit}: {why}, yet libbz2 gave output");
+                }
+            }
+        }
+        assert!(taken > 0 && rejected > 0, "{taken} {rejected}");
+        // Fake blocks: a magic and zeros, a magic and noise.
+        let mut x = 99u64;
+        for i in 0..2000 {
+            let mut m = b"BZh9".to_vec();
+            m.extend_from_slice(&BLOCK_MAGIC.to_be_bytes()[2..]);
+            for _ in 0..(i % 40) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                m.push(if i < 40 { 0 } else { x as u8 });
+            }
+            m.extend_from_slice(&EOS_MAGIC.to_be_bytes()[2..]);
+            m.extend_from_slice(&[0; 4]);
+            let (out, _) = decode_mini(&m);
+            match check_block(&m) {
+                Ok(_) => assert!(i >= 40, "a magic and zeros is no block"),
+                Err(why) => assert!(out.is_empty(), "fake {i}: {why}, yet libbz2 gave output"),
+            }
+        }
+    }
+
+    /// Small blocks of every shape (runs that end at the block's end,
+    /// runs of 4 to 255 and longer) decode as libbz2 decodes them.
+    #[test]
+    fn small_blocks_decode_as_libbz2_does() {
+        let mut small = 0;
+        for seed in 1..400u64 {
+            let len = (seed * 37 % 3000) as usize;
+            let mut data = sample(len, seed);
+            if seed % 3 == 0 {
+                data.extend(std::iter::repeat_n(b'z', (seed % 300) as usize));
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let mut file = Vec::new();
+            std::io::Read::read_to_end(
+                &mut bzip2::read::BzEncoder::new(&data[..], bzip2::Compression::new(1)),
+                &mut file,
+            )
+            .unwrap();
+            let input: Data = Arc::new(MemSource::new(file));
+            for (s, e) in block_bits(&input) {
+                let (mini, w) = block_stream(&*input, s, e).unwrap();
+                let (out, ok) = decode_mini(&mini);
+                assert!(ok);
+                if let Some(w) = w {
+                    small += 1;
+                    assert!(w == out, "seed {seed}");
+                }
+            }
+        }
+        assert!(small > 350, "{small}");
     }
 
     #[test]
