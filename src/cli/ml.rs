@@ -349,7 +349,7 @@ pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, F
 }
 
 pub(super) fn tensors_json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
-    let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
+    let js = |s: &str| super::render::json_str(s);
     writeln!(out, "[")?;
     for (i, x) in list.iter().enumerate() {
         let nums = |v: &[u64]| {

@@ -11,7 +11,7 @@ use crate::util::thousands;
 /// `s` as a JSON string. JSON escapes C0 controls itself; DEL and C1
 /// controls (U+0080–U+009F, which some terminals act on as CSI and OSC)
 /// are escaped too, so JSON printed to a terminal is as safe as text.
-fn json_str(s: &str) -> String {
+pub(super) fn json_str(s: &str) -> String {
     let out = serde_json::to_string(s).expect("strings always serialise");
     if !out.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
         return out;

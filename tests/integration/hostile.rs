@@ -380,3 +380,44 @@ fn program_escapes_never_reach_the_terminal() {
         }
     }
 }
+
+/// A safetensors file whose tensor names and metadata hold terminal
+/// escapes (written as JSON escapes in its header, so the names hold the
+/// raw control characters): no command prints one raw.
+#[test]
+fn safetensors_escapes_never_reach_the_terminal() {
+    let esc = "\\u001b]52;c;SGk=\\u0007\\u001b]0;t\\u0007\\u001b[2J\\u009b2J\\u009d0;t\\u009c";
+    let header = format!(
+        "{{\"__metadata__\":{{\"k{esc}\":\"v{esc}\"}},\"w{esc}\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}}}"
+    );
+    let mut b = (header.len() as u64).to_le_bytes().to_vec();
+    b.extend(header.as_bytes());
+    b.extend(1.0f32.to_le_bytes());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("esc.safetensors");
+    std::fs::write(&file, &b).unwrap();
+    let c1 = |b: &[u8]| {
+        b.windows(2)
+            .any(|w| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+    };
+    for args in [
+        &["tree"][..],
+        &["tree", "--json"][..],
+        &["nodes", "--depth", "4"][..],
+        &["nodes", "--depth", "4", "--json"][..],
+        &["tensors"][..],
+        &["tensors", "--json"][..],
+    ] {
+        let mut all: Vec<&std::ffi::OsStr> = vec![args[0].as_ref(), file.as_os_str()];
+        all.extend(args[1..].iter().map(std::ffi::OsStr::new));
+        let run = pparse(&all);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr_text());
+        for (what, out) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !has_terminal_control(out) && !c1(out),
+                "{args:?} {what}: {}",
+                String::from_utf8_lossy(out).escape_debug()
+            );
+        }
+    }
+}
