@@ -114,6 +114,12 @@ pub struct BlockSource {
     done: AtomicBool,
     replay: Mutex<Option<Replay>>,
     label: &'static str,
+    /// CRC-32 of each [`CHUNK`] of decoded bytes, recorded as the first
+    /// pass makes them (an index keeps them).
+    chunk_crcs: Mutex<Vec<u32>>,
+    /// Whether chunks decoded again are checked against `chunk_crcs`: a
+    /// stream read back from an index, whose blocks could be moved.
+    checks_chunks: bool,
 }
 
 /// What [`BlockSource::pump`] ended with.
@@ -143,17 +149,23 @@ impl BlockSource {
             done: AtomicBool::new(false),
             replay: Mutex::new(None),
             label,
+            chunk_crcs: Mutex::new(Vec::new()),
+            checks_chunks: false,
         })
     }
 
     /// The stream `blocks` describe, decoded from `input` by `codec` on
     /// demand (from an index). The table is checked for order and bounds,
-    /// never trusted blindly.
+    /// never trusted blindly, and each chunk decoded again is checked
+    /// against `chunk_crcs`, the CRC-32s the first pass recorded (one per
+    /// [`CHUNK`]): blocks moved onto other real blocks, whose own checks
+    /// hold, still fail.
     pub fn restore(
         input: Data,
         codec: Box<dyn BlockCodec>,
         label: &str,
         blocks: Vec<Block>,
+        chunk_crcs: Vec<u32>,
     ) -> io::Result<Arc<BlockSource>> {
         let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
         let label = LABELS
@@ -170,6 +182,9 @@ impl BlockSource {
                 .checked_add(b.out_len)
                 .ok_or_else(|| bad("block sizes overflow"))?;
         }
+        if chunk_crcs.len() as u64 != out.div_ceil(CHUNK) {
+            return Err(bad("chunk checksums do not add up to the length"));
+        }
         Ok(Arc::new(BlockSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             input,
@@ -183,6 +198,8 @@ impl BlockSource {
             done: AtomicBool::new(true),
             replay: Mutex::new(None),
             label,
+            chunk_crcs: Mutex::new(chunk_crcs),
+            checks_chunks: true,
         }))
     }
 
@@ -266,6 +283,7 @@ impl BlockSource {
             t.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
             if t.buf.len() == CHUNK as usize {
+                self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
                 let idx = t.start / CHUNK;
                 ChunkCache::global().insert((self.key, idx), Chunk::copy_of(&t.buf));
                 t.start += CHUNK;
@@ -283,6 +301,7 @@ impl BlockSource {
     pub fn finish(&self) {
         let mut t = self.tail.lock();
         if !t.buf.is_empty() {
+            self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
             let idx = t.start / CHUNK;
             ChunkCache::global().insert((self.key, idx), Chunk::copy_of(&t.buf));
             t.buf = Vec::new();
@@ -402,9 +421,26 @@ impl BlockSource {
         };
         super::stats::decoded(decoded, started.elapsed(), true);
         result?;
+        self.check_chunk(idx, &acc)?;
         let c = Arc::new(Chunk::from_vec(acc));
         ChunkCache::global().insert((self.key, idx), c.clone());
         Ok(c)
+    }
+}
+
+impl BlockSource {
+    /// Checks chunk `idx` decoded again against the CRC the first pass
+    /// recorded, for a stream read back from an index.
+    fn check_chunk(&self, idx: u64, data: &[u8]) -> io::Result<()> {
+        if !self.checks_chunks {
+            return Ok(());
+        }
+        super::cache::check_chunk_crc(&self.chunk_crcs, self.label, CHUNK, idx, data)
+    }
+
+    /// The CRC-32 of each chunk, once the stream is final.
+    fn final_chunk_crcs(&self) -> Option<Vec<u32>> {
+        self.is_final().then(|| self.chunk_crcs.lock().clone())
     }
 }
 
@@ -444,7 +480,7 @@ impl Source for BlockSource {
             input: &self.input,
             codec: self.codec.name(),
             label: self.label,
-            blocks: self.is_final().then(|| self.blocks()),
+            blocks: self.final_chunk_crcs().map(|crcs| (self.blocks(), crcs)),
         }
     }
 }
@@ -594,5 +630,75 @@ mod tests {
             assert_eq!(buf[..k], reference[off as usize..off as usize + k]);
         }
         assert_eq!(src.origin(70_000).map(|o| (o.1, o.2)), Some((1, true)));
+    }
+
+    /// A stream read back through its blocks and chunk CRCs serves its
+    /// bytes; with two blocks of one length swapped (each still a block
+    /// its codec decodes), the chunks they make fail their recorded CRCs
+    /// and no byte of them is served.
+    #[test]
+    fn restored_blocks_moved_fail_their_chunk_crcs() {
+        let input: Data = Arc::new(MemSource::new(vec![0; 10]));
+        let src = BlockSource::new(input.clone(), Box::new(Toy), "bzip2 stream");
+        let mut scratch = Vec::new();
+        for i in 0..3u64 {
+            let aux = [100_000, i + 1];
+            let mut r = src.open(i, aux).unwrap();
+            src.begin_block(i, aux);
+            while src.pump(&mut *r, 1 << 20, &mut scratch, &mut |_| {}) == Pumped::Progress {}
+            src.end_block(i + 1);
+        }
+        src.finish();
+        let Layout::Blocks {
+            blocks: Some((blocks, crcs)),
+            ..
+        } = src.layout()
+        else {
+            panic!("a final stream has its blocks");
+        };
+        assert_eq!(crcs.len(), 5);
+        let good = BlockSource::restore(
+            input.clone(),
+            Box::new(Toy),
+            "bzip2 stream",
+            blocks.clone(),
+            crcs.clone(),
+        )
+        .unwrap();
+        let mut buf = vec![0; 300_000];
+        assert_eq!(good.read_at(0, &mut buf).unwrap(), 300_000);
+        assert!(buf[..100_000].iter().all(|&b| b == 1) && buf[200_000..].iter().all(|&b| b == 3));
+        let mut swapped = blocks.clone();
+        (swapped[0].aux, swapped[2].aux) = (blocks[2].aux, blocks[0].aux);
+        let forged = BlockSource::restore(
+            input.clone(),
+            Box::new(Toy),
+            "bzip2 stream",
+            swapped,
+            crcs.clone(),
+        )
+        .unwrap();
+        let err = forged.read_at(0, &mut buf).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the index does not match the file"),
+            "{err}"
+        );
+        // The middle block was not moved: its whole chunks still read.
+        assert!(
+            forged
+                .read_at(2 * CHUNK, &mut buf[..CHUNK as usize])
+                .is_ok()
+        );
+        assert!(
+            BlockSource::restore(
+                input,
+                Box::new(Toy),
+                "bzip2 stream",
+                blocks,
+                crcs[1..].to_vec()
+            )
+            .is_err()
+        );
     }
 }

@@ -166,6 +166,31 @@ impl ChunkCache {
 /// with `avail` bytes, cached in chunks of `chunk_len`: from the cache, else from the producer's unfinished
 /// chunk (`tail`), else by decoding the chunk again (`chunk`). Shared by
 /// the decoded sources (deflate streams, block-compressed streams).
+/// Checks chunk `idx` of a stream labelled `label`, decoded again, against
+/// `crcs`, the CRC-32s its first pass recorded (one per `chunk` bytes): a
+/// stream read back from an index whose checkpoints or blocks were moved
+/// fails here instead of serving other bytes.
+pub(crate) fn check_chunk_crc(
+    crcs: &Mutex<Vec<u32>>,
+    label: &str,
+    chunk: u64,
+    idx: u64,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let want = crcs.lock().get(idx as usize).copied();
+    if want == Some(crc32fast::hash(data)) {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "the index does not match the file: the {label} decoded again at {:#x} ({} bytes) is not what was decoded when the index was written",
+            idx.saturating_mul(chunk),
+            data.len()
+        ),
+    ))
+}
+
 pub(crate) fn read_chunked(
     key: u64,
     chunk_len: u64,

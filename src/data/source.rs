@@ -81,8 +81,9 @@ pub enum Layout<'a> {
         codec: &'static str,
         /// Its label ("xz stream").
         label: &'static str,
-        /// Its blocks; `None` until it is decoded to its end.
-        blocks: Option<Vec<Block>>,
+        /// Its blocks, and the CRC-32 of each 64 KiB of decoded bytes;
+        /// `None` until it is decoded to its end.
+        blocks: Option<(Vec<Block>, Vec<u32>)>,
     },
 }
 

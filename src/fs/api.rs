@@ -898,7 +898,7 @@ fn file_of(t: &Tree, id: ExtId) -> File {
     // byte of it is served.
     if let Err(err) = t
         .check_head(id, &*data, crate::parsers::SNIFF_LEN)
-        .and_then(|()| check_tar_header(t, id))
+        .and_then(|()| check_member_header(t, id))
     {
         data = std::sync::Arc::new(Refused {
             len: data.available(),
@@ -914,35 +914,55 @@ fn file_of(t: &Tree, id: ExtId) -> File {
     }
 }
 
-/// In a tree read back from an index: whether an intact tar member's
-/// range follows a tar header that declares its size (see
-/// [`crate::parsers::tar::header_vouches`]), so that the index cannot
-/// stretch, shrink or move a member whose first bytes happen to match.
-fn check_tar_header(t: &Tree, id: ExtId) -> io::Result<()> {
+/// In a tree read back from an index: whether an intact member's range
+/// is the one its container's own header gives it: a tar member's follows
+/// a tar header that declares its size (see
+/// [`crate::parsers::tar::header_vouches`]), a zip entry's follows a local
+/// header with its name and sizes (see
+/// [`crate::parsers::zip::local_header_vouches`]). So an index cannot
+/// stretch, shrink or move a member whose first bytes happen to match, or
+/// whose first bytes' checksum was recomputed.
+fn check_member_header(t: &Tree, id: ExtId) -> io::Result<()> {
+    use crate::extraction::Form;
     let e = &t.exts[id];
     let (Some(p), Some(o)) = (e.parent, e.origin) else {
         return Ok(());
     };
-    if !t.restored
-        || e.form != crate::extraction::Form::Window
-        || t.exts[p].parser != Some(crate::parsers::tar::FORMAT.name)
-        || e.status() != Status::Complete
-    {
+    if !t.restored || e.status() != Status::Complete {
         return Ok(());
     }
-    let mut b = [0u8; 512];
-    let read = o
-        .start
-        .checked_sub(512)
-        .is_some_and(|at| crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false));
-    let size = e.declared_size.unwrap_or(o.len());
-    if read && o.len() == size && crate::parsers::tar::header_vouches(&b, size) {
+    let parser = t.exts[p].parser;
+    let (vouched, what) =
+        if parser == Some(crate::parsers::tar::FORMAT.name) && e.form == Form::Window {
+            let mut b = [0u8; 512];
+            let read = o.start.checked_sub(512).is_some_and(|at| {
+                crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false)
+            });
+            let size = e.declared_size.unwrap_or(o.len());
+            (
+                read && o.len() == size && crate::parsers::tar::header_vouches(&b, size),
+                format!("no tar header of a {size}-byte member precedes its range {o}"),
+            )
+        } else if parser == Some(crate::parsers::zip::FORMAT.name)
+            && matches!(e.form, Form::Window | Form::Deflate)
+        {
+            let size = (e.form == Form::Deflate)
+                .then_some(e.declared_size)
+                .flatten();
+            (
+                crate::parsers::zip::local_header_vouches(&*e.bytes, o, e.name.raw(), size),
+                format!("no local header of this entry with its sizes precedes its range {o}"),
+            )
+        } else {
+            return Ok(());
+        };
+    if vouched {
         return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::InvalidData,
         format!(
-            "{}: the index does not match the file (no tar header of a {size}-byte member precedes its range {o}); parse without it (--no-index)",
+            "{}: the index does not match the file ({what}); parse without it (--no-index)",
             t.path_of(id)
         ),
     ))

@@ -23,7 +23,7 @@ pub(super) const MAGIC: &[u8; 8] = b"PPARSEIX";
 /// Last bytes of every complete index file.
 pub(super) const END: &[u8; 8] = b"PPIXEND\0";
 /// Bumped whenever the layout below changes: an older index is foreign.
-pub(super) const FORMAT: u32 = 5;
+pub(super) const FORMAT: u32 = 6;
 /// Size of the trailer.
 pub(super) const TRAILER: usize = 8 + 8 + 8 + 4 + 8;
 

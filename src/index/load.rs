@@ -270,7 +270,12 @@ fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<
                         aux,
                     });
                 }
-                let d = BlockSource::restore(of, codec, &label, blocks)
+                let nc = r.count()?;
+                let mut chunk_crcs = Vec::with_capacity(nc.min(1 << 16));
+                for _ in 0..nc {
+                    chunk_crcs.push(r.u32()?);
+                }
+                let d = BlockSource::restore(of, codec, &label, blocks, chunk_crcs)
                     .map_err(|e| bad(&e.to_string()))?;
                 let len = crate::data::Source::available(&*d);
                 (d, len)

@@ -30,6 +30,8 @@ enum Rec {
         codec: &'static str,
         label: &'static str,
         blocks: Vec<crate::data::Block>,
+        /// CRC-32 of each 64 KiB of decoded bytes.
+        chunk_crcs: Vec<u32>,
     },
 }
 
@@ -65,12 +67,17 @@ impl Sources {
                 codec,
                 label,
                 blocks,
-            } => Rec::Blocks {
-                blocks: blocks.ok_or("a decoded stream was not decoded to its end")?,
-                of: self.add(input, depth + 1)?,
-                codec,
-                label,
-            },
+            } => {
+                let (blocks, chunk_crcs) =
+                    blocks.ok_or("a decoded stream was not decoded to its end")?;
+                Rec::Blocks {
+                    blocks,
+                    chunk_crcs,
+                    of: self.add(input, depth + 1)?,
+                    codec,
+                    label,
+                }
+            }
             Layout::Inflate { input, stream, .. } => {
                 let layout = stream.ok_or("a decoded stream was not decoded to its end")?;
                 Rec::Inflate {
@@ -227,6 +234,7 @@ fn write_body<W: Write>(
                 codec,
                 label,
                 blocks,
+                chunk_crcs,
             } => {
                 out.u8(3)?;
                 out.var(*of as u64)?;
@@ -244,6 +252,11 @@ fn write_body<W: Write>(
                     ] {
                         out.var(v)?;
                     }
+                }
+                // Each chunk's CRC-32, checked as a reader decodes it again.
+                out.var(chunk_crcs.len() as u64)?;
+                for &c in chunk_crcs {
+                    out.u32(c)?;
                 }
             }
         }

@@ -602,6 +602,114 @@ fn a_forged_index_never_serves_other_bytes() {
     pparse::index::take_notes();
 }
 
+/// An index that moves, stretches or shrinks a zip entry, with the
+/// checksum of its first bytes recomputed to match (so only the zip's own
+/// local headers can tell): `cat` never prints bytes the entry does not
+/// hold, and fails naming the mismatch. Stored entries (their bytes served
+/// as a window of the zip) and deflated ones (decoded again) alike.
+#[test]
+fn a_forged_index_cannot_move_a_zip_entry_even_with_its_checksums_redone() {
+    let tmp = tempfile::tempdir().unwrap();
+    type Edit = Box<dyn Fn(&mut pparse::Tree)>;
+    /// Gives `a` the range and sizes of `b`, and `b`'s first bytes' CRC.
+    fn onto(t: &mut pparse::Tree, a: &str, b: &str) {
+        let (a, b) = (t.resolve(a).unwrap(), t.resolve(b).unwrap());
+        let (o, d) = (t.exts[b].origin, t.exts[b].declared_size);
+        let crc = t.head_crc(b).unwrap();
+        let e = t.exts.get_mut(a).unwrap();
+        e.origin = o;
+        e.declared_size = d;
+        t.set_head_crc(a, crc);
+    }
+    fn resize(t: &mut pparse::Tree, a: &str, by: i64) {
+        let e = t.exts.get_mut(t.resolve(a).unwrap()).unwrap();
+        let o = e.origin.unwrap();
+        e.origin = Some(pparse::data::Range::new(
+            o.start,
+            o.end.saturating_add_signed(by),
+        ));
+        e.declared_size = e.declared_size.map(|d| d.saturating_add_signed(by));
+    }
+    // Made by Python's zipfile (stored) and Info-ZIP inside GNU tar
+    // (deflated): fixtures/make_fixtures.sh.
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, Edit)>);
+    let cases: Vec<Case> = vec![
+        (
+            "nested_stored.zip",
+            vec!["alpha.txt", "gamma.txt"],
+            vec![
+                (
+                    "a stored entry onto another",
+                    Box::new(|t| onto(t, "alpha.txt", "gamma.txt")),
+                ),
+                (
+                    "a stored entry stretched",
+                    Box::new(|t| resize(t, "alpha.txt", 100)),
+                ),
+                (
+                    "a stored entry shrunk",
+                    Box::new(|t| resize(t, "alpha.txt", -100)),
+                ),
+            ],
+        ),
+        (
+            "nested.tar.gz",
+            vec!["nested.tar/docs/inner.zip/chapter1.txt"],
+            vec![(
+                "a deflated entry onto its sibling",
+                Box::new(|t| {
+                    onto(
+                        t,
+                        "nested.tar/docs/inner.zip/chapter1.txt",
+                        "nested.tar/docs/inner.zip/chapter2.txt",
+                    );
+                }),
+            )],
+        ),
+    ];
+    for (name, paths, edits) in cases {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, fixture(name)).unwrap();
+        let index = tmp.path().join(format!("{name}.pidx"));
+        let f = file.to_str().unwrap();
+        let run = pparse(["tree", f, "--index", index.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "{}", run.stderr_text());
+        let good = std::fs::read(&index).unwrap();
+        // The index as written serves every entry whole.
+        for path in &paths {
+            let through = pparse(["cat", f, path, "--index", index.to_str().unwrap()]);
+            assert_eq!(
+                through.stdout,
+                pparse(["cat", f, path, "--no-index"]).stdout
+            );
+            assert_eq!(through.code, 0, "{}", through.stderr_text());
+        }
+        for (what, edit) in &edits {
+            std::fs::write(&index, &good).unwrap();
+            let forged = forge(&file, &index, edit);
+            let first = paths[0];
+            let run = {
+                std::fs::write(&index, &forged).unwrap();
+                pparse(["cat", f, first, "--index", index.to_str().unwrap()])
+            };
+            assert_eq!(run.code, 2, "{what}: {}", run.stderr_text());
+            assert!(
+                run.stdout.is_empty()
+                    && run
+                        .stderr_text()
+                        .contains("the index does not match the file"),
+                "{what}: {} bytes printed; {}",
+                run.stdout.len(),
+                run.stderr_text()
+            );
+            for path in &paths {
+                cat_never_lies(&file, &index, &forged, path, what);
+            }
+        }
+    }
+    pparse::index::take_notes();
+}
+
 #[test]
 fn an_index_of_a_deep_chain_is_refused_in_time() {
     let tmp = tempfile::tempdir().unwrap();

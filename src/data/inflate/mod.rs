@@ -285,19 +285,7 @@ impl InflateSource {
         if !self.checks_chunks {
             return Ok(());
         }
-        let want = self.chunk_crcs.lock().get(idx as usize).copied();
-        if want == Some(crc32fast::hash(data)) {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "the index does not match the file: the {} decoded again at {:#x} ({} bytes) is not what was decoded when the index was written",
-                self.label,
-                idx * CHUNK,
-                data.len()
-            ),
-        ))
+        crate::data::cache::check_chunk_crc(&self.chunk_crcs, self.label, CHUNK, idx, data)
     }
 
     /// The static label spelled `s`, if a stream can carry it.

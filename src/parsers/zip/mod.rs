@@ -72,6 +72,63 @@ fn found_extent(data: &Data) -> Option<u64> {
     matches!(p.try_local(0), Probe::Valid(_)).then(|| data.available())
 }
 
+/// Whether `data`, a range of `zip`, holds an entry's own bytes as the
+/// zip itself says: a local header that names `name` (as
+/// [`crate::name::member_path`] makes it) ends where `data` starts and
+/// declares `data`'s length as the entry's compressed size (in its fixed
+/// part, its zip64 field, or the data descriptor right after `data`) and,
+/// when given, `size` as its size. An index reader checks an entry's range
+/// with it before serving a byte, as [`crate::parsers::tar::header_vouches`]
+/// does for a tar member: a range moved onto another entry, stretched or
+/// shrunk in a forged index, checksums recomputed, does not follow such a
+/// header. Reads at most a few KiB, and 128 KiB when extra fields are long.
+pub fn local_header_vouches(
+    zip: &dyn crate::data::Source,
+    data: Range,
+    name: &[u8],
+    size: Option<u64>,
+) -> bool {
+    let most = (records::lfh_len_most()) as u64;
+    let short = (30 + name.len() as u64 + 4096).min(most);
+    [short, most]
+        .into_iter()
+        .filter(|&back| back == short || data.start > short)
+        .any(|back| header_before(zip, data, name, size, back.min(data.start)))
+}
+
+/// [`local_header_vouches`] over the `back` bytes before `data`.
+fn header_before(
+    zip: &dyn crate::data::Source,
+    data: Range,
+    name: &[u8],
+    size: Option<u64>,
+    back: u64,
+) -> bool {
+    let mut b = vec![0u8; back as usize];
+    if !crate::data::read_exact_at(zip, data.start - back, &mut b).unwrap_or(false) {
+        return false;
+    }
+    let len = data.len();
+    let descriptor = |l: &Local| {
+        let mut d = [0u8; 24];
+        let n = zip.read_at(data.end, &mut d).unwrap_or(0);
+        records::descriptor_candidates(&d[..n], l.zip64)
+            .iter()
+            .any(|d| d.csize == len && size.is_none_or(|s| s == d.usize))
+    };
+    memchr::memmem::find_iter(&b, records::LFH).any(|p| {
+        let Ok(l) = records::parse_local(&b[p..]) else {
+            return false;
+        };
+        let path = crate::name::member_path(&l.name);
+        let shown: &[u8] = if path.is_empty() { &l.name } else { &path };
+        p as u64 + l.len == back
+            && shown == name
+            && ((l.csize == len && size.is_none_or(|s| s == l.usize))
+                || (l.has_descriptor() && descriptor(&l)))
+    })
+}
+
 /// A directory offset moved by the archive's prefix; offsets come from the
 /// file and may be anything, so this saturates instead of wrapping.
 fn shifted(offset: u64, shift: i64) -> u64 {

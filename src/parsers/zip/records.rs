@@ -166,6 +166,12 @@ pub(super) fn central_at(
     read_record(ahead, data, at, cdh::LEN, parse_central)
 }
 
+/// The longest a local header can be: its fixed part, a name and extra
+/// field of 65,535 bytes each.
+pub(super) fn lfh_len_most() -> usize {
+    lfh::LEN + 2 * 0xffff
+}
+
 /// A local file header.
 #[derive(Debug, Clone)]
 pub(super) struct Local {
