@@ -257,6 +257,53 @@ fn a_deep_msgpack_prints_a_bounded_depth() {
     }
 }
 
+/// MessagePack nested 2 MiB deep, gzipped (so every byte the walks read
+/// is counted, as bytes served from the decoded stream's cache): printing
+/// its 256 levels reads it a few times over when each level holds one
+/// value, whose end is its container's (a chain of one-element arrays read
+/// the input once per level: 28 s on 16 MiB). Two values a level (the
+/// first one deep) still cost a walk of what is below each printed level,
+/// at most 256 walks of the input.
+#[test]
+fn a_deep_msgpack_is_walked_once_per_printed_level_at_most() {
+    const DEPTH: usize = 2 << 20;
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = [vec![0x91u8; DEPTH], vec![0xc0]].concat();
+    let pairs = [vec![0x92u8; DEPTH / 2], vec![0xc0], vec![0x00; DEPTH / 2]].concat();
+    for (name, bytes, passes) in [("chain", &chain, 16), ("pairs", &pairs, 300)] {
+        let file = write(tmp.path(), &format!("{name}.msgpack"), bytes);
+        let gz = std::process::Command::new("gzip")
+            .arg("-k")
+            .arg(&file)
+            .status()
+            .unwrap();
+        assert!(gz.success());
+        let gz = file.with_extension("msgpack.gz");
+        let inner = format!("{name}.msgpack");
+        let run = pparse([
+            "nodes".as_ref(),
+            gz.as_os_str(),
+            inner.as_ref(),
+            "--json".as_ref(),
+            "--depth".as_ref(),
+            "300".as_ref(),
+            "--io-stats".as_ref(),
+        ]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr_text());
+        let err = run.stderr_text();
+        let io: serde_json::Value =
+            serde_json::from_str(err.lines().last().unwrap()).unwrap_or_else(|_| panic!("{err}"));
+        let served =
+            io["io"]["from_cache"].as_u64().unwrap() + io["io"]["decoded"].as_u64().unwrap();
+        let size = bytes.len() as u64;
+        assert!(
+            served <= passes * size,
+            "{name}: {served} bytes read to print 256 levels of {size}"
+        );
+        assert!(err.contains("256 levels"), "{name}: {err}");
+    }
+}
+
 /// A flax checkpoint of deep maps keyed by long control-character names,
 /// holding many tiny arrays: tensor names are shortened past 4 KiB (a
 /// tensor owns its name; full names made `tensors --json` abort at a 4 GB

@@ -356,7 +356,15 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
             let Ok(h) = cur.head(at, u64::MAX) else {
                 return Vec::new();
             };
-            children(&mut cur, h.body(), end, h.kind == Kind::Map, 0)
+            let map = h.kind == Kind::Map;
+            // A container that was walked whole ends where its last value
+            // ends: that value is not walked again (a chain of one-element
+            // containers costs one pass, not one per level).
+            let values = if map { h.count / 2 } else { h.count };
+            let last = (node.damage.is_none() && node.range.end <= avail)
+                .then(|| values.checked_sub(1))
+                .flatten();
+            children(&mut cur, h.body(), end, map, 0, last)
         }
         MORE_ELEMENTS | MORE_PAIRS => {
             let first = node
@@ -371,6 +379,7 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
                 end,
                 node.kind == MORE_PAIRS,
                 first,
+                None,
             )
         }
         "ndarray" | "npscalar" => {
@@ -385,8 +394,16 @@ fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
 }
 
 /// The values from `pos` to `end` as nodes (pairs for a map), `first`
-/// being the index of the first; at most [`PAGE`], then a `…` node.
-fn children(cur: &mut Cursor, mut pos: u64, end: u64, map: bool, first: u64) -> Vec<Node> {
+/// being the index of the first; at most [`PAGE`], then a `…` node. With
+/// `last`, value `last` is known to end at `end`.
+fn children(
+    cur: &mut Cursor,
+    mut pos: u64,
+    end: u64,
+    map: bool,
+    first: u64,
+    last: Option<u64>,
+) -> Vec<Node> {
     let avail = cur.source().available();
     let mut out = Vec::new();
     let mut i = first;
@@ -421,7 +438,12 @@ fn children(cur: &mut Cursor, mut pos: u64, end: u64, map: bool, first: u64) -> 
         } else {
             (format!("[{i}]"), pos)
         };
-        match skip(cur, vstart, end) {
+        let walked = if last == Some(i) && vstart < end {
+            Ok(end)
+        } else {
+            skip(cur, vstart, end)
+        };
+        match walked {
             Ok(vend) => {
                 let Ok(h) = cur.head(vstart, end) else {
                     break;
