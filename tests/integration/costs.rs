@@ -304,6 +304,83 @@ fn a_deep_msgpack_is_walked_once_per_printed_level_at_most() {
     }
 }
 
+/// A MessagePack str 16 of `s`.
+fn str8(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(0xda);
+    out.extend((s.len() as u16).to_be_bytes());
+    out.extend(s);
+}
+
+/// A flax array (ext 1: shape, dtype name, data) of 8 bytes of float32.
+fn array(out: &mut Vec<u8>, shape: &[u64]) {
+    let mut p = vec![0x93, 0x90 + shape.len() as u8];
+    for d in shape {
+        p.push(0xcf);
+        p.extend(d.to_be_bytes());
+    }
+    p.push(0xa7);
+    p.extend(b"float32");
+    p.extend([0xc4, 8]);
+    p.extend([0u8; 8]);
+    out.push(0xc7);
+    out.push(p.len() as u8);
+    out.push(1);
+    out.extend(p);
+}
+
+/// Many tiny arrays under one path just short of the longest name kept
+/// whole: each name would be 3.5 KiB for 40 bytes of array (100 MB of
+/// names from 1 MB); past a budget of 8 bytes of names per byte of the
+/// file, names keep 64 bytes at each end, so the names and the JSON stay a
+/// bounded multiple of the file.
+#[test]
+fn flax_names_in_all_are_bounded_by_the_file() {
+    const ARRAYS: usize = 30_000;
+    // Three maps of one pair, each keyed by 1,000 bytes (keys are kept
+    // whole to 1 KiB).
+    let mut b = Vec::new();
+    for _ in 0..3 {
+        b.push(0x81);
+        str8(&mut b, &[b'k'; 1000]);
+    }
+    b.push(0xdf);
+    b.extend((ARRAYS as u32).to_be_bytes());
+    for i in 0..ARRAYS {
+        str8(&mut b, format!("a{i}").as_bytes());
+        array(&mut b, &[2]);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "many.msgpack", &b);
+    let run = bounded("tensors", &file, &["--json"], 64);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON");
+    let list = v
+        .as_array()
+        .or_else(|| v["tensors"].as_array())
+        .expect("tensors");
+    assert_eq!(list.len(), ARRAYS);
+    let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let total: usize = names.iter().map(|n| n.len()).sum();
+    assert!(
+        total as u64 <= 8 * b.len() as u64 + (1 << 20) + 200 * ARRAYS as u64,
+        "{total} bytes of names from {} bytes",
+        b.len()
+    );
+    // The first names are whole; every name stays unique and ends with
+    // its own key.
+    let k = "k".repeat(1000);
+    assert_eq!(names[0], format!("{k}/{k}/{k}/a0"));
+    assert!(names[ARRAYS - 1].len() < 300 && names[ARRAYS - 1].ends_with("/a29999"));
+    let unique: std::collections::HashSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), ARRAYS);
+    assert!(
+        run.stdout.len() < 24 * b.len(),
+        "{} bytes of JSON from {} bytes",
+        run.stdout.len(),
+        b.len()
+    );
+}
+
 /// A flax checkpoint of deep maps keyed by long control-character names,
 /// holding many tiny arrays: tensor names are shortened past 4 KiB (a
 /// tensor owns its name; full names made `tensors --json` abort at a 4 GB
@@ -313,27 +390,6 @@ fn a_deep_msgpack_is_walked_once_per_printed_level_at_most() {
 fn flax_names_and_sizes_from_the_file_are_bounded() {
     const LEVELS: usize = 200;
     const ARRAYS: usize = 400;
-    fn str8(out: &mut Vec<u8>, s: &[u8]) {
-        out.push(0xda);
-        out.extend((s.len() as u16).to_be_bytes());
-        out.extend(s);
-    }
-    // ext 1 (flax ndarray): (shape, dtype name, data)
-    fn array(out: &mut Vec<u8>, shape: &[u64]) {
-        let mut p = vec![0x93, 0x90 + shape.len() as u8];
-        for d in shape {
-            p.push(0xcf);
-            p.extend(d.to_be_bytes());
-        }
-        p.push(0xa7);
-        p.extend(b"float32");
-        p.extend([0xc4, 8]);
-        p.extend([0u8; 8]);
-        out.push(0xc7);
-        out.push(p.len() as u8);
-        out.push(1);
-        out.extend(p);
-    }
     let key = vec![0x1bu8; 1000]; // ESC, escaped to 4 bytes each
     let mut b = Vec::new();
     for _ in 0..LEVELS {

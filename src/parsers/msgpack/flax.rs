@@ -303,25 +303,41 @@ pub fn key_text(cur: &mut Cursor, h: &Head) -> String {
 /// of times its size.
 const MAX_NAME: usize = 4096;
 
-/// `path` as a tensor's name, shortened past [`MAX_NAME`] bytes.
-fn tensor_name(path: &str, data_at: u64) -> String {
-    if path.len() <= MAX_NAME {
-        return path.to_string();
-    }
-    let mut head = MAX_NAME / 4;
-    while !path.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = path.len() - MAX_NAME / 2;
-    while !path.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!(
-        "{}…({} bytes, data at {data_at:#x})…{}",
-        &path[..head],
-        tail - head,
-        &path[tail..]
-    )
+/// Bytes of names a file's tensors may take in all: a fixed allowance and
+/// this many times the file's size. Past it, names keep 64 bytes at each
+/// end: a file of many tiny arrays under long paths (each name a few KiB
+/// for an array of ten bytes) makes names a bounded multiple of its size.
+const NAME_BYTES_PER_BYTE: u64 = 8;
+const NAME_ALLOWANCE: u64 = 1 << 20;
+
+/// `path` as a tensor's name, shortened past [`MAX_NAME`] bytes, or past
+/// 128 once `budget` (bytes of names left) is spent.
+fn tensor_name(path: &str, data_at: u64, budget: &mut u64) -> String {
+    let most = if *budget >= path.len().min(MAX_NAME) as u64 {
+        MAX_NAME
+    } else {
+        128
+    };
+    let name = if path.len() <= most {
+        path.to_string()
+    } else {
+        let mut head = most / 4;
+        while !path.is_char_boundary(head) {
+            head -= 1;
+        }
+        let mut tail = path.len() - most / 2;
+        while !path.is_char_boundary(tail) {
+            tail += 1;
+        }
+        format!(
+            "{}…({} bytes, data at {data_at:#x})…{}",
+            &path[..head],
+            tail - head,
+            &path[tail..]
+        )
+    };
+    *budget = budget.saturating_sub(name.len() as u64);
+    name
 }
 
 /// One container being walked for paths.
@@ -351,13 +367,16 @@ pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let mut out = Vec::new();
     let mut pos = 0u64;
     let mut top = 0u64;
+    let mut budget = avail
+        .saturating_mul(NAME_BYTES_PER_BYTE)
+        .saturating_add(NAME_ALLOWANCE);
     while pos < avail && out.len() < MAX_TENSORS {
         let prefix = if top == 0 {
             String::new()
         } else {
             format!("[{top}]")
         };
-        match walk(&mut cur, pos, &prefix, ext, &mut out) {
+        match walk(&mut cur, pos, &prefix, ext, &mut out, &mut budget) {
             Some(end) if end > pos => pos = end,
             _ => break,
         }
@@ -374,6 +393,7 @@ fn walk(
     prefix: &str,
     ext: ExtId,
     out: &mut Vec<Tensor>,
+    budget: &mut u64,
 ) -> Option<u64> {
     let avail = cur.source().available();
     let mut path = prefix.to_string();
@@ -433,7 +453,7 @@ fn walk(
                     let name = if path.is_empty() {
                         "value".to_string()
                     } else {
-                        tensor_name(&path, a.data.start)
+                        tensor_name(&path, a.data.start, budget)
                     };
                     let (status, detail) = match a.damage(avail) {
                         Some(d) => (d.status, Some(d.reason)),
