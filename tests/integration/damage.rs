@@ -629,3 +629,57 @@ fn extract_writes_only_what_it_can_vouch_for() {
         }
     }
 }
+
+/// A zip (Python's zipfile, deflated) whose middle entry's deflate data
+/// does not end within its compressed size (the final-block bit of its one
+/// block cleared, so the decoder wants more blocks than the entry has),
+/// in a file that is not cut: the entry is corrupt and none of its decoded
+/// bytes is vouched for, though they decoded without an invalid code and
+/// match its CRC so far; its neighbours stay complete. The same entry in a
+/// copy cut inside its data is truncated.
+#[test]
+fn a_zip_stream_that_overruns_its_size_is_corrupt_not_truncated() {
+    let zip = python(
+        "import io, sys, zipfile\n\
+         b = io.BytesIO()\n\
+         with zipfile.ZipFile(b, 'w', zipfile.ZIP_DEFLATED) as z:\n\
+         \x20   for n in 'abc':\n\
+         \x20       z.writestr(n + '.txt', ('line of %s\\n' % n) * 40)\n\
+         sys.stdout.buffer.write(b.getvalue())",
+    );
+    let lfh = |name: &[u8]| {
+        let p = zip
+            .windows(4)
+            .enumerate()
+            .find(|(p, w)| *w == b"PK\x03\x04" && zip[p + 30..].starts_with(name))
+            .map(|(p, _)| p)
+            .expect("local header");
+        let extra = u16::from_le_bytes([zip[p + 28], zip[p + 29]]) as usize;
+        let csize = u32::from_le_bytes(zip[p + 18..p + 22].try_into().unwrap()) as usize;
+        (p + 30 + name.len() + extra, csize)
+    };
+    let (data, csize) = lfh(b"b.txt");
+    assert_eq!(zip[data] & 1, 1, "one final block");
+    let mut damaged = zip.clone();
+    damaged[data] &= !1;
+    let session = parse("overrun.zip", damaged.clone());
+    let t = session.tree();
+    for n in ["a.txt", "c.txt"] {
+        assert_eq!(t.status_of(t.resolve(n).unwrap()), Status::Complete, "{n}");
+    }
+    let b = t.resolve("b.txt").unwrap();
+    assert_eq!(t.status_of(b), Status::Corrupt);
+    let d = &t.exts[b].damage;
+    assert!(
+        d.iter()
+            .any(|d| d.range.start == 0 && d.reason.contains("does not end within")),
+        "{d:?}"
+    );
+    // Cut inside b.txt's data: the file ends inside the stream.
+    let cut = truncated(&damaged, (data + csize / 2) as u64);
+    let session = parse("cut.zip", cut);
+    let t = session.tree();
+    let b = t.resolve("b.txt").unwrap();
+    assert_eq!(t.status_of(b), Status::Truncated, "{:?}", t.exts[b].damage);
+    assert_eq!(t.status_of(t.resolve("a.txt").unwrap()), Status::Complete);
+}

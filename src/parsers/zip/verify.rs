@@ -432,10 +432,7 @@ impl ZipParser {
                         src.finish();
                         let e = &mut self.entries[cur.idx];
                         e.end = Some(e.end.unwrap_or(cur.data + in_end).min(avail));
-                        Outcome::Done(Err(Damage::truncated(
-                            Range::new(have, have),
-                            format!("{method} data cut off after {have} decoded bytes"),
-                        )))
+                        Outcome::Done(Err(ran_out(cur, method, have, fin, avail)))
                     }
                     Pumped::Stopped(Pull::Error(message)) => {
                         src.end_block(in_end);
@@ -477,10 +474,7 @@ impl ZipParser {
                     let have = inflater.produced();
                     let e = &mut self.entries[cur.idx];
                     e.end = Some(e.end.unwrap_or(cur.data + in_end).min(avail));
-                    Outcome::Done(Err(Damage::truncated(
-                        Range::new(have, have),
-                        format!("deflate data cut off after {have} decoded bytes"),
-                    )))
+                    Outcome::Done(Err(ran_out(cur, "deflate", have, fin, avail)))
                 }
                 InflateEvent::Overflow { at, .. } => {
                     src.finish();
@@ -685,6 +679,27 @@ fn entry_kind(local: &Local) -> EntryKind {
 
 /// The CRC and size computed from an entry's bytes against what its
 /// headers say (nothing to check when they say nothing).
+/// The damage of an entry's stream that ran out of input after `have`
+/// decoded bytes: cut off when the file ends inside its compressed bytes;
+/// corrupt when they are all there, since the zip's sizes say the stream
+/// ends inside them and it does not (random bytes decode without an
+/// invalid code for a while): what it decoded is then unproved, none of it
+/// vouched for.
+fn ran_out(cur: &Current, method: &str, have: u64, fin: bool, avail: u64) -> Damage {
+    match cur.expect {
+        Some((_, csize, _)) if fin && cur.data.saturating_add(csize) <= avail => Damage::corrupt(
+            Range::new(0, have),
+            format!(
+                "{method} data does not end within its {csize} bytes, where the zip's sizes end it; the {have} bytes it decoded are unproved"
+            ),
+        ),
+        _ => Damage::truncated(
+            Range::new(have, have),
+            format!("{method} data cut off after {have} decoded bytes"),
+        ),
+    }
+}
+
 pub(super) fn check_crc(
     expect: Option<(u32, u64, u64)>,
     crc: u32,
