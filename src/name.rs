@@ -116,6 +116,31 @@ pub fn escape_str_into(s: &str, out: &mut String) {
     }
 }
 
+/// JSON text with DEL and the C1 controls (U+0080–U+009F, which only
+/// strings can hold) written as `\u00XX`: JSON escapes C0 controls itself,
+/// and a terminal may act on C1 ones as on ESC sequences.
+pub fn c1_escaped(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let c1 = |w: &[u8]| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]);
+    if !json.contains(&0x7f) && !json.windows(2).any(c1) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = Vec::with_capacity(json.len() + 16);
+    let mut i = 0;
+    while i < json.len() {
+        if json[i] == 0x7f {
+            out.extend_from_slice(b"\\u007f");
+            i += 1;
+        } else if i + 1 < json.len() && c1(&json[i..i + 2]) {
+            out.extend_from_slice(format!("\\u{:04x}", json[i + 1]).as_bytes());
+            i += 2;
+        } else {
+            out.push(json[i]);
+            i += 1;
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Characters that can change terminal state or hide text: C0/C1 controls,
 /// DEL, and the bidirectional and zero-width format characters.
 fn is_unsafe_char(c: char) -> bool {

@@ -16,6 +16,7 @@ use super::common::{Fatal, Input, finish_output, open, resolve_final, wait};
 use super::ir_json::OpJson;
 use crate::data::{Data, MmapSource, Range};
 use crate::extraction::Phase;
+use crate::name::c1_escaped;
 use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type, ValueName};
 use crate::parsers::paddle::json_program;
 use crate::parsers::paddle::parse::{
@@ -579,31 +580,6 @@ fn write_json(out: &mut impl Write, v: &serde_json::Value) -> io::Result<()> {
     let text = serde_json::to_vec(v).map_err(io::Error::other)?;
     out.write_all(&c1_escaped(&text))?;
     writeln!(out)
-}
-
-/// JSON text with DEL and the C1 controls (U+0080–U+009F, which only
-/// strings can hold) written as `\u00XX`: JSON escapes C0 controls itself,
-/// and a terminal may act on C1 ones as on ESC sequences.
-fn c1_escaped(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    let c1 = |w: &[u8]| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]);
-    if !json.contains(&0x7f) && !json.windows(2).any(c1) {
-        return std::borrow::Cow::Borrowed(json);
-    }
-    let mut out = Vec::with_capacity(json.len() + 16);
-    let mut i = 0;
-    while i < json.len() {
-        if json[i] == 0x7f {
-            out.extend_from_slice(b"\\u007f");
-            i += 1;
-        } else if i + 1 < json.len() && c1(&json[i..i + 2]) {
-            out.extend_from_slice(format!("\\u{:04x}", json[i + 1]).as_bytes());
-            i += 2;
-        } else {
-            out.push(json[i]);
-            i += 1;
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 /// Writes `{"programs": [...], "diagnostics": [...]}`, each top-level op

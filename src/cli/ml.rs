@@ -335,9 +335,9 @@ pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, F
         if x.status != Status::Complete {
             say!(
                 "pparse: tensor {}: {}: {}",
-                x.name,
+                crate::name::escape_str(&x.name),
                 x.status,
-                x.detail.clone().unwrap_or_default()
+                crate::name::escape_str(x.detail.as_deref().unwrap_or_default())
             );
             worst = worst.max(x.status);
         }
@@ -431,7 +431,7 @@ fn tensors_text(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<(
             line.push_str(&format!("  {}", x.status.as_str().to_uppercase()));
         }
         if let Some(d) = &x.detail {
-            line.push_str(&format!("  ({d})"));
+            line.push_str(&format!("  ({})", crate::name::escape_str(d)));
         }
         writeln!(out, "{line}")?;
     }

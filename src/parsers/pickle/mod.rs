@@ -532,9 +532,16 @@ pub fn arg_repr_into(
 }
 
 /// The argument as JSON (docs/contract.md): bytes as `{"hex": ...}`, integers
-/// beyond 2^53 as strings, NaN and infinities as strings.
+/// beyond 2^53 as strings, NaN and infinities as strings, C1 controls in
+/// strings escaped as JSON escapes C0 ones (see [`crate::name::c1_escaped`]).
 pub fn arg_json(op: &Op, data: &dyn Source) -> String {
-    let js = |s: &str| serde_json::to_string(s).expect("strings serialise");
+    let js = |s: &str| {
+        let quoted = serde_json::to_string(s).expect("strings serialise");
+        match crate::name::c1_escaped(quoted.as_bytes()) {
+            std::borrow::Cow::Borrowed(_) => quoted,
+            std::borrow::Cow::Owned(b) => String::from_utf8(b).expect("JSON is UTF-8"),
+        }
+    };
     match &op.arg {
         Arg::None => "null".into(),
         Arg::Bool(b) => b.to_string(),
@@ -607,8 +614,10 @@ pub fn write_arg_json(
         if bytes {
             out.write_all(text.as_bytes())?;
         } else {
+            // `text` ends at a character boundary: its C1 controls are whole.
             let quoted = serde_json::to_string(&text).expect("strings serialise");
-            out.write_all(&quoted.as_bytes()[1..quoted.len() - 1])?;
+            let quoted = crate::name::c1_escaped(quoted.as_bytes());
+            out.write_all(&quoted[1..quoted.len() - 1])?;
         }
         buf.copy_within(used..carry + got, 0);
         carry = carry + got - used;

@@ -699,9 +699,10 @@ impl Vm {
                 out.push('}');
             }
             Obj::Global { module, name } => {
-                out.push_str(module);
+                // Strings show as their repr, escaped; so do these.
+                crate::name::escape_str_into(module, out);
                 out.push('.');
-                out.push_str(name);
+                crate::name::escape_str_into(name, out);
             }
             Obj::Call(c) => {
                 self.repr_into(c.func, out, max, depth + 1);

@@ -93,7 +93,9 @@ pub fn list(
     let mut counts = Counts::default();
     let mut damage = 0;
     drive(src, show, Form::Listing, &mut |p: Piece| {
-        out.write_all(p.text.as_bytes())?;
+        // The JSON of a record (`--json`, `--verbose`) holds its strings'
+        // C1 controls as they are; they are escaped as the text's are.
+        out.write_all(&crate::name::c1_escaped(p.text.as_bytes()))?;
         damage += p.bad.len();
         for (status, what) in p.bad {
             bad(status, what);
