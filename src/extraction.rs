@@ -337,10 +337,12 @@ const NEAR_SCAN: usize = 256;
 
 /// The damage `child` inherits from `d`, damage of its parent: when the
 /// child's bytes are the parent's verbatim (a tar member, a stored zip
-/// entry) and the corrupt span overlaps them, or a point where bytes were
-/// lost lies strictly inside them.
+/// entry) and the corrupt or unverified span overlaps them, or a point
+/// where bytes were lost lies strictly inside them. Unverified stays
+/// unverified.
 fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Damage> {
-    if d.status != crate::status::Status::Corrupt {
+    use crate::status::Status;
+    if !matches!(d.status, Status::Corrupt | Status::Unverified) {
         return None;
     }
     let o = child.origin?;
@@ -359,6 +361,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
     let end = d.range.end.min(o.end).max(d.range.start.max(o.start)) - o.start;
     Some(Damage {
         unknown: d.unknown,
+        status: d.status,
         ..Damage::corrupt(
             crate::data::Range::new(start, end),
             format!(

@@ -1,4 +1,5 @@
-//! What happened to the bytes: complete, truncated or corrupt, and where.
+//! What happened to the bytes: complete, unverified, truncated or corrupt,
+//! and where.
 
 use std::fmt;
 
@@ -10,6 +11,11 @@ pub enum Status {
     /// Everything the structure promises is there and checks out.
     #[default]
     Complete,
+    /// The bytes decoded without an error, but a check over them failed or
+    /// could not be made, and nothing proves them right or wrong (a gzip
+    /// member whose CRC fails after data that decoded cleanly): kept, and
+    /// never called complete.
+    Unverified,
     /// The bytes end before the structure does; what exists is kept.
     Truncated,
     /// Bytes are there but wrong: bad checksum, invalid header, garbage.
@@ -21,6 +27,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Complete => "complete",
+            Status::Unverified => "unverified",
             Status::Truncated => "truncated",
             Status::Corrupt => "corrupt",
         }
@@ -60,6 +67,16 @@ impl Damage {
             unknown: false,
         }
     }
+    /// Bytes at `range` that decoded without an error but that a failed
+    /// check covers: not proved right or wrong.
+    pub fn unverified(range: Range, reason: impl Into<String>) -> Damage {
+        Damage {
+            status: Status::Unverified,
+            range,
+            reason: reason.into(),
+            unknown: false,
+        }
+    }
     /// Bytes at `range` that are wrong.
     pub fn corrupt(range: Range, reason: impl Into<String>) -> Damage {
         Damage {
@@ -92,7 +109,8 @@ impl fmt::Display for Damage {
     }
 }
 
-/// The overall status of a list of damages: corrupt beats truncated.
+/// The overall status of a list of damages: corrupt beats truncated, which
+/// beats unverified.
 pub fn worst(damage: &[Damage]) -> Status {
     damage
         .iter()

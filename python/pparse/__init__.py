@@ -258,7 +258,7 @@ class File(io.RawIOBase):
 
     @property
     def status(self) -> str:
-        """``complete``, ``truncated`` or ``corrupt``."""
+        """``complete``, ``unverified``, ``truncated`` or ``corrupt``."""
         return self._f.status
 
     @property
@@ -290,7 +290,7 @@ class Tensor:
     offset = property(lambda self: self._t.offset, doc="Byte offset in ``source``.")
     length = property(lambda self: self._t.length, doc="Bytes it spans in ``source``.")
     status = property(
-        lambda self: self._t.status, doc="``complete``, ``truncated`` or ``corrupt``."
+        lambda self: self._t.status, doc="``complete``, ``unverified``, ``truncated`` or ``corrupt``."
     )
     detail = property(lambda self: self._t.detail, doc="Why it is not complete.")
 
@@ -310,7 +310,7 @@ class Tensor:
         float32 or complex64 instead.
 
         Raises :class:`DamagedError` when bytes are missing, or when they
-        are corrupt and ``strict`` (the default).
+        are corrupt or unverified and ``strict`` (the default).
         """
         import numpy as np
 

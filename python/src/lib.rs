@@ -723,7 +723,7 @@ impl Tensor {
     /// in a mapped file, aligned, `upcast` false), else a copy decoded as
     /// the `.npy` export decodes it (block-quantized and sub-byte types to
     /// float32). Raises `DamagedError` when bytes are missing, or when
-    /// they are corrupt and `strict`.
+    /// they are corrupt or unverified and `strict`.
     #[pyo3(signature = (strict = true, upcast = false))]
     fn array(
         &self,
@@ -733,7 +733,7 @@ impl Tensor {
     ) -> PyResult<(Array, Option<&'static str>)> {
         let t = &self.t;
         let missing = t.status == Status::Truncated;
-        if missing || (strict && t.status == Status::Corrupt) {
+        if missing || (strict && matches!(t.status, Status::Corrupt | Status::Unverified)) {
             let reason = t
                 .detail
                 .clone()

@@ -297,7 +297,8 @@ def test_a_crc_mismatch_is_refused_unless_asked(fixtures, tmp_path):
     bad.write_bytes(bytes(data))
     with pparse.open(bad) as src:
         t = next(t for t in src.tensors() if t.name == key)
-    assert t.status == "corrupt" and "CRC" in t.detail
+    # Stored bytes whose CRC fails: not proved right or wrong.
+    assert t.status == "unverified" and "CRC" in t.detail
     with pytest.raises(pparse.DamagedError):
         t.numpy()
     a = t.numpy(strict=False)

@@ -816,6 +816,7 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
     let mut skipped = Vec::new();
     let mut withheld = Vec::new();
     let mut cut = Vec::new();
+    let mut unverified = Vec::new();
     let mut unknown = Vec::new();
     // Members written whole (--keep-containers): what they hold is not.
     let mut kept: Vec<Vec<Vec<u8>>> = Vec::new();
@@ -888,6 +889,9 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
                 return Ok(());
             }
             Status::Complete => {}
+            Status::Unverified if has_content => {
+                unverified.push(format!("{}: {}", e.path, why()));
+            }
             _ if has_content => cut.push(format!("{}: {}", e.path, why())),
             _ => {}
         }
@@ -931,6 +935,10 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
     }
     for (list, what) in [
         (&cut, "were cut short; their recovered bytes were written"),
+        (
+            &unverified,
+            "decoded without an error, but a check over them failed: written, unverified",
+        ),
         (
             &unknown,
             if with_unknown {

@@ -13,18 +13,12 @@ use crate::util::thousands;
 /// are escaped too, so JSON printed to a terminal is as safe as text.
 pub(super) fn json_str(s: &str) -> String {
     let out = serde_json::to_string(s).expect("strings always serialise");
-    if !out.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
-        return out;
+    match crate::name::c1_escaped(out.as_bytes()) {
+        std::borrow::Cow::Borrowed(_) => out,
+        // ASCII escapes replaced whole characters: still UTF-8.
+        std::borrow::Cow::Owned(b) => String::from_utf8(b)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
     }
-    let mut safe = String::with_capacity(out.len() + 16);
-    for c in out.chars() {
-        if ('\u{7f}'..='\u{9f}').contains(&c) {
-            safe.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            safe.push(c);
-        }
-    }
-    safe
 }
 
 /// Integers beyond 2^53 are strings, so JSON readers do not round them.

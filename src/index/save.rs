@@ -339,6 +339,7 @@ fn status_tag(s: Status) -> u8 {
         Status::Complete => 0,
         Status::Truncated => 1,
         Status::Corrupt => 2,
+        Status::Unverified => 3,
     }
 }
 
@@ -428,4 +429,9 @@ fn write_ext<W: Write>(
 }
 
 /// The statuses in the order of their tags (see `status_tag`).
-pub(super) const STATUSES: [Status; 3] = [Status::Complete, Status::Truncated, Status::Corrupt];
+pub(super) const STATUSES: [Status; 4] = [
+    Status::Complete,
+    Status::Truncated,
+    Status::Corrupt,
+    Status::Unverified,
+];

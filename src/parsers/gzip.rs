@@ -741,11 +741,16 @@ impl GzipParser {
                 Range::new(start, at + 8),
                 format!("gzip member #{m}: {} (decoded bytes kept)", d.reason),
             ));
+            // Its data decoded without an error: which of its bytes are
+            // wrong is not known, so they are unverified, not corrupt.
             self.child_damage(
                 cx,
-                Damage::corrupt(
+                Damage::unverified(
                     Range::new(out_start, out_end),
-                    format!("member #{m} fails its check: {}", d.reason),
+                    format!(
+                        "member #{m} fails its check: {}; its data decoded without an error, and which bytes are wrong is not known",
+                        d.reason
+                    ),
                 ),
             );
         }

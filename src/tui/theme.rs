@@ -38,6 +38,9 @@ pub struct Theme {
     pub(super) unknown: Color,
     pub(super) unparsed: Color,
     pub(super) complete: Style,
+    /// Unverified: the theme's `unverified` colour, else its truncated one,
+    /// in italics.
+    unverified: Style,
     truncated: Style,
     pub(super) corrupt: Style,
     pub(super) border: Style,
@@ -149,6 +152,11 @@ impl Theme {
             unknown: get(h, "unknown")?,
             unparsed: get(h, "unparsed")?,
             complete: fg(s, "complete")?,
+            unverified: match s.get("unverified") {
+                Some(c) => Style::new().fg(color(c)?),
+                None => fg(s, "truncated")?,
+            }
+            .add_modifier(Modifier::ITALIC),
             truncated: fg(s, "truncated")?.add_modifier(Modifier::BOLD),
             corrupt: fg(s, "corrupt")?.add_modifier(Modifier::BOLD),
             border: fg(u, "border")?,
@@ -179,6 +187,7 @@ impl Theme {
             unknown: Color::Reset,
             unparsed: Color::Reset,
             complete: plain,
+            unverified: plain.add_modifier(Modifier::ITALIC),
             truncated: plain.add_modifier(Modifier::BOLD),
             corrupt: plain.add_modifier(Modifier::BOLD),
             border: plain,
@@ -206,6 +215,7 @@ impl Theme {
     pub(super) fn status(&self, s: crate::status::Status) -> Style {
         match s {
             crate::status::Status::Complete => self.complete,
+            crate::status::Status::Unverified => self.unverified,
             crate::status::Status::Truncated => self.truncated,
             crate::status::Status::Corrupt => self.corrupt,
         }
