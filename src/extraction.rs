@@ -117,6 +117,10 @@ pub struct Extra {
     /// The sibling whose format it is parsed as (see
     /// [`crate::parsers::ChildSpec::like`]).
     pub like: Option<ExtId>,
+    /// Its own checks cover every one of its bytes and hold (a gzip file
+    /// whose every member's CRC-32 and size match): an unverified span of
+    /// its container does not reach it ([`Tree::prove`]).
+    pub proved: bool,
 }
 
 /// Where an extraction is in its life.
@@ -553,6 +557,31 @@ impl Tree {
         self.damage_count += 1;
     }
 
+    /// Marks extraction `id` as proved by its own checks, which cover every
+    /// one of its bytes and hold (see [`Extra::proved`]): the unverified
+    /// spans its container passed down to it are dropped, and later ones
+    /// are not passed down. An extraction with damage of its own, or
+    /// corrupt damage from outside, is not proved: nothing changes.
+    pub fn prove(&mut self, id: ExtId) {
+        let e = &self.exts[id];
+        let outer = e.outer_damage();
+        let only_unverified = e
+            .damage
+            .iter()
+            .enumerate()
+            .all(|(i, d)| d.status == Status::Unverified && outer.contains(&(i as u32)));
+        if !only_unverified {
+            return;
+        }
+        let e = &mut self.exts[id];
+        let dropped = e.damage.len();
+        e.damage.clear();
+        let x = e.extra_mut();
+        x.outer_damage.clear();
+        x.proved = true;
+        self.damage_count = self.damage_count.saturating_sub(dropped);
+    }
+
     /// Records damage that the layer outside found in extraction `id`'s
     /// bytes. Corrupt bytes are corrupt in every member cut verbatim from
     /// them too (a tar member inside a gzip stream whose bytes decoded
@@ -563,6 +592,10 @@ impl Tree {
     }
 
     fn add_outer_at(&mut self, id: ExtId, d: Damage, depth: u32) {
+        if d.status == Status::Unverified && self.exts[id].extra.as_ref().is_some_and(|x| x.proved)
+        {
+            return;
+        }
         let inherit: Vec<(ExtId, Damage)> = if depth < 64 {
             // Children come in offset order from a pipelined parse: the
             // ones a new damage can touch are among the newest.

@@ -595,6 +595,8 @@ fn read_tree(
                 notes,
                 progress,
                 like: None,
+                // A restored tree takes no more damage from outside.
+                proved: false,
             })
         });
         let index = match parent {

@@ -394,6 +394,18 @@ impl<'a> StepCx<'a> {
             .push(Box::new(move |t: &mut Tree| t.add_damage(me, d)));
     }
 
+    /// Says that this extraction's own checks cover every one of its bytes
+    /// and held: unverified spans of its container do not reach it (see
+    /// [`Tree::prove`]). A member whose format was taken from its name
+    /// alone proves nothing.
+    pub fn proved(&mut self) {
+        if self.by_name {
+            return;
+        }
+        let me = self.me;
+        self.edits.push(Box::new(move |t: &mut Tree| t.prove(me)));
+    }
+
     /// Takes `n` decoded bytes from the session's decode budget.
     pub fn decoded(&mut self, n: u64) {
         self.decode_left = self.decode_left.saturating_sub(n);

@@ -788,3 +788,52 @@ fn soft_damage_keeps_every_member_unverified_and_extract_writes_them() {
         }
     }
 }
+
+/// Soft damage in a tar.gz that holds a `.gz` file: the `.gz` member's own
+/// CRC covers its every byte and holds, so the outer failed CRC does not
+/// reach it: `complete`, as the same bytes are alone; the members beside
+/// it stay `unverified`. (Python's tarfile and gzip: random bytes are
+/// stored, so a flipped bit in them decodes through.)
+#[test]
+fn a_member_proved_by_its_own_crc_stays_complete_under_soft_damage() {
+    let tgz = python(
+        "import gzip, io, random, sys, tarfile\n\
+         rng = random.Random(7)\n\
+         files = [('a.txt', b'some text\\n' * 3000),\n\
+         \x20        ('b.txt.gz', gzip.compress(b'inner text\\n' * 4000, mtime=0)),\n\
+         \x20        ('c.bin', bytes(rng.getrandbits(8) for _ in range(100000)))]\n\
+         b = io.BytesIO()\n\
+         with tarfile.open(fileobj=b, mode='w', format=tarfile.GNU_FORMAT) as t:\n\
+         \x20   for name, data in files:\n\
+         \x20       i = tarfile.TarInfo(name); i.size = len(data); i.mtime = 0\n\
+         \x20       t.addfile(i, io.BytesIO(data))\n\
+         sys.stdout.buffer.write(gzip.compress(b.getvalue(), mtime=0))",
+    );
+    let whole = parse("ok.tar.gz", tgz.clone());
+    let t = whole.tree();
+    assert_eq!(t.worst_status(), Status::Complete);
+    // c.bin's bytes are stored verbatim: flip one in the middle of them.
+    let random = read_all(&t, t.resolve("ok.tar/c.bin").unwrap());
+    let at = tgz
+        .windows(32)
+        .position(|w| w == &random[50_000..50_032])
+        .expect("stored bytes");
+    let mut bad = tgz.clone();
+    flip(&mut bad, at as u64 + 7, 0x20);
+    let session = parse("soft.tar.gz", bad);
+    let t = session.tree();
+    let st = |p: &str| t.status_of(t.resolve(p).unwrap());
+    assert_eq!(st("soft.tar/a.txt"), Status::Unverified);
+    assert_eq!(st("soft.tar/c.bin"), Status::Unverified);
+    let inner = t.resolve("soft.tar/b.txt.gz").unwrap();
+    assert_eq!(
+        t.status_of(inner),
+        Status::Complete,
+        "{}",
+        damage_text(&t, inner)
+    );
+    assert_eq!(
+        read_all(&t, t.resolve("soft.tar/b.txt.gz/b.txt").unwrap()),
+        b"inner text\n".repeat(4000)
+    );
+}
