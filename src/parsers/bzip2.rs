@@ -832,6 +832,10 @@ struct Bzip2Parser {
     /// or damaged (the combined CRC can no longer be checked).
     combined: u32,
     combined_ok: bool,
+    /// Streams whose every block and combined CRC matched, and whether
+    /// every stream so far did: the file then proves its own bytes.
+    checked_streams: u64,
+    all_checked: bool,
     streams: u64,
     state: State,
     scratch: Vec<u8>,
@@ -868,6 +872,8 @@ impl Bzip2Parser {
             all_blocks: 0,
             combined: 0,
             combined_ok: true,
+            checked_streams: 0,
+            all_checked: true,
             streams: 0,
             state: State::Header { at: 0 },
             scratch: Vec::new(),
@@ -884,6 +890,9 @@ impl Bzip2Parser {
         self.flush_lost(cx);
         self.flush_nodes(cx);
         self.out.finish();
+        if self.all_checked && self.checked_streams > 0 {
+            cx.proved();
+        }
         let len = self.data.available();
         cx.progress(len, Some(len));
         self.state = State::Done;
@@ -891,6 +900,7 @@ impl Bzip2Parser {
     }
 
     fn cut(&mut self, cx: &mut StepCx, why: &str) -> Step {
+        self.all_checked = false;
         self.flush_lost(cx);
         self.flush_nodes(cx);
         let avail = self.data.available();
@@ -1062,6 +1072,11 @@ impl Bzip2Parser {
                 "combined CRC {stored:#010x}, {} blocks, at bit {bit}",
                 self.blocks
             ));
+            if self.combined_ok && stored == self.combined {
+                self.checked_streams += 1;
+            } else {
+                self.all_checked = false;
+            }
             if self.combined_ok && stored != self.combined {
                 let d = Damage::corrupt(
                     r,
@@ -1140,6 +1155,7 @@ impl Bzip2Parser {
         why: &str,
     ) -> Option<Step> {
         self.combined_ok = false;
+        self.all_checked = false;
         let k = self.blocks;
         let r = Range::new(s / 8, e.div_ceil(8));
         if to_eof {
@@ -1243,6 +1259,7 @@ impl Bzip2Parser {
         ));
         if computed != stored {
             self.combined_ok = false;
+            self.all_checked = false;
             let d = Damage::corrupt(
                 r,
                 format!(
@@ -1251,11 +1268,15 @@ impl Bzip2Parser {
             );
             n = n.damaged(d.clone());
             cx.damage(d);
+            // It decoded without an error: which of its bytes are wrong is
+            // not known.
             self.out.damage(
                 cx,
-                Damage::corrupt(
+                Damage::unverified(
                     Range::new(out_start, out_end),
-                    format!("block #{k} fails its CRC"),
+                    format!(
+                        "block #{k} fails its CRC; it decoded without an error, and which bytes are wrong is not known"
+                    ),
                 ),
             );
         } else {
@@ -1269,6 +1290,7 @@ impl Bzip2Parser {
             // began is lost up to the next magic found.
             {
                 self.combined_ok = false;
+                self.all_checked = false;
                 self.flush_lost(cx);
                 self.flush_nodes(cx);
                 self.out.record_lost(
@@ -1345,6 +1367,7 @@ impl Bzip2Parser {
         match find_magic(&*data, from, cx.budget, &mut self.scratch) {
             Found::Magic(m) => {
                 self.combined_ok = false;
+                self.all_checked = false;
                 self.flush_lost(cx);
                 self.flush_nodes(cx);
                 self.out

@@ -1082,12 +1082,23 @@ impl XzParser {
             let d = Damage::corrupt(r, reason.clone());
             node = node.damaged(d.clone());
             cx.damage(d);
+            // Only its check failed, after data that decoded without an
+            // error: which of its bytes are wrong is not known. Sizes that
+            // differ from its header say more is wrong.
+            let only_check = problems.len() == 1 && problems[0].ends_with("check mismatch");
+            let out = Range::new(out_start, out_end);
             self.out.damage(
                 cx,
-                Damage::corrupt(
-                    Range::new(out_start, out_end),
-                    format!("block #{k} fails its check"),
-                ),
+                if only_check {
+                    Damage::unverified(
+                        out,
+                        format!(
+                            "block #{k} fails its check; it decoded without an error, and which bytes are wrong is not known"
+                        ),
+                    )
+                } else {
+                    Damage::corrupt(out, format!("block #{k} fails its check"))
+                },
             );
         }
         cx.push_node(node);

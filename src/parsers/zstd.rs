@@ -514,11 +514,15 @@ impl ZstdParser {
                     Some(d.clone()),
                 ));
                 cx.damage(d);
+                // It decoded without an error: which of its bytes are wrong
+                // is not known.
                 self.out.damage(
                     cx,
-                    Damage::corrupt(
+                    Damage::unverified(
                         Range::new(out_start, out_end),
-                        format!("frame #{k} fails its content checksum"),
+                        format!(
+                            "frame #{k} fails its content checksum; it decoded without an error, and which bytes are wrong is not known"
+                        ),
                     ),
                 );
                 // Where a damaged frame ended is not to be trusted: the

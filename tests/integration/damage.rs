@@ -789,18 +789,19 @@ fn soft_damage_keeps_every_member_unverified_and_extract_writes_them() {
     }
 }
 
-/// Soft damage in a tar.gz that holds a `.gz` file: the `.gz` member's own
-/// CRC covers its every byte and holds, so the outer failed CRC does not
-/// reach it: `complete`, as the same bytes are alone; the members beside
+/// Soft damage in a tar.gz that holds a `.gz` and a `.bz2` file: each
+/// one's own CRCs cover its every byte and hold, so the outer failed CRC
+/// does not reach them: `complete`, as the same bytes are alone; the members beside
 /// it stay `unverified`. (Python's tarfile and gzip: random bytes are
 /// stored, so a flipped bit in them decodes through.)
 #[test]
 fn a_member_proved_by_its_own_crc_stays_complete_under_soft_damage() {
     let tgz = python(
-        "import gzip, io, random, sys, tarfile\n\
+        "import bz2, gzip, io, random, sys, tarfile\n\
          rng = random.Random(7)\n\
          files = [('a.txt', b'some text\\n' * 3000),\n\
          \x20        ('b.txt.gz', gzip.compress(b'inner text\\n' * 4000, mtime=0)),\n\
+         \x20        ('d.txt.bz2', bz2.compress(b'bzip2 text\\n' * 4000)),\n\
          \x20        ('c.bin', bytes(rng.getrandbits(8) for _ in range(100000)))]\n\
          b = io.BytesIO()\n\
          with tarfile.open(fileobj=b, mode='w', format=tarfile.GNU_FORMAT) as t:\n\
@@ -836,4 +837,6 @@ fn a_member_proved_by_its_own_crc_stays_complete_under_soft_damage() {
         read_all(&t, t.resolve("soft.tar/b.txt.gz/b.txt").unwrap()),
         b"inner text\n".repeat(4000)
     );
+    let bz = t.resolve("soft.tar/d.txt.bz2").unwrap();
+    assert_eq!(t.status_of(bz), Status::Complete, "{}", damage_text(&t, bz));
 }
