@@ -5,8 +5,8 @@ gzrecover + GNU tar, 7-Zip + GNU tar, bsdtar).
 
 Usage: recovery.py PPARSE WORKDIR [SOURCE_DIR]
 
-HARD and SOFT copies (5 each by default); each has 4 KiB of seeded random bytes written at a random offset (5% to
-90% into the file). A copy is "hard" when zlib stops at invalid data, "soft"
+HARD and SOFT copies (5 each by default); each has 4 KiB of seeded random bytes
+(FILL=zeros: of zeros) written at a random offset (5% to 90% into the file). A copy is "hard" when zlib stops at invalid data, "soft"
 when it decodes to the end and only the CRC fails. Every tool extracts into a
 folder of its own; each file written is compared with the member of the
 undamaged tar (Python's tarfile): whole (byte-exact), a prefix of it, or wrong;
@@ -37,7 +37,9 @@ tar_path = os.path.join(WORK, "input.tar")
 gz_path = tar_path + ".gz"
 if not os.path.exists(gz_path):
     parent, base = os.path.split(SRC.rstrip("/"))
-    subprocess.run(["tar", "--format=gnu", "--sort=name", "-cf", tar_path, "-C", parent, base],
+    # A standard library's folder holds site-packages: not part of it.
+    subprocess.run(["tar", "--format=gnu", "--sort=name", "--exclude=site-packages", "-cf",
+                    tar_path, "-C", parent, base],
                    check=True, stderr=subprocess.DEVNULL)
     with open(gz_path, "wb") as out:
         subprocess.run(["gzip", "-6", "-n", "-c", tar_path], check=True, stdout=out)
@@ -167,6 +169,9 @@ def judge(out, strip_first, flagged=frozenset()):
 
 
 rng = random.Random(15)
+# FILL=zeros writes 4 KiB of zeros instead of random bytes (a sector lost).
+ZEROS = os.environ.get("FILL", "random") == "zeros"
+FILL_TEXT = "zeros" if ZEROS else "random bytes"
 if "gzip" in os.environ.get("PARTS", "gzip bzip2"):
     rows = {"hard": {}, "soft": {}}
     counts = {"hard": 0, "soft": 0}
@@ -175,7 +180,8 @@ if "gzip" in os.environ.get("PARTS", "gzip bzip2"):
             break
         b = bytearray(orig_gz)
         at = rng.randrange(len(b) // 20, len(b) * 9 // 10)
-        b[at:at + 4096] = bytes(rng.getrandbits(8) for _ in range(4096))
+        fill = bytes(4096) if ZEROS else bytes(rng.getrandbits(8) for _ in range(4096))
+        b[at:at + 4096] = fill
         kind = "hard" if is_hard(bytes(b)) else "soft"
         if counts[kind] >= WANT[kind]:
             continue
@@ -208,7 +214,7 @@ if "gzip" in os.environ.get("PARTS", "gzip bzip2"):
         os.remove(f)
 
     print(f"Input: {SRC} as one GNU tar ({os.path.getsize(tar_path) / 1e6:.1f} MB, {len(members)} files), "
-          f"`gzip -6` ({len(orig_gz) / 1e6:.1f} MB); copies with 4 KiB of random bytes each "
+          f"`gzip -6` ({len(orig_gz) / 1e6:.1f} MB); copies with 4 KiB of {FILL_TEXT} each "
           f"at random offsets: {counts['hard']} that stop zlib (hard), {counts['soft']} that decode "
           f"to a CRC error (soft).\n")
     for kind in ("hard", "soft"):

@@ -12,7 +12,8 @@
 # HARD=N and SOFT=N: damaged copies of each kind (default 5 each).
 # Then the same tar as `bzip2 -9`, HARD+SOFT damaged copies, read back by
 # pparse, bzip2 + GNU tar, bzip2recover + bzip2 + GNU tar, bsdtar and
-# 7-Zip. PARTS="gzip" or PARTS="bzip2" runs one part only.
+# 7-Zip. PARTS="gzip" or PARTS="bzip2" runs one part only; FILL=zeros
+# damages with zeros instead of random bytes; FINDER=0 skips the finder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}/recovery
@@ -21,6 +22,7 @@ cargo build --release --quiet --bin pparse
 PPARSE=$PWD/target/release/pparse
 HARD=${HARD:-5} SOFT=${SOFT:-5} python3 peers/recovery.py "$PPARSE" "$BENCH_DIR" "${SOURCE_DIR:-/usr/include}"
 
+[ "${FINDER:-1}" = 1 ] || exit 0
 # Block finder speed: 1 MiB of real deflate data, then random bytes.
 F=$BENCH_DIR/finder.gz
 python3 - "$F" <<'PY'
