@@ -646,6 +646,11 @@ struct XzParser {
     /// uncompressed size); `None` once a block was lost.
     records: Option<Vec<(u64, u64)>>,
     blocks: u64,
+    /// Streams whose footer (and so index) checked out, and whether a
+    /// block had no check (type None): the file proves its own bytes only
+    /// when every block carried one.
+    checked_streams: u64,
+    unchecked: bool,
     state: State,
     scratch: Vec<u8>,
 }
@@ -662,6 +667,8 @@ impl XzParser {
             flags: [0, 4],
             records: Some(Vec::new()),
             blocks: 0,
+            checked_streams: 0,
+            unchecked: false,
             state: State::StreamHeader { at: 0 },
             scratch: Vec::new(),
         }
@@ -669,6 +676,11 @@ impl XzParser {
 
     fn finish(&mut self, cx: &mut StepCx) -> Step {
         self.out.finish();
+        // Every block's check and every stream's index and footer held (a
+        // parse that found anything else recorded damage, which stops it).
+        if !self.unchecked && self.checked_streams > 0 {
+            cx.proved();
+        }
         let len = self.data.available();
         cx.progress(len, Some(len));
         self.state = State::Done;
@@ -983,6 +995,7 @@ impl XzParser {
             return None;
         };
         let check = check.into_type(self.check_id);
+        self.unchecked |= csize == 0;
         let k = self.blocks;
         let out_end = self.out.pos();
         let size = out_end - out_start;
@@ -1200,7 +1213,9 @@ impl XzParser {
             r,
         )
         .text(format!("index size {backward}"));
-        if !problems.is_empty() {
+        if problems.is_empty() {
+            self.checked_streams += 1;
+        } else {
             let d = Damage::corrupt(r, format!("xz stream footer: {}", problems.join("; ")));
             n = n.damaged(d.clone());
             cx.damage(d);

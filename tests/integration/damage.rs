@@ -789,7 +789,7 @@ fn soft_damage_keeps_every_member_unverified_and_extract_writes_them() {
     }
 }
 
-/// Soft damage in a tar.gz that holds a `.gz` and a `.bz2` file: each
+/// Soft damage in a tar.gz that holds a `.gz`, a `.bz2` and an `.xz` file: each
 /// one's own CRCs cover its every byte and hold, so the outer failed CRC
 /// does not reach them: `complete`, as the same bytes are alone; the members beside
 /// it stay `unverified`. (Python's tarfile and gzip: random bytes are
@@ -797,11 +797,12 @@ fn soft_damage_keeps_every_member_unverified_and_extract_writes_them() {
 #[test]
 fn a_member_proved_by_its_own_crc_stays_complete_under_soft_damage() {
     let tgz = python(
-        "import bz2, gzip, io, random, sys, tarfile\n\
+        "import bz2, gzip, io, lzma, random, sys, tarfile\n\
          rng = random.Random(7)\n\
          files = [('a.txt', b'some text\\n' * 3000),\n\
          \x20        ('b.txt.gz', gzip.compress(b'inner text\\n' * 4000, mtime=0)),\n\
          \x20        ('d.txt.bz2', bz2.compress(b'bzip2 text\\n' * 4000)),\n\
+         \x20        ('e.txt.xz', lzma.compress(b'xz text\\n' * 4000)),\n\
          \x20        ('c.bin', bytes(rng.getrandbits(8) for _ in range(100000)))]\n\
          b = io.BytesIO()\n\
          with tarfile.open(fileobj=b, mode='w', format=tarfile.GNU_FORMAT) as t:\n\
@@ -837,6 +838,13 @@ fn a_member_proved_by_its_own_crc_stays_complete_under_soft_damage() {
         read_all(&t, t.resolve("soft.tar/b.txt.gz/b.txt").unwrap()),
         b"inner text\n".repeat(4000)
     );
-    let bz = t.resolve("soft.tar/d.txt.bz2").unwrap();
-    assert_eq!(t.status_of(bz), Status::Complete, "{}", damage_text(&t, bz));
+    for p in ["soft.tar/d.txt.bz2", "soft.tar/e.txt.xz"] {
+        let id = t.resolve(p).unwrap();
+        assert_eq!(
+            t.status_of(id),
+            Status::Complete,
+            "{p}: {}",
+            damage_text(&t, id)
+        );
+    }
 }
