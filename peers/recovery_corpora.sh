@@ -16,7 +16,7 @@ for dir in $CORPORA; do
   for fill in random zeros; do
     echo "### $dir, $fill"
     echo
-    BENCH_DIR="$BASE/$(echo "$dir" | tr / _)" FILL=$fill PARTS=gzip FINDER=0 \
+    SOURCE_DIR="$dir" BENCH_DIR="$BASE/$(echo "$dir" | tr / _)" FILL=$fill PARTS=gzip FINDER=0 \
       HARD=${HARD:-4} SOFT=${SOFT:-4} peers/recovery.sh
   done
 done
