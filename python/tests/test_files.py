@@ -288,3 +288,40 @@ def test_every_file_of_a_zip_of_20k_entries_is_read_about_once(tmp_path):
 def _zip_contents(path):
     with zipfile.ZipFile(path) as z:
         return [(i, z.read(i)) for i in z.infolist()]
+
+
+def test_soft_damage_keeps_members_readable_as_unverified(tmp_path):
+    """A bit flipped inside stored (random) bytes: zlib decodes through and
+    only the gzip CRC fails. Every member reads back, status `unverified`;
+    asking for one complete raises; a `.gz` member that passes its own CRC
+    stays complete."""
+    import random
+    import zlib
+
+    rng = random.Random(5)
+    noise = bytes(rng.getrandbits(8) for _ in range(100_000))
+    inner = gzip.compress(b"inner text\n" * 4000, mtime=0)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for name, data in [("a.txt", b"text\n" * 5000), ("b.gz", inner), ("c.bin", noise)]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    good = gzip.compress(buf.getvalue(), mtime=0)
+    at = good.index(noise[50_000:50_032]) + 3
+    bad = bytearray(good)
+    bad[at] ^= 0x20
+    d = zlib.decompressobj(31)
+    with pytest.raises(zlib.error):
+        d.decompress(bytes(bad))  # only the trailer's check fails
+    path = tmp_path / "soft.tar.gz"
+    path.write_bytes(bytes(bad))
+    with pparse.open(path) as src:
+        entries = {e["path"]: e for e in src.list("", recursive=True)}
+        assert entries["soft.tar/a.txt"]["status"] == "unverified"
+        assert entries["soft.tar/b.gz"]["status"] == "complete"
+        with src.open("soft.tar/a.txt") as f:
+            assert f.read() == b"text\n" * 5000 and f.status == "unverified"
+        with pytest.raises(pparse.DamagedError) as err:
+            src.open("soft.tar/a.txt", complete=True)
+        assert err.value.status == "unverified"

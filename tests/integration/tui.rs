@@ -305,6 +305,36 @@ fn damaged_file_shows_status_and_damage_count() {
     assert_on_screen(&h, "deflate data cut off");
 }
 
+/// Soft damage (a flipped bit that zlib decodes through, so only the
+/// CRC fails): the explorer shows the members as unverified, with the
+/// reason in the inspector, never as complete.
+#[test]
+fn soft_damage_shows_members_unverified() {
+    let good = fixture("nested.tar.gz");
+    // GNU gzip keeps the name: the deflate data starts after its NUL.
+    let start = if good[3] & 8 != 0 {
+        good[10..].iter().position(|&b| b == 0).unwrap() + 11
+    } else {
+        10
+    };
+    let whole = inflate_prefix(&good[start..]);
+    let data = (good.len() / 2..good.len() - 8)
+        .step_by(61)
+        .find_map(|at| {
+            let mut d = good.clone();
+            d[at] ^= 0x10;
+            let out = inflate_prefix(&d[start..]);
+            (out.len() == whole.len() && out != whole).then_some(d)
+        })
+        .expect("a flip that decodes through");
+    let mut h = Harness::open("soft.tgz", data);
+    h.keys("<Enter><Down><Enter>/README.md<Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/README.md");
+    assert_on_screen(&h, "unverified");
+    assert_on_screen(&h, "README.md  ✗ unverified");
+    assert_on_screen(&h, "status   unverified: ");
+}
+
 #[test]
 fn mouse_clicks_wheel_and_split_drag() {
     let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
