@@ -109,13 +109,16 @@ def tool_bsdtar(f, out):
                    stderr=subprocess.DEVNULL)
 
 
+# pparse writes a member that is a container (a .gz, a jar) as the file
+# it is, as tar does, with --keep-containers: the files compared are the
+# tar's members.
 def tool_pparse(f, out):
-    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index"],
+    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index", "--keep-containers"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def tool_pparse_all(f, out):
-    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index", "--all"],
+    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index", "--all", "--keep-containers"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

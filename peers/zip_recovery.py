@@ -42,7 +42,7 @@ seven = next((n for n in ("7zz", "7z", "7za") if shutil.which(n)), None)
 
 
 def run_pparse(f, out):
-    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index"],
+    subprocess.run([PPARSE, "extract", f, "--out", out, "--no-index", "--keep-containers"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r = subprocess.run([PPARSE, "tree", "--json", "--no-index", f], capture_output=True)
     flagged, stack = set(), [json.loads(r.stdout)]
