@@ -643,13 +643,26 @@ impl GzipParser {
                         format!("invalid deflate data: {msg}"),
                     )));
                 });
+                // The bytes decoded since the block before the damage was
+                // noticed decoded without an error, but the damage may begin
+                // among them: unverified (written, as tar writes them, and
+                // flagged). Bytes are lost at the end: corrupt there.
+                if suspect < out_end {
+                    self.child_damage(
+                        cx,
+                        Damage::unverified(
+                            Range::new(suspect, out_end),
+                            format!(
+                                "member #{m} has invalid deflate data ({message}) after these bytes; they decoded without an error, but the damage may begin among them"
+                            ),
+                        ),
+                    );
+                }
                 self.child_damage(
                     cx,
                     Damage::corrupt(
-                        Range::new(suspect, out_end),
-                        format!(
-                            "bytes lost here: member #{m} has invalid deflate data ({message}); the bytes decoded since the block before it cannot be vouched for"
-                        ),
+                        Range::new(out_end, out_end),
+                        format!("bytes lost here: member #{m} has invalid deflate data ({message})"),
                     ),
                 );
                 let resume = at.saturating_sub(16).max(start + 1);
