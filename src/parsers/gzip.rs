@@ -662,7 +662,9 @@ impl GzipParser {
                     cx,
                     Damage::corrupt(
                         Range::new(out_end, out_end),
-                        format!("bytes lost here: member #{m} has invalid deflate data ({message})"),
+                        format!(
+                            "bytes lost here: member #{m} has invalid deflate data ({message})"
+                        ),
                     ),
                 );
                 let resume = at.saturating_sub(16).max(start + 1);

@@ -624,7 +624,9 @@ fn extract_writes_only_what_it_can_vouch_for() {
             };
             // Wrong bytes only where the status says they are not vouched
             // for (unverified ones are written, as tar writes them).
-            let st = t.resolve(&format!("bad.tar/{rel}")).map(|id| t.status_of(id));
+            let st = t
+                .resolve(&format!("bad.tar/{rel}"))
+                .map(|id| t.status_of(id));
             if !want.starts_with(&got) && (all || st == Some(Status::Complete) || st.is_none()) {
                 wrong += 1;
             }
