@@ -117,10 +117,6 @@ pub struct Extra {
     /// The sibling whose format it is parsed as (see
     /// [`crate::parsers::ChildSpec::like`]).
     pub like: Option<ExtId>,
-    /// Its own checks cover every one of its bytes and hold (a gzip file
-    /// whose every member's CRC-32 and size match): an unverified span of
-    /// its container does not reach it ([`Tree::prove`]).
-    pub proved: bool,
 }
 
 /// Where an extraction is in its life.
@@ -195,6 +191,11 @@ pub struct Extraction {
     pub nodes: ThinVec<Node>,
     /// How far its parse has got.
     pub phase: Phase,
+    /// Its own checks cover every one of its bytes and hold (a gzip file
+    /// whose every member's CRC-32 and size match, a zip entry decoded to
+    /// its CRC): an unverified span of its container does not reach it
+    /// ([`Tree::prove`]).
+    pub proved: bool,
     /// Containers above it (the root is at 0).
     pub depth: u32,
     /// Its time and permissions, where its container records them.
@@ -324,6 +325,7 @@ impl Extraction {
             extra: None,
             nodes: ThinVec::new(),
             phase: self.phase,
+            proved: false,
             depth,
             meta: self.meta,
         }
@@ -351,7 +353,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
     }
     let o = child.origin?;
     if !child.is_window() {
-        return None;
+        return decoded_inherits(parent, o, d);
     }
     let hit = if d.range.is_empty() {
         o.start < d.range.start && d.range.start < o.end
@@ -376,6 +378,34 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
             ),
         )
     })
+}
+
+/// The damage a zip entry decoded from its parent's bytes over `o`
+/// inherits from `d`: its compressed bytes lie in a damaged span, so what
+/// they decode to is not proved, unless its own CRC and size prove it
+/// ([`Tree::prove`]; a proved child takes no unverified damage). All of
+/// it is unverified, from its first byte on: it may hold wrong bytes where
+/// a cut alone would promise exact ones.
+fn decoded_inherits(parent: &Extraction, o: crate::data::Range, d: &Damage) -> Option<Damage> {
+    let hit = if d.range.is_empty() {
+        o.start < d.range.start && d.range.start < o.end
+    } else {
+        d.range.overlaps(&o)
+    };
+    // Only a zip entry is proved by its own CRC once decoded (a format
+    // named here, not imported: this layer sits below the parsers).
+    if !hit || parent.parser != Some("zip") {
+        return None;
+    }
+    // From its first byte on (a point: its length is not known yet).
+    Some(Damage::unverified(
+        crate::data::Range::new(0, 0),
+        format!(
+            "its compressed bytes {o} lie in a damaged span of {}: {}",
+            parent.display_name(),
+            d.reason
+        ),
+    ))
 }
 
 /// How a member named `name` matches `rest`, a PATH below its container
@@ -558,7 +588,7 @@ impl Tree {
     }
 
     /// Marks extraction `id` as proved by its own checks, which cover every
-    /// one of its bytes and hold (see [`Extra::proved`]): the unverified
+    /// one of its bytes and hold (see [`Extraction::proved`]): the unverified
     /// spans its container passed down to it are dropped, and later ones
     /// are not passed down. An extraction with damage of its own, or
     /// corrupt damage from outside, is not proved: nothing changes.
@@ -576,9 +606,10 @@ impl Tree {
         let e = &mut self.exts[id];
         let dropped = e.damage.len();
         e.damage.clear();
-        let x = e.extra_mut();
-        x.outer_damage.clear();
-        x.proved = true;
+        if let Some(x) = e.extra.as_mut() {
+            x.outer_damage.clear();
+        }
+        e.proved = true;
         self.damage_count = self.damage_count.saturating_sub(dropped);
     }
 
@@ -592,8 +623,7 @@ impl Tree {
     }
 
     fn add_outer_at(&mut self, id: ExtId, d: Damage, depth: u32) {
-        if d.status == Status::Unverified && self.exts[id].extra.as_ref().is_some_and(|x| x.proved)
-        {
+        if d.status == Status::Unverified && self.exts[id].proved {
             return;
         }
         let inherit: Vec<(ExtId, Damage)> = if depth < 64 {

@@ -11,13 +11,13 @@ pub enum Status {
     /// Everything the structure promises is there and checks out.
     #[default]
     Complete,
+    /// The bytes end before the structure does; what exists is kept.
+    Truncated,
     /// The bytes decoded without an error, but a check over them failed or
     /// could not be made, and nothing proves them right or wrong (a gzip
     /// member whose CRC fails after data that decoded cleanly): kept, and
     /// never called complete.
     Unverified,
-    /// The bytes end before the structure does; what exists is kept.
-    Truncated,
     /// Bytes are there but wrong: bad checksum, invalid header, garbage.
     Corrupt,
 }
@@ -109,8 +109,9 @@ impl fmt::Display for Damage {
     }
 }
 
-/// The overall status of a list of damages: corrupt beats truncated, which
-/// beats unverified.
+/// The overall status of a list of damages: corrupt beats unverified, which
+/// beats truncated (a cut promises that what exists is exact; unverified
+/// bytes promise nothing).
 pub fn worst(damage: &[Damage]) -> Status {
     damage
         .iter()

@@ -193,6 +193,7 @@ impl Session {
             }),
             nodes: ThinVec::new(),
             phase: Phase::Waiting,
+            proved: false,
             depth: 0,
             meta: file.as_deref().map_or_else(Meta::default, file_meta),
         };

@@ -595,8 +595,6 @@ fn read_tree(
                 notes,
                 progress,
                 like: None,
-                // A restored tree takes no more damage from outside.
-                proved: false,
             })
         });
         let index = match parent {
@@ -629,6 +627,7 @@ fn read_tree(
             extra,
             nodes: ThinVec::new(),
             phase,
+            proved: false,
             depth,
             meta,
         });

@@ -406,6 +406,14 @@ impl<'a> StepCx<'a> {
         self.edits.push(Box::new(move |t: &mut Tree| t.prove(me)));
     }
 
+    /// Says that child `child`'s own checks cover every one of its bytes
+    /// and held (a zip entry decoded to its CRC and size): see
+    /// [`Tree::prove`].
+    pub fn child_proved(&mut self, child: ExtId) {
+        self.edits
+            .push(Box::new(move |t: &mut Tree| t.prove(child)));
+    }
+
     /// Takes `n` decoded bytes from the session's decode budget.
     pub fn decoded(&mut self, n: u64) {
         self.decode_left = self.decode_left.saturating_sub(n);
@@ -502,6 +510,7 @@ impl<'a> StepCx<'a> {
                 }),
                 nodes: ThinVec::new(),
                 phase,
+                proved: false,
                 depth,
                 meta: spec.meta,
             });

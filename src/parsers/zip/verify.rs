@@ -172,7 +172,7 @@ impl ZipParser {
         // A directory too (Java's jar tool deflates them: 2 bytes).
         let kind = entry_kind(local);
         let dir = kind == EntryKind::Dir;
-        self.add_entry_spec(cx, at, local, dir, |name| {
+        let child = self.add_entry_spec(cx, at, local, dir, |name| {
             if stored {
                 let mut spec = ChildSpec::window(name, kind, &parent, range);
                 spec.declared_size = Some(csize);
@@ -181,6 +181,12 @@ impl ZipParser {
                 ChildSpec::deflated(name, kind, &parent, range, usize, head)
             }
         });
+        // Its CRC and size matched: a decoded entry proves its own bytes.
+        if let Some(c) = child
+            && !stored
+        {
+            cx.child_proved(c);
+        }
         true
     }
 
@@ -563,6 +569,13 @@ impl ZipParser {
             && !self.entries[idx].from_central
         {
             cx.child_declared_size(c, usize);
+        }
+        // A decoded entry whose CRC and size matched proves its own bytes,
+        // whatever damage its compressed bytes lie in.
+        if let (Some(c), Ok(())) = (child, &result)
+            && cur.local.method != 0
+        {
+            cx.child_proved(c);
         }
         let damage = result.err();
         if let (Some(c), Some(d)) = (child, &damage) {
