@@ -435,25 +435,8 @@ fn multi_gz_trailer_crc_flipped() {
 /// Fully decodes a single-member gzip file the way zlib would; `None` when
 /// the deflate data is invalid, cut off, or the trailer does not match.
 fn gunzip_checked(file: &[u8], data_offset: usize) -> Option<Vec<u8>> {
-    let mut z = flate2::Decompress::new(false);
-    let mut out = Vec::with_capacity(256 * 1024);
-    loop {
-        let used = z.total_in() as usize;
-        if out.len() == out.capacity() {
-            out.reserve(256 * 1024);
-        }
-        match z.decompress_vec(
-            &file[data_offset + used..],
-            &mut out,
-            flate2::FlushDecompress::None,
-        ) {
-            Ok(flate2::Status::StreamEnd) => break,
-            Ok(_) if z.total_in() as usize == used && out.len() < out.capacity() => return None,
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-    let end = data_offset + z.total_in() as usize;
+    let (out, used) = inflate_whole(file, data_offset)?;
+    let end = data_offset + used;
     let trailer = file.get(end..end + 8)?;
     let crc = u32::from_le_bytes(trailer[..4].try_into().unwrap());
     let isize = u32::from_le_bytes(trailer[4..].try_into().unwrap());
@@ -695,8 +678,9 @@ fn a_zip_stream_that_overruns_its_size_is_corrupt_not_truncated() {
 }
 
 /// Decodes a single-member gzip file's deflate data to its end, whatever
-/// its trailer says; `None` when the data is invalid or cut off.
-fn inflate_whole(file: &[u8], data_offset: usize) -> Option<Vec<u8>> {
+/// its trailer says: the bytes and how many input bytes they took; `None`
+/// when the data is invalid or cut off.
+fn inflate_whole(file: &[u8], data_offset: usize) -> Option<(Vec<u8>, usize)> {
     let mut z = flate2::Decompress::new(false);
     let mut out = Vec::with_capacity(256 * 1024);
     loop {
@@ -709,7 +693,7 @@ fn inflate_whole(file: &[u8], data_offset: usize) -> Option<Vec<u8>> {
             &mut out,
             flate2::FlushDecompress::None,
         ) {
-            Ok(flate2::Status::StreamEnd) => return Some(out),
+            Ok(flate2::Status::StreamEnd) => return Some((out, z.total_in() as usize)),
             Ok(_) if z.total_in() as usize == used && out.len() < out.capacity() => return None,
             Ok(_) => {}
             Err(_) => return None,
@@ -738,7 +722,7 @@ fn soft_damage_keeps_every_member_unverified_and_extract_writes_them() {
         .find_map(|at| {
             let mut d = data.clone();
             flip(&mut d, at as u64, 0x10);
-            let out = inflate_whole(&d, start)?;
+            let (out, _) = inflate_whole(&d, start)?;
             if out.len() != original.len() {
                 return None;
             }
