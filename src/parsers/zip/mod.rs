@@ -81,7 +81,8 @@ fn found_extent(data: &Data) -> Option<u64> {
 /// with it before serving a byte, as [`crate::parsers::tar::header_vouches`]
 /// does for a tar member: a range moved onto another entry, stretched or
 /// shrunk in a forged index, checksums recomputed, does not follow such a
-/// header. Reads at most a few KiB, and 128 KiB when extra fields are long.
+/// header. Reads its header and 64 bytes more, a few KiB when the extra
+/// field is longer, and 128 KiB at most.
 pub fn local_header_vouches(
     zip: &dyn crate::data::Source,
     data: Range,
@@ -89,11 +90,16 @@ pub fn local_header_vouches(
     size: Option<u64>,
 ) -> bool {
     let most = (records::lfh_len_most()) as u64;
-    let short = (30 + name.len() as u64 + 4096).min(most);
-    [short, most]
-        .into_iter()
-        .filter(|&back| back == short || data.start > short)
-        .any(|back| header_before(zip, data, name, size, back.min(data.start)))
+    // Most extra fields are a few dozen bytes: read that much back first,
+    // so opening every entry reads about its header, not KiBs more.
+    let base = 30 + name.len() as u64;
+    let mut tried = 0;
+    [base + 64, base + 4096, most].into_iter().any(|back| {
+        let back = back.min(most).min(data.start);
+        let fresh = back > tried;
+        tried = tried.max(back);
+        fresh && header_before(zip, data, name, size, back)
+    })
 }
 
 /// [`local_header_vouches`] over the `back` bytes before `data`.
