@@ -146,6 +146,38 @@ pub fn header_vouches(b: &[u8; 512], size: u64) -> bool {
     }
 }
 
+/// What a walk along an archive's header chain finds at one 512-byte
+/// block (each header says where the next one is: 512 bytes on, plus its
+/// data rounded up to blocks). A decoder whose output failed its check
+/// walks it to locate the damage (`gzip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// A header whose checksum holds: the next one is this many bytes on.
+    Header(u64),
+    /// A block of zeros: the end of the archive.
+    End,
+    /// Not a header: the chain breaks here.
+    Broken,
+}
+
+/// The chain's step at `b` (see [`Link`]). A header must also carry the
+/// ustar magic or look like a v7 one, as the scan for one after damage
+/// requires.
+pub fn link(b: &[u8; 512]) -> Link {
+    match check(b) {
+        Check::Zero => Link::End,
+        Check::Bad(..) => Link::Broken,
+        Check::Valid if !(has_magic(b) || plausible_v7(b)) => Link::Broken,
+        Check::Valid => match number(&b[field::SIZE]) {
+            Some(size) if has_data(b[field::TYPEFLAG]) => {
+                Link::Header(round_up(size).saturating_add(BLOCK))
+            }
+            Some(_) => Link::Header(BLOCK),
+            None => Link::Broken,
+        },
+    }
+}
+
 fn has_magic(b: &[u8; 512]) -> bool {
     b[field::MAGIC].starts_with(b"ustar")
 }

@@ -677,30 +677,6 @@ fn a_zip_stream_that_overruns_its_size_is_corrupt_not_truncated() {
     assert_eq!(t.status_of(t.resolve("a.txt").unwrap()), Status::Complete);
 }
 
-/// Decodes a single-member gzip file's deflate data to its end, whatever
-/// its trailer says: the bytes and how many input bytes they took; `None`
-/// when the data is invalid or cut off.
-fn inflate_whole(file: &[u8], data_offset: usize) -> Option<(Vec<u8>, usize)> {
-    let mut z = flate2::Decompress::new(false);
-    let mut out = Vec::with_capacity(256 * 1024);
-    loop {
-        let used = z.total_in() as usize;
-        if out.len() == out.capacity() {
-            out.reserve(256 * 1024);
-        }
-        match z.decompress_vec(
-            &file[data_offset + used..],
-            &mut out,
-            flate2::FlushDecompress::None,
-        ) {
-            Ok(flate2::Status::StreamEnd) => return Some((out, z.total_in() as usize)),
-            Ok(_) if z.total_in() as usize == used && out.len() < out.capacity() => return None,
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-}
-
 /// Soft damage: a flipped bit that zlib decodes through (inside a stored
 /// block, here the fixture's random member), so only the gzip CRC fails.
 /// Every member keeps its bytes and is `unverified`, never `complete` nor

@@ -574,6 +574,30 @@ pub(crate) fn inflate_with(mut z: flate2::Decompress, compressed: &[u8]) -> (Vec
     (out, used)
 }
 
+/// Decodes a single-member gzip file's deflate data to its end, whatever
+/// its trailer says: the bytes and how many input bytes they took; `None`
+/// when the data is invalid or cut off.
+pub(crate) fn inflate_whole(file: &[u8], data_offset: usize) -> Option<(Vec<u8>, usize)> {
+    let mut z = flate2::Decompress::new(false);
+    let mut out = Vec::with_capacity(256 * 1024);
+    loop {
+        let used = z.total_in() as usize;
+        if out.len() == out.capacity() {
+            out.reserve(256 * 1024);
+        }
+        match z.decompress_vec(
+            &file[data_offset + used..],
+            &mut out,
+            flate2::FlushDecompress::None,
+        ) {
+            Ok(flate2::Status::StreamEnd) => return Some((out, z.total_in() as usize)),
+            Ok(_) if z.total_in() as usize == used && out.len() < out.capacity() => return None,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
 /// Decoded length produced by a raw inflater from `compressed[..n]`.
 pub(crate) fn inflated_len_from(compressed: &[u8], n: usize) -> usize {
     inflate_prefix(&compressed[..n]).len()

@@ -163,6 +163,23 @@ impl InflateSource {
         })
     }
 
+    /// The last checkpoint at or before decoded offset `out` that is at or
+    /// after `from` (a member's start): its decoded offset and input bit.
+    /// Checkpoints lie on block boundaries, so a decoder that needs no
+    /// window can begin there (see `resync::Recover`).
+    pub fn block_before(&self, from: u64, out: u64) -> Option<(u64, u64)> {
+        let segs = self.segments.read();
+        let k = segs
+            .partition_point(|s| s.out_start <= out)
+            .checked_sub(1)?;
+        let points = &segs[k].points;
+        let p = points[..points.partition_point(|p| p.out <= out)].last()?;
+        if p.out < from {
+            return None;
+        }
+        Some((p.out, (p.input.checked_mul(8)?).checked_sub(p.bits as u64)?))
+    }
+
     /// The stream `layout` describes, decoded from `input` on demand: a
     /// read resumes at the nearest checkpoint, whose window `store` holds.
     /// The layout is checked for order and bounds, never trusted blindly.

@@ -11,6 +11,8 @@
 //!   skipped and where in the decoded stream bytes are missing;
 //! * trailing zeros are padding; any other trailing bytes are reported.
 
+mod locate;
+
 use std::sync::Arc;
 
 use memchr::memmem;
@@ -25,6 +27,7 @@ use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
 use crate::offer::Offers;
 use crate::status::Damage;
+use locate::{Chain, Locate, Located, Outcome};
 
 /// gzip: members, their headers, decoded streams.
 pub static FORMAT: Format = Format {
@@ -208,6 +211,16 @@ enum State {
         out_start: u64,
         recovered: bool,
     },
+    /// A member that decoded without an error failed its check: looking
+    /// for where the damage lies (see `locate`) before its decoded bytes
+    /// `out` are reported unverified.
+    Locate {
+        member: usize,
+        why: String,
+        out: (u64, u64),
+        search: Box<Locate>,
+        next: u64,
+    },
     /// After a member: another member, zero padding (from `pad`), or garbage.
     After {
         at: u64,
@@ -252,6 +265,10 @@ struct GzipParser {
     scratch: Vec<u8>,
     /// Name of the first decoded stream, which recovered ones are named after.
     stream_name: String,
+    /// The walk along a tar header chain in the decoded stream, while
+    /// one can locate damage (see `locate`): until a member fails its
+    /// check or decoding resumes after damage.
+    chain: Option<Chain>,
     /// A run of the member's decoding on the engine's helper thread: the
     /// inflater, what the run ended with, and what it had produced before.
     running: Option<Background<(Box<Inflater>, InflateEvent, u64)>>,
@@ -281,6 +298,7 @@ impl GzipParser {
             state: State::Header { at: 0 },
             scratch: Vec::new(),
             stream_name: String::new(),
+            chain: Some(Chain::START),
             running: None,
         }
     }
@@ -339,6 +357,7 @@ impl GzipParser {
         }
         let out = InflateSource::new(self.data.clone(), "recovered deflate stream");
         let inflater = Inflater::recover(out.clone(), bit);
+        self.chain = None;
         let name = format!("{}~recovered@{byte:#x}", self.stream_name);
         let mut spec = ChildSpec::new(Name::new(name), EntryKind::Stream, out.clone() as Data);
         spec.origin = Some(Range::new(byte, self.data.available().max(byte)));
@@ -762,24 +781,13 @@ impl GzipParser {
             self.checked += 1;
         }
         let damage = (!problems.is_empty()).then(|| Damage::corrupt(tr, problems.join("; ")));
+        let why = damage.as_ref().map(|d| d.reason.clone());
         if let Some(d) = &damage {
             // The damage is somewhere in the member; the check only says so.
             cx.damage(Damage::corrupt(
                 Range::new(start, at + 8),
                 format!("gzip member #{m}: {} (decoded bytes kept)", d.reason),
             ));
-            // Its data decoded without an error: which of its bytes are
-            // wrong is not known, so they are unverified, not corrupt.
-            self.child_damage(
-                cx,
-                Damage::unverified(
-                    Range::new(out_start, out_end),
-                    format!(
-                        "member #{m} fails its check: {}; its data decoded without an error, and which bytes are wrong is not known",
-                        d.reason
-                    ),
-                ),
-            );
         }
         cx.edit_node(node, move |nd| {
             nd.range = Range::new(start, at + 8);
@@ -792,7 +800,119 @@ impl GzipParser {
             at: at + 8,
             pad: at + 8,
         };
+        // No damage: nothing more to do (`None`: the next state runs).
+        let why = why?;
+        // Its data decoded without an error: which of its bytes are wrong
+        // is not known until the damage is located.
+        let shift = (size as u32).wrapping_sub(stored_size) as i32 as i64;
+        let search = match (self.chain.take(), &self.out) {
+            (Some(chain), Some(o)) => Locate::new(
+                o.clone(),
+                self.data.clone(),
+                (out_start, out_end),
+                shift,
+                chain,
+            ),
+            _ => None,
+        };
+        match search {
+            Some(search) => {
+                self.state = State::Locate {
+                    member: m,
+                    why,
+                    out: (out_start, out_end),
+                    search: Box::new(search),
+                    next: at + 8,
+                }
+            }
+            None => self.soft_damage(cx, m, &why, (out_start, out_end), None),
+        }
         None
+    }
+
+    /// Steps the search for where a member's damage lies.
+    fn locate(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Locate {
+            member,
+            why,
+            out,
+            search,
+            next,
+        } = &mut self.state
+        else {
+            return None;
+        };
+        let found = match search.step(cx.budget) {
+            Outcome::Working => return Some(Step::Yield),
+            Outcome::Done(found) => found,
+        };
+        let (m, why, out, next) = (*member, std::mem::take(why), *out, *next);
+        self.state = State::After {
+            at: next,
+            pad: next,
+        };
+        self.soft_damage(cx, m, &why, out, found);
+        None
+    }
+
+    /// Reports member `m`'s decoded bytes `out` unverified after its check
+    /// failed (`why`): all of them, or where `found` says the damage lies
+    /// and the bytes that copy from there.
+    fn soft_damage(
+        &self,
+        cx: &mut StepCx,
+        m: usize,
+        why: &str,
+        (out_start, out_end): (u64, u64),
+        found: Option<Located>,
+    ) {
+        let Some(found) = found else {
+            self.child_damage(
+                cx,
+                Damage::unverified(
+                    Range::new(out_start, out_end),
+                    format!(
+                        "member #{m} fails its check: {why}; its data decoded without an error, and which bytes are wrong is not known"
+                    ),
+                ),
+            );
+            return;
+        };
+        let span = found.span;
+        let mut all = vec![Damage::unverified(
+            span,
+            format!(
+                "member #{m} fails its check: {why}; the damage lies in these bytes, which decoded without an error but are not proved (the tar headers before and after them check out where the member's length change puts them)"
+            ),
+        )];
+        for r in found.copies {
+            all.push(Damage::unverified(
+                r,
+                format!(
+                    "member #{m} fails its check: {why}; these bytes copy from the 32 KiB before {:#x}, after damage that lies in {span}, so they may be wrong",
+                    span.end
+                ),
+            ));
+        }
+        if let Some(r) = found.tail {
+            all.push(Damage::unverified(
+                r,
+                format!(
+                    "member #{m} fails its check: {why}; the tar header chain breaks again here, so these bytes are not proved either"
+                ),
+            ));
+        }
+        // In offset order and apart, as damage reaches members in order.
+        all.sort_by_key(|d| d.range.start);
+        let mut end = 0;
+        for mut d in all {
+            d.range.start = d.range.start.max(end);
+            if d.range.end <= d.range.start {
+                continue;
+            }
+            end = d.range.end;
+            self.child_damage(cx, d);
+        }
     }
 
     fn after(&mut self, cx: &mut StepCx) -> Option<Step> {
@@ -1127,6 +1247,7 @@ impl Parser for GzipParser {
                 State::Header { at } => self.header(cx, at),
                 State::Body { .. } => self.body(cx),
                 State::Trailer { .. } => self.trailer(cx),
+                State::Locate { .. } => self.locate(cx),
                 State::After { .. } => self.after(cx),
                 State::Resync { .. } => self.resync(cx),
                 State::Blocks { .. } => self.blocks(cx),
