@@ -348,15 +348,6 @@ fn no_index_reads_and_writes_nothing() {
     assert!(nodes.stdout_text().lines().count() > 5);
 }
 
-/// The last stderr line of a `--io-stats --json` run, parsed.
-fn io_of(run: &Run) -> serde_json::Value {
-    let err = run.stderr_text();
-    let line = err.lines().last().unwrap_or_default();
-    let v: serde_json::Value =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?} in {err}"));
-    v["io"].clone()
-}
-
 #[test]
 fn io_stats_show_what_an_index_spares() {
     let tmp = tempfile::tempdir().unwrap();
@@ -368,7 +359,7 @@ fn io_stats_show_what_an_index_spares() {
     // A full parse: every compressed byte read, the whole tar decoded.
     let first = pparse(["tree", t, "--json", "--index", idx, "--io-stats"]);
     assert_eq!(first.code, 0, "{}", first.stderr_text());
-    let io = io_of(&first);
+    let io = io_json(&first);
     let tar_size = serde_json::from_slice::<serde_json::Value>(&first.stdout).unwrap()["children"]
         [0]["size"]
         .as_u64()

@@ -879,3 +879,12 @@ with tarfile.open({under:?}, "w", format=tarfile.GNU_FORMAT) as t:
     ));
     (tmp, dup, under)
 }
+
+/// The last stderr line of a `--io-stats --json` run, parsed: its counts.
+pub(crate) fn io_json(run: &Run) -> serde_json::Value {
+    let err = run.stderr_text();
+    let line = err.lines().last().unwrap_or_default();
+    let v: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?} in {err}"));
+    v["io"].clone()
+}
