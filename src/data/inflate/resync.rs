@@ -417,6 +417,25 @@ impl Recover {
         }
         w
     }
+    /// Forgets the output so far, as if decoding began here with an
+    /// unknown window: between two symbols of a block (after a run that
+    /// reached its output limit) the decoder keeps the block's codes and
+    /// goes on from this bit. Bytes after it that copy what came before
+    /// are unknown. The caller vouches that the symbols from here on are
+    /// in step with the real ones (`gzip`'s located damage lies before).
+    pub fn restart_here(&mut self) {
+        self.hist.fill(UNKNOWN);
+        self.produced = 0;
+        self.unknown_end = 0;
+        self.run = None;
+        self.runs.clear();
+        self.merge_all = false;
+        self.first = false;
+        self.fixed_lead = false;
+        self.unproven = false;
+        self.sync_at = 0;
+    }
+
     /// Output ranges of unknown bytes found since the last call, merged
     /// when closer than 64 bytes (so some known bytes may be listed; an
     /// unknown one never goes unlisted). With `all`, the run still being

@@ -16,13 +16,14 @@
 //!   damage no header sits on that grid (tar's are 512-aligned), and
 //!   damaged output does not make a header whose checksum holds;
 //! * the chain from there on must hold to the member's end;
-//! * past the first deflate block boundary after that header, the decoder
-//!   reads real symbols with real codes: every byte it makes without
-//!   copying from the 32 KiB before that boundary is exact. Decoding from
-//!   the boundary with an unknown window (`resync::Recover`) lists the
-//!   bytes that copy it: they may copy the damage, or copy the right bytes
-//!   from the wrong place (after a shift, a distance that crosses the damage
-//!   lands elsewhere), so they stay unverified.
+//! * from that header on, the decoder reads real symbols with real codes
+//!   (those of the block it is in, read before or after the damage): every
+//!   byte it makes without copying from the 32 KiB before the header is
+//!   exact. Decoding on from the first symbol at or past the header with
+//!   an unknown window (`resync::Recover`, stopped there and restarted)
+//!   lists the bytes that copy it: they may copy the damage, or copy the
+//!   right bytes from the wrong place (after a shift, a distance that
+//!   crosses the damage lands elsewhere), so they stay unverified.
 //!
 //! What this cannot see, and so what it assumes: a second place of damage
 //! that leaves the length unchanged modulo 512 (a flipped bit that turns
@@ -67,7 +68,7 @@ impl Chain {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Located {
     /// From the data of the last header before the damage to the first
-    /// block boundary after it (or the member's end).
+    /// header after it (or the member's end).
     pub span: Range,
     /// Bytes after the span that copy bytes from the 32 KiB before it.
     pub copies: Vec<Range>,
@@ -83,13 +84,14 @@ enum Phase {
     /// Walking the chain on from the header at `found`.
     Verify { next: u64, last: u64, found: u64 },
     /// Decoding from a checkpoint at decoded offset `base` to the first
-    /// block boundary at or past `found`.
+    /// symbol at or past `found`.
     Boundary {
         rec: Box<Recover>,
         base: u64,
         found: u64,
     },
-    /// Decoding from that boundary (`at`) until no byte copies its window.
+    /// Decoding on from that symbol (`at`), as if the window before it
+    /// were unknown, until no byte copies it.
     Marks { rec: Box<Recover>, at: u64 },
 }
 
@@ -265,24 +267,24 @@ impl Locate {
                 } => {
                     self.scratch.clear();
                     let before = rec.produced();
-                    let ev = rec.run(&mut self.scratch, RUN);
+                    // A run stops between two symbols once it reaches its
+                    // limit: the first one at or past the header.
+                    let left = found.saturating_sub(base + before);
+                    let ev = match left {
+                        0 => Ok(Event::Progress),
+                        n => rec.run(&mut self.scratch, RUN.min(n as usize)),
+                    };
                     work += rec.produced() - before;
                     let at = base + rec.produced();
                     match ev {
-                        Ok(Event::Progress) if at < self.end => {
+                        Ok(Event::Progress | Event::Block) if at < found => {
                             self.phase = Phase::Boundary { rec, base, found }
                         }
-                        Ok(Event::Block) if at < found => {
-                            self.phase = Phase::Boundary { rec, base, found }
+                        Ok(Event::Progress | Event::Block) if at < self.end => {
+                            rec.restart_here();
+                            self.phase = Phase::Marks { rec, at };
                         }
-                        Ok(Event::Block) if at < self.end => {
-                            let bit = rec.bit();
-                            self.phase = Phase::Marks {
-                                rec: Box::new(Recover::new(self.input.clone(), bit)),
-                                at,
-                            };
-                        }
-                        // No block boundary after the header in this member.
+                        // The member ends before it.
                         _ => return self.to_end(),
                     }
                 }
