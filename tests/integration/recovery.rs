@@ -26,6 +26,15 @@ struct Sample {
     members: HashMap<String, Member>,
 }
 
+impl Sample {
+    /// Where the data of the member holding tar offset `at` starts: the
+    /// last member whose data starts at or before it.
+    fn data_holding(&self, at: u64) -> u64 {
+        let starts = self.members.values().map(|m| m.data);
+        starts.filter(|&d| d <= at).max().expect("a member before")
+    }
+}
+
 fn sample() -> &'static Sample {
     static S: OnceLock<Sample> = OnceLock::new();
     S.get_or_init(|| make_sample("recovery", &["src", "docs", "fixtures", "tests"], GZIP_6))
@@ -749,13 +758,7 @@ fn soft_damage_is_located_by_the_tar_headers_around_it() {
         let stream = t.exts[0].children[0];
         // The member the damage begins in: the last whose data starts at
         // or before it.
-        let hit = s
-            .members
-            .values()
-            .filter(|m| m.data <= dmg_out)
-            .map(|m| m.data)
-            .max()
-            .unwrap();
+        let hit = s.data_holding(dmg_out);
         let unverified_from = t.exts[stream]
             .damage
             .iter()
@@ -1467,13 +1470,7 @@ fn soft_damage_in_one_gzip_member_of_many_is_located_inside_it() {
     // Located: what is doubted begins at the data of the tar member the
     // damage falls in, inside the gzip member (the chain was walked
     // through the members before it, each proved by its own CRC).
-    let hit = sample()
-        .members
-        .values()
-        .filter(|m| m.data <= dmg_out)
-        .map(|m| m.data)
-        .max()
-        .unwrap();
+    let hit = sample().data_holding(dmg_out);
     let first = unverified.iter().map(|r| r.start).min().unwrap();
     assert!(
         first == hit && hit > member_start && first <= dmg_out,

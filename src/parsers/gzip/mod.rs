@@ -622,27 +622,17 @@ impl GzipParser {
             InflateEvent::Truncated { in_end } => {
                 let out_end = out_start + inflater.produced();
                 let m = self.members;
-                cx.edit_node(node, move |n| {
-                    n.kind = "partial member";
-                    n.range.end = in_end;
-                    n.value = Some(Value::Str(
-                        format!("decoded {out_start:#x}..{out_end:#x}, cut off").into(),
-                    ));
-                    n.damage = Some(Box::new(Damage::truncated(
-                        Range::new(in_end, in_end),
-                        "deflate data ends before the end of the stream",
-                    )));
-                });
-                cx.damage(Damage::truncated(
-                    Range::new(in_end, in_end),
-                    format!("gzip member #{m} is cut off inside its deflate data"),
-                ));
-                self.child_damage(
+                self.cut_off(
                     cx,
-                    Damage::truncated(
-                        Range::new(out_end, out_end),
+                    node,
+                    Range::new(in_end, in_end),
+                    out_end,
+                    [
+                        format!("decoded {out_start:#x}..{out_end:#x}, cut off"),
+                        "deflate data ends before the end of the stream".into(),
+                        format!("gzip member #{m} is cut off inside its deflate data"),
                         format!("decoded stream ends early (member #{m} cut off)"),
-                    ),
+                    ],
                 );
                 Some(self.finish(cx))
             }
@@ -723,28 +713,17 @@ impl GzipParser {
             if !self.data.is_final() {
                 return Some(Step::Blocked);
             }
-            let end = at + n as u64;
-            cx.edit_node(node, move |nd| {
-                nd.kind = "partial member";
-                nd.range.end = end;
-                nd.value = Some(Value::Str(
-                    format!("decoded {out_start:#x}..{out_end:#x}, trailer cut off").into(),
-                ));
-                nd.damage = Some(Box::new(Damage::truncated(
-                    Range::new(at, end),
-                    "CRC-32 and size trailer cut off",
-                )));
-            });
-            cx.damage(Damage::truncated(
-                Range::new(at, end),
-                format!("gzip member #{m} trailer is cut off ({n} of 8 bytes)"),
-            ));
-            self.child_damage(
+            self.cut_off(
                 cx,
-                Damage::truncated(
-                    Range::new(out_end, out_end),
+                node,
+                Range::new(at, at + n as u64),
+                out_end,
+                [
+                    format!("decoded {out_start:#x}..{out_end:#x}, trailer cut off"),
+                    "CRC-32 and size trailer cut off".into(),
+                    format!("gzip member #{m} trailer is cut off ({n} of 8 bytes)"),
                     format!("member #{m} decoded fully but its CRC could not be checked"),
-                ),
+                ],
             );
             return Some(self.finish(cx));
         }
@@ -828,6 +807,24 @@ impl GzipParser {
             None => self.soft_damage(cx, m, &why, (out_start, out_end), None),
         }
         None
+    }
+
+    /// Reports a member cut off at input `cut` after decoding to
+    /// `out_end`: `why` is its node's value and reason, the file's
+    /// reason and the decoded stream's.
+    fn cut_off(&self, cx: &mut StepCx, node: usize, cut: Range, out_end: u64, why: [String; 4]) {
+        let [value, node_why, file_why, stream_why] = why;
+        cx.edit_node(node, move |n| {
+            n.kind = "partial member";
+            n.range.end = cut.end;
+            n.value = Some(Value::Str(value.into()));
+            n.damage = Some(Box::new(Damage::truncated(cut, node_why)));
+        });
+        cx.damage(Damage::truncated(cut, file_why));
+        self.child_damage(
+            cx,
+            Damage::truncated(Range::new(out_end, out_end), stream_why),
+        );
     }
 
     /// Steps the search for where a member's damage lies.
