@@ -486,36 +486,36 @@ fn tensors(t: &Tree) {
     }
 }
 
-/// Every JSON writer of the CLI, into memory: each must give valid JSON.
+/// Every report the CLI prints, into memory: each must give valid JSON.
 fn writers(t: &Tree, trace: bool) {
-    use pparse::cli::writers;
+    use pparse::report;
     let mut out = Vec::new();
-    writers::tree_json(t, 0, &mut out).expect("tree --json writes");
+    report::tree::tree_json(t, 0, &mut out).expect("tree --json writes");
     valid_json(&out, "tree --json");
     out.clear();
-    writers::tree_text(t, &mut out).expect("tree writes");
+    report::tree::tree_text(t, &mut out).expect("tree writes");
     for id in 0..t.len().min(MAX_EXTS) {
         let e = &t.exts[id];
         out.clear();
-        writers::nodes_json(t, id, LOAD_DEPTH + 1, &mut out).expect("nodes --json writes");
+        report::tree::nodes_json(t, id, LOAD_DEPTH + 1, &mut out).expect("nodes --json writes");
         valid_json(&out, "nodes --json");
         match e.parser {
             Some("pickle" | "torch") => {
                 out.clear();
-                if writers::pickle_json(t, id, &mut out).expect("pickle --json writes") {
+                if report::pickle::json_of(t, id, &mut out).expect("pickle --json writes") {
                     valid_json(&out, "pickle --json");
                 }
                 out.clear();
-                writers::pickle_text(t, id, trace, &mut out).expect("pickle writes");
+                report::pickle::text_of(t, id, trace, &mut out).expect("pickle writes");
             }
             Some("safetensors" | "safetensors-index" | "zip" | "onnx") => {
                 out.clear();
-                writers::tensors_json(t, id, &mut out).expect("tensors --json writes");
+                report::tensors::json_of(t, id, &mut out).expect("tensors --json writes");
                 valid_json(&out, "tensors --json");
             }
             Some("wandb") => {
                 out.clear();
-                writers::records_json(&*e.data(), &mut out, &mut |_, _| {})
+                report::records::json(&*e.data(), &mut out, &mut |_, _| {})
                     .expect("records --json writes");
                 for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                     valid_json(line, "records --json");

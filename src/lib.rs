@@ -36,6 +36,7 @@ pub mod name;
 pub mod node;
 pub mod offer;
 pub mod parsers;
+pub mod report;
 pub mod status;
 pub mod tui;
 pub mod util;

@@ -1,7 +1,7 @@
 //! `pparse._pparse`: the Rust half of the Python package.
 //!
 //! It is a thin layer over the library's file-system API ([`pparse::fs`]),
-//! its tensor views ([`pparse::view`]) and the CLI's JSON writers (the
+//! its tensor views ([`pparse::view`]) and its reports ([`pparse::report`], the
 //! contract's shapes), so that Python sees what `pparse` prints. The
 //! Python half (`pparse/__init__.py`) turns its answers into the objects
 //! Python users expect (file objects, numpy arrays).
@@ -154,7 +154,7 @@ impl Source {
             |_, _| false,
             |t, id| {
                 let mut out = Vec::new();
-                pparse::cli::writers::tree_json(t, id, &mut out).map(|()| out)
+                pparse::report::tree::tree_json(t, id, &mut out).map(|()| out)
             },
         )?;
         String::from_utf8(out.map_err(io_error)?).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -290,7 +290,7 @@ impl Source {
         )?;
         let out = py.detach(|| {
             let mut out = Vec::new();
-            pparse::cli::writers::ir_json(&*data, &mut out).map(|()| out)
+            pparse::report::ir::json(&*data, &mut out).map(|()| out)
         });
         String::from_utf8(out.map_err(io_error)?).map_err(|e| PyValueError::new_err(e.to_string()))
     }

@@ -24,11 +24,8 @@ macro_rules! say_inline {
 
 mod common;
 mod ir;
-mod ir_json;
 mod ml;
 mod records;
-mod render;
-pub mod writers;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -449,10 +446,10 @@ pub fn main() -> i32 {
             stats,
         }) => {
             let show = match (json, stats) {
-                (false, false) => ir::Show::Text,
-                (true, false) => ir::Show::Json,
-                (false, true) => ir::Show::Stats,
-                (true, true) => ir::Show::StatsJson,
+                (false, false) => crate::report::ir::Show::Text,
+                (true, false) => crate::report::ir::Show::Json,
+                (false, true) => crate::report::ir::Show::Stats,
+                (true, true) => crate::report::ir::Show::StatsJson,
             };
             ir::ir(&input(file), path.as_deref().unwrap_or(""), show)
         }
@@ -487,7 +484,7 @@ pub fn main() -> i32 {
     if io_stats {
         say!(
             "{}",
-            render::io_stats(&crate::data::stats::io_stats(), json_out)
+            crate::report::io_stats(&crate::data::stats::io_stats(), json_out)
         );
     }
     // A read of FILE that failed ends the command as a file that cannot
@@ -549,9 +546,9 @@ fn tree(input: &Input, json: bool) -> Result<Status, Fatal> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let r = if json {
-        render::tree_json(&t, 0, &mut out)
+        crate::report::tree::tree_json(&t, 0, &mut out)
     } else {
-        render::tree_text(&t, &mut out)
+        crate::report::tree::tree_text(&t, &mut out)
     };
     finish_output(r.and_then(|_| out.flush()))?;
     Ok(report(&t, &t.subtree(0)))
@@ -590,9 +587,9 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
         {
             let t = session.tree();
             if json {
-                render::nodes_json_open(&t, id, &mut out)?;
+                crate::report::tree::nodes_json_open(&t, id, &mut out)?;
             } else {
-                render::nodes_text_head(&t.exts[id], &mut out)?;
+                crate::report::tree::nodes_text_head(&t.exts[id], &mut out)?;
             }
         }
         for i in 0..count {
@@ -604,9 +601,9 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
                     if i > 0 {
                         write!(out, ",")?;
                     }
-                    render::node_json(n, depth, &mut out)?;
+                    crate::report::tree::node_json(n, depth, &mut out)?;
                 } else {
-                    render::node_text(n, 1, depth, &mut out)?;
+                    crate::report::tree::node_text(n, 1, depth, &mut out)?;
                 }
             }
             session.unload(id, &[i]);
@@ -620,7 +617,7 @@ fn nodes(input: &Input, path: &str, depth: usize, json: bool) -> Result<Status, 
             }
         }
         if json {
-            render::nodes_json_close(&mut out)?;
+            crate::report::tree::nodes_json_close(&mut out)?;
         }
         out.flush()
     })();

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["parsers"],
     &["engine", "index"],
     &["fs", "view"],
+    &["report"],
     &["tui"],
     &["cli"],
 ];

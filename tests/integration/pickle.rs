@@ -569,7 +569,7 @@ fn trace_of_a_million_nested_lists_is_linear() {
             seen: false,
             tail: Vec::new(),
         };
-        let work = pparse::cli::writers::pickle_text(&t, 0, true, &mut out)
+        let work = pparse::report::pickle::text_of(&t, 0, true, &mut out)
             .unwrap()
             .expect("a pickle");
         assert_eq!(work.opcodes, ops, "{name}");

@@ -3,32 +3,11 @@
 
 use std::io::{self, Write};
 
+use super::json::{string as json_str, u64 as json_u64};
 use crate::extraction::{EntryKind, ExtId, Extraction, Tree};
 use crate::node::{Children, Node, Value};
 use crate::status::Status;
 use crate::util::thousands;
-
-/// `s` as a JSON string. JSON escapes C0 controls itself; DEL and C1
-/// controls (U+0080–U+009F, which some terminals act on as CSI and OSC)
-/// are escaped too, so JSON printed to a terminal is as safe as text.
-pub(super) fn json_str(s: &str) -> String {
-    let out = serde_json::to_string(s).expect("strings always serialise");
-    match crate::name::c1_escaped(out.as_bytes()) {
-        std::borrow::Cow::Borrowed(_) => out,
-        // ASCII escapes replaced whole characters: still UTF-8.
-        std::borrow::Cow::Owned(b) => String::from_utf8(b)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    }
-}
-
-/// Integers beyond 2^53 are strings, so JSON readers do not round them.
-fn json_u64(v: u64) -> String {
-    if v > (1u64 << 53) {
-        format!("\"{v}\"")
-    } else {
-        v.to_string()
-    }
-}
 
 fn json_value(v: &Value) -> String {
     match v {
@@ -60,7 +39,7 @@ fn kind_text(e: &Extraction) -> String {
 /// One line per extraction, drawn as a tree. The walk keeps one frame per
 /// level (which child comes next), not one entry per member: a million
 /// members cost no memory here.
-pub(super) fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
+pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
     // (extraction, index of its next child to print)
     let mut stack: Vec<(ExtId, usize)> = Vec::new();
     let mut lead = String::new();
@@ -125,7 +104,7 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
 /// `declared_size` and `origin`).
 /// The walk keeps one frame per level, not a call: a tree of any depth
 /// (an index is untrusted input) cannot overflow the stack here.
-pub(super) fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+pub fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     // (extraction, index of its next child to write)
     let mut stack: Vec<(ExtId, usize)> = vec![(id, 0)];
     write_ext_open(t, id, out)?;
@@ -211,7 +190,7 @@ fn write_ext_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
 
 /// Nodes as indented lines: name, kind, range, value, status.
 /// The first line of `nodes` text output: the extraction itself.
-pub(super) fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
+pub fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "{}  [{}]  {} B",
@@ -222,12 +201,7 @@ pub(super) fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Resul
 }
 
 /// One node and its loaded children, `depth` levels.
-pub(super) fn node_text(
-    n: &Node,
-    indent: usize,
-    depth: usize,
-    out: &mut impl Write,
-) -> io::Result<()> {
+pub fn node_text(n: &Node, indent: usize, depth: usize, out: &mut impl Write) -> io::Result<()> {
     if depth == 0 {
         return Ok(());
     }
@@ -264,12 +238,7 @@ pub(super) fn node_text(
 
 /// `nodes --json`: the extraction as the root node, its loaded nodes as
 /// the root's children (docs/contract.md shape, plus `detail` and `more`).
-pub(super) fn nodes_json(
-    t: &Tree,
-    id: ExtId,
-    depth: usize,
-    out: &mut impl Write,
-) -> io::Result<()> {
+pub fn nodes_json(t: &Tree, id: ExtId, depth: usize, out: &mut impl Write) -> io::Result<()> {
     nodes_json_open(t, id, out)?;
     for (i, n) in t.exts[id].nodes.iter().enumerate() {
         if i > 0 {
@@ -282,7 +251,7 @@ pub(super) fn nodes_json(
 
 /// The root node of `nodes --json` up to the opening of its children: the
 /// command writes them one at a time.
-pub(super) fn nodes_json_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+pub fn nodes_json_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     let e = &t.exts[id];
     write!(
         out,
@@ -299,12 +268,12 @@ pub(super) fn nodes_json_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::
 }
 
 /// Closes what [`nodes_json_open`] opened.
-pub(super) fn nodes_json_close(out: &mut impl Write) -> io::Result<()> {
+pub fn nodes_json_close(out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "]}}")
 }
 
 /// One node and its loaded children as JSON, `depth` levels.
-pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
+pub fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":{},\"kind\":{},\"start\":{},\"end\":{}",
@@ -339,73 +308,4 @@ pub(super) fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Res
         }
     }
     write!(out, "]}}")
-}
-
-/// The most memory the process held at once (resident, from the kernel's
-/// `VmHWM`): unlike the heap count it includes what C libraries (liblzma,
-/// zstd, libbz2) allocate, and touched pages of mapped files. (`getrusage`
-/// would also count the process that started this one, before `exec`.)
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// `--io-stats`: one line of text, or one JSON object (docs/contract.md).
-pub(super) fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
-    let budget = crate::data::ChunkCache::global().budget() as u64;
-    let remote = crate::data::remote_stats();
-    if json {
-        let mut o = serde_json::json!({
-            "file_read": s.file_read,
-            "decoded": s.decoded,
-            "redecoded": s.redecoded,
-            "from_cache": s.from_cache,
-            "cache_budget": budget,
-            "decode_seconds": s.decoding.as_secs_f64(),
-            "wait_seconds": s.waiting.as_secs_f64(),
-        });
-        if s.heap_peak > 0 {
-            o["heap_peak"] = s.heap_peak.into();
-        }
-        if let Some(rss) = peak_rss() {
-            o["rss_peak"] = rss.into();
-        }
-        if remote.requests > 0 {
-            o["remote_fetched"] = remote.bytes_fetched.into();
-            o["remote_requests"] = remote.requests.into();
-        }
-        return serde_json::json!({ "io": o }).to_string();
-    }
-    let mut line = format!(
-        "pparse: io: read {} B from the file; decoded {} B, re-decoded {} B from checkpoints; {} B from the cache (budget {}); decoding {:.3} s, waiting {:.3} s",
-        thousands(s.file_read),
-        thousands(s.decoded),
-        thousands(s.redecoded),
-        thousands(s.from_cache),
-        crate::util::human(budget),
-        s.decoding.as_secs_f64(),
-        s.waiting.as_secs_f64()
-    );
-    if s.heap_peak > 0 {
-        line.push_str(&format!("; peak heap {} B", thousands(s.heap_peak)));
-    }
-    if let Some(rss) = peak_rss() {
-        line.push_str(&format!("; peak RSS {} B", thousands(rss)));
-    }
-    if remote.requests > 0 {
-        line.push_str(&format!(
-            "; fetched {} B in {} requests",
-            thousands(remote.bytes_fetched),
-            thousands(remote.requests)
-        ));
-    }
-    line
 }
