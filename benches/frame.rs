@@ -10,9 +10,9 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pparse::tui::Theme;
-use pparse::tui::app::App;
 use pparse::{Options, Session};
+use pparse_explorer::Theme;
+use pparse_explorer::app::App;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -50,7 +50,7 @@ fn key(app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode) -> Durati
     while let Ok(d) = app.done.try_recv() {
         app.on_done(d);
     }
-    pparse::tui::render(app, term).unwrap();
+    pparse_explorer::render(app, term).unwrap();
     t.elapsed()
 }
 
@@ -95,7 +95,7 @@ fn main() {
     }
     let mut app = App::new(session, Theme::load("dark").unwrap());
     let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
-    pparse::tui::render(&mut app, &mut term).unwrap();
+    pparse_explorer::render(&mut app, &mut term).unwrap();
 
     use KeyCode::*;
     // While the parse runs: the same file opened again, keys every 5 ms.

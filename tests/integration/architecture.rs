@@ -1,11 +1,15 @@
-//! The layers of `src/` import downward only, and no two files import each
-//! other, directly or through others (docs/architecture.md).
+//! The layers import downward only, and no two files import each other,
+//! directly or through others (docs/architecture.md).
 //!
-//! Reads every source file, takes the paths it names through `crate::` and
-//! `super::` (and a `mod.rs` naming its own submodules), maps each to the
-//! file that defines it, and checks the ranks below and the absence of
-//! cycles in that graph. Comments, string literals and `#[cfg(test)]`
-//! modules are left out: tests may reach anywhere.
+//! Reads every source file of the workspace (the library, the explorer,
+//! the command line, the Python crate and the fuzz targets, see [`CRATES`])
+//! as one tree of modules: the library's at the top, each front end's
+//! under its own name. Takes the paths each file names through `crate::`,
+//! `super::` and the names of the crates it uses (and a `mod.rs` naming its
+//! own submodules), maps each to the file that defines it, and checks the
+//! ranks below and the absence of cycles in that graph. Comments, string
+//! literals and `#[cfg(test)]` modules are left out: tests may reach
+//! anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,9 +27,54 @@ const LAYERS: &[&[&str]] = &[
     &["engine", "index"],
     &["fs", "view"],
     &["report"],
+    &["python", "fuzz"],
     &["tui"],
     &["cli"],
 ];
+
+/// Where each crate's files are, the module its root stands for, and the
+/// paths it names other crates' modules by (besides `super::`).
+struct Crate {
+    dir: &'static str,
+    at: &'static [&'static str],
+    roots: &'static [(&'static str, &'static [&'static str])],
+}
+
+const CRATES: &[Crate] = &[
+    Crate {
+        dir: "crates/pparse/src",
+        at: &[],
+        roots: &[("crate::", &[])],
+    },
+    Crate {
+        dir: "crates/explorer/src",
+        at: &["tui"],
+        roots: &[("crate::", &["tui"]), ("pparse::", &[])],
+    },
+    Crate {
+        dir: "src",
+        at: &["cli"],
+        roots: &[
+            ("crate::", &["cli"]),
+            ("pparse::", &[]),
+            ("pparse_explorer::", &["tui"]),
+        ],
+    },
+    Crate {
+        dir: "python/src",
+        at: &["python"],
+        roots: &[("crate::", &["python"]), ("pparse::", &[])],
+    },
+    Crate {
+        dir: "fuzz",
+        at: &["fuzz"],
+        roots: &[("crate::", &["fuzz"]), ("pparse::", &[])],
+    },
+];
+
+fn module_of(path: &[&str]) -> Module {
+    path.iter().map(|s| s.to_string()).collect()
+}
 
 type Module = Vec<String>;
 
@@ -40,7 +89,14 @@ fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
-                todo.push(p);
+                // The fuzz crate's build output and inputs hold no source.
+                let name = p.file_name().unwrap_or_default();
+                if !["target", "corpus", "artifacts", "coverage"]
+                    .iter()
+                    .any(|d| name == *d)
+                {
+                    todo.push(p);
+                }
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let rel = p.strip_prefix(src).unwrap().with_extension("");
                 let mut m: Module = rel.iter().map(|c| c.to_string_lossy().into()).collect();
@@ -128,12 +184,17 @@ fn find_inline_mod(s: &str) -> Option<usize> {
     None
 }
 
-/// Paths named after `crate::` or `super::`, brace groups expanded.
-fn paths(code: &str, here: &Module, is_mod_file: bool) -> Vec<Module> {
+/// Paths named after `super::` or one of `roots` (`crate::`, another
+/// crate's name), brace groups expanded.
+fn paths(code: &str, here: &Module, is_mod_file: bool, roots: &[(&str, &[&str])]) -> Vec<Module> {
     let parent: Module = here[..here.len().saturating_sub(1)].to_vec();
     let mut out = Vec::new();
     let b = code.as_bytes();
-    for (root, base) in [("crate::", Vec::new()), ("super::", parent)] {
+    let roots = roots
+        .iter()
+        .map(|(r, base)| (*r, module_of(base)))
+        .chain([("super::", parent)]);
+    for (root, base) in roots {
         let mut from = 0;
         while let Some(k) = code[from..].find(root) {
             let at = from + k;
@@ -216,14 +277,25 @@ fn owner(path: &Module, mods: &BTreeMap<Module, PathBuf>) -> Option<Module> {
 }
 
 fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mods = modules(&src);
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut mods = BTreeMap::new();
+    let mut roots = BTreeMap::new();
+    for c in CRATES {
+        for (m, p) in modules(&top.join(c.dir)) {
+            let mut full = module_of(c.at);
+            full.extend(m);
+            roots.insert(p.clone(), c.roots);
+            mods.insert(full, p);
+        }
+    }
     let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     for (m, p) in &mods {
         let text = std::fs::read_to_string(p).unwrap();
-        let is_mod_file = p.ends_with("mod.rs") || p.ends_with("lib.rs");
+        let is_mod_file = ["mod.rs", "lib.rs", "main.rs"]
+            .iter()
+            .any(|f| p.ends_with(f));
         let e = edges.entry(m.clone()).or_default();
-        for path in paths(&code(&text), m, is_mod_file) {
+        for path in paths(&code(&text), m, is_mod_file, roots[p]) {
             if let Some(o) = owner(&path, &mods)
                 && o != *m
                 && !o.is_empty()
@@ -297,7 +369,10 @@ fn layers_import_downward_only() {
     let mut up = Vec::new();
     for (a, bs) in &g {
         for b in bs {
-            let (Some(ra), Some(rb)) = (rank(&a[0]), rank(&b[0])) else {
+            let (Some(ra), Some(rb)) = (
+                a.first().and_then(|m| rank(m)),
+                b.first().and_then(|m| rank(m)),
+            ) else {
                 continue;
             };
             if ra < rb {
@@ -306,7 +381,7 @@ fn layers_import_downward_only() {
         }
     }
     for top in g.keys().filter_map(|m| m.first()) {
-        assert!(rank(top).is_some(), "src/{top} is in no layer of LAYERS");
+        assert!(rank(top).is_some(), "module {top} is in no layer of LAYERS");
     }
     assert!(up.is_empty(), "upward imports:\n{}", up.join("\n"));
 }
@@ -325,7 +400,7 @@ fn the_checker_sees_imports() {
     let code = code(
         "use crate::{data::{Range, Source}, view::tensors};\n// crate::tui::app\nuse super::api::Step;\nmod inner { use super::X; }",
     );
-    let found = paths(&code, &here, false);
+    let found = paths(&code, &here, false, &[("crate::", &[])]);
     let names: Vec<String> = found.iter().map(|m| m.join("/")).collect();
     assert!(names.contains(&"data/Range".to_string()), "{names:?}");
     assert!(names.contains(&"data/Source".to_string()), "{names:?}");
@@ -354,4 +429,66 @@ fn the_checker_sees_imports() {
         real[&vec!["parsers".to_string(), "tar".to_string()]]
             .contains(&vec!["parsers".to_string(), "api".to_string()])
     );
+    // Each front end is read, by the names it gives the other crates.
+    let cli_ir = real[&module_of(&["cli", "ir"])].clone();
+    assert!(
+        cli_ir.contains(&module_of(&["cli", "common"])),
+        "{cli_ir:?}"
+    );
+    assert!(cli_ir.contains(&module_of(&["report", "ir"])), "{cli_ir:?}");
+    let python = &real[&module_of(&["python"])];
+    assert!(
+        python.contains(&module_of(&["report", "tree"])),
+        "{python:?}"
+    );
+    let fuzz = &real[&module_of(&["fuzz", "harness"])];
+    assert!(fuzz.contains(&module_of(&["report"])), "{fuzz:?}");
+    let app = &real[&module_of(&["tui", "app"])];
+    assert!(app.contains(&module_of(&["engine"])), "{app:?}");
+}
+
+/// The library stands apart from its front ends: the Python package (and
+/// so a Rust user of the library) builds none of the explorer's, the
+/// command line's or the diagnostics' crates.
+#[test]
+fn the_python_package_builds_no_front_end_crate() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "pparse-python",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let crates: BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        crates.contains("pparse") && crates.contains("pyo3"),
+        "{crates:?}"
+    );
+    for front in [
+        "ratatui",
+        "crossterm",
+        "syntect",
+        "clap",
+        "codespan-reporting",
+        "pparse-explorer",
+    ] {
+        assert!(!crates.contains(front), "the Python package builds {front}");
+    }
 }

@@ -122,7 +122,7 @@ fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
     assert!(t.text().contains("deflate data cut off"), "{}", t.text());
     // `y p` puts its PATH on the terminal's clipboard (OSC 52).
     t.send("yp");
-    let osc = pparse::tui::save::osc52("nested.tar/docs/inner.zip/chapter1.txt");
+    let osc = pparse_explorer::save::osc52("nested.tar/docs/inner.zip/chapter1.txt");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !t
         .raw

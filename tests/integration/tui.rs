@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pparse::tui::Theme;
-use pparse::tui::app::{App, Pane};
 use pparse::{Options, Session};
+use pparse_explorer::Theme;
+use pparse_explorer::app::{App, Pane};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
@@ -47,13 +47,13 @@ impl Harness {
             while let Ok(d) = self.app.done.try_recv() {
                 self.app.on_done(d);
             }
-            pparse::tui::render(&mut self.app, &mut self.term).unwrap();
+            pparse_explorer::render(&mut self.app, &mut self.term).unwrap();
             let idle = self.app.session.is_finished()
                 && self.app.worker.pending() == 0
                 && self.app.done.is_empty();
             if idle {
                 // One more frame: it must not have asked for anything.
-                pparse::tui::render(&mut self.app, &mut self.term).unwrap();
+                pparse_explorer::render(&mut self.app, &mut self.term).unwrap();
                 if self.app.worker.pending() == 0 && self.app.done.is_empty() {
                     return;
                 }
@@ -279,7 +279,7 @@ fn tree_search_finds_names_and_values() {
 fn help_overlay_lists_every_key() {
     let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
     h.keys("?");
-    for (keys, _, what) in pparse::tui::keys::HELP {
+    for (keys, _, what) in pparse_explorer::keys::HELP {
         assert_on_screen(&h, keys);
         assert_on_screen(&h, &what[..what.len().min(30)]);
     }
@@ -441,7 +441,7 @@ fn themes_and_no_color() {
         ));
         let mut app = App::new(session, t);
         let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
-        pparse::tui::render(&mut app, &mut term).unwrap();
+        pparse_explorer::render(&mut app, &mut term).unwrap();
     }
     let mono = Theme::mono();
     let session = Arc::new(Session::from_bytes(
@@ -453,7 +453,7 @@ fn themes_and_no_color() {
     let mut app = App::new(session, mono);
     let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
     for _ in 0..50 {
-        pparse::tui::render(&mut app, &mut term).unwrap();
+        pparse_explorer::render(&mut app, &mut term).unwrap();
         while let Ok(d) = app.done.try_recv() {
             app.on_done(d);
         }
@@ -895,7 +895,7 @@ fn select_metric(h: &mut Harness, name: &str) {
 /// The selected metric's series.
 fn metric_series(h: &Harness) -> pparse::offer::metrics::Series {
     match h.app.panel() {
-        pparse::tui::app::Panel::Metrics(p) => p.current_series().expect("series read").clone(),
+        pparse_explorer::app::Panel::Metrics(p) => p.current_series().expect("series read").clone(),
         _ => panic!("no metrics panel"),
     }
 }
@@ -911,7 +911,7 @@ fn metrics_panel_plots_a_wandb_history() {
     // The panel shows at once; the log is read in the background.
     h.app
         .on_key(KeyEvent::new(KeyCode::Char('M'), KeyModifiers::NONE));
-    pparse::tui::render(&mut h.app, &mut h.term).unwrap();
+    pparse_explorer::render(&mut h.app, &mut h.term).unwrap();
     assert_on_screen(&h, "Metrics: v0175-core-buggy.wandb");
     assert_on_screen(&h, "reading the log…");
     h.settle();
@@ -1018,7 +1018,7 @@ fn metrics_panel_needs_a_wandb_log() {
     let mut h = Harness::open("ustar.tar", fixture("ustar.tar"));
     h.keys("M");
     assert_on_screen(&h, "no W&B run log here");
-    assert!(matches!(h.app.panel(), pparse::tui::app::Panel::None));
+    assert!(matches!(h.app.panel(), pparse_explorer::app::Panel::None));
 }
 
 /// Offsets of every `%name` token in `text`, in order.
@@ -1137,7 +1137,7 @@ fn paddle_diagnostics_panel_lists_errors_with_carets() {
     h.keys("j");
     assert_eq!(h.app.place().cursor, want[1].at.span.start);
     h.keys("E");
-    assert!(matches!(h.app.panel(), pparse::tui::app::Panel::None));
+    assert!(matches!(h.app.panel(), pparse_explorer::app::Panel::None));
 
     // A clean program says so.
     let mut h = Harness::open("v3-control.txt", text.into_bytes());

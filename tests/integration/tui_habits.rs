@@ -2,9 +2,9 @@
 //! honest marks without colour, using the screen (bytes per row, zoom,
 //! resize, margins, names cut in the middle) and a help that scrolls.
 
-use pparse::tui::Theme;
-use pparse::tui::app::Pane;
 use pparse::{Options, Session};
+use pparse_explorer::Theme;
+use pparse_explorer::app::Pane;
 
 use crate::tui::{Harness, assert_on_screen};
 use crate::util::*;
@@ -34,7 +34,7 @@ fn prompt_input(h: &Harness) -> String {
 impl Harness {
     fn app_overlay(&self) -> Option<String> {
         match self.app.overlay() {
-            pparse::tui::app::Overlay::Prompt { input, .. } => Some(input.clone()),
+            pparse_explorer::app::Overlay::Prompt { input, .. } => Some(input.clone()),
             _ => None,
         }
     }
@@ -158,7 +158,7 @@ fn marked_bytes_and_nodes_are_saved_and_copied() {
     ]);
     assert_eq!(cat.code, 0);
     assert_eq!(
-        pparse::tui::save::osc52("a/b.txt"),
+        pparse_explorer::save::osc52("a/b.txt"),
         "\x1b]52;c;YS9iLnR4dA==\x07"
     );
 }
@@ -282,7 +282,7 @@ fn help_scrolls_on_a_small_screen_and_lists_every_readme_key() {
         h.keys("<PgDn>");
     }
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    for (keys, _, what) in pparse::tui::keys::HELP {
+    for (keys, _, what) in pparse_explorer::keys::HELP {
         assert!(flat.contains(keys), "{keys:?} not in the help:\n{flat}");
         // Wrapped, never cut.
         assert!(

@@ -1,0 +1,640 @@
+//! The background engine: one thread that steps every parser incrementally.
+//!
+//! [`Session::open`] maps a file, makes it the root extraction and starts the
+//! engine thread. The engine keeps a list of jobs (extractions waiting to be
+//! sniffed, parsers in progress) and repeatedly steps the deepest job that can
+//! make progress. Deepest first means a nested parser consumes decoded bytes
+//! right behind the decoder above it, while they are still in the cache, and
+//! the decoder only runs ahead when everything below it is waiting for bytes:
+//! a pipeline whose memory is bounded by the cache, not by the file.
+//!
+//! Each step's results are committed to the shared [`Tree`] under one short
+//! write lock, so readers (the CLI, the TUI) can look at the partial trees at
+//! any time while the parse goes on, and [`Session::cancel`] stops it between
+//! two steps.
+//!
+//! This file is the session API that readers use; `scheduler.rs` is the
+//! engine thread's loop, `shared.rs` what the two share, and `memory.rs`
+//! hands freed memory back to the system.
+
+mod memory;
+mod scheduler;
+mod shared;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, bounded};
+use parking_lot::RwLockReadGuard;
+
+use thin_vec::ThinVec;
+
+use crate::data::{Data, MmapSource, ReadFailure, ReadGuard};
+use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Phase, Tree};
+use crate::name::Name;
+use crate::node::{Children, Node};
+use crate::parsers;
+pub use crate::parsers::api::Options;
+pub use memory::release_free_memory;
+use scheduler::Engine;
+pub use shared::Event;
+use shared::Shared;
+
+/// An opened file: the shared extraction tree and the engine filling it.
+pub struct Session {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    events: Receiver<Event>,
+    from_index: bool,
+    /// See [`Session::free_at_exit`].
+    free_at_exit: bool,
+    /// The opened bytes, which record their first read error.
+    guard: Arc<ReadGuard>,
+}
+
+impl Session {
+    /// Maps `path` and starts parsing it in the background.
+    /// A folder opens as a root whose members are its files.
+    pub fn open(path: &Path, opts: Options) -> std::io::Result<Session> {
+        let meta = std::fs::metadata(path)?;
+        let is_dir = meta.is_dir();
+        // A device or a FIFO has no end to map or to wait for: /dev/zero
+        // would be read forever.
+        if !is_dir && !meta.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file or a folder (a device, FIFO or socket)",
+            ));
+        }
+        let (data, kind): (Data, EntryKind) = if is_dir {
+            (
+                Arc::new(crate::data::MemSource::new(Vec::new())),
+                EntryKind::Dir,
+            )
+        } else {
+            (Arc::new(MmapSource::open(path)?), EntryKind::Root)
+        };
+        let guard = Arc::new(ReadGuard::new(data));
+        let data: Data = guard.clone();
+        let name = Name::new(
+            path.file_name()
+                .map(|n| n.as_encoded_bytes().to_vec())
+                .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec()),
+        );
+        let plan = if is_dir {
+            None
+        } else {
+            crate::index::Plan::new(path, &opts)
+        };
+        if let Some(tree) = plan
+            .as_ref()
+            .and_then(|p| p.restore(data.clone(), name.clone(), path))
+        {
+            return Ok(Session::restored(tree, guard));
+        }
+        Ok(Session::start_file(
+            name,
+            guard,
+            kind,
+            Some(path.to_path_buf()),
+            opts,
+            plan,
+        ))
+    }
+
+    /// A session over a tree read back from an index: nothing to parse.
+    /// Public for the fuzz target that forges indexes
+    /// (`fuzz/fuzz_targets/index_forged.rs`).
+    #[doc(hidden)]
+    pub fn restored(tree: Tree, guard: Arc<ReadGuard>) -> Session {
+        let (tx, rx) = bounded(1);
+        let _ = tx.try_send(Event::Finished);
+        Session {
+            shared: Arc::new(Shared::new(tree, tx, true)),
+            thread: None,
+            events: rx,
+            from_index: true,
+            free_at_exit: false,
+            guard,
+        }
+    }
+
+    /// Whether the tree was read back from an index (it then has no nodes).
+    pub fn from_index(&self) -> bool {
+        self.from_index
+    }
+
+    /// Opens the object at `url` (`http://`, `https://`, `s3://bucket/key`,
+    /// see [`crate::data::RemoteSource`]) and starts parsing it; the root is
+    /// named after the URL's last segment.
+    pub fn open_url(url: &str, opts: Options) -> std::io::Result<Session> {
+        let src = crate::data::RemoteSource::open(url)?;
+        let name = Name::new(src.name().to_vec());
+        Ok(Session::start_file(
+            name,
+            Arc::new(ReadGuard::new(Arc::new(src))),
+            EntryKind::Root,
+            None,
+            opts,
+            None,
+        ))
+    }
+
+    /// Starts parsing bytes held in memory (tests, small inputs).
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, opts: Options) -> Session {
+        let data: Data = Arc::new(crate::data::MemSource::new(bytes));
+        Session::start(Name::from(name), data, opts)
+    }
+
+    /// Starts parsing `data` under the root name `name`.
+    pub fn start(name: Name, data: Data, opts: Options) -> Session {
+        Session::start_file(
+            name,
+            Arc::new(ReadGuard::new(data)),
+            EntryKind::Root,
+            None,
+            opts,
+            None,
+        )
+    }
+
+    /// Starts the engine on `guard`, the opened bytes: a read error it
+    /// records stops the parse (see [`ReadGuard`]).
+    fn start_file(
+        name: Name,
+        guard: Arc<ReadGuard>,
+        kind: EntryKind,
+        file: Option<std::path::PathBuf>,
+        opts: Options,
+        index: Option<crate::index::Plan>,
+    ) -> Session {
+        let data: Data = guard.clone();
+        let root = Extraction {
+            id: 0,
+            parent: None,
+            index: 0,
+            children: ThinVec::new(),
+            name,
+            kind,
+            bytes: data.clone(),
+            form: crate::extraction::Form::Own,
+            origin: None,
+            declared_size: None,
+            parser: None,
+            damage: ThinVec::new(),
+            extra: file.clone().map(|file| {
+                Box::new(crate::extraction::Extra {
+                    file: Some(file),
+                    ..Default::default()
+                })
+            }),
+            nodes: ThinVec::new(),
+            phase: Phase::Waiting,
+            proved: false,
+            depth: 0,
+            meta: file.as_deref().map_or_else(Meta::default, file_meta),
+        };
+        let (tx, rx) = bounded(1);
+        let tree = Tree {
+            exts: std::iter::once(root).collect(),
+            ..Tree::default()
+        };
+        let shared = Arc::new(Shared::new(tree, tx, false));
+        let engine_shared = shared.clone();
+        let engine_guard = guard.clone();
+        // A parse for one PATH leaves most of the tree unparsed: no index.
+        let whole = opts.focus.is_none();
+        let thread = std::thread::Builder::new()
+            .name("pparse-engine".into())
+            .spawn(move || {
+                let run = std::panic::AssertUnwindSafe(|| {
+                    Engine::new(engine_shared.clone(), opts, engine_guard.clone()).run();
+                });
+                if let Err(panic) = std::panic::catch_unwind(run) {
+                    *engine_shared.failure.lock() = Some(panic_message(&*panic));
+                } else if let Some(plan) = index
+                    && whole
+                    && !engine_shared.cancel.load(Ordering::Acquire)
+                    // A parse a read error stopped is not what the file holds.
+                    && engine_guard.failure().is_none()
+                {
+                    // Before `finished`: a command that exits once the
+                    // parse is over must not exit before its index is on disk.
+                    plan.save(&engine_shared.tree.read());
+                }
+                {
+                    let _g = engine_shared.over.lock();
+                    engine_shared.finished.store(true, Ordering::Release);
+                    engine_shared.over_cv.notify_all();
+                }
+                let _ = engine_shared.events.try_send(Event::Finished);
+            })
+            .expect("spawn engine thread");
+        Session {
+            shared,
+            thread: Some(thread),
+            events: rx,
+            from_index: false,
+            free_at_exit: false,
+            guard,
+        }
+    }
+
+    /// The extraction tree as it is now (partial while parsing goes on).
+    /// Hold the guard briefly: the engine waits for it to commit results.
+    pub fn tree(&self) -> RwLockReadGuard<'_, Tree> {
+        self.shared.tree.read()
+    }
+
+    /// Change notifications for a UI (coalesced: at most one is pending).
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.events
+    }
+
+    /// Why the engine stopped early, if it failed (a bug: a panic in a
+    /// parser). The tree holds what was committed before.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure.lock().clone()
+    }
+
+    /// The first error met reading the opened file or URL, if any: the
+    /// parse stopped there, and the tree says so (see [`ReadGuard`]).
+    pub fn read_failure(&self) -> Option<ReadFailure> {
+        self.guard.failure().cloned()
+    }
+
+    /// Whether the parse is over (or was cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Acquire)
+    }
+
+    /// Steps run so far (a cheap progress counter).
+    pub fn steps(&self) -> u64 {
+        self.shared.steps.load(Ordering::Relaxed)
+    }
+
+    /// Stops the engine at its next step boundary.
+    pub fn cancel(&self) {
+        self.shared.cancel.store(true, Ordering::Release);
+    }
+
+    /// Blocks until the parse is over.
+    pub fn wait(&self) {
+        self.wait_until(|_| false);
+    }
+
+    /// Blocks until `done(tree)` holds or the parse is over; returns whether
+    /// `done` held. `done` is checked every 20 ms, so a waiting reader costs
+    /// the engine nothing.
+    pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
+        loop {
+            if done(&self.shared.tree.read()) {
+                return true;
+            }
+            let mut g = self.shared.over.lock();
+            if self.is_finished() {
+                drop(g);
+                return done(&self.shared.tree.read());
+            }
+            self.shared
+                .over_cv
+                .wait_for(&mut g, Duration::from_millis(20));
+        }
+    }
+
+    /// Loads the children of the node at `path` (top-level index first) of
+    /// extraction `ext`, by re-parsing the node's range. Returns false if there
+    /// is no such node or it has nothing to load. Runs on the caller's thread.
+    pub fn load(&self, ext: ExtId, path: &[usize]) -> bool {
+        let (node, data, parser) = {
+            let t = self.tree();
+            let Some(e) = t.get(ext) else { return false };
+            let Some(n) = node_at(&e.nodes, path) else {
+                return false;
+            };
+            if !matches!(n.children, Children::Unloaded) {
+                return matches!(n.children, Children::Loaded(_));
+            }
+            let shallow = Node {
+                children: Children::Unloaded,
+                ..n.clone_shallow()
+            };
+            (shallow, e.data(), e.parser)
+        };
+        let Some(format) = parser.and_then(parsers::by_name) else {
+            return false;
+        };
+        let children = (format.load)(&*data, &node);
+        let mut t = self.shared.tree.write();
+        if let Some(n) = t
+            .exts
+            .get_mut(ext)
+            .and_then(|e| node_at_mut(&mut e.nodes, path))
+            && matches!(n.children, Children::Unloaded)
+        {
+            n.children = Children::Loaded(children.into());
+        }
+        true
+    }
+
+    /// Drops the loaded children of a node (they can be loaded again).
+    pub fn unload(&self, ext: ExtId, path: &[usize]) {
+        let mut t = self.shared.tree.write();
+        if let Some(n) = t
+            .exts
+            .get_mut(ext)
+            .and_then(|e| node_at_mut(&mut e.nodes, path))
+        {
+            n.unload();
+        }
+    }
+}
+
+impl Session {
+    /// Marks the session as the last thing its process needs: when it is
+    /// dropped, parsing stops as always, but its tree is left for the
+    /// process's exit to free. Freeing a million extractions one at a time
+    /// (their sources, names, cached chunks) took a sixth of a command's
+    /// time on a zip of small entries; the command-line tool asks for this.
+    pub fn free_at_exit(&mut self) {
+        self.free_at_exit = true;
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.cancel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if self.free_at_exit {
+            // One more owner that never lets go: the tree is never freed.
+            std::mem::forget(Arc::clone(&self.shared));
+        }
+    }
+}
+
+fn node_at<'a>(nodes: &'a [Node], path: &[usize]) -> Option<&'a Node> {
+    let (first, rest) = path.split_first()?;
+    nodes.get(*first)?.descend(rest)
+}
+
+fn node_at_mut<'a>(nodes: &'a mut [Node], path: &[usize]) -> Option<&'a mut Node> {
+    let (first, rest) = path.split_first()?;
+    nodes.get_mut(*first)?.descend_mut(rest)
+}
+
+impl Node {
+    /// A copy without the children (cheap, for handing to `load`).
+    pub fn clone_shallow(&self) -> Node {
+        Node {
+            kind: self.kind,
+            name: self.name.clone(),
+            range: self.range,
+            value: self.value.clone(),
+            damage: self.damage.clone(),
+            children: Children::Leaf,
+        }
+    }
+}
+
+/// The time and permissions of the file opened.
+fn file_meta(path: &Path) -> Meta {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or_else(
+        |_| Meta::default(),
+        |m| Meta::new(Some(m.mtime()), Some(m.mode())),
+    )
+}
+
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Source;
+    use crate::status::Status;
+    use std::sync::atomic::AtomicBool;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/");
+        std::fs::read(format!("{dir}{name}")).expect("fixture")
+    }
+
+    /// A source the test appends to, like a file still being written.
+    struct Growing {
+        bytes: parking_lot::Mutex<Vec<u8>>,
+        done: AtomicBool,
+    }
+
+    impl Source for Growing {
+        fn available(&self) -> u64 {
+            self.bytes.lock().len() as u64
+        }
+        fn is_final(&self) -> bool {
+            self.done.load(Ordering::Acquire)
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let b = self.bytes.lock();
+            if offset >= b.len() as u64 {
+                return Ok(0);
+            }
+            let n = buf.len().min(b.len() - offset as usize);
+            buf[..n].copy_from_slice(&b[offset as usize..offset as usize + n]);
+            Ok(n)
+        }
+        fn describe(&self) -> &'static str {
+            "growing"
+        }
+    }
+
+    /// Every extraction's path, size and status, in path order (the order
+    /// in which extractions are found depends on how the bytes arrive).
+    fn listing(t: &Tree) -> Vec<(String, u64, Status)> {
+        let mut v: Vec<_> = (0..t.len())
+            .map(|i| (t.path_of(i), t.exts[i].size(), t.status_of(i)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn readers_see_partial_trees_while_bytes_arrive() {
+        let gz = fixture("nested.tar.gz");
+        let reference = {
+            let s = Session::from_bytes("nested.tar.gz", gz.clone(), Options::default());
+            s.wait();
+            listing(&s.tree())
+        };
+        let src = Arc::new(Growing {
+            bytes: parking_lot::Mutex::new(Vec::new()),
+            done: AtomicBool::new(false),
+        });
+        let s = Session::start(
+            Name::from("nested.tar.gz"),
+            src.clone() as Data,
+            Options::default(),
+        );
+        let mut counts = Vec::new();
+        for chunk in gz.chunks(4096) {
+            src.bytes.lock().extend_from_slice(chunk);
+            // Wait for the engine to take the new bytes in (an event, with
+            // a generous deadline on a busy machine), reading the tree
+            // meanwhile: it must stay readable.
+            let len = src.bytes.lock().len() as u64;
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            s.wait_until(|t| {
+                t.root().progress().done + 64 >= len || std::time::Instant::now() > deadline
+            });
+            let t = s.tree();
+            for e in &t.exts {
+                for &c in &e.children {
+                    assert_eq!(t.exts[c].parent, Some(e.id));
+                }
+            }
+            counts.push(t.len());
+        }
+        assert!(
+            !s.is_finished(),
+            "the parse must wait for more bytes, not stop"
+        );
+        src.done.store(true, Ordering::Release);
+        s.wait();
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(
+            counts[counts.len() / 2] > 1,
+            "members appear before the end"
+        );
+        assert!(counts[counts.len() / 2] < reference.len());
+        assert_eq!(listing(&s.tree()), reference);
+        let t = s.tree();
+        let n = gz.len() as u64;
+        assert_eq!(
+            t.root().progress(),
+            crate::extraction::Progress {
+                done: n,
+                total: Some(n)
+            }
+        );
+    }
+
+    #[test]
+    fn nodes_load_unload_and_load_again() {
+        let s = Session::from_bytes("ustar.tar", fixture("ustar.tar"), Options::default());
+        s.wait();
+        let id = 0;
+        assert!(matches!(
+            s.tree().exts[id].nodes[0].children,
+            Children::Unloaded
+        ));
+        let children = || -> Vec<String> {
+            s.tree().exts[id].nodes[0]
+                .loaded_children()
+                .iter()
+                .map(|n| format!("{} {:?} {:?}", n.name, n.range, n.value))
+                .collect()
+        };
+        assert!(s.load(id, &[0]));
+        let first = children();
+        assert!(first.iter().any(|l| l.starts_with("header")));
+        s.unload(id, &[0]);
+        assert!(matches!(
+            s.tree().exts[id].nodes[0].children,
+            Children::Unloaded
+        ));
+        assert!(s.load(id, &[0]));
+        assert_eq!(first, children());
+    }
+
+    #[test]
+    fn cancel_stops_a_long_parse() {
+        // 12,000 gzip members (4,000 copies of a 3-member file) to decode.
+        let gz = fixture("multi.gz");
+        let mut big = Vec::new();
+        for _ in 0..4000 {
+            big.extend_from_slice(&gz);
+        }
+        let s = Session::from_bytes("big.gz", big, Options::default());
+        std::thread::sleep(Duration::from_millis(20));
+        s.cancel();
+        let t0 = std::time::Instant::now();
+        while !s.is_finished() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "cancel did not stop the engine"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Bytes whose reads fail from `from` on, as a disk with a bad
+    /// sector (or a server that broke off) answers.
+    struct Failing {
+        bytes: Vec<u8>,
+        from: u64,
+        reads: std::sync::atomic::AtomicU64,
+    }
+
+    impl Source for Failing {
+        fn available(&self) -> u64 {
+            self.bytes.len() as u64
+        }
+        fn is_final(&self) -> bool {
+            true
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let end = offset.saturating_add(buf.len() as u64);
+            if end > self.from && offset < self.bytes.len() as u64 {
+                return Err(std::io::Error::other("input/output error"));
+            }
+            let b = self.bytes.get(offset as usize..).unwrap_or(&[]);
+            let n = buf.len().min(b.len());
+            buf[..n].copy_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn describe(&self) -> &'static str {
+            "failing"
+        }
+    }
+
+    #[test]
+    fn a_read_error_stops_the_parse_and_is_damage_never_an_end() {
+        let tar = fixture("ustar.tar");
+        // In a header past the first (a parser that read it again would
+        // loop), and at the very first byte (the sniff).
+        for from in [1024, 0] {
+            let src = Arc::new(Failing {
+                bytes: tar.clone(),
+                from,
+                reads: Default::default(),
+            });
+            let s = Session::start(Name::from("ustar.tar"), src.clone(), Options::default());
+            s.wait();
+            let failure = s.read_failure().expect("the failure is kept");
+            assert!(failure.reason.contains("input/output error"), "{failure}");
+            let t = s.tree();
+            assert_eq!(t.worst_status(), Status::Corrupt, "from {from}");
+            let said = t.root().damage.iter().any(|d| {
+                d.reason.contains(&format!("offset {}", failure.offset))
+                    && d.reason.contains("input/output error")
+            });
+            assert!(said, "from {from}: {:?}", t.root().damage);
+            // The failed read is not tried again and again.
+            let reads = src.reads.load(Ordering::Relaxed);
+            assert!(reads < 100, "from {from}: {reads} reads");
+        }
+    }
+}
