@@ -244,6 +244,7 @@ impl RemoteSource {
             let parsed = reqwest::Url::parse(url)
                 .map_err(|e| fail(io::ErrorKind::InvalidInput, format!("bad URL: {e}")))?;
             let name = url_name(&parsed);
+            tls_provider();
             let client = reqwest::Client::builder()
                 .user_agent(concat!("pparse/", env!("CARGO_PKG_VERSION")))
                 .connect_timeout(limits.request.min(Duration::from_secs(20)))
@@ -573,9 +574,21 @@ fn wait<T: Send + 'static>(
     rx.recv().ok()
 }
 
+/// Makes ring the process's TLS crypto provider, once, before the first
+/// client: reqwest and object_store are built on rustls without one of
+/// their own (Cargo.toml says why). A provider someone else installed
+/// first (a program using this library) is kept.
+fn tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// An S3 client for `bucket` from the environment; an `http://` endpoint
 /// (a local S3-compatible server) is allowed as given.
 fn s3_store(bucket: &str, limits: &RemoteLimits) -> object_store::Result<AmazonS3> {
+    tls_provider();
     let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
