@@ -240,10 +240,11 @@ fn long_names_are_cut_in_the_middle_and_statuses_read_without_colour() {
     assert!(s.contains("[truncated]"), "{s}");
 }
 
-/// The keys in the README's table, one per cell of its first column.
-fn readme_keys() -> Vec<String> {
+/// The keys in the explorer guide's table (docs/explorer.md), one per cell
+/// of its first column.
+fn guide_keys() -> Vec<String> {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/explorer.md")).unwrap();
     let start = readme.find("| keys | action |").expect("the keys table");
     let mut keys = Vec::new();
     for line in readme[start..].lines().skip(2) {
@@ -261,7 +262,7 @@ fn readme_keys() -> Vec<String> {
 }
 
 #[test]
-fn help_scrolls_on_a_small_screen_and_lists_every_readme_key() {
+fn help_scrolls_on_a_small_screen_and_lists_every_key_of_the_guide() {
     let mut h = Harness::sized("ustar.tar", fixture("ustar.tar"), 60, 15);
     h.keys("?");
     // Gather the overlay's text over its pages.
@@ -290,10 +291,10 @@ fn help_scrolls_on_a_small_screen_and_lists_every_readme_key() {
             "{what:?} not whole in the help:\n{flat}"
         );
     }
-    for k in readme_keys() {
+    for k in guide_keys() {
         assert!(
             flat.contains(&k),
-            "README key {k:?} not in the help:\n{flat}"
+            "the guide's key {k:?} not in the help:\n{flat}"
         );
     }
     h.keys("<Home>");

@@ -67,7 +67,7 @@ pub enum PromptKind {
     Search,
     /// Where to write the selected tensor as .npy.
     Export,
-    /// Where to save the selection (see [`App::saving`]).
+    /// Where to save the selection (see `App::saving`).
     Save,
 }
 

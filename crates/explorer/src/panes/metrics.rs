@@ -6,7 +6,7 @@
 //! in the explorer's `metric_budget` points, keeps every series, so moving through
 //! the list is instant. The series of a log too large for that are read
 //! again for each metric selected (selecting another stops the read) and the
-//! last few are kept. A series longer than [`MAX_BUCKETS`] values is kept
+//! last few are kept. A series longer than `MAX_BUCKETS` values is kept
 //! as min/max buckets, so memory stays bounded and the plot keeps every spike.
 
 use std::collections::{HashMap, VecDeque};

@@ -77,7 +77,7 @@ impl ChunkCache {
     }
 
     /// The process-wide cache used by decoded streams. Its budget is
-    /// [`DEFAULT_CACHE_BYTES`], or `PPARSE_CACHE_MB` megabytes when set.
+    /// `DEFAULT_CACHE_BYTES`, or `PPARSE_CACHE_MB` megabytes when set.
     pub fn global() -> &'static ChunkCache {
         static CACHE: OnceLock<ChunkCache> = OnceLock::new();
         CACHE.get_or_init(|| {

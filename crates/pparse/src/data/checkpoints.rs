@@ -59,7 +59,7 @@ pub struct Segment {
 }
 
 /// What a finished stream knows of itself: enough to read it again at
-/// random without decoding it from the start (see [`InflateSource::layout`]).
+/// random without decoding it from the start (see `InflateSource::layout`).
 #[derive(Clone, Debug)]
 pub struct StreamLayout {
     /// Its label ("gzip stream", "deflate").

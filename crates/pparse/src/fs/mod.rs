@@ -27,7 +27,7 @@
 //! second is `NAME~1` (a symlink `lnk2`, then a file `lnk2~1`), and
 //! members stored under a symlink's name (`link/x`) are in the folder
 //! `link~1` (docs/contract.md, "One name per member"). An
-//! [`Fs`] is a [`Session`] parsing in the background; each call waits only
+//! [`Fs`] is a `Session` parsing in the background; each call waits only
 //! until what it names is there (a member near the start of a huge archive
 //! opens before the rest is read). Handles are `Send + Sync`: many threads
 //! read at once, each [`File`] read is a positional read of the bytes, and

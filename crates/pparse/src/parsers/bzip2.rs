@@ -13,13 +13,13 @@
 //!
 //! Every input byte may be hostile, and a block magic is six bytes anyone
 //! can write. So before a decoder is opened, the block is walked by hand
-//! ([`walk_block`]: its header, tables and every Huffman symbol, with
+//! (`walk_block`: its header, tables and every Huffman symbol, with
 //! libbz2's checks): a fake fails there at the cost of reading it, and a
 //! real block's symbol count sets the smallest level that holds it (libbz2
 //! zeroes 400 kB per level for each block it opens). Blocks over 128 KiB
 //! compressed skip the walk: it would cost 5% of their decoding, and
 //! their decoder is small beside them. A small block (at
-//! most [`SMALL`] symbols, a tiny stream's) is decoded there too, without
+//! most `SMALL` symbols, a tiny stream's) is decoded there too, without
 //! libbz2.
 //!
 //! * a block whose CRC fails keeps its bytes and is marked corrupt;

@@ -385,7 +385,7 @@ fn skip_items(rd: &mut Rd, t: u32, count: u64, depth: usize) -> Result<(), Bad> 
 /// One metadata key/value.
 #[derive(Clone, Debug)]
 pub struct Kv {
-    /// The key (its first [`MAX_NAME`] bytes).
+    /// The key (its first `MAX_NAME` bytes).
     pub key: Vec<u8>,
     /// The whole entry.
     pub range: Range,
@@ -398,7 +398,7 @@ pub struct Kv {
 /// One tensor info.
 #[derive(Clone, Debug)]
 pub struct Info {
-    /// Its name (its first [`MAX_NAME`] bytes, lossy UTF-8).
+    /// Its name (its first `MAX_NAME` bytes, lossy UTF-8).
     pub name: String,
     /// The whole info.
     pub range: Range,

@@ -162,7 +162,7 @@ pub enum Link {
 
 /// The chain's step at `b` (see [`Link`]). A header must also carry the
 /// ustar magic or look like a v7 one, as the scan for one after damage
-/// requires, and read as a tar writer made it ([`written`]).
+/// requires, and read as a tar writer made it (`written`).
 pub fn link(b: &[u8; 512]) -> Link {
     match check(b) {
         Check::Zero => Link::End,

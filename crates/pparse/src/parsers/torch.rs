@@ -3,7 +3,7 @@
 //!
 //! * Zip checkpoints (`torch.save` since 1.6, TorchScript archives) are
 //!   parsed by the zip parser; their `data.pkl` and `constants.pkl` by the
-//!   pickle parser. [`tensors`] reads the pickle with the symbolic VM and
+//!   pickle parser. `tensors` reads the pickle with the symbolic VM and
 //!   resolves each `_rebuild_tensor*` call to the bytes of its storage
 //!   record `<prefix>/data/<key>`.
 //! * The legacy stream is five pickles (magic number, protocol version,

@@ -2,7 +2,7 @@
 //! stream.
 //!
 //! The decoded bytes of all frames form one child extraction (as `unzstd`
-//! writes one file); each frame is a block of a [`BlockSource`], so a read
+//! writes one file); each frame is a block of a `BlockSource`, so a read
 //! anywhere decodes only the frame that holds it. Frames are decoded by the
 //! reference library (the `zstd` crate). Recovery:
 //!

@@ -31,7 +31,7 @@ pub enum Show {
     StatsJson,
 }
 
-/// What reading a program for [`write`] found besides what it wrote.
+/// What reading a program for `write` found besides what it wrote.
 #[derive(Debug, Default)]
 pub struct Read {
     /// Errors and warnings, at most [`MAX_ERRORS`] of them.

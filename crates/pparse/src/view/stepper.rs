@@ -3,7 +3,7 @@
 //! The caller keeps a [`StepCache`] holding the last machine run, so
 //! stepping forward costs one opcode; stepping back runs the pickle again
 //! from its start (a data.pkl of 100,000 opcodes replays in milliseconds).
-//! Opcode positions are indexed sparsely (every [`EVERY`]th), so a pickle of
+//! Opcode positions are indexed sparsely (every `EVERY`th), so a pickle of
 //! a hundred million opcodes costs a few MiB, not gigabytes.
 
 use crate::data::{Data, Range, Source};

@@ -45,7 +45,7 @@ const OUT_BUF: usize = 64 * 1024;
 
 /// How many times the cache's budget of a stream decoded ahead on the
 /// helper thread is kept out of the cache (see
-/// [`InflateSource::trim_ahead`]): 192 MiB with the default 32 MiB cache.
+/// `InflateSource::trim_ahead`): 192 MiB with the default 32 MiB cache.
 pub const AHEAD_WINDOW: u64 = 6;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
@@ -764,7 +764,7 @@ impl Inflater {
     /// impossible code after a few hundred symbols). So the suspect bytes
     /// begin in the last long block, or in the one before it when the damage
     /// took that block's header: suspect from the start of the block before
-    /// the last one of at least [`LONG_BLOCK`] bytes.
+    /// the last one of at least `LONG_BLOCK` bytes.
     pub fn suspect_from(&self) -> u64 {
         let starts = &self.block_starts;
         let mut end = self.produced;

@@ -882,7 +882,7 @@ const TRIAL_ALLOWANCE: u64 = 2 << 23;
 /// Looks for the first input bit at or after `from`, before byte `end`,
 /// where a deflate block begins that decodes (see the module docs),
 /// scanning at most `budget` bytes and trial-decoding at most
-/// [`TRIAL_PER_BIT`] input bits per bit scanned (plus an allowance):
+/// `TRIAL_PER_BIT` input bits per bit scanned (plus an allowance):
 /// candidates past that are passed over. `end_ok` says whether a deflate stream
 /// may end at an input byte (a gzip trailer and the end of the file or the
 /// next member follow; a zip entry's data ends there).

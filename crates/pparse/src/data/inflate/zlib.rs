@@ -49,7 +49,7 @@ unsafe impl Send for RawInflate {}
 
 impl RawInflate {
     /// A raw deflate decoder (no zlib or gzip header): one this thread
-    /// used before and dropped, reset, when there is one (see [`POOL`]).
+    /// used before and dropped, reset, when there is one (see `POOL`).
     pub fn new() -> RawInflate {
         if let Some(mut z) = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
             z.reset();

@@ -6,7 +6,7 @@
 //! explicit stack, in resumable chunks, and only reports the *top-level*
 //! entries (object members, array elements, or one value per line of JSON
 //! Lines) with the byte range of each. A node's children are found again by
-//! scanning just its range one level deeper ([`load`]), so memory is bounded
+//! scanning just its range one level deeper (`load`), so memory is bounded
 //! by the entries someone looks at, never by the document.
 //!
 //! What it reports:

@@ -6,7 +6,7 @@
 //! strings, binaries and extensions, and reports one node per top-level
 //! value — several when values were written one after another. A node's
 //! children are read again from its range when someone opens it
-//! ([`load`]): array elements as `[i]`, map pairs named by their key (the
+//! (`load`): array elements as `[i]`, map pairs named by their key (the
 //! node covers the key and the value), at most [`PAGE`] at a time, the rest
 //! behind a `…` node that opens the next page.
 //!

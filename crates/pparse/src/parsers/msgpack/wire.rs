@@ -128,7 +128,7 @@ impl<'a> Cursor<'a> {
         self.src
     }
 
-    /// Up to `n` bytes at `at` (`n` at most [`WINDOW`]); fewer only where
+    /// Up to `n` bytes at `at` (`n` at most `WINDOW`); fewer only where
     /// the source's bytes end (or cannot be read).
     pub fn get(&mut self, at: u64, n: usize) -> &[u8] {
         let n = n.min(WINDOW);

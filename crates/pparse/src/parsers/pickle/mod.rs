@@ -625,7 +625,7 @@ pub fn write_arg_json(
     out.write_all(if bytes { b"\"}" } else { b"\"" })
 }
 
-/// The object tree of a VM under `id` as nodes: at most [`TREE_NODES`]
+/// The object tree of a VM under `id` as nodes: at most `TREE_NODES`
 /// nodes, 64 levels deep. An object reached a second time (shared through
 /// the memo, or a cycle) is a leaf that says so, so a pickle that shares one
 /// list 60 times over gives a node per reference, not 2^60.

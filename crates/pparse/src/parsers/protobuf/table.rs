@@ -137,7 +137,7 @@ pub struct Msg {
     dense: Vec<u32>,
     /// What a validity check does with each field number below [`DENSE`].
     quick: Vec<Quick>,
-    /// Only scalar and string fields, all numbered below [`DENSE`]: checked
+    /// Only scalar and string fields, all numbered below `DENSE`: checked
     /// without recursion.
     pub leaf: bool,
     /// Sorted by number.

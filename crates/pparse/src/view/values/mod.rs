@@ -1,4 +1,4 @@
-//! Tensor values: decoding elements of every [`Dtype`], statistics over a
+//! Tensor values: decoding elements of every `Dtype`, statistics over a
 //! whole tensor, and export as a NumPy `.npy` file.
 //!
 //! Everything here is a pure function of a [`Tensor`] and the [`Source`]
@@ -27,9 +27,9 @@
 //! how 4- and 6-bit elements are packed in memory. pparse reads them as one
 //! little-endian bit stream: element `k` occupies bits `k·b .. k·b + b` of
 //! the stream, where bit `j` of the stream is bit `j % 8` (least significant
-//! first) of byte `j / 8`. For [`Dtype::F4`] this is two elements per byte,
+//! first) of byte `j / 8`. For `Dtype::F4` this is two elements per byte,
 //! the low nibble first (PyTorch's `float4_e2m1fn_x2` order); for
-//! [`Dtype::F6_E2M3`] and [`Dtype::F6_E3M2`] it is four elements per three
+//! `Dtype::F6_E2M3` and `Dtype::F6_E3M2` it is four elements per three
 //! bytes: `b0 = e0 | e1 << 6`, `b1 = e1 >> 2 | e2 << 4`, `b2 = e2 >> 4 | e3 << 2`.
 //!
 //! # Float formats
