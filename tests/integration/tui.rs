@@ -55,6 +55,8 @@ impl Harness {
                 // One more frame: it must not have asked for anything.
                 pparse_explorer::render(&mut self.app, &mut self.term).unwrap();
                 if self.app.worker.pending() == 0 && self.app.done.is_empty() {
+                    // Every result went to a part that read it.
+                    assert_eq!(self.app.unclaimed_results(), 0, "results nobody read");
                     return;
                 }
             }
@@ -148,6 +150,29 @@ impl Harness {
 pub(crate) fn assert_on_screen(h: &Harness, needle: &str) {
     let s = h.screen();
     assert!(s.contains(needle), "{needle:?} not on screen:\n{s}");
+}
+
+/// Background results go to the part of the explorer that asked, by
+/// address. A late one for a panel closed since goes nowhere, quietly; one
+/// of a type its addressee does not read is a bug: counted, and in a debug
+/// build (the tests') it stops the explorer.
+#[test]
+fn results_are_routed_by_address_and_a_stray_one_is_a_bug() {
+    use pparse_explorer::worker::{Done, To};
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.app.on_done(Done {
+        to: To::Tensors,
+        payload: Box::new(()),
+    });
+    assert_eq!(h.app.unclaimed_results(), 0, "a closed panel's late result");
+    let stray = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        h.app.on_done(Done {
+            to: To::Hex,
+            payload: Box::new(7u8),
+        });
+    }));
+    assert_eq!(stray.is_err(), cfg!(debug_assertions));
+    assert_eq!(h.app.unclaimed_results(), 1);
 }
 
 #[test]

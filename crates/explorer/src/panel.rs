@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Borders, Widget};
 
 use super::keys::Action;
 use super::theme::Theme;
-use super::worker::{Done, Worker};
+use super::worker::{Payload, To, Worker};
 use pparse::data::Range;
 use pparse::engine::Session;
 use pparse::extraction::{ExtId, Tree};
@@ -65,8 +65,9 @@ pub trait Component {
     /// A click at `at`, relative to the pane's inside (row 0 is the first
     /// row below the border).
     fn click(&mut self, at: Position, cx: &Cx) -> Reply;
-    /// A result of the worker: taken if it is this pane's, else given back.
-    fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
+    /// A result of the worker addressed to this pane: taken, or given back
+    /// when it is of a type the pane does not read (a bug the app reports).
+    fn on_done(&mut self, d: Payload, _cx: &Cx) -> Result<Reply, Payload> {
         Err(d)
     }
     /// Draws the pane, border included, into `area`.
@@ -75,6 +76,8 @@ pub trait Component {
 
 /// A side panel, drawn in place of the node tree.
 pub trait SidePanel: Component {
+    /// The address of its background work's results.
+    fn address(&self) -> To;
     /// The title of its pane.
     fn title(&self) -> String;
     /// The inspector's title and lines for it.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 
-use super::worker::Worker;
+use super::worker::{To, Worker};
 use pparse::data::{Data, Range};
 use pparse::extraction::{ExtId, Tree};
 
@@ -185,7 +185,7 @@ pub fn start(
             pparse::name::escape_str(&path.display().to_string())
         ));
     }
-    let id = worker.spawn(SAVE, move |_, stop, report, id| {
+    let id = worker.spawn(SAVE, To::Save, move |_, stop, report, id| {
         let progress = |done| report(Box::new(SaveEvent::Progress { id, done }));
         let result = write_range(&*data, range, &path, stop, &progress);
         report(Box::new(SaveEvent::Finished {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::keys;
 use super::layout::Pane;
-use super::worker::Worker;
+use super::worker::{To, Worker};
 use pparse::data::Data;
 use pparse::engine::Session;
 use pparse::extraction::ExtId;
@@ -290,7 +290,7 @@ fn task(
     worker: &Worker,
     f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(SearchEvent), u64) + Send + 'static,
 ) -> u64 {
-    worker.spawn(SLOT, move |s, stop, report, id| {
+    worker.spawn(SLOT, To::Search, move |s, stop, report, id| {
         f(s, stop, &|e| report(Box::new(e)), id);
     })
 }

@@ -5,7 +5,7 @@
 //! at once while the cursor stays on the value's places.
 
 use crate::panel::Reply;
-use crate::worker::Worker;
+use crate::worker::{To, Worker};
 use pparse::engine::Session;
 use pparse::extraction::ExtId;
 use pparse::offer::program::ValueLinks;
@@ -102,7 +102,7 @@ impl Values {
             );
         };
         self.links = None;
-        self.id = worker.spawn(SLOT, move |_, stop, report, id| {
+        self.id = worker.spawn(SLOT, To::Values, move |_, stop, report, id| {
             let links = (offer.value)(&*data, at, stop);
             if !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 report(Box::new(ValuesDone {

@@ -9,8 +9,10 @@
 //! threads of its own, one per slot: it reports progress and stops when a
 //! newer task of the same slot replaces it.
 //!
-//! Jobs are closures and results are values of any type: the worker knows
-//! none of the panels it works for, and a new panel needs no line here.
+//! Jobs are closures and results are values of any type, each addressed to
+//! the part of the explorer that asked for it ([`To`]): the worker runs
+//! none of their code, and the app routes a result with one `match` on its
+//! address.
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
@@ -22,9 +24,39 @@ use parking_lot::{Condvar, Mutex};
 
 use pparse::engine::Session;
 
-/// A result for the explorer: whatever the job made, routed by its type to
-/// the part of the explorer that asked (the worker does not know them).
-pub type Done = Box<dyn Any + Send>;
+/// Where a result goes: the part of the explorer that asked for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum To {
+    /// The hex and text view (pages, highlighting).
+    Hex,
+    /// The node tree (children loaded).
+    Nodes,
+    /// The search running.
+    Search,
+    /// A save to a file.
+    Save,
+    /// The program value followed (`D`, `u`, `U`).
+    Values,
+    /// The pickle stepper.
+    Stepper,
+    /// The tensor panel.
+    Tensors,
+    /// The metrics panel.
+    Metrics,
+    /// The diagnostics panel.
+    Problems,
+}
+
+/// What a job made, of the type its part of the explorer reads.
+pub type Payload = Box<dyn Any + Send>;
+
+/// A result of background work and where it goes.
+pub struct Done {
+    /// The part that asked for it.
+    pub to: To,
+    /// What the job made.
+    pub payload: Payload,
+}
 
 /// State the I/O thread keeps between jobs, one value per type (the pickle
 /// stepper's last machine): see [`scratch`].
@@ -38,20 +70,25 @@ pub fn scratch<T: Default + Send + 'static>(s: &mut Scratch) -> &mut T {
         .expect("keyed by its type")
 }
 
-type Run = Box<dyn FnOnce(&Session, &mut Scratch) -> Option<Done> + Send>;
+type Run = Box<dyn FnOnce(&Session, &mut Scratch) -> Option<Payload> + Send>;
 
 /// A quick request for the I/O thread.
 pub struct Job {
     /// Jobs of one lane replace each other: only the newest waiting runs.
     lane: Option<&'static str>,
+    to: To,
     run: Run,
 }
 
 impl Job {
-    /// A job; its result (if any) is handed to the explorer.
-    pub fn new(run: impl FnOnce(&Session, &mut Scratch) -> Option<Done> + Send + 'static) -> Job {
+    /// A job; its result (if any) is handed to the explorer, for `to`.
+    pub fn new(
+        to: To,
+        run: impl FnOnce(&Session, &mut Scratch) -> Option<Payload> + Send + 'static,
+    ) -> Job {
         Job {
             lane: None,
+            to,
             run: Box::new(run),
         }
     }
@@ -60,10 +97,12 @@ impl Job {
     /// newest step of the stepper is drawn).
     pub fn newest_of(
         lane: &'static str,
-        run: impl FnOnce(&Session, &mut Scratch) -> Option<Done> + Send + 'static,
+        to: To,
+        run: impl FnOnce(&Session, &mut Scratch) -> Option<Payload> + Send + 'static,
     ) -> Job {
         Job {
             lane: Some(lane),
+            to,
             run: Box::new(run),
         }
     }
@@ -131,11 +170,12 @@ impl Worker {
     /// Runs `f` on its own thread, stopping the running task of `slot` (one
     /// kind of long work: a search, a table, an export); returns the task's
     /// id (ids grow, so stale reports can be told apart). `f` gets the
-    /// session, its stop flag, a way to report and its id.
+    /// session, its stop flag, a way to report (to `to`) and its id.
     pub fn spawn(
         &self,
         slot: &'static str,
-        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(Done), u64) + Send + 'static,
+        to: To,
+        f: impl FnOnce(&Session, &AtomicBool, &dyn Fn(Payload), u64) + Send + 'static,
     ) -> u64 {
         let stop = Arc::new(AtomicBool::new(false));
         if let Some(old) = self.stops.lock().insert(slot, stop.clone()) {
@@ -147,8 +187,8 @@ impl Worker {
         std::thread::Builder::new()
             .name(format!("pparse-{slot}"))
             .spawn(move || {
-                let report = |d: Done| {
-                    let _ = done.send(d);
+                let report = |payload: Payload| {
+                    let _ = done.send(Done { to, payload });
                 };
                 f(&session, &stop, &report, id);
                 busy.fetch_sub(1, Ordering::AcqRel);
@@ -176,8 +216,9 @@ fn io_loop(queue: &Queue, busy: &AtomicU64, session: &Session, done: &Sender<Don
                 queue.ready.wait(&mut q);
             }
         };
+        let to = job.to;
         let out = (job.run)(session, &mut scratch);
-        let gone = out.is_some_and(|o| done.send(o).is_err());
+        let gone = out.is_some_and(|payload| done.send(Done { to, payload }).is_err());
         busy.fetch_sub(1, Ordering::AcqRel);
         if gone {
             return;

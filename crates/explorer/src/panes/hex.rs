@@ -16,7 +16,7 @@ use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, put};
 use crate::text::{self, HighlightJob, Highlighted};
 use crate::theme::Theme;
-use crate::worker::{Done, Job};
+use crate::worker::{Job, Payload, To};
 use pparse::data::{Data, Range};
 use pparse::extraction::ExtId;
 use pparse::util::thousands;
@@ -341,7 +341,7 @@ impl HexPane {
         });
         if (got.is_none() || stale) && self.pages.requested.insert((ext, page)) {
             let data = data.clone();
-            cx.worker.submit(Job::new(move |_, _| {
+            cx.worker.submit(Job::new(To::Hex, move |_, _| {
                 let mut buf = vec![0u8; PAGE as usize];
                 let n = data.read_at(page * PAGE, &mut buf).unwrap_or(0);
                 buf.truncate(n);
@@ -430,7 +430,7 @@ impl HexPane {
             bytes,
         };
         cx.worker
-            .submit(Job::new(move |_, _| Some(Box::new(job.run()))));
+            .submit(Job::new(To::Hex, move |_, _| Some(Box::new(job.run()))));
     }
 
     fn data_len(cx: &Cx) -> u64 {
@@ -802,7 +802,7 @@ impl Component for HexPane {
         }
     }
 
-    fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, _cx: &Cx) -> Result<Reply, Payload> {
         let d = match d.downcast::<PageRead>() {
             Ok(p) => {
                 self.pages.put(p.ext, p.page, p.bytes);

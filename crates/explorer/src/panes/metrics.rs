@@ -22,7 +22,7 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, SidePanel};
 use crate::theme::Theme;
-use crate::worker::{Done, Worker};
+use crate::worker::{Payload, To, Worker};
 use pparse::engine::Session;
 
 use pparse::extraction::{ExtId, Tree};
@@ -137,7 +137,7 @@ impl MetricsPanel {
             .get(ext)
             .map(|e| (e.data(), e.display_name()))?;
         let partial = !data.is_final();
-        let id = worker.spawn(SLOT, move |_, stop, report, id| {
+        let id = worker.spawn(SLOT, To::Metrics, move |_, stop, report, id| {
             let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
             if let Some(scan) = reader(&*data, None, budget, stop, &progress) {
                 report(Box::new(Report::Scanned {
@@ -234,7 +234,7 @@ impl MetricsPanel {
         };
         let want = name.clone();
         let scan = self.reader;
-        self.id = worker.spawn(SLOT, move |_, stop, report, id| {
+        self.id = worker.spawn(SLOT, To::Metrics, move |_, stop, report, id| {
             let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
             if let Some(mut scan) = scan(&*data, Some(&want), 0, stop, &progress) {
                 let series = scan.series.remove(&want).unwrap_or_default();
@@ -341,7 +341,7 @@ impl Component for MetricsPanel {
         MetricsPanel::click(self, at.y as usize, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
-    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, cx: &Cx) -> Result<Reply, Payload> {
         let r = d.downcast::<Report>()?;
         self.on_report(*r, cx.rows, cx.session, cx.worker);
         Ok(Reply::default())
@@ -353,6 +353,9 @@ impl Component for MetricsPanel {
 }
 
 impl SidePanel for MetricsPanel {
+    fn address(&self) -> To {
+        To::Metrics
+    }
     fn title(&self) -> String {
         MetricsPanel::title(self)
     }

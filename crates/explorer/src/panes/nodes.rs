@@ -13,7 +13,7 @@ use crate::keys::Action;
 use crate::models::{self, Nodes};
 use crate::panel::{self, Component, Cx, Look, Reply, put, put_row};
 use crate::treeview::{TreeModel, TreeView};
-use crate::worker::{Done, Job};
+use crate::worker::{Job, Payload, To};
 use pparse::extraction::{ExtId, Phase};
 use pparse::node::{Children, Node};
 use pparse::status::Status;
@@ -158,7 +158,7 @@ impl NodePane {
     fn request_load(&mut self, cx: &Cx, path: Vec<usize>) {
         let ext = cx.ext;
         if self.loading.insert((ext, path.clone())) {
-            cx.worker.submit(Job::new(move |session, _| {
+            cx.worker.submit(Job::new(To::Nodes, move |session, _| {
                 session.load(ext, &path);
                 Some(Box::new(NodesLoaded { ext, path }))
             }));
@@ -294,7 +294,7 @@ impl Component for NodePane {
         }
     }
 
-    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, cx: &Cx) -> Result<Reply, Payload> {
         let l = d.downcast::<NodesLoaded>()?;
         self.on_loaded(l.ext, l.path, cx);
         Ok(Reply::default())

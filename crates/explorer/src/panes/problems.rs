@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, SidePanel};
 use crate::theme::Theme;
-use crate::worker::{Done, Worker};
+use crate::worker::{Payload, To, Worker};
 use pparse::data::Range;
 use pparse::engine::Session;
 use pparse::extraction::{ExtId, Tree};
@@ -61,7 +61,7 @@ impl ProblemsPanel {
             found?
         };
         let offer: ProgramOffer = offer;
-        let id = worker.spawn(SLOT, move |_, stop, report, id| {
+        let id = worker.spawn(SLOT, To::Problems, move |_, stop, report, id| {
             let progress = |done, total| report(Box::new(Report::Progress { id, done, total }));
             if let Some(problems) = (offer.diagnostics)(&*data, stop, &progress) {
                 report(Box::new(Report::Done { id, problems }));
@@ -135,7 +135,7 @@ impl Component for ProblemsPanel {
         }
     }
 
-    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, cx: &Cx) -> Result<Reply, Payload> {
         let r = d.downcast::<Report>()?;
         match *r {
             Report::Progress { id, done, total } if id == self.id => {
@@ -225,6 +225,9 @@ impl Component for ProblemsPanel {
 }
 
 impl SidePanel for ProblemsPanel {
+    fn address(&self) -> To {
+        To::Problems
+    }
     fn title(&self) -> String {
         let n = self.problems.as_ref().map_or(String::new(), |p| {
             format!(" ({})", thousands(p.len() as u64))

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, SidePanel};
 use crate::theme::Theme;
-use crate::worker::{Done, Job, Worker, scratch};
+use crate::worker::{Job, Payload, To, Worker, scratch};
 use pparse::data::Range;
 use pparse::engine::Session;
 use pparse::extraction::{ExtId, Tree};
@@ -73,7 +73,7 @@ impl Stepper {
             target,
             generation: self.generation,
         };
-        worker.submit(Job::newest_of("step", move |_, s| {
+        worker.submit(Job::newest_of("step", To::Stepper, move |_, s| {
             let cache = scratch::<StepCache>(s);
             Some(Box::new(req.run(cache)))
         }));
@@ -150,7 +150,7 @@ impl Component for Stepper {
         Stepper::click(self, at.y as usize, cx.rows, cx.session, cx.worker);
         Reply::default()
     }
-    fn on_done(&mut self, d: Done, _cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, _cx: &Cx) -> Result<Reply, Payload> {
         let r = d.downcast::<StepResult>()?;
         Ok(Reply {
             cursor: self.on_stepped(*r),
@@ -164,6 +164,9 @@ impl Component for Stepper {
 }
 
 impl SidePanel for Stepper {
+    fn address(&self) -> To {
+        To::Stepper
+    }
     fn title(&self) -> String {
         Stepper::title(self)
     }

@@ -19,7 +19,7 @@ use ratatui::text::{Line, Span};
 use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, SidePanel};
 use crate::theme::Theme;
-use crate::worker::{Done, Worker};
+use crate::worker::{Payload, To, Worker};
 use pparse::engine::Session;
 use pparse::extraction::Tree;
 
@@ -111,7 +111,7 @@ impl TensorPanel {
             let t = session.tree();
             (tensors::prepare(&t, ext)?, t.exts[ext].display_name())
         };
-        let id = worker.spawn(TABLE, move |_, _, report, id| {
+        let id = worker.spawn(TABLE, To::Tensors, move |_, _, report, id| {
             let tensors = pending();
             report(Box::new(Report::Table { id, tensors }));
         });
@@ -179,7 +179,7 @@ impl TensorPanel {
                 ..Reply::default()
             };
         };
-        let id = worker.spawn(STATS, move |_, stop, report, id| {
+        let id = worker.spawn(STATS, To::Tensors, move |_, stop, report, id| {
             let send = |r: Report| report(Box::new(r));
             if tensor::numel(&t.shape).is_none() {
                 let why = tensor::overflow_text(&t.shape);
@@ -248,7 +248,7 @@ impl TensorPanel {
             return Ok(());
         };
         let length = t.length;
-        let id = worker.spawn(EXPORT, move |_, stop, report, id| {
+        let id = worker.spawn(EXPORT, To::Tensors, move |_, stop, report, id| {
             let progress = |done, total| {
                 report(Box::new(Report::Progress { id, done, total }));
             };
@@ -349,7 +349,7 @@ impl Component for TensorPanel {
     fn click(&mut self, at: Position, cx: &Cx) -> Reply {
         TensorPanel::click(self, at.y as usize, cx.rows, cx.session, cx.worker)
     }
-    fn on_done(&mut self, d: Done, cx: &Cx) -> Result<Reply, Done> {
+    fn on_done(&mut self, d: Payload, cx: &Cx) -> Result<Reply, Payload> {
         let r = d.downcast::<Report>()?;
         Ok(self.on_report(*r, cx.rows, cx.session, cx.worker))
     }
@@ -360,6 +360,9 @@ impl Component for TensorPanel {
 }
 
 impl SidePanel for TensorPanel {
+    fn address(&self) -> To {
+        To::Tensors
+    }
     fn title(&self) -> String {
         TensorPanel::title(self)
     }
