@@ -75,16 +75,18 @@ impl Default for Options {
 }
 
 impl Options {
-    /// What in these options changes what a parse finds: an index made
-    /// with other settings is not used.
+    /// What in these options changes what a parse finds, and the
+    /// process's `--proto` schemas: an index made with other settings is
+    /// not used.
     pub fn fingerprint(&self) -> String {
         format!(
-            "max_depth={} decode_ratio={} decode_floor={} message={:?} window={}",
+            "max_depth={} decode_ratio={} decode_floor={} message={:?} window={} schemas={}",
             self.max_depth,
             self.decode_ratio,
             self.decode_floor,
             self.message,
-            crate::data::decoder_window_limit()
+            crate::data::decoder_window_limit(),
+            crate::parsers::protobuf::schema::user_digest()
         )
     }
 

@@ -87,6 +87,18 @@ pub fn message(name: &str) -> Option<MessageDescriptor> {
     cell().read().get_message_by_name(name)
 }
 
+/// What the user's schemas added so far are, as a digest of their compiled
+/// descriptors in the order they came (empty when none was): part of the
+/// settings an index is written with, so that an index made with one set
+/// of `--proto` files is not read with another (their types decide what a
+/// message holds, and so the tree).
+pub fn user_digest() -> String {
+    USER.lock().clone()
+}
+
+/// See [`user_digest`]: a running SHA-256, as hex, of each added set.
+static USER: Mutex<String> = Mutex::new(String::new());
+
 /// Compiles a user's `.proto` file (imports are looked up beside it, and the
 /// well-known `google/protobuf/*` files are built in) and adds its types.
 /// Returns the full names of the messages it declares.
@@ -100,6 +112,19 @@ pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
     c.open_file(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let set = c.file_descriptor_set();
+    let digest = {
+        use prost_reflect::prost::Message;
+        use sha2::Digest;
+        let user = USER.lock();
+        let mut h = sha2::Sha256::new();
+        h.update(user.as_bytes());
+        h.update(set.encode_to_vec());
+        let d = h.finalize();
+        (
+            user,
+            d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        )
+    };
     let mut names = Vec::new();
     let own = c
         .files()
@@ -110,6 +135,8 @@ pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
     let mut pool = cell().write();
     pool.add_file_descriptor_set(set)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut user, d) = digest;
+    *user = d;
     for f in pool.files() {
         if own.iter().any(|n| n == f.name()) {
             names.extend(f.messages().map(|m| m.full_name().to_string()));
@@ -156,6 +183,38 @@ pub fn intern(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An index is keyed by the schemas loaded: each `--proto` file added
+    /// changes the settings it is written with, so one made with one
+    /// schema set is not read with another.
+    #[test]
+    fn the_schemas_loaded_are_part_of_an_index_s_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let a = write(
+            "a.proto",
+            "syntax = \"proto3\";\npackage ta;\nmessage M { bytes a = 1; }\n",
+        );
+        let b = write(
+            "b.proto",
+            "syntax = \"proto3\";\npackage tb;\nmessage M { M b = 1; }\n",
+        );
+        let opts = crate::parsers::api::Options::default();
+        let before = opts.fingerprint();
+        assert_eq!(add_proto_file(&a).unwrap(), vec!["ta.M".to_string()]);
+        let with_a = opts.fingerprint();
+        add_proto_file(&b).unwrap();
+        let with_b = opts.fingerprint();
+        assert!(
+            before != with_a && with_a != with_b,
+            "{before} / {with_a} / {with_b}"
+        );
+        assert!(with_b.contains(&user_digest()));
+    }
 
     #[test]
     fn builtin_schemas_compile() {
