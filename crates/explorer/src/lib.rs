@@ -8,19 +8,16 @@
 
 pub mod app;
 pub mod draw;
-mod hexgrid;
 pub mod keys;
 pub mod layout;
-pub mod models;
 pub mod panel;
 pub mod panes;
 pub mod readings;
 pub mod save;
 pub mod search;
-pub mod text;
 pub mod theme;
-pub mod treeview;
 pub mod values;
+pub mod widgets;
 pub mod worker;
 
 use std::io;

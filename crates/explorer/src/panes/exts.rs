@@ -7,9 +7,9 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 
 use crate::keys::Action;
-use crate::models::Exts;
 use crate::panel::{self, Component, Cx, Look, Reply, put, put_row};
-use crate::treeview::{TreeModel, TreeView};
+use crate::widgets::models::Exts;
+use crate::widgets::treeview::{TreeModel, TreeView};
 use pparse::extraction::{EntryKind, ExtId, Extraction, Phase};
 use pparse::status::Status;
 use pparse::util::{human, thousands};

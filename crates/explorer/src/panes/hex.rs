@@ -11,11 +11,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::hexgrid::{self, HexGrid};
 use crate::keys::Action;
 use crate::panel::{self, Component, Cx, Look, Reply, put};
-use crate::text::{self, HighlightJob, Highlighted};
 use crate::theme::Theme;
+use crate::widgets::hexgrid::{self, HexGrid};
+use crate::widgets::text::{self, HighlightJob, Highlighted};
 use crate::worker::{Job, Payload, To};
 use pparse::data::{Data, Range};
 use pparse::extraction::ExtId;

@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use crate::keys::Action;
-use crate::models::Nodes;
 use crate::panel::{self, Component, Cx, Look, Reply, cut_middle};
 use crate::readings::readings;
+use crate::widgets::models::Nodes;
 use pparse::data::file_offset;
 use pparse::extraction::ExtId;
 use pparse::name::escape_str;

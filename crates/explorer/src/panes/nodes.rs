@@ -10,9 +10,9 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 
 use crate::keys::Action;
-use crate::models::{self, Nodes};
 use crate::panel::{self, Component, Cx, Look, Reply, put, put_row};
-use crate::treeview::{TreeModel, TreeView};
+use crate::widgets::models::{self, Nodes};
+use crate::widgets::treeview::{TreeModel, TreeView};
 use crate::worker::{Job, Payload, To};
 use pparse::extraction::{ExtId, Phase};
 use pparse::node::{Children, Node};

@@ -4,7 +4,7 @@
 
 /// Columns of one hex row inside the pane's border.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct HexGrid {
+pub(crate) struct HexGrid {
     /// Bytes per row.
     pub bpr: u64,
     /// First column of the hex bytes.
@@ -14,20 +14,20 @@ pub(super) struct HexGrid {
 }
 
 /// Width of the offset column: 12 digits past 4 GiB, else 8.
-pub(super) fn offset_width(len: u64) -> u16 {
+pub(crate) fn offset_width(len: u64) -> u16 {
     if len > u32::MAX as u64 { 12 } else { 8 }
 }
 
 /// Columns a row of `bpr` bytes needs: the offset, 2 spaces, 3 columns and
 /// 1 text column per byte, a gap every 8 bytes, the separator and a space.
-pub(super) fn row_width(offw: u16, bpr: u64) -> u64 {
+pub(crate) fn row_width(offw: u16, bpr: u64) -> u64 {
     offw as u64 + 2 + bpr * 4 + (bpr / 8).saturating_sub(1) + 2
 }
 
 impl HexGrid {
     /// The grid of a pane whose inner area starts at column `inner_x`,
     /// for bytes of length `len`.
-    pub(super) fn new(inner_x: u16, len: u64, bpr: u64) -> HexGrid {
+    pub(crate) fn new(inner_x: u16, len: u64, bpr: u64) -> HexGrid {
         let hex_x = inner_x + offset_width(len) + 2;
         let ascii_x = hex_x + (bpr as u16) * 3 + 1 + (bpr as u16 / 8).saturating_sub(1);
         HexGrid {
@@ -38,17 +38,17 @@ impl HexGrid {
     }
 
     /// Column of byte `i` of a row in the hex columns.
-    pub(super) fn hex_col(&self, i: u64) -> u16 {
+    pub(crate) fn hex_col(&self, i: u64) -> u16 {
         self.hex_x + (i as u16) * 3 + (i / 8) as u16
     }
 
     /// Column of byte `i` of a row in the text column.
-    pub(super) fn text_col(&self, i: u64) -> u16 {
+    pub(crate) fn text_col(&self, i: u64) -> u16 {
         self.ascii_x + i as u16 + 1
     }
 
     /// The byte of a row under column `x`, in either column.
-    pub(super) fn byte_at(&self, x: u16) -> Option<u64> {
+    pub(crate) fn byte_at(&self, x: u16) -> Option<u64> {
         let bpr = self.bpr;
         let col = if x > self.ascii_x && x < self.ascii_x + 1 + bpr as u16 {
             (x - self.ascii_x - 1) as u64

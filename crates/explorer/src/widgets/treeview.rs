@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
-use super::keys::Action;
+use crate::keys::Action;
 
 /// The tree a view shows. `None` stands for the invisible root.
 pub trait TreeModel {
@@ -53,11 +53,11 @@ impl<Id: Clone + Eq + Hash + std::fmt::Debug> Default for TreeView<Id> {
 }
 
 impl<Id: Clone + Eq + Hash + std::fmt::Debug> TreeView<Id> {
-    pub(super) fn is_expanded(&self, id: &Id) -> bool {
+    pub(crate) fn is_expanded(&self, id: &Id) -> bool {
         self.is_expanded.contains_key(id)
     }
 
-    pub(super) fn expand<M: TreeModel<Id = Id>>(&mut self, m: &M, id: &Id) {
+    pub(crate) fn expand<M: TreeModel<Id = Id>>(&mut self, m: &M, id: &Id) {
         if self.is_expanded(id) {
             return;
         }

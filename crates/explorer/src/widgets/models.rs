@@ -33,7 +33,7 @@ impl TreeModel for Exts<'_> {
 pub struct Nodes<'a>(pub &'a [Node]);
 
 impl Nodes<'_> {
-    pub(super) fn get(&self, path: &[usize]) -> Option<&Node> {
+    pub(crate) fn get(&self, path: &[usize]) -> Option<&Node> {
         let (first, rest) = path.split_first()?;
         self.0.get(*first)?.descend(rest)
     }

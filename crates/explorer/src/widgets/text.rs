@@ -47,8 +47,8 @@ fn syntax_for<'a>(set: &'a SyntaxSet, name: &str, first_line: &str) -> &'a Synta
 
 /// A request to highlight the lines of `bytes` from `first` on.
 pub struct HighlightJob {
-    pub(super) ext: ExtId,
-    pub(super) generation: u64,
+    pub(crate) ext: ExtId,
+    pub(crate) generation: u64,
     /// Name of the extraction (for the grammar).
     pub name: String,
     /// syntect theme name.
@@ -57,19 +57,19 @@ pub struct HighlightJob {
     pub base: u64,
     /// Offset of the first line to return (a line start, ≥ base).
     pub first: u64,
-    pub(super) bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Highlighted lines starting at `first`: (style, text) runs per line.
 pub struct Highlighted {
-    pub(super) ext: ExtId,
-    pub(super) generation: u64,
-    pub(super) first: u64,
-    pub(super) lines: Vec<Vec<(Style, String)>>,
+    pub(crate) ext: ExtId,
+    pub(crate) generation: u64,
+    pub(crate) first: u64,
+    pub(crate) lines: Vec<Vec<(Style, String)>>,
 }
 
 impl HighlightJob {
-    pub(super) fn run(&self) -> Highlighted {
+    pub(crate) fn run(&self) -> Highlighted {
         let set = syntaxes();
         let first_line = self.bytes.split(|&b| b == b'\n').next().unwrap_or(&[]);
         let syntax = syntax_for(set, &self.name, &String::from_utf8_lossy(first_line));
