@@ -38,10 +38,10 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
 use pparse::engine::{Options, Session};
-use pparse::extract::{Extractor, components};
 use pparse::extraction::{ExtId, Phase};
 use pparse::parsers::IndexMode;
 use pparse::status::Status;
+use pparse::unpack::{Extractor, components};
 
 #[derive(Parser, Debug)]
 #[command(

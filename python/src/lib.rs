@@ -479,8 +479,8 @@ impl PickleOps {
             Ok(op) => op,
             Err(bad) => {
                 let (status, why) = match bad {
-                    ops::Bad::Short(w) => (Status::Truncated, w),
-                    ops::Bad::Invalid(w) => (Status::Corrupt, w),
+                    ops::OpError::Short(w) => (Status::Truncated, w),
+                    ops::OpError::Invalid(w) => (Status::Corrupt, w),
                 };
                 st.at = st.ranges.len();
                 let source = st.source.clone();

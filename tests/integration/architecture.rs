@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["util", "chunked"],
     &["data"],
-    &["status", "name", "extract"],
+    &["status", "name", "unpack"],
     &["node"],
     &["extraction"],
     &["offer"],

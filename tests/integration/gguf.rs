@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use pparse::offer::tensor::Tensor;
 use pparse::view::tensors::tensors;
-use pparse::view::values::{self, Value as V};
+use pparse::view::values::{self, Element as V};
 use pparse::{Status, Tree};
 use serde_json::Value;
 

@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use pparse::Status;
 use pparse::data::{MemSource, MmapSource};
 use pparse::offer::tensor::{Dtype, Encoding, Tensor};
-use pparse::view::values::{self, Value};
+use pparse::view::values::{self, Element};
 use serde_json::Value as Json;
 
 use crate::util::{FIX, s, u};
@@ -193,7 +193,7 @@ fn is_float(d: Dtype) -> bool {
     )
 }
 
-fn check_value(c: &Case, dtype: Dtype, i: usize, got: &Value, want: &str) {
+fn check_value(c: &Case, dtype: Dtype, i: usize, got: &Element, want: &str) {
     let ctx = || {
         format!(
             "{} as {} element {i}: got {got:?}, want {want}",
@@ -204,12 +204,12 @@ fn check_value(c: &Case, dtype: Dtype, i: usize, got: &Value, want: &str) {
     // display() is Python's repr, which is what the fixture holds.
     assert_eq!(got.display(), want, "{}", ctx());
     match *got {
-        Value::Time { .. } | Value::Text(_) => panic!("not a safetensors value: {}", ctx()),
-        Value::Float(x) => {
+        Element::Time { .. } | Element::Text(_) => panic!("not a safetensors value: {}", ctx()),
+        Element::Float(x) => {
             assert!(is_float(dtype), "{}", ctx());
             assert!(same(x, pyf(want)), "{}", ctx());
         }
-        Value::Complex(re, im) => {
+        Element::Complex(re, im) => {
             assert!(
                 matches!(dtype, Dtype::C32 | Dtype::C64 | Dtype::C128),
                 "{}",
@@ -218,9 +218,9 @@ fn check_value(c: &Case, dtype: Dtype, i: usize, got: &Value, want: &str) {
             let (wr, wi) = expected_parts(want);
             assert!(same(re, wr) && same(im, wi), "{}", ctx());
         }
-        Value::Int(v) => assert_eq!(v.to_string(), want, "{}", ctx()),
-        Value::UInt(v) => assert_eq!(v.to_string(), want, "{}", ctx()),
-        Value::Bool(b) => {
+        Element::Int(v) => assert_eq!(v.to_string(), want, "{}", ctx()),
+        Element::UInt(v) => assert_eq!(v.to_string(), want, "{}", ctx()),
+        Element::Bool(b) => {
             assert_eq!(dtype, Dtype::BOOL, "{}", ctx());
             assert_eq!(if b { "True" } else { "False" }, want, "{}", ctx());
         }
@@ -486,7 +486,7 @@ fn views_decode_in_c_order() {
     let vals = values::values(&c.tensor(c.dtype), &c.source(), 0, 12);
     for i in 0..3 {
         for j in 0..4 {
-            assert_eq!(vals[i * 4 + j], Value::Float(f64::from(base[j * 3 + i])));
+            assert_eq!(vals[i * 4 + j], Element::Float(f64::from(base[j * 3 + i])));
         }
     }
     // The sliced view starts past a prefix and its storage offset, and its

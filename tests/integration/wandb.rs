@@ -42,7 +42,7 @@ fn same(a: &Value, b: &Value) -> bool {
 
 /// The records pparse reads from `bytes` (as `records --json` writes them)
 /// and the damage it reports.
-fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Bad>) {
+fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Damaged>) {
     let layout = log::detect(bytes);
     let mut recs = Vec::new();
     let mut bad = Vec::new();
@@ -53,7 +53,7 @@ fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Bad>) {
                 let payload = log::payload(bytes, &chunks);
                 let rec = wandb::decode(&payload);
                 if rec.msg.is_err() {
-                    bad.push(log::Bad {
+                    bad.push(log::Damaged {
                         range: log::Item::Record(chunks).range(),
                         status: pparse::Status::Corrupt,
                         reason: "undecodable".into(),
@@ -64,7 +64,7 @@ fn ours(bytes: &[u8]) -> (Vec<Value>, Vec<log::Bad>) {
                     "number": rec.number, "type": rec.kind, "offset": start, "data": records::data(&rec),
                 }));
             }
-            log::Item::Bad(b) => bad.push(b),
+            log::Item::Damaged(b) => bad.push(b),
         }
     }
     (recs, bad)
@@ -103,17 +103,17 @@ fn records_match_wandbs_own_reader() {
 #[test]
 fn the_buggy_writers_layout_is_recognised() {
     let buggy = log_bytes("v0175-core-buggy");
-    assert_eq!(log::detect(&buggy[..]), log::Layout::Shifted);
+    assert_eq!(log::detect(&buggy[..]), log::Framing::Shifted);
     for name in ["current-core", "v0175-legacy"] {
         assert_eq!(
             log::detect(&log_bytes(name)[..]),
-            log::Layout::Standard,
+            log::Framing::Standard,
             "{name}"
         );
     }
     // Read the standard way, most of the buggy log is lost: the detection matters.
-    let lost = log::Records::new(&buggy[..], log::Layout::Standard)
-        .filter(|i| matches!(i, log::Item::Bad(_)))
+    let lost = log::Records::new(&buggy[..], log::Framing::Standard)
+        .filter(|i| matches!(i, log::Item::Damaged(_)))
         .count();
     assert!(lost > 0);
     let path = fixture_path("wandb/v0175-core-buggy.wandb");
@@ -471,14 +471,14 @@ fn long_logs_are_listed_in_file_order() {
     // many batches, with damage in some, must come out in file order and
     // equal what one reader in one thread makes of it.
     let one = log_bytes("current-core");
-    let payloads: Vec<Vec<u8>> = log::Records::new(&one[..], log::Layout::Standard)
+    let payloads: Vec<Vec<u8>> = log::Records::new(&one[..], log::Framing::Standard)
         .map(|i| match i {
             log::Item::Record(c) => log::payload(&one[..], &c).into_owned(),
-            log::Item::Bad(b) => panic!("{b:?}"),
+            log::Item::Damaged(b) => panic!("{b:?}"),
         })
         .collect();
     let many: Vec<Vec<u8>> = (0..40).flat_map(|_| payloads.iter().cloned()).collect();
-    let mut data = log::write_log(&many, log::Layout::Standard);
+    let mut data = log::write_log(&many, log::Framing::Standard);
     for k in 1..6 {
         let at = data.len() * k / 6;
         data[at] ^= 0x10;

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod draw;
+pub mod follow;
 pub mod keys;
 pub mod layout;
 pub mod panel;
@@ -16,7 +17,6 @@ pub mod readings;
 pub mod save;
 pub mod search;
 pub mod theme;
-pub mod values;
 pub mod widgets;
 pub mod worker;
 

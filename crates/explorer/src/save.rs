@@ -80,7 +80,7 @@ pub fn file_name(tree: &Tree, ext: ExtId, range: Range) -> String {
         .rsplit(|&b| b == b'/')
         .find(|c| !c.is_empty())
         .unwrap_or(raw);
-    let own = pparse::extract::sanitize_component(last).unwrap_or_else(|| "bytes".into());
+    let own = pparse::unpack::sanitize_component(last).unwrap_or_else(|| "bytes".into());
     if range.start == 0 && range.end >= e.available() {
         own
     } else {

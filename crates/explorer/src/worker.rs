@@ -36,7 +36,7 @@ pub enum To {
     /// A save to a file.
     Save,
     /// The program value followed (`D`, `u`, `U`).
-    Values,
+    Follow,
     /// The pickle stepper.
     Stepper,
     /// The tensor panel.

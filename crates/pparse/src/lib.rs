@@ -31,7 +31,6 @@
 pub mod chunked;
 pub mod data;
 pub mod engine;
-pub mod extract;
 pub mod extraction;
 pub mod fs;
 pub mod index;
@@ -41,6 +40,7 @@ pub mod offer;
 pub mod parsers;
 pub mod report;
 pub mod status;
+pub mod unpack;
 pub mod util;
 pub mod view;
 

@@ -153,7 +153,7 @@ fn is_unsafe_char(c: char) -> bool {
 /// (GNU tar strips it, with a message); a trailing `/` (a directory) is
 /// kept. Empty when nothing is left: a member named `./` is the archive's
 /// own top. `..` is left alone (it is a name; writing it is
-/// [`crate::extract`]'s business). Borrows when the name is already so.
+/// [`crate::unpack`]'s business). Borrows when the name is already so.
 pub fn member_path(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     if is_plain_path(raw) {
         return std::borrow::Cow::Borrowed(raw);

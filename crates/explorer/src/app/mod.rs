@@ -19,6 +19,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::{Position, Rect};
 
+use super::follow::{Follow, FollowDone};
 use super::keys::{self, Action};
 pub use super::layout::Pane;
 use super::layout::{Layout, Room};
@@ -34,7 +35,6 @@ use super::panes::tensors::TensorPanel;
 use super::save::{self, Chosen, SaveEvent, Saving};
 use super::search::{Found, From, Search, SearchEvent};
 use super::theme::Theme;
-use super::values::{Values, ValuesDone};
 use super::worker::{Done, Payload, To, Worker};
 use pparse::data::Range;
 use pparse::engine::Session;
@@ -175,7 +175,7 @@ pub struct App {
     unclaimed: u64,
     pub(super) search: Search,
     /// The value followed with `D`, `u` and `U`.
-    values: Values,
+    follow: Follow,
     /// A pane moved the cursor and the node tree may still be loading the
     /// node there: select it when it comes (until the next key).
     jumped: bool,
@@ -220,7 +220,7 @@ impl App {
             overlay: Overlay::None,
             unclaimed: 0,
             search: Search::default(),
-            values: Values::default(),
+            follow: Follow::default(),
             jumped: false,
             message: None,
             layout: Layout {

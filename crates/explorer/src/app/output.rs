@@ -185,7 +185,7 @@ impl App {
     pub(super) fn definition(&mut self) {
         let (at, cursor) = (self.value_at(), self.place().cursor);
         let r = self
-            .values
+            .follow
             .definition(self.ext(), at, cursor, &self.session, &self.worker);
         self.apply(r);
     }
@@ -194,7 +194,7 @@ impl App {
     pub(super) fn step_use(&mut self, forward: bool) {
         let (at, cursor) = (self.value_at(), self.place().cursor);
         let r = self
-            .values
+            .follow
             .step(self.ext(), at, cursor, forward, &self.session, &self.worker);
         self.apply(r);
     }

@@ -35,9 +35,9 @@ impl App {
                 Ok(e) => return self.on_save(*e),
                 Err(p) => p,
             },
-            To::Values => match payload.downcast::<ValuesDone>() {
+            To::Follow => match payload.downcast::<FollowDone>() {
                 Ok(v) => {
-                    let r = self.values.on_done(*v, self.ext());
+                    let r = self.follow.on_done(*v, self.ext());
                     return self.apply(r);
                 }
                 Err(p) => p,

@@ -29,7 +29,7 @@ use pparse::offer::tensor::{self, Dtype, Tensor};
 use pparse::status::Status;
 use pparse::util::{human, thousands};
 use pparse::view::tensors;
-use pparse::view::values::{self, Stats, Value};
+use pparse::view::values::{self, Element, Stats};
 
 /// Values shown in the inspector.
 const FIRST_VALUES: u64 = 64;
@@ -222,7 +222,7 @@ impl TensorPanel {
         let t = self.current()?;
         let flat = t.name.replace(['/', '\\'], "_");
         let name =
-            pparse::extract::sanitize_component(flat.as_bytes()).unwrap_or_else(|| "tensor".into());
+            pparse::unpack::sanitize_component(flat.as_bytes()).unwrap_or_else(|| "tensor".into());
         Some(crate::save::beside_input(tree, &format!("{name}.npy")))
     }
 
@@ -578,9 +578,9 @@ const MISSING: &str = "—";
 
 /// A value as NumPy prints its own dtype: float32 and narrower at float32
 /// precision (`0.1`, not the `f64` expansion of it).
-fn show_value(v: Value, dtype: Dtype) -> String {
+fn show_value(v: Element, dtype: Dtype) -> String {
     match v {
-        Value::Float(x) if dtype.bits() <= 32 && x.is_finite() => {
+        Element::Float(x) if dtype.bits() <= 32 && x.is_finite() => {
             let f = x as f32;
             let a = f.abs();
             if a == 0.0 || (1e-4..1e16).contains(&a) {

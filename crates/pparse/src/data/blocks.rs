@@ -37,7 +37,7 @@ use parking_lot::{Mutex, RwLock};
 use super::cache::{Chunk, ChunkCache};
 use super::growth;
 pub use super::source::Block;
-use super::source::{Data, Layout, Range, Source};
+use super::source::{Data, Range, Recipe, Source};
 
 /// Cache granularity of decoded bytes.
 pub const CHUNK: u64 = 64 * 1024;
@@ -475,8 +475,8 @@ impl Source for BlockSource {
         let (_, b) = self.block_at(offset)?;
         Some((self.input.clone(), b.input.start, b.out_start == offset))
     }
-    fn layout(&self) -> Layout<'_> {
-        Layout::Blocks {
+    fn recipe(&self) -> Recipe<'_> {
+        Recipe::Blocks {
             input: &self.input,
             codec: self.codec.name(),
             label: self.label,
@@ -649,10 +649,10 @@ mod tests {
             src.end_block(i + 1);
         }
         src.finish();
-        let Layout::Blocks {
+        let Recipe::Blocks {
             blocks: Some((blocks, crcs)),
             ..
-        } = src.layout()
+        } = src.recipe()
         else {
             panic!("a final stream has its blocks");
         };

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 
-use super::source::{Data, Layout};
+use super::source::{Data, Recipe};
 
 thread_local! {
     static GREW: RefCell<Option<Vec<usize>>> = const { RefCell::new(None) };
@@ -49,7 +49,7 @@ pub(super) fn grew<T>(src: &T) {
 /// [`take`] reports. Valid while `data` is alive.
 pub fn key(data: &Data) -> usize {
     let mut d = data;
-    while let Layout::Slice { of, .. } = d.layout() {
+    while let Recipe::Slice { of, .. } = d.recipe() {
         d = of;
     }
     std::sync::Arc::as_ptr(d) as *const () as usize

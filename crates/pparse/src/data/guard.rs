@@ -11,7 +11,7 @@
 use std::io;
 use std::sync::{Mutex, OnceLock};
 
-use super::source::{Data, Layout, Source};
+use super::source::{Data, Recipe, Source};
 
 /// The first read error of a guarded source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl Source for ReadGuard {
     fn final_len(&self) -> Option<u64> {
         self.inner.final_len()
     }
-    fn layout(&self) -> Layout<'_> {
-        self.inner.layout()
+    fn recipe(&self) -> Recipe<'_> {
+        self.inner.recipe()
     }
 }

@@ -1,6 +1,6 @@
 use std::io;
 
-use super::source::{Data, Layout, Source};
+use super::source::{Data, Recipe, Source};
 
 /// Bytes held in memory: small inputs and tests.
 pub struct MemSource {
@@ -76,8 +76,8 @@ impl Source for HeadSource {
     fn final_len(&self) -> Option<u64> {
         self.rest.final_len()
     }
-    fn layout(&self) -> Layout<'_> {
-        self.rest.layout()
+    fn recipe(&self) -> Recipe<'_> {
+        self.rest.recipe()
     }
 }
 

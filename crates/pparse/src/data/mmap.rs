@@ -5,7 +5,7 @@ use std::path::Path;
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 
 use super::mem::copy_from;
-use super::source::{Layout, Source};
+use super::source::{Recipe, Source};
 
 /// A read-only memory map of a file: the kernel's page cache serves the bytes,
 /// so a 200 GB file costs address space, not RAM.
@@ -77,7 +77,7 @@ impl Source for MmapSource {
     fn describe(&self) -> &'static str {
         "file"
     }
-    fn layout(&self) -> Layout<'_> {
-        Layout::File
+    fn recipe(&self) -> Recipe<'_> {
+        Recipe::File
     }
 }

@@ -1,6 +1,6 @@
 use std::io;
 
-use super::source::{Data, Layout, Range, Source};
+use super::source::{Data, Range, Recipe, Source};
 
 /// A window `[start, end)` of another source: a tar member, a stored zip
 /// entry. The parent may still be growing; the window then grows with it and
@@ -56,8 +56,8 @@ impl Source for SliceSource {
     fn final_len(&self) -> Option<u64> {
         (self.range.end != u64::MAX).then(|| self.range.len())
     }
-    fn layout(&self) -> Layout<'_> {
-        Layout::Slice {
+    fn recipe(&self) -> Recipe<'_> {
+        Recipe::Slice {
             of: &self.parent,
             range: self.range,
         }

@@ -44,14 +44,14 @@ pub trait Source: Send + Sync + 'static {
         None
     }
     /// How the source is made, so that an index can make it again without
-    /// reading it through (see [`Layout`]).
-    fn layout(&self) -> Layout<'_> {
-        Layout::Opaque
+    /// reading it through (see [`Recipe`]).
+    fn recipe(&self) -> Recipe<'_> {
+        Recipe::Opaque
     }
 }
 
 /// How a [`Source`] is made of other sources.
-pub enum Layout<'a> {
+pub enum Recipe<'a> {
     /// Nothing an index can rebuild (bytes in memory, a test source).
     Opaque,
     /// A mapped file.

@@ -149,12 +149,12 @@ pub struct Entry {
     pub mode: Option<u32>,
     /// A handle on it: [`Fs::list_node`] and [`Fs::open_node`] go to it
     /// again without resolving its PATH (a mount's folders and files).
-    pub node: Node,
+    pub node: EntryHandle,
 }
 
 /// A handle on an entry of an [`Fs`] (see [`Entry::node`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Node(At);
+pub struct EntryHandle(At);
 
 /// Nested containers as a file system: see the module docs.
 #[derive(Clone)]
@@ -450,7 +450,7 @@ impl Fs {
             format: None,
             mtime: None,
             mode: None,
-            node: Node(At::Under(c, format!("{name}/"))),
+            node: EntryHandle(At::Under(c, format!("{name}/"))),
         }
     }
 
@@ -494,13 +494,13 @@ impl Fs {
     }
 
     /// The handle of this view's root (what [`Fs::list`] of "" lists).
-    pub fn root_node(&self) -> Result<Node, Error> {
+    pub fn root_node(&self) -> Result<EntryHandle, Error> {
         let full = self.full("");
-        self.wait_for(&full, |_, _| true).map(Node)
+        self.wait_for(&full, |_, _| true).map(EntryHandle)
     }
 
     /// [`Fs::list`] (one level) of the entry `node` stands for.
-    pub fn list_node(&self, node: &Node) -> Result<Vec<Entry>, Error> {
+    pub fn list_node(&self, node: &EntryHandle) -> Result<Vec<Entry>, Error> {
         Ok(self
             .list_node_named(node)?
             .into_iter()
@@ -511,7 +511,10 @@ impl Fs {
     /// [`Fs::list_node`], each entry with the name its folder lists it
     /// under: its last component, or `NAME~N` when another entry of the
     /// folder took that name first (see `dirs.rs`).
-    pub(super) fn list_node_named(&self, node: &Node) -> Result<Vec<(String, Entry)>, Error> {
+    pub(super) fn list_node_named(
+        &self,
+        node: &EntryHandle,
+    ) -> Result<Vec<(String, Entry)>, Error> {
         let c = match &node.0 {
             At::Entry(id) | At::Under(id, _) => *id,
         };
@@ -527,7 +530,7 @@ impl Fs {
     }
 
     /// [`Fs::open`] of the entry `node` stands for.
-    pub fn open_node(&self, node: &Node) -> Result<File, Error> {
+    pub fn open_node(&self, node: &EntryHandle) -> Result<File, Error> {
         let At::Entry(id) = node.0 else {
             return Err(Error::NoContent {
                 path: String::new(),
@@ -825,7 +828,7 @@ impl Fs {
             mode: e.meta.mode(),
             // A directory entry of its container leads to what its
             // container holds under its name.
-            node: Node(match e.parent {
+            node: EntryHandle(match e.parent {
                 Some(p) if e.kind == EntryKind::Dir && e.children.is_empty() => {
                     let name = e.name.path_form();
                     At::Under(p, format!("{}/", name.trim_end_matches('/')))

@@ -40,4 +40,4 @@ mod dirs;
 #[cfg(all(target_os = "linux", feature = "mount"))]
 pub mod mount;
 
-pub use api::{Entry, Error, File, Fs, Kind, Node};
+pub use api::{Entry, EntryHandle, Error, File, Fs, Kind};

@@ -8,7 +8,7 @@
 //! which waits for that container's parse only; a member is read with
 //! positional reads of its bytes. Inode numbers are handed out as entries
 //! are met and kept for the life of the mount, one per member (by its
-//! [`Node`], never by its PATH: two members of one name are two inodes,
+//! [`EntryHandle`], never by its PATH: two members of one name are two inodes,
 //! each with its own kind, size and bytes). Names are the ones
 //! [`Fs::list`] gives: a name two entries of a folder share is the first
 //! member's, the others get `~1`, `~2`, …
@@ -30,7 +30,7 @@ use fuser::{
     ReplyXattr, Request,
 };
 
-use super::api::{Entry, File, Fs, Kind, Node};
+use super::api::{Entry, EntryHandle, File, Fs, Kind};
 use crate::status::Status;
 
 /// The extended attribute that holds an entry's status.
@@ -43,7 +43,7 @@ const TTL: Duration = Duration::from_secs(3600);
 /// entries by name.
 struct Inode {
     /// The handle its folder is listed or its file opened with.
-    node: Node,
+    node: EntryHandle,
     /// `None` for the root.
     entry: Option<Entry>,
     children: Option<Arc<Children>>,
@@ -69,7 +69,7 @@ struct MountFs {
     fs: Fs,
     inodes: RwLock<Vec<Inode>>,
     /// Inodes by the member (or folder) they stand for.
-    by_node: Mutex<HashMap<Node, u64>>,
+    by_node: Mutex<HashMap<EntryHandle, u64>>,
     files: Mutex<HashMap<u64, Arc<File>>>,
     next_fh: AtomicU64,
     uid: u32,
@@ -79,7 +79,7 @@ struct MountFs {
 }
 
 impl MountFs {
-    fn new(fs: Fs, root: Node, time: SystemTime) -> MountFs {
+    fn new(fs: Fs, root: EntryHandle, time: SystemTime) -> MountFs {
         // SAFETY: getuid and getgid only read the process's ids.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         MountFs {

@@ -102,9 +102,9 @@ impl<W: Write> Out<W> {
 
 /// Why an index could not be read: where, and what was wrong.
 #[derive(Debug)]
-pub(super) struct Bad(pub(super) String);
+pub(super) struct Invalid(pub(super) String);
 
-impl std::fmt::Display for Bad {
+impl std::fmt::Display for Invalid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
@@ -126,10 +126,10 @@ impl<'a> In<'a> {
     pub(super) fn left(&self) -> usize {
         self.b.len() - self.pos
     }
-    fn short(&self) -> Bad {
-        Bad(format!("ends early at byte {}", self.pos))
+    fn short(&self) -> Invalid {
+        Invalid(format!("ends early at byte {}", self.pos))
     }
-    pub(super) fn raw(&mut self, n: usize) -> Result<&'a [u8], Bad> {
+    pub(super) fn raw(&mut self, n: usize) -> Result<&'a [u8], Invalid> {
         if n > self.left() {
             return Err(self.short());
         }
@@ -137,19 +137,19 @@ impl<'a> In<'a> {
         self.pos += n;
         Ok(s)
     }
-    pub(super) fn u8(&mut self) -> Result<u8, Bad> {
+    pub(super) fn u8(&mut self) -> Result<u8, Invalid> {
         Ok(self.raw(1)?[0])
     }
-    pub(super) fn u32(&mut self) -> Result<u32, Bad> {
+    pub(super) fn u32(&mut self) -> Result<u32, Invalid> {
         let b = self.raw(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
-    pub(super) fn u64(&mut self) -> Result<u64, Bad> {
+    pub(super) fn u64(&mut self) -> Result<u64, Invalid> {
         let mut x = [0u8; 8];
         x.copy_from_slice(self.raw(8)?);
         Ok(u64::from_le_bytes(x))
     }
-    pub(super) fn var(&mut self) -> Result<u64, Bad> {
+    pub(super) fn var(&mut self) -> Result<u64, Invalid> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -158,33 +158,36 @@ impl<'a> In<'a> {
                 return Ok(v);
             }
         }
-        Err(Bad(format!("varint too long at byte {}", self.pos)))
+        Err(Invalid(format!("varint too long at byte {}", self.pos)))
     }
     /// A count of items that each take at least one byte: never more than
     /// the bytes left, so a bad count cannot make a huge allocation.
-    pub(super) fn count(&mut self) -> Result<usize, Bad> {
+    pub(super) fn count(&mut self) -> Result<usize, Invalid> {
         let n = self.var()?;
         if n > self.left() as u64 {
-            return Err(Bad(format!(
+            return Err(Invalid(format!(
                 "count {n} at byte {} exceeds the index",
                 self.pos
             )));
         }
         Ok(n as usize)
     }
-    pub(super) fn bytes(&mut self) -> Result<&'a [u8], Bad> {
+    pub(super) fn bytes(&mut self) -> Result<&'a [u8], Invalid> {
         let n = self.count()?;
         self.raw(n)
     }
-    pub(super) fn str(&mut self) -> Result<&'a str, Bad> {
+    pub(super) fn str(&mut self) -> Result<&'a str, Invalid> {
         let at = self.pos;
-        std::str::from_utf8(self.bytes()?).map_err(|_| Bad(format!("bad text at byte {at}")))
+        std::str::from_utf8(self.bytes()?).map_err(|_| Invalid(format!("bad text at byte {at}")))
     }
-    pub(super) fn opt(&mut self) -> Result<Option<u64>, Bad> {
+    pub(super) fn opt(&mut self) -> Result<Option<u64>, Invalid> {
         match self.u8()? {
             0 => Ok(None),
             1 => Ok(Some(self.var()?)),
-            t => Err(Bad(format!("bad option tag {t} at byte {}", self.pos - 1))),
+            t => Err(Invalid(format!(
+                "bad option tag {t} at byte {}",
+                self.pos - 1
+            ))),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use thin_vec::ThinVec;
 
-use super::codec::{Bad, END, FORMAT, In, MAGIC, TRAILER};
+use super::codec::{END, FORMAT, In, Invalid, MAGIC, TRAILER};
 use super::key::FileKey;
 use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
@@ -85,37 +85,37 @@ pub(super) fn load(
     root: Data,
     name: Name,
     file: &Path,
-) -> Result<Option<Tree>, Bad> {
+) -> Result<Option<Tree>, Invalid> {
     let f = match crate::data::open_regular(place) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Bad(format!("cannot be read: {e}"))),
+        Err(e) => return Err(Invalid(format!("cannot be read: {e}"))),
     };
-    let len = f.metadata().map_err(|e| Bad(e.to_string()))?.len();
+    let len = f.metadata().map_err(|e| Invalid(e.to_string()))?.len();
     if len < (MAGIC.len() + TRAILER) as u64 {
-        return Err(Bad("is too short".into()));
+        return Err(Invalid("is too short".into()));
     }
     let mut trailer = [0u8; TRAILER];
     f.read_exact_at(&mut trailer, len - TRAILER as u64)
-        .map_err(|e| Bad(e.to_string()))?;
+        .map_err(|e| Invalid(e.to_string()))?;
     let mut t = In::new(&trailer);
     let body_start = t.u64()?;
     let body_len = t.u64()?;
     let raw_len = t.u64()?;
     let crc = t.u32()?;
     if t.raw(8)? != END {
-        return Err(Bad("is incomplete (no end mark)".into()));
+        return Err(Invalid("is incomplete (no end mark)".into()));
     }
     if body_start.checked_add(body_len) != Some(len - TRAILER as u64) {
-        return Err(Bad("has a bad trailer".into()));
+        return Err(Invalid("has a bad trailer".into()));
     }
     let mut head = vec![0u8; body_start.min(4096) as usize];
     f.read_exact_at(&mut head, 0)
-        .map_err(|e| Bad(e.to_string()))?;
+        .map_err(|e| Invalid(e.to_string()))?;
     check_header(&mut In::new(&head), expect.key, expect.settings)?;
     let body = read_body(&f, body_start, body_len, raw_len)?;
     if crc32fast::hash(&body) != crc {
-        return Err(Bad("is damaged (its checksum does not match)".into()));
+        return Err(Invalid("is damaged (its checksum does not match)".into()));
     }
     let store = Arc::new(IndexWindows {
         file: f,
@@ -125,7 +125,7 @@ pub(super) fn load(
     let sources = read_sources(&mut r, root, store)?;
     let tree = read_tree(&mut r, &sources, name, file, expect.max_depth)?;
     if r.left() != 0 {
-        return Err(Bad(format!("has {} bytes after its records", r.left())));
+        return Err(Invalid(format!("has {} bytes after its records", r.left())));
     }
     Ok(Some(tree))
 }
@@ -133,14 +133,14 @@ pub(super) fn load(
 /// The body, inflated. Its raw length comes from the trailer, which may be
 /// damaged: the buffer grows with what inflates, up to what deflate can
 /// expand to, and must end at exactly that length.
-fn read_body(f: &File, start: u64, len: u64, raw_len: u64) -> Result<Vec<u8>, Bad> {
-    let len = usize::try_from(len).map_err(|_| Bad("is too large".into()))?;
+fn read_body(f: &File, start: u64, len: u64, raw_len: u64) -> Result<Vec<u8>, Invalid> {
+    let len = usize::try_from(len).map_err(|_| Invalid("is too large".into()))?;
     if raw_len > (len as u64).saturating_mul(1032) {
-        return Err(Bad("has a bad trailer".into()));
+        return Err(Invalid("has a bad trailer".into()));
     }
     let mut packed = vec![0u8; len];
     f.read_exact_at(&mut packed, start)
-        .map_err(|e| Bad(e.to_string()))?;
+        .map_err(|e| Invalid(e.to_string()))?;
     let mut body = Vec::with_capacity((len * 4).min(raw_len as usize));
     let mut z = flate2::Decompress::new(false);
     loop {
@@ -148,51 +148,54 @@ fn read_body(f: &File, start: u64, len: u64, raw_len: u64) -> Result<Vec<u8>, Ba
         let at = z.total_in() as usize;
         let status = z
             .decompress_vec(&packed[at..], &mut body, flate2::FlushDecompress::Finish)
-            .map_err(|_| Bad("is damaged (its body does not inflate)".into()))?;
+            .map_err(|_| Invalid("is damaged (its body does not inflate)".into()))?;
         if body.len() as u64 > raw_len {
-            return Err(Bad("is damaged (its body is too long)".into()));
+            return Err(Invalid("is damaged (its body is too long)".into()));
         }
         match status {
             flate2::Status::StreamEnd => break,
             _ if (z.total_in(), z.total_out()) == before && body.len() < body.capacity() => {
-                return Err(Bad("is damaged (its body ends early)".into()));
+                return Err(Invalid("is damaged (its body ends early)".into()));
             }
             _ => body.reserve((body.capacity()).max(1 << 16).min(raw_len as usize + 1)),
         }
     }
     if body.len() as u64 != raw_len || z.total_in() as usize != len {
-        return Err(Bad("is damaged (its body has the wrong length)".into()));
+        return Err(Invalid("is damaged (its body has the wrong length)".into()));
     }
     Ok(body)
 }
 
-fn check_header(h: &mut In, key: &FileKey, settings: &str) -> Result<(), Bad> {
+fn check_header(h: &mut In, key: &FileKey, settings: &str) -> Result<(), Invalid> {
     if h.raw(8)? != MAGIC {
-        return Err(Bad("is not a pparse index".into()));
+        return Err(Invalid("is not a pparse index".into()));
     }
     if h.u32()? != FORMAT {
-        return Err(Bad("has another index format".into()));
+        return Err(Invalid("has another index format".into()));
     }
     let build = h.str()?;
     if build != super::key::build_id() {
         let version = build.split(' ').next().unwrap_or_default();
-        return Err(Bad(format!(
+        return Err(Invalid(format!(
             "was written by another build of pparse ({version})"
         )));
     }
     if h.str()? != settings {
-        return Err(Bad("was written with other settings".into()));
+        return Err(Invalid("was written with other settings".into()));
     }
     let found = FileKey {
         size: h.u64()?,
         mtime_secs: h.u64()? as i64,
         mtime_nanos: h.u32()?,
         change: h.u64()?,
-        sample: h.raw(32)?.try_into().map_err(|_| Bad("bad key".into()))?,
+        sample: h
+            .raw(32)?
+            .try_into()
+            .map_err(|_| Invalid("bad key".into()))?,
     };
     if &found != key {
-        return Err(Bad(
-            "is stale: the file has changed since it was written".into()
+        return Err(Invalid(
+            "is stale: the file has changed since it was written".into(),
         ));
     }
     Ok(())
@@ -205,13 +208,13 @@ struct Src {
     len: u64,
 }
 
-fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<Src>, Bad> {
+fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<Src>, Invalid> {
     let n = r.count()?;
     let mut out: Vec<Src> = Vec::with_capacity(n);
     for i in 0..n {
         let at = r.pos();
-        let bad = |why: &str| Bad(format!("source {i} at byte {at}: {why}"));
-        let input = |r: &mut In, out: &[Src]| -> Result<(Data, u64), Bad> {
+        let bad = |why: &str| Invalid(format!("source {i} at byte {at}: {why}"));
+        let input = |r: &mut In, out: &[Src]| -> Result<(Data, u64), Invalid> {
             let of = r.var()?;
             out.get(of as usize)
                 .map(|s| (s.data.clone(), s.len))
@@ -339,19 +342,19 @@ fn check_stream(l: &StreamLayout, input_len: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn range(r: &mut In) -> Result<Range, Bad> {
+fn range(r: &mut In) -> Result<Range, Invalid> {
     let start = r.var()?;
     let end = r.var()?;
     if end < start {
-        return Err(Bad(format!("backward range before byte {}", r.pos())));
+        return Err(Invalid(format!("backward range before byte {}", r.pos())));
     }
     Ok(Range::new(start, end))
 }
 
-fn read_stream(r: &mut In) -> Result<StreamLayout, Bad> {
+fn read_stream(r: &mut In) -> Result<StreamLayout, Invalid> {
     let label = r.str()?;
     let label = InflateSource::known_label(label)
-        .ok_or_else(|| Bad(format!("unknown stream {label:?}")))?;
+        .ok_or_else(|| Invalid(format!("unknown stream {label:?}")))?;
     let span = r.var()?;
     let len = r.var()?;
     let nseg = r.count()?;
@@ -369,10 +372,10 @@ fn read_stream(r: &mut In) -> Result<StreamLayout, Bad> {
                 0 => None,
                 1 => {
                     let off = r.var()?;
-                    let len = u32::try_from(r.var()?).map_err(|_| Bad("bad window".into()))?;
+                    let len = u32::try_from(r.var()?).map_err(|_| Invalid("bad window".into()))?;
                     Some(WindowSlot { off, len })
                 }
-                t => return Err(Bad(format!("bad window tag {t}"))),
+                t => return Err(Invalid(format!("bad window tag {t}"))),
             };
             points.push(Checkpoint {
                 out,
@@ -411,10 +414,10 @@ fn read_tree(
     name: Name,
     file: &Path,
     max_depth: u32,
-) -> Result<Tree, Bad> {
+) -> Result<Tree, Invalid> {
     let n = r.count()?;
     if n == 0 {
-        return Err(Bad("has no root".into()));
+        return Err(Invalid("has no root".into()));
     }
     let mut tree = Tree {
         restored: true,
@@ -424,7 +427,7 @@ fn read_tree(
     let mut sizes: Vec<u64> = Vec::with_capacity(n.min(1 << 20));
     for id in 0..n {
         let at = r.pos();
-        let bad = |why: &str| Bad(format!("extraction {id} at byte {at}: {why}"));
+        let bad = |why: &str| Invalid(format!("extraction {id} at byte {at}: {why}"));
         let parent = match r.var()? {
             0 => None,
             p => Some((p - 1) as usize),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::codec::{END, FORMAT, MAGIC, Out};
 use super::key::FileKey;
 use crate::data::inflate::{Segment, StreamLayout};
-use crate::data::{Data, Layout, Range};
+use crate::data::{Data, Range, Recipe};
 use crate::extraction::{EntryKind, Extraction, Form, Phase, Tree};
 use crate::status::Status;
 
@@ -54,15 +54,15 @@ impl Sources {
         if depth > 512 {
             return Err("sources nested too deep".into());
         }
-        let rec = match d.layout() {
-            Layout::File if addr(d) == self.root => Rec::File,
-            Layout::File => return Err("it reads other files (shards, external data)".into()),
-            Layout::Opaque => return Err(format!("a {} cannot be indexed", d.describe())),
-            Layout::Slice { of, range } => Rec::Slice {
+        let rec = match d.recipe() {
+            Recipe::File if addr(d) == self.root => Rec::File,
+            Recipe::File => return Err("it reads other files (shards, external data)".into()),
+            Recipe::Opaque => return Err(format!("a {} cannot be indexed", d.describe())),
+            Recipe::Slice { of, range } => Rec::Slice {
                 of: self.add(of, depth + 1)?,
                 range,
             },
-            Layout::Blocks {
+            Recipe::Blocks {
                 input,
                 codec,
                 label,
@@ -78,7 +78,7 @@ impl Sources {
                     label,
                 }
             }
-            Layout::Inflate { input, stream, .. } => {
+            Recipe::Inflate { input, stream, .. } => {
                 let layout = stream.ok_or("a decoded stream was not decoded to its end")?;
                 Rec::Inflate {
                     of: self.add(input, depth + 1)?,
@@ -155,7 +155,7 @@ fn write_all<W: Write>(
         let Rec::Inflate { layout, data, .. } = rec else {
             continue;
         };
-        let Layout::Inflate { windows, .. } = data.layout() else {
+        let Recipe::Inflate { windows, .. } = data.recipe() else {
             continue;
         };
         for seg in &mut layout.segments {

@@ -103,7 +103,7 @@ fn version_of(b: [u8; 4]) -> Option<(u32, bool)> {
 
 /// Why reading stopped: where, why, and whether the bytes just ended.
 #[derive(Clone, Debug)]
-pub struct Bad {
+pub struct FieldError {
     /// Offset of the field that could not be read.
     pub at: u64,
     /// In words.
@@ -112,7 +112,7 @@ pub struct Bad {
     pub cut: bool,
 }
 
-impl Bad {
+impl FieldError {
     fn damage(&self, end: u64) -> Damage {
         if self.cut {
             Damage::truncated(Range::new(self.at, end.max(self.at)), self.why.clone())
@@ -147,8 +147,8 @@ impl<'a> Rd<'a> {
         }
     }
 
-    fn cut(&self, what: &str) -> Bad {
-        Bad {
+    fn cut(&self, what: &str) -> FieldError {
+        FieldError {
             at: self.pos,
             why: format!("the file ends inside {what}"),
             cut: true,
@@ -156,7 +156,7 @@ impl<'a> Rd<'a> {
     }
 
     /// The next `n` bytes (`n` small).
-    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], Bad> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], FieldError> {
         let end = self.pos.checked_add(n as u64).filter(|&e| e <= self.end);
         let Some(end) = end else {
             return Err(self.cut(what));
@@ -183,7 +183,7 @@ impl<'a> Rd<'a> {
         Ok(&self.buf[at..at + n])
     }
 
-    fn int<const N: usize>(&mut self, what: &str) -> Result<[u8; N], Bad> {
+    fn int<const N: usize>(&mut self, what: &str) -> Result<[u8; N], FieldError> {
         let be = self.be;
         let b = self.take(N, what)?;
         let mut out = [0u8; N];
@@ -194,16 +194,16 @@ impl<'a> Rd<'a> {
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, Bad> {
+    fn u32(&mut self, what: &str) -> Result<u32, FieldError> {
         self.int::<4>(what).map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, Bad> {
+    fn u64(&mut self, what: &str) -> Result<u64, FieldError> {
         self.int::<8>(what).map(u64::from_le_bytes)
     }
 
     /// A count or length: u64, u32 in version 1.
-    fn len(&mut self, what: &str) -> Result<u64, Bad> {
+    fn len(&mut self, what: &str) -> Result<u64, FieldError> {
         if self.wide {
             self.u64(what)
         } else {
@@ -211,13 +211,13 @@ impl<'a> Rd<'a> {
         }
     }
 
-    fn skip(&mut self, n: u64, what: &str) -> Result<(), Bad> {
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), FieldError> {
         match self.pos.checked_add(n) {
             Some(e) if e <= self.end => {
                 self.pos = e;
                 Ok(())
             }
-            _ if n > PLAUSIBLE => Err(Bad {
+            _ if n > PLAUSIBLE => Err(FieldError {
                 at: self.pos,
                 why: format!("{what} claims {n} bytes, more than any file holds"),
                 cut: false,
@@ -228,13 +228,13 @@ impl<'a> Rd<'a> {
 
     /// A string: its length, then up to `keep` of its bytes (the rest
     /// skipped). Returns the bytes kept and the full length.
-    fn string(&mut self, keep: usize, what: &str) -> Result<(Vec<u8>, u64), Bad> {
+    fn string(&mut self, keep: usize, what: &str) -> Result<(Vec<u8>, u64), FieldError> {
         let at = self.pos;
         let n = self.len(what)?;
         let left = self.end - self.pos;
         if n > left {
             return Err(if n > PLAUSIBLE {
-                Bad {
+                FieldError {
                     at,
                     why: format!("{what} has a length of {n} bytes, more than any file holds"),
                     cut: false,
@@ -309,7 +309,7 @@ pub enum Val {
 }
 
 /// Reads a value of type `t` (arrays: skipping over their items).
-fn value(rd: &mut Rd, t: u32, depth: usize, keep: usize) -> Result<Val, Bad> {
+fn value(rd: &mut Rd, t: u32, depth: usize, keep: usize) -> Result<Val, FieldError> {
     let at = rd.pos;
     let name = type_name(t);
     Ok(match t {
@@ -327,7 +327,7 @@ fn value(rd: &mut Rd, t: u32, depth: usize, keep: usize) -> Result<Val, Bad> {
         }
         9 => {
             if depth >= MAX_DEPTH {
-                return Err(Bad {
+                return Err(FieldError {
                     at,
                     why: format!("arrays nested deeper than {MAX_DEPTH} levels"),
                     cut: false,
@@ -343,7 +343,7 @@ fn value(rd: &mut Rd, t: u32, depth: usize, keep: usize) -> Result<Val, Bad> {
         11 => Val::I(rd.u64(name)? as i64),
         12 => Val::F(f64::from_bits(rd.u64(name)?)),
         _ => {
-            return Err(Bad {
+            return Err(FieldError {
                 at,
                 why: format!("unknown value type {t}"),
                 cut: false,
@@ -353,7 +353,7 @@ fn value(rd: &mut Rd, t: u32, depth: usize, keep: usize) -> Result<Val, Bad> {
 }
 
 /// Skips `count` items of type `t`.
-fn skip_items(rd: &mut Rd, t: u32, count: u64, depth: usize) -> Result<(), Bad> {
+fn skip_items(rd: &mut Rd, t: u32, count: u64, depth: usize) -> Result<(), FieldError> {
     if let Some(size) = fixed_size(t) {
         let n = count.saturating_mul(size);
         return rd.skip(n, "an array");
@@ -374,7 +374,7 @@ fn skip_items(rd: &mut Rd, t: u32, count: u64, depth: usize) -> Result<(), Bad> 
             }
             Ok(())
         }
-        _ => Err(Bad {
+        _ => Err(FieldError {
             at: rd.pos.saturating_sub(12),
             why: format!("an array of unknown value type {t}"),
             cut: false,
@@ -461,7 +461,7 @@ impl Info {
 
 /// What a GGUF header says.
 #[derive(Clone, Debug, Default)]
-pub struct Layout {
+pub struct GgufHeader {
     /// Version 1, 2 or 3.
     pub version: u32,
     /// Numbers are big-endian.
@@ -485,10 +485,10 @@ pub struct Layout {
     /// Where the data section starts, when the whole header was read.
     pub data_start: Option<u64>,
     /// Why reading the header stopped early.
-    pub bad: Option<Bad>,
+    pub bad: Option<FieldError>,
 }
 
-impl Layout {
+impl GgufHeader {
     /// The value of key `k`.
     pub fn get(&self, k: &str) -> Option<&Val> {
         self.kvs
@@ -508,25 +508,25 @@ impl Layout {
 
 /// Reads the header of a GGUF file at the start of `src`. `Err` only when
 /// the magic or version is not there.
-pub fn read_layout(src: &dyn Source) -> Result<Layout, Bad> {
+pub fn read_layout(src: &dyn Source) -> Result<GgufHeader, FieldError> {
     let mut head = [0u8; 8];
     let n = src.available().min(8) as usize;
     if !matches!(read_exact_at(src, 0, &mut head[..n]), Ok(true)) || n < 4 {
-        return Err(Bad {
+        return Err(FieldError {
             at: 0,
             why: "the file ends inside the magic".into(),
             cut: true,
         });
     }
     if &head[..4] != MAGIC {
-        return Err(Bad {
+        return Err(FieldError {
             at: 0,
             why: "not a GGUF file".into(),
             cut: false,
         });
     }
     if n < 8 {
-        return Err(Bad {
+        return Err(FieldError {
             at: 4,
             why: "the file ends inside the version".into(),
             cut: true,
@@ -534,7 +534,7 @@ pub fn read_layout(src: &dyn Source) -> Result<Layout, Bad> {
     }
     let vb: [u8; 4] = head[4..8].try_into().unwrap_or([0; 4]);
     let Some((version, be)) = version_of(vb) else {
-        return Err(Bad {
+        return Err(FieldError {
             at: 4,
             why: format!(
                 "version {} is not one of GGUF's (1 to 3)",
@@ -543,11 +543,11 @@ pub fn read_layout(src: &dyn Source) -> Result<Layout, Bad> {
             cut: false,
         });
     };
-    let mut lay = Layout {
+    let mut lay = GgufHeader {
         version,
         be,
         alignment: DEFAULT_ALIGNMENT,
-        ..Layout::default()
+        ..GgufHeader::default()
     };
     let mut rd = Rd::new(src, 8, be, version >= 2);
     if let Err(b) = read_rest(&mut rd, &mut lay) {
@@ -556,14 +556,14 @@ pub fn read_layout(src: &dyn Source) -> Result<Layout, Bad> {
     Ok(lay)
 }
 
-fn read_rest(rd: &mut Rd, lay: &mut Layout) -> Result<(), Bad> {
+fn read_rest(rd: &mut Rd, lay: &mut GgufHeader) -> Result<(), FieldError> {
     lay.n_tensors = rd.len("the tensor count")?;
     lay.n_kv = rd.len("the key/value count")?;
     lay.kv_end = rd.pos;
     lay.info_end = rd.pos;
     for i in 0..lay.n_kv {
         if i >= MAX_ITEMS {
-            return Err(Bad {
+            return Err(FieldError {
                 at: rd.pos,
                 why: format!("only the first {MAX_ITEMS} key/values are read"),
                 cut: false,
@@ -596,7 +596,7 @@ fn read_rest(rd: &mut Rd, lay: &mut Layout) -> Result<(), Bad> {
     }
     for i in 0..lay.n_tensors {
         if i >= MAX_ITEMS {
-            return Err(Bad {
+            return Err(FieldError {
                 at: rd.pos,
                 why: format!("only the first {MAX_ITEMS} tensor infos are read"),
                 cut: false,
@@ -607,7 +607,7 @@ fn read_rest(rd: &mut Rd, lay: &mut Layout) -> Result<(), Bad> {
         let nd_at = rd.pos;
         let nd = rd.u32("a tensor's dimension count")?;
         if nd > MAX_DIMS {
-            return Err(Bad {
+            return Err(FieldError {
                 at: nd_at,
                 why: format!("a tensor with {nd} dimensions (at most {MAX_DIMS} are read)"),
                 cut: false,
@@ -691,7 +691,7 @@ fn node_value(n: Node, v: &Val) -> Node {
 /// Where one tensor's bytes are and what is wrong with them.
 #[derive(Clone, Debug)]
 pub struct Placed {
-    /// Index in [`Layout::infos`].
+    /// Index in [`GgufHeader::infos`].
     pub index: usize,
     /// Its bytes in the file (empty at the data start when unknown).
     pub range: Range,
@@ -703,7 +703,7 @@ pub struct Placed {
 
 /// Each tensor of `lay` placed in a file of `avail` bytes, in info order;
 /// plus notes on the data section (holes, misaligned offsets).
-pub fn place(lay: &Layout, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) {
+pub fn place(lay: &GgufHeader, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) {
     let mut out = Vec::with_capacity(lay.infos.len());
     let mut notes = Vec::new();
     let start = lay.data_start;
@@ -815,7 +815,7 @@ pub fn place(lay: &Layout, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) 
 }
 
 /// The end of the last tensor (or of the header).
-fn data_end(lay: &Layout, placed: &[Placed]) -> u64 {
+fn data_end(lay: &GgufHeader, placed: &[Placed]) -> u64 {
     placed
         .iter()
         .map(|p| p.range.end)
@@ -838,7 +838,7 @@ fn extent(data: &Data) -> Option<u64> {
 
 enum Phase {
     Header,
-    Data(Box<Layout>),
+    Data(Box<GgufHeader>),
     Done,
 }
 
@@ -861,7 +861,7 @@ impl GgufParser {
 }
 
 /// The nodes of the fixed header fields.
-fn head_nodes(lay: &Layout, out: &mut Vec<Node>) {
+fn head_nodes(lay: &GgufHeader, out: &mut Vec<Node>) {
     let w = if lay.version >= 2 { 8 } else { 4 };
     out.push(Node::new("magic", "magic", Range::new(0, 4)).value(Value::Bytes(MAGIC.into())));
     out.push(
@@ -878,7 +878,7 @@ fn head_nodes(lay: &Layout, out: &mut Vec<Node>) {
 }
 
 /// The node of one key/value.
-fn kv_node(src: &dyn Source, lay: &Layout, kv: &Kv) -> Node {
+fn kv_node(src: &dyn Source, lay: &GgufHeader, kv: &Kv) -> Node {
     let n = Node::new(type_name(kv.ty), escape_bytes(&kv.key), kv.range);
     let n = node_value(n, &kv.val);
     match kv.val {
@@ -1136,7 +1136,7 @@ impl Parser for GgufParser {
 }
 
 impl GgufParser {
-    fn header(&self, cx: &mut StepCx, lay: &Layout) {
+    fn header(&self, cx: &mut StepCx, lay: &GgufHeader) {
         let src = &*self.data;
         let avail = src.available();
         let mut nodes = Vec::new();
@@ -1181,7 +1181,7 @@ impl GgufParser {
         }
     }
 
-    fn data_nodes(&self, cx: &mut StepCx, lay: &Layout, placed: &[Placed], notes: Vec<String>) {
+    fn data_nodes(&self, cx: &mut StepCx, lay: &GgufHeader, placed: &[Placed], notes: Vec<String>) {
         let src = &*self.data;
         let avail = src.available();
         let Some(ds) = lay.data_start else {
@@ -1281,7 +1281,7 @@ impl GgufParser {
     }
 
     /// Opens the other shards of a split model beside the first one.
-    fn shards(&self, cx: &mut StepCx, lay: &Layout, file: &Path) {
+    fn shards(&self, cx: &mut StepCx, lay: &GgufHeader, file: &Path) {
         let Some((no, count)) = split_of(lay) else {
             return;
         };
@@ -1372,7 +1372,7 @@ pub fn opens_shards(src: &dyn Source) -> bool {
 }
 
 /// (shard index from 0, shard count) of a split model's shard.
-fn split_of(lay: &Layout) -> Option<(u64, u64)> {
+fn split_of(lay: &GgufHeader) -> Option<(u64, u64)> {
     let count = lay.uint("split.count")?;
     let no = lay.uint("split.no")?;
     (count > 1 && no < count).then_some((no, count))

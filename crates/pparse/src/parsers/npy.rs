@@ -567,7 +567,7 @@ impl Header {
 
 /// Why a header could not be read: truncated (the bytes end) or corrupt.
 #[derive(Debug)]
-pub struct Bad {
+pub struct HeaderError {
     /// The status and where and why.
     pub damage: Damage,
     /// How far the header's fields were read (magic, version, length).
@@ -575,13 +575,13 @@ pub struct Bad {
 }
 
 /// Reads the array header at `at`.
-pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, Bad> {
+pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, HeaderError> {
     let avail = src.available();
-    let cut = |range: Range, why: String, read: u64| Bad {
+    let cut = |range: Range, why: String, read: u64| HeaderError {
         damage: Damage::truncated(range, why),
         read,
     };
-    let corrupt = |range: Range, why: String, read: u64| Bad {
+    let corrupt = |range: Range, why: String, read: u64| HeaderError {
         damage: Damage::corrupt(range, why),
         read,
     };
@@ -660,7 +660,7 @@ pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, Bad> {
         utf8: version.0 >= 3,
         values: 0,
     };
-    let bad_at = |pos: usize, why: String| Bad {
+    let bad_at = |pos: usize, why: String| HeaderError {
         damage: Damage::corrupt(
             Range::new(text_start + pos as u64, text_start + pos as u64),
             format!("header: {why} at {:#x}", text_start + pos as u64),

@@ -151,7 +151,7 @@ pub struct Broken {
 
 /// What the header says, checked, without looking at the data bytes.
 #[derive(Clone, Debug, Default)]
-pub struct Layout {
+pub struct SafetensorsHeader {
     /// The length field (None when fewer than 8 bytes exist).
     pub n: Option<u64>,
     /// The JSON header in the file (ends where the data section starts).
@@ -172,7 +172,7 @@ pub struct Layout {
     pub chain_end: u64,
 }
 
-impl Layout {
+impl SafetensorsHeader {
     fn data_start(&self) -> u64 {
         self.header.end
     }
@@ -199,8 +199,8 @@ pub fn file_end(src: &dyn Source) -> Option<u64> {
 }
 
 /// Reads and checks the header from the bytes available now.
-pub fn read_layout(src: &dyn Source) -> Layout {
-    let mut lay = Layout::default();
+pub fn read_layout(src: &dyn Source) -> SafetensorsHeader {
+    let mut lay = SafetensorsHeader::default();
     let avail = src.available();
     let mut b8 = [0u8; 8];
     if !matches!(read_exact_at(src, 0, &mut b8), Ok(true)) {
@@ -319,7 +319,7 @@ fn find_header_end(src: &dyn Source) -> Option<u64> {
 }
 
 /// Splits the header into members and decodes each.
-fn read_members(src: &dyn Source, lay: &mut Layout) {
+fn read_members(src: &dyn Source, lay: &mut SafetensorsHeader) {
     let header = Range::new(lay.header.start, lay.header.end.min(src.available()));
     let cfg = Config {
         key_cap: MAX_NAME,
@@ -484,7 +484,12 @@ fn serde_text(e: &serde_json::Error) -> String {
 }
 
 /// `__metadata__` must map strings to strings.
-fn check_metadata(src: &dyn Source, e: &json::Entry, lay: &mut Layout, buf: &mut Vec<u8>) {
+fn check_metadata(
+    src: &dyn Source,
+    e: &json::Entry,
+    lay: &mut SafetensorsHeader,
+    buf: &mut Vec<u8>,
+) {
     lay.metadata = Some(e.range);
     lay.metadata_count = e.count;
     if e.kind != Kind::Object {
@@ -581,7 +586,7 @@ fn check_entry(t: &mut Info) {
 
 /// Holes and overlaps between tensors (sorted by offsets, each must start
 /// where the one before ended, the first at 0).
-fn check_layout(lay: &mut Layout) {
+fn check_layout(lay: &mut SafetensorsHeader) {
     let start = lay.data_start();
     let mut order: Vec<usize> = (0..lay.tensors.len())
         .filter(|&i| lay.tensors[i].placed())
@@ -591,7 +596,7 @@ fn check_layout(lay: &mut Layout) {
     let mut last: Option<usize> = None;
     let mut chain_end: Option<u64> = None;
     let mut reports = 0usize;
-    let mut report = |lay: &mut Layout, d: Damage| {
+    let mut report = |lay: &mut SafetensorsHeader, d: Damage| {
         if reports < MAX_REPORTS {
             lay.damage.push(d);
         }
@@ -660,7 +665,7 @@ enum Presence {
     Missing,
 }
 
-fn presence(lay: &Layout, t: &Info, avail: u64) -> Presence {
+fn presence(lay: &SafetensorsHeader, t: &Info, avail: u64) -> Presence {
     let r = lay.range_of(t);
     if r.end <= avail {
         Presence::Intact
@@ -672,7 +677,12 @@ fn presence(lay: &Layout, t: &Info, avail: u64) -> Presence {
 }
 
 /// A tensor's status and what to say about it, with the bytes available now.
-pub fn tensor_status(lay: &Layout, t: &Info, avail: u64, fin: bool) -> (Status, Option<String>) {
+pub fn tensor_status(
+    lay: &SafetensorsHeader,
+    t: &Info,
+    avail: u64,
+    fin: bool,
+) -> (Status, Option<String>) {
     let mut words: Vec<String> = t.problems.clone();
     let past = fin && t.after_gap && t.end > avail.saturating_sub(lay.data_start());
     if past {
@@ -700,7 +710,7 @@ pub fn tensor_status(lay: &Layout, t: &Info, avail: u64, fin: bool) -> (Status, 
 }
 
 /// Problems that depend on the file's length: cut-off data, trailing bytes.
-pub fn data_damage(lay: &Layout, avail: u64, fin: bool) -> Vec<Damage> {
+pub fn data_damage(lay: &SafetensorsHeader, avail: u64, fin: bool) -> Vec<Damage> {
     let mut out = Vec::new();
     if !fin || lay.n.is_none() || lay.header.end > avail {
         return out;
@@ -768,7 +778,7 @@ pub fn data_damage(lay: &Layout, avail: u64, fin: bool) -> Vec<Damage> {
 }
 
 /// The node of a tensor.
-fn tensor_node(lay: &Layout, t: &Info, avail: u64, fin: bool) -> Node {
+fn tensor_node(lay: &SafetensorsHeader, t: &Info, avail: u64, fin: bool) -> Node {
     let r = lay.range_of(t);
     let mut node = Node::new("tensor", escape_str(&json::shorten(&t.name, 1000)), r)
         .text(t.summary())
@@ -801,7 +811,7 @@ enum State {
     Header,
     /// Listing tensors in data order; `next` is the next one in `order`.
     Tensors {
-        lay: Box<Layout>,
+        lay: Box<SafetensorsHeader>,
         order: Vec<usize>,
         next: usize,
     },
@@ -1048,7 +1058,7 @@ mod tests {
         out
     }
 
-    fn layout(bytes: Vec<u8>) -> (Layout, Vec<Damage>) {
+    fn layout(bytes: Vec<u8>) -> (SafetensorsHeader, Vec<Damage>) {
         let src = MemSource::new(bytes);
         let lay = read_layout(&src);
         let mut d = lay.damage.clone();

@@ -29,7 +29,7 @@ use parking_lot::{Mutex, RwLock};
 use super::cache::{Chunk, ChunkCache};
 pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use super::growth;
-use super::source::{Data, Layout, Source};
+use super::source::{Data, Recipe, Source};
 use zlib::{Code, RawInflate};
 
 /// Cache granularity of decoded bytes.
@@ -564,11 +564,11 @@ impl Source for InflateSource {
         let p = seg.points.iter().rev().find(|p| p.out <= offset)?;
         Some((self.input.clone(), p.input, p.out == offset))
     }
-    fn layout(&self) -> Layout<'_> {
+    fn recipe(&self) -> Recipe<'_> {
         if self.recovered.load(Ordering::Relaxed) {
-            return Layout::Opaque;
+            return Recipe::Opaque;
         }
-        Layout::Inflate {
+        Recipe::Inflate {
             input: &self.input,
             stream: InflateSource::layout(self),
             windows: self,
@@ -1431,7 +1431,7 @@ mod tests {
         }
         src.evict();
         let mut again = Vec::new();
-        crate::extract::copy_source(&*src, &mut again).unwrap();
+        crate::unpack::copy_source(&*src, &mut again).unwrap();
         assert_eq!(again, reference);
     }
 

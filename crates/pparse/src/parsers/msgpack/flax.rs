@@ -17,7 +17,7 @@
 //! (each has its own header), so each chunk is its own one-dimensional
 //! tensor, named `<path>/chunks/<i>` as the stored map names it.
 
-use super::wire::{Bad, Cursor, Head, Kind, skip};
+use super::wire::{Cursor, Head, Kind, Unreadable, skip};
 use crate::data::Range;
 use crate::extraction::{ExtId, Tree};
 use crate::name::escape_str;
@@ -150,8 +150,8 @@ impl Array {
     }
 }
 
-fn corrupt(at: u64, reason: &str) -> Bad {
-    Bad {
+fn corrupt(at: u64, reason: &str) -> Unreadable {
+    Unreadable {
         at,
         truncated: false,
         reason: reason.into(),
@@ -160,7 +160,7 @@ fn corrupt(at: u64, reason: &str) -> Bad {
 
 /// Reads the `(shape, dtype, data)` triple in an ndarray ext's payload.
 /// The data's bytes need not be there (a cut file): only headers are read.
-pub fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Bad> {
+pub fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Unreadable> {
     let end = payload.end;
     let t = cur.head(payload.start, end)?;
     if t.kind != Kind::Array || t.count != 3 {
@@ -187,7 +187,7 @@ pub fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Bad> {
     }
     let raw = cur.get(n.body(), n.len as usize);
     if raw.len() as u64 != n.len {
-        return Err(Bad {
+        return Err(Unreadable {
             at: n.at,
             truncated: true,
             reason: "the bytes end inside a dtype name".into(),

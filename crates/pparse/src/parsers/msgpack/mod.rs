@@ -24,7 +24,7 @@
 pub mod flax;
 pub mod wire;
 
-use wire::{Bad, Cursor, Head, Kind, Walker, skip};
+use wire::{Cursor, Head, Kind, Unreadable, Walker, skip};
 
 use crate::data::{Data, Range, Source};
 use crate::name::escape_str;
@@ -191,7 +191,7 @@ fn value_node(cur: &mut Cursor, h: &Head, name: String, range: Range) -> Node {
 
 /// The damage of a value that could not be read to its end: cut off where
 /// the bytes end (`avail`), or wrong where the walk failed.
-fn bad_damage(bad: &Bad, avail: u64) -> Damage {
+fn bad_damage(bad: &Unreadable, avail: u64) -> Damage {
     if bad.truncated {
         Damage::truncated(
             Range::new(avail, avail),

@@ -83,7 +83,7 @@ impl Head {
 
 /// Why a value could not be read.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Bad {
+pub struct Unreadable {
     /// Where the value that failed starts.
     pub at: u64,
     /// The bytes end first (false: the bytes are wrong).
@@ -92,9 +92,9 @@ pub struct Bad {
     pub reason: String,
 }
 
-impl Bad {
-    fn cut(at: u64, reason: String) -> Bad {
-        Bad {
+impl Unreadable {
+    fn cut(at: u64, reason: String) -> Unreadable {
+        Unreadable {
             at,
             truncated: true,
             reason,
@@ -164,18 +164,18 @@ impl<'a> Cursor<'a> {
     }
 
     /// The header of the value at `at`, which must end by `end`.
-    pub fn head(&mut self, at: u64, end: u64) -> Result<Head, Bad> {
+    pub fn head(&mut self, at: u64, end: u64) -> Result<Head, Unreadable> {
         let b = self.get(at, 9.min(end.saturating_sub(at)) as usize);
         let Some(&t) = b.first() else {
-            return Err(Bad::cut(
+            return Err(Unreadable::cut(
                 at,
                 "the bytes end where a value should start".into(),
             ));
         };
         // (header bytes, what follows) from the bytes after the type byte.
-        let need = |n: usize| -> Result<&[u8], Bad> {
+        let need = |n: usize| -> Result<&[u8], Unreadable> {
             b.get(1..1 + n).ok_or_else(|| {
-                Bad::cut(
+                Unreadable::cut(
                     at,
                     format!("the bytes end inside the header of a value (type byte {t:#04x})"),
                 )
@@ -189,7 +189,7 @@ impl<'a> Cursor<'a> {
             0xa0..=0xbf => (1, Kind::Str, u64::from(t & 0x1f), 0),
             0xc0 => (1, Kind::Nil, 0, 0),
             0xc1 => {
-                return Err(Bad {
+                return Err(Unreadable {
                     at,
                     truncated: false,
                     reason: "byte 0xc1 is never used in MessagePack".into(),
@@ -250,7 +250,7 @@ impl<'a> Cursor<'a> {
         };
         let left = end.saturating_sub(h.body());
         if len > left {
-            return Err(Bad::cut(
+            return Err(Unreadable::cut(
                 at,
                 format!("{} declares {len} bytes, {left} are left", describe(kind)),
             ));
@@ -261,7 +261,7 @@ impl<'a> Cursor<'a> {
             } else {
                 format!("an array declares {count} elements")
             };
-            return Err(Bad::cut(
+            return Err(Unreadable::cut(
                 at,
                 format!("{what}, only {left} bytes are left (a value takes at least one)"),
             ));
@@ -305,7 +305,7 @@ impl Walker {
     /// [`Walker::pos`]. On an error the walker is where it was before the
     /// header that failed, so a walk stopped by missing bytes can go on
     /// once they come.
-    pub fn advance(&mut self, cur: &mut Cursor, end: u64, max: u64) -> Result<bool, Bad> {
+    pub fn advance(&mut self, cur: &mut Cursor, end: u64, max: u64) -> Result<bool, Unreadable> {
         let mut n = 0;
         while self.pending > 0 {
             if n >= max {
@@ -317,7 +317,7 @@ impl Walker {
             let pending = self.pending - 1 + h.count;
             let left = end.saturating_sub(after);
             if pending > left {
-                return Err(Bad::cut(
+                return Err(Unreadable::cut(
                     h.at,
                     format!(
                         "{pending} values are still to come, only {left} bytes are left (a value takes at least one)"
@@ -332,7 +332,7 @@ impl Walker {
 }
 
 /// Where the value at `at` ends (by `end` at the latest).
-pub fn skip(cur: &mut Cursor, at: u64, end: u64) -> Result<u64, Bad> {
+pub fn skip(cur: &mut Cursor, at: u64, end: u64) -> Result<u64, Unreadable> {
     let mut w = Walker::new(at);
     w.advance(cur, end, u64::MAX)?;
     Ok(w.pos)
@@ -343,7 +343,7 @@ mod tests {
     use super::*;
     use crate::data::MemSource;
 
-    fn heads(b: &[u8]) -> Result<Head, Bad> {
+    fn heads(b: &[u8]) -> Result<Head, Unreadable> {
         let src = MemSource::new(b.to_vec());
         Cursor::new(&src).head(0, b.len() as u64)
     }

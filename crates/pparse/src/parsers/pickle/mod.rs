@@ -23,7 +23,7 @@ use crate::node::{Children, Node, Value};
 use crate::offer::Offers;
 use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
-use ops::{Arg, Bad, Op, Payload};
+use ops::{Arg, Op, OpError, Payload};
 use safety::Verdict;
 use vm::{Id, Obj, Vm};
 
@@ -136,8 +136,8 @@ pub fn scan(data: &dyn Source, start: u64, end: u64, mut each: impl FnMut(&Op) -
                     return End::Stop(pos);
                 }
             }
-            Err(Bad::Short(why)) => return End::Short { at: pos, why },
-            Err(Bad::Invalid(why)) => return End::Invalid { at: pos, why },
+            Err(OpError::Short(why)) => return End::Short { at: pos, why },
+            Err(OpError::Invalid(why)) => return End::Invalid { at: pos, why },
         }
     }
 }
@@ -321,8 +321,8 @@ impl Parser for PickleParser {
                         self.count += 1;
                     }
                 }
-                Err(Bad::Short(_)) if !fin => return Step::Blocked,
-                Err(Bad::Short(why)) => {
+                Err(OpError::Short(_)) if !fin => return Step::Blocked,
+                Err(OpError::Short(why)) => {
                     let at = self.pos;
                     let d = Damage::truncated(
                         Range::new(at, avail),
@@ -333,7 +333,7 @@ impl Parser for PickleParser {
                     cx.progress(avail, Some(avail));
                     return Step::Done;
                 }
-                Err(Bad::Invalid(why)) => {
+                Err(OpError::Invalid(why)) => {
                     let at = self.pos;
                     let next = next_proto(&*data, at + 1, avail)
                         .filter(|&n| matches!(scan(&*data, n, avail, |_| true), End::Stop(_)));

@@ -210,7 +210,7 @@ impl Op {
 
 /// Why an opcode could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Bad {
+pub enum OpError {
     /// The bytes end inside it.
     Short(String),
     /// Not an opcode, or an argument that makes no sense (a negative
@@ -222,21 +222,21 @@ pub enum Bad {
 const MAX_LINE: usize = 1 << 20;
 
 /// Reads the opcode at `pos`; `end` bounds it (the end of the bytes).
-pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> Result<Op, Bad> {
+pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> Result<Op, OpError> {
     let mut head = [0u8; 9];
     let n = data
         .read_at(pos, &mut head[..((end - pos).min(9)) as usize])
         .unwrap_or(0);
     if n == 0 {
-        return Err(Bad::Short("the bytes end before STOP".into()));
+        return Err(OpError::Short("the bytes end before STOP".into()));
     }
     let code = head[0];
     let Some(info) = info(code) else {
-        return Err(Bad::Invalid(format!("invalid opcode {code:#04x}")));
+        return Err(OpError::Invalid(format!("invalid opcode {code:#04x}")));
     };
-    let need = |k: usize| -> Result<(), Bad> {
+    let need = |k: usize| -> Result<(), OpError> {
         if n < 1 + k {
-            Err(Bad::Short(format!("{} argument cut off", info.name)))
+            Err(OpError::Short(format!("{} argument cut off", info.name)))
         } else {
             Ok(())
         }
@@ -272,20 +272,20 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
                 need(4)?;
                 let s = le(4) as u32 as i32;
                 if s < 0 {
-                    return Err(Bad::Invalid(format!("LONG4 byte count < 0: {s}")));
+                    return Err(OpError::Invalid(format!("LONG4 byte count < 0: {s}")));
                 }
                 (4, s as u64)
             };
             let start = pos + 1 + hl;
             if start + size > end {
-                return Err(Bad::Short(format!(
+                return Err(OpError::Short(format!(
                     "{} needs {size} bytes, {} remain",
                     info.name,
                     end.saturating_sub(start)
                 )));
             }
             if size > 1 << 20 {
-                return Err(Bad::Invalid(format!(
+                return Err(OpError::Invalid(format!(
                     "{} of {size} bytes is too long to show",
                     info.name
                 )));
@@ -298,7 +298,7 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
             need(k as usize)?;
             let size = le(k as usize);
             if k == 4 && what == Payload::Latin1 && (size as u32 as i32) < 0 {
-                return Err(Bad::Invalid(format!(
+                return Err(OpError::Invalid(format!(
                     "string4 byte count < 0: {}",
                     size as u32 as i32
                 )));
@@ -306,9 +306,9 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
             let start = pos + 1 + k as u64;
             let stop = start
                 .checked_add(size)
-                .ok_or_else(|| Bad::Invalid("length overflows".into()))?;
+                .ok_or_else(|| OpError::Invalid("length overflows".into()))?;
             if stop > end {
-                return Err(Bad::Short(format!(
+                return Err(OpError::Short(format!(
                     "{} needs {size} bytes, {} remain",
                     info.name,
                     end.saturating_sub(start)
@@ -326,7 +326,7 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
                 1
             };
             let window = view(data, pos + 1, MAX_LINE * lines, scratch)
-                .map_err(|e| Bad::Invalid(format!("read error: {e}")))?;
+                .map_err(|e| OpError::Invalid(format!("read error: {e}")))?;
             let mut parts = Vec::new();
             let mut at = 0usize;
             for _ in 0..lines {
@@ -336,13 +336,16 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
                         at += i + 1;
                     }
                     None if window.len() - at >= MAX_LINE => {
-                        return Err(Bad::Invalid(format!(
+                        return Err(OpError::Invalid(format!(
                             "{} line longer than 1 MiB",
                             info.name
                         )));
                     }
                     None => {
-                        return Err(Bad::Short(format!("no newline found for {}", info.name)));
+                        return Err(OpError::Short(format!(
+                            "no newline found for {}",
+                            info.name
+                        )));
                     }
                 }
             }
@@ -357,8 +360,8 @@ pub fn decode(data: &dyn Source, pos: u64, end: u64, scratch: &mut Vec<u8>) -> R
     })
 }
 
-fn text_arg(info: &OpInfo, parts: &[Vec<u8>]) -> Result<Arg, Bad> {
-    let bad = |why: String| Bad::Invalid(format!("{}: {why}", info.name));
+fn text_arg(info: &OpInfo, parts: &[Vec<u8>]) -> Result<Arg, OpError> {
+    let bad = |why: String| OpError::Invalid(format!("{}: {why}", info.name));
     let p = &parts[0];
     Ok(match info.arg {
         ArgKind::DecimalShort => match p.as_slice() {
@@ -600,7 +603,7 @@ mod tests {
     use super::*;
     use crate::data::MemSource;
 
-    fn one(bytes: &[u8]) -> Result<Op, Bad> {
+    fn one(bytes: &[u8]) -> Result<Op, OpError> {
         let m = MemSource::new(bytes.to_vec());
         decode(&m, 0, bytes.len() as u64, &mut Vec::new())
     }
@@ -652,12 +655,18 @@ mod tests {
 
     #[test]
     fn damage() {
-        assert!(matches!(one(b"\xff"), Err(Bad::Invalid(_))));
-        assert!(matches!(one(b"X\x05\x00\x00\x00ab"), Err(Bad::Short(_))));
-        assert!(matches!(one(b"J\x01"), Err(Bad::Short(_))));
-        assert!(matches!(one(b"cmod\nna"), Err(Bad::Short(_))));
-        assert!(matches!(one(b"S'abc\n"), Err(Bad::Invalid(_))));
-        assert!(matches!(one(b"\x8b\xff\xff\xff\xff"), Err(Bad::Invalid(_))));
+        assert!(matches!(one(b"\xff"), Err(OpError::Invalid(_))));
+        assert!(matches!(
+            one(b"X\x05\x00\x00\x00ab"),
+            Err(OpError::Short(_))
+        ));
+        assert!(matches!(one(b"J\x01"), Err(OpError::Short(_))));
+        assert!(matches!(one(b"cmod\nna"), Err(OpError::Short(_))));
+        assert!(matches!(one(b"S'abc\n"), Err(OpError::Invalid(_))));
+        assert!(matches!(
+            one(b"\x8b\xff\xff\xff\xff"),
+            Err(OpError::Invalid(_))
+        ));
         assert_eq!(twos_to_decimal(&[0xff; 9]), "-1");
         assert_eq!(
             twos_to_decimal(&[0, 0, 0, 0, 0, 0, 0, 0, 1]),

@@ -50,7 +50,7 @@ pub fn scan(
         }
         let chunks = match item {
             log::Item::Record(c) => c,
-            log::Item::Bad(_) => {
+            log::Item::Damaged(_) => {
                 out.damaged += 1;
                 continue;
             }

@@ -156,7 +156,7 @@ fn drive(
         }
     }
     let layout = log::detect(src);
-    if layout == log::Layout::Shifted && !show.json && form == Form::Listing {
+    if layout == log::Framing::Shifted && !show.json && form == Form::Listing {
         first.text = format!("# layout: {}\n", layout.describe());
     }
     write(first)?;
@@ -270,7 +270,7 @@ fn release(src: &dyn Source, released: &mut u64, pos: u64) {
 fn render(src: &dyn Source, item: log::Item, show: &Show, form: Form, p: &mut Piece) {
     let chunks = match item {
         log::Item::Record(chunks) => chunks,
-        log::Item::Bad(b) if form == Form::Entries => {
+        log::Item::Damaged(b) if form == Form::Entries => {
             p.entries.push(LogEntry::Damage {
                 status: b.status,
                 range: b.range,
@@ -278,7 +278,7 @@ fn render(src: &dyn Source, item: log::Item, show: &Show, form: Form, p: &mut Pi
             });
             return;
         }
-        log::Item::Bad(b) => {
+        log::Item::Damaged(b) => {
             let what = format!("{} at {}: {}", b.status, b.range, b.reason);
             if !show.json && !show.count {
                 p.text.push_str("      !  ");

@@ -1,7 +1,7 @@
 //! The W&B log layer: a LevelDB-style log of 32 KiB blocks and checksummed
 //! chunks, reassembled into records.
 //!
-//! Layout (written by the `wandb` SDK): a 7-byte file header `:W&B`,
+//! Framing (written by the `wandb` SDK): a 7-byte file header `:W&B`,
 //! `E1 BE`, version 0, which sits inside the first block; then chunks, each
 //! a 7-byte header (CRC-32 of type byte and payload, u16 length, type 1
 //! FULL, 2 FIRST, 3 MIDDLE, 4 LAST) and its payload, never crossing a block
@@ -10,7 +10,7 @@
 //!
 //! The wandb-core writer before 0.17.6 wrote the file header outside its
 //! block buffer, so its blocks start 7 bytes later (`7 + k·32768`); such a
-//! log is read with [`Layout::Shifted`], which [`detect`] picks by reading
+//! log is read with [`Framing::Shifted`], which [`detect`] picks by reading
 //! the first blocks both ways.
 //!
 //! Damage never stops the reader. A chunk that fails (bad type, length past
@@ -35,18 +35,18 @@ pub const MAX_RECORD: u64 = 256 << 20;
 
 /// Where the blocks are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub enum Framing {
     /// Blocks at `k·32768`; the file header is in block 0.
     Standard,
     /// Blocks at `7 + k·32768` (wandb-core before 0.17.6).
     Shifted,
 }
 
-impl Layout {
+impl Framing {
     fn shift(self) -> u64 {
         match self {
-            Layout::Standard => 0,
-            Layout::Shifted => 7,
+            Framing::Standard => 0,
+            Framing::Shifted => 7,
         }
     }
     /// The end of the block holding `pos`.
@@ -59,8 +59,8 @@ impl Layout {
     }
     pub(super) fn describe(self) -> &'static str {
         match self {
-            Layout::Standard => "32 KiB blocks from offset 0",
-            Layout::Shifted => {
+            Framing::Standard => "32 KiB blocks from offset 0",
+            Framing::Shifted => {
                 "32 KiB blocks shifted by the 7-byte header (wandb-core before 0.17.6)"
             }
         }
@@ -100,7 +100,7 @@ impl Chunk {
 
 /// Something wrong in the log: its bytes and what happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bad {
+pub struct Damaged {
     /// The bytes given up: a chunk, a run of chunks, or up to where reading
     /// resumed.
     pub range: Range,
@@ -116,7 +116,7 @@ pub enum Event {
     /// A chunk whose header and checksum check out.
     Chunk(Chunk),
     /// Bytes that hold no good chunk.
-    Bad(Bad),
+    Damaged(Damaged),
 }
 
 /// The CRC the writers store: CRC-32 (IEEE) of the type byte and payload.
@@ -130,7 +130,7 @@ fn crc_of(kind: u8, payload: &[u8]) -> u32 {
 /// Reads chunks from a position on. It holds no bytes: each call is given
 /// them, so a parser can keep it across steps while its source grows.
 pub struct ChunkReader {
-    pub(super) layout: Layout,
+    pub(super) layout: Framing,
     /// Where the next chunk starts.
     pub pos: u64,
     /// Where reading stops (the end of the bytes, or a block boundary
@@ -147,7 +147,7 @@ pub struct Chunks<'a, B: ?Sized> {
 
 impl<'a, B: Bytes + ?Sized> Chunks<'a, B> {
     /// Chunks after the file header.
-    pub fn new(bytes: &'a B, layout: Layout) -> Self {
+    pub fn new(bytes: &'a B, layout: Framing) -> Self {
         Chunks {
             bytes,
             reader: ChunkReader::new(layout, bytes.size()),
@@ -169,7 +169,7 @@ impl<B: Bytes + ?Sized> Iterator for Chunks<'_, B> {
 }
 
 impl ChunkReader {
-    pub(super) fn new(layout: Layout, end: u64) -> ChunkReader {
+    pub(super) fn new(layout: Framing, end: u64) -> ChunkReader {
         ChunkReader {
             layout,
             pos: MAGIC.len() as u64,
@@ -284,7 +284,7 @@ impl ChunkReader {
             let n = bytes.read(pos, &mut t[..(stop - pos) as usize]);
             self.pos = stop;
             if t[..n].iter().any(|&b| b != 0) {
-                return Some(Event::Bad(Bad {
+                return Some(Event::Damaged(Damaged {
                     range: Range::new(pos, stop),
                     status: Status::Corrupt,
                     reason: format!("nonzero padding in the last {left} bytes of a block"),
@@ -305,7 +305,7 @@ impl ChunkReader {
                 };
                 self.pos = to;
                 let zeros = reason.starts_with("zero bytes");
-                let mut bad = Bad {
+                let mut bad = Damaged {
                     range: Range::new(pos, to),
                     status,
                     reason,
@@ -315,7 +315,7 @@ impl ChunkReader {
                     // aside and never filled (the run stopped): the log is cut.
                     if all_zero(bytes, pos, self.end) {
                         self.pos = self.end;
-                        bad = Bad {
+                        bad = Damaged {
                             range: Range::new(pos, self.end),
                             status: Status::Truncated,
                             reason: format!(
@@ -327,7 +327,7 @@ impl ChunkReader {
                         bad.reason = format!("{} zero bytes where chunks should be", to - pos);
                     }
                 }
-                Some(Event::Bad(bad))
+                Some(Event::Damaged(bad))
             }
         }
     }
@@ -350,26 +350,26 @@ const DETECT_BLOCKS: u64 = 16;
 
 /// Picks the layout under which the first blocks read with fewer errors
 /// (the standard one on a tie).
-pub fn detect<B: Bytes + ?Sized>(b: &B) -> Layout {
+pub fn detect<B: Bytes + ?Sized>(b: &B) -> Framing {
     let end = b.size().min(DETECT_BLOCKS * BLOCK + 7);
-    let score = |l: Layout| {
+    let score = |l: Framing| {
         Chunks::new(b, l)
             .until(end)
             .map(|e| match e {
                 Event::Chunk(_) => 0u64,
-                Event::Bad(b) if b.status == Status::Truncated => 0,
-                Event::Bad(b) => 1 + b.range.len() / 1024,
+                Event::Damaged(b) if b.status == Status::Truncated => 0,
+                Event::Damaged(b) => 1 + b.range.len() / 1024,
             })
             .sum::<u64>()
     };
-    let standard = score(Layout::Standard);
+    let standard = score(Framing::Standard);
     if standard == 0 {
-        return Layout::Standard;
+        return Framing::Standard;
     }
-    if score(Layout::Shifted) < standard {
-        Layout::Shifted
+    if score(Framing::Shifted) < standard {
+        Framing::Shifted
     } else {
-        Layout::Standard
+        Framing::Standard
     }
 }
 
@@ -405,7 +405,7 @@ pub enum Item {
     /// The chunks of one whole record: a FULL, or FIRST, MIDDLE*, LAST.
     Record(Vec<Chunk>),
     /// Damage: bad chunks, or a record whose chunk sequence is broken.
-    Bad(Bad),
+    Damaged(Damaged),
 }
 
 impl Item {
@@ -413,7 +413,7 @@ impl Item {
     pub fn range(&self) -> Range {
         match self {
             Item::Record(c) => Range::new(c[0].range.start, c[c.len() - 1].range.end),
-            Item::Bad(b) => b.range,
+            Item::Damaged(b) => b.range,
         }
     }
 }
@@ -439,7 +439,7 @@ pub struct Records<'a, B: ?Sized> {
 
 impl<'a, B: Bytes + ?Sized> Records<'a, B> {
     /// Records after the file header, to the end of `bytes`.
-    pub fn new(bytes: &'a B, layout: Layout) -> Self {
+    pub fn new(bytes: &'a B, layout: Framing) -> Self {
         Records {
             bytes,
             reader: RecordReader::new(ChunkReader::new(layout, bytes.size()), true),
@@ -475,7 +475,7 @@ impl RecordReader {
         let last = self.open[self.open.len() - 1].range.end;
         let n = self.open.len();
         self.open.clear();
-        self.queue.push_back(Item::Bad(Bad {
+        self.queue.push_back(Item::Damaged(Damaged {
             range: Range::new(first, last),
             status,
             reason: format!(
@@ -495,7 +495,7 @@ impl RecordReader {
 
     fn flush_orphans(&mut self) {
         if let Some(r) = self.orphans.take() {
-            self.queue.push_back(Item::Bad(Bad {
+            self.queue.push_back(Item::Damaged(Damaged {
                 range: r,
                 status: Status::Corrupt,
                 reason: "the end of a record whose first chunk is lost".into(),
@@ -527,14 +527,14 @@ impl RecordReader {
                 continue;
             };
             match ev {
-                Event::Bad(b) => {
+                Event::Damaged(b) => {
                     self.flush_orphans();
                     if b.status == Status::Truncated {
                         self.interrupt("is cut off by the end of the log", Status::Truncated);
                     } else {
                         self.interrupt("is broken by the damage after it", Status::Corrupt);
                     }
-                    self.queue.push_back(Item::Bad(b));
+                    self.queue.push_back(Item::Damaged(b));
                 }
                 Event::Chunk(c) => match c.kind {
                     FULL => {
@@ -611,7 +611,7 @@ pub fn file_offset(chunks: &[Chunk], mut at: u64) -> u64 {
 
 /// Writes `records` as a log the way wandb's writers do, blocks laid out
 /// by `layout` (tests build logs of any size and layout with it).
-pub fn write_log(records: &[Vec<u8>], layout: Layout) -> Vec<u8> {
+pub fn write_log(records: &[Vec<u8>], layout: Framing) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     for r in records {
         let mut rest = &r[..];
@@ -649,7 +649,7 @@ pub fn write_log(records: &[Vec<u8>], layout: Layout) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn recs(b: &[u8], l: Layout) -> Vec<Item> {
+    fn recs(b: &[u8], l: Framing) -> Vec<Item> {
         Records::new(b, l).collect()
     }
 
@@ -659,7 +659,7 @@ mod tests {
 
     #[test]
     fn both_layouts_round_trip_and_are_detected() {
-        for l in [Layout::Standard, Layout::Shifted] {
+        for l in [Framing::Standard, Framing::Shifted] {
             let data = sample();
             let log = write_log(&data, l);
             assert_eq!(detect(&log[..]), l);
@@ -667,7 +667,7 @@ mod tests {
                 .into_iter()
                 .map(|i| match i {
                     Item::Record(c) => payload(&log[..], &c).into_owned(),
-                    Item::Bad(b) => panic!("{b:?}"),
+                    Item::Damaged(b) => panic!("{b:?}"),
                 })
                 .collect();
             assert_eq!(got, data);
@@ -677,16 +677,16 @@ mod tests {
     #[test]
     fn damage_resyncs_within_the_block() {
         let data = sample();
-        let mut log = write_log(&data, Layout::Standard);
+        let mut log = write_log(&data, Framing::Standard);
         // Flip a payload byte of record 2 (FULL, in block 0).
-        let items = recs(&log, Layout::Standard);
+        let items = recs(&log, Framing::Standard);
         let r2 = items[2].range();
         log[r2.start as usize + 10] ^= 0xff;
-        let items = recs(&log, Layout::Standard);
-        let bad: Vec<&Bad> = items
+        let items = recs(&log, Framing::Standard);
+        let bad: Vec<&Damaged> = items
             .iter()
             .filter_map(|i| match i {
-                Item::Bad(b) => Some(b),
+                Item::Damaged(b) => Some(b),
                 _ => None,
             })
             .collect();
@@ -699,11 +699,11 @@ mod tests {
     #[test]
     fn truncation_is_not_corruption() {
         let data = sample();
-        let log = write_log(&data, Layout::Standard);
+        let log = write_log(&data, Framing::Standard);
         for cut in (8..log.len()).step_by(997) {
-            let items = recs(&log[..cut], Layout::Standard);
+            let items = recs(&log[..cut], Framing::Standard);
             for i in &items {
-                if let Item::Bad(b) = i {
+                if let Item::Damaged(b) = i {
                     assert_eq!(b.status, Status::Truncated, "cut {cut}: {b:?}");
                 }
             }
@@ -711,7 +711,7 @@ mod tests {
                 .iter()
                 .filter(|i| matches!(i, Item::Record(_)))
                 .count();
-            let expect = recs(&log, Layout::Standard)
+            let expect = recs(&log, Framing::Standard)
                 .iter()
                 .filter(|i| i.range().end <= cut as u64)
                 .count();
@@ -721,10 +721,10 @@ mod tests {
 
     #[test]
     fn zero_tail_is_truncation() {
-        let mut log = write_log(&sample()[..3], Layout::Standard);
+        let mut log = write_log(&sample()[..3], Framing::Standard);
         log.extend(vec![0u8; 40000]);
-        let items = recs(&log, Layout::Standard);
-        let Item::Bad(b) = items.last().unwrap() else {
+        let items = recs(&log, Framing::Standard);
+        let Item::Damaged(b) = items.last().unwrap() else {
             panic!()
         };
         assert_eq!(b.status, Status::Truncated, "{b:?}");

@@ -123,7 +123,7 @@ impl Parser for LogParser {
                     }
                     cx.push_node(node);
                 }
-                Item::Bad(b) => {
+                Item::Damaged(b) => {
                     cx.damage(Damage {
                         status: b.status,
                         range: b.range,

@@ -445,7 +445,7 @@ pub fn record_node(rec: &Record, range: Range) -> Node {
 }
 
 /// The node of damage found in the log.
-pub fn bad_node(b: &log::Bad) -> Node {
+pub fn bad_node(b: &log::Damaged) -> Node {
     let name = if b.status == Status::Truncated {
         "truncated"
     } else {

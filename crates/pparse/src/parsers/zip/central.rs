@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use memchr::memmem;
 
-use super::records::{self, Bad, Central, Local};
+use super::records::{self, Central, Local, RecordError};
 use super::{
     Directory, GROUP_FROM, GROUP_LEN, Group, Pending, Plan, Probe, State, ZipParser,
     descriptor_len, entry_node, shifted, slice,
@@ -264,7 +264,7 @@ impl ZipParser {
                     .map(|b| b.to_vec())
                     .unwrap_or_default();
                 rest.len() < 4
-                    || matches!(records::parse_central(&rest), Err(Bad::Short(_)))
+                    || matches!(records::parse_central(&rest), Err(RecordError::Short(_)))
                     || [records::EOCD, records::Z64_EOCD, records::Z64_LOC]
                         .iter()
                         .any(|sig| rest.starts_with(&sig[..]))

@@ -119,15 +119,15 @@ pub(super) mod dd {
 
 /// Why a record could not be read.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Bad {
+pub(super) enum RecordError {
     /// The bytes end inside the record; this many bytes would be needed.
     Short(usize),
     /// Not a valid record.
     Invalid(String),
 }
 
-fn invalid<T>(why: impl Into<String>) -> Result<T, Bad> {
-    Err(Bad::Invalid(why.into()))
+fn invalid<T>(why: impl Into<String>) -> Result<T, RecordError> {
+    Err(RecordError::Invalid(why.into()))
 }
 
 /// Reads the record at `at` with `parse`, asking for only the bytes the
@@ -141,19 +141,25 @@ pub(super) fn read_record<T>(
     data: &dyn Source,
     at: u64,
     fixed: usize,
-    parse: impl Fn(&[u8]) -> Result<T, Bad>,
-) -> Result<T, Bad> {
-    let io = |e: std::io::Error| Bad::Invalid(format!("unreadable: {e}"));
+    parse: impl Fn(&[u8]) -> Result<T, RecordError>,
+) -> Result<T, RecordError> {
+    let io = |e: std::io::Error| RecordError::Invalid(format!("unreadable: {e}"));
     let b = ahead.get(data, at, fixed).map_err(io)?;
     let got = b.len();
     match parse(b) {
-        Err(Bad::Short(n)) if n > got && got == fixed => parse(ahead.get(data, at, n).map_err(io)?),
+        Err(RecordError::Short(n)) if n > got && got == fixed => {
+            parse(ahead.get(data, at, n).map_err(io)?)
+        }
         r => r,
     }
 }
 
 /// A local header at `at`, read with [`read_record`].
-pub(super) fn local_at(ahead: &mut ReadAhead, data: &dyn Source, at: u64) -> Result<Local, Bad> {
+pub(super) fn local_at(
+    ahead: &mut ReadAhead,
+    data: &dyn Source,
+    at: u64,
+) -> Result<Local, RecordError> {
     read_record(ahead, data, at, lfh::LEN, parse_local)
 }
 
@@ -162,7 +168,7 @@ pub(super) fn central_at(
     ahead: &mut ReadAhead,
     data: &dyn Source,
     at: u64,
-) -> Result<Central, Bad> {
+) -> Result<Central, RecordError> {
     read_record(ahead, data, at, cdh::LEN, parse_central)
 }
 
@@ -199,12 +205,12 @@ impl Local {
 
 /// Reads a local header at the start of `b`, validating it as a recovery
 /// scanner must: a `PK\3\4` in the middle of compressed data is common.
-pub(super) fn parse_local(b: &[u8]) -> Result<Local, Bad> {
+pub(super) fn parse_local(b: &[u8]) -> Result<Local, RecordError> {
     if b.len() < lfh::LEN {
         if !LFH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no local header signature");
         }
-        return Err(Bad::Short(lfh::LEN));
+        return Err(RecordError::Short(lfh::LEN));
     }
     if &b[0..4] != LFH {
         return invalid("no local header signature");
@@ -228,7 +234,7 @@ pub(super) fn parse_local(b: &[u8]) -> Result<Local, Bad> {
     }
     let len = lfh::LEN + nlen + xlen;
     if b.len() < len {
-        return Err(Bad::Short(len));
+        return Err(RecordError::Short(len));
     }
     let name = b[lfh::LEN..lfh::LEN + nlen].to_vec();
     if name.contains(&0) {
@@ -305,12 +311,12 @@ impl Central {
     }
 }
 
-pub(super) fn parse_central(b: &[u8]) -> Result<Central, Bad> {
+pub(super) fn parse_central(b: &[u8]) -> Result<Central, RecordError> {
     if b.len() < cdh::LEN {
         if !CDH.starts_with(&b[..b.len().min(4)]) {
             return invalid("no central directory signature");
         }
-        return Err(Bad::Short(cdh::LEN));
+        return Err(RecordError::Short(cdh::LEN));
     }
     if &b[0..4] != CDH {
         return invalid("no central directory signature");
@@ -320,7 +326,7 @@ pub(super) fn parse_central(b: &[u8]) -> Result<Central, Bad> {
     let clen = le::u16(b, cdh::COMMENT_LEN) as usize;
     let len = cdh::LEN + nlen + xlen + clen;
     if b.len() < len {
-        return Err(Bad::Short(len));
+        return Err(RecordError::Short(len));
     }
     let method = le::u16(b, cdh::METHOD);
     let mut c = Central {
@@ -676,19 +682,19 @@ mod tests {
     fn local_header_validation() {
         let ok = lfh(b"a.txt", 8, 0, 10, 20);
         assert_eq!(parse_local(&ok).unwrap().len, 35);
-        assert_eq!(parse_local(&ok[..20]).unwrap_err(), Bad::Short(30));
-        assert_eq!(parse_local(&ok[..32]).unwrap_err(), Bad::Short(35));
+        assert_eq!(parse_local(&ok[..20]).unwrap_err(), RecordError::Short(30));
+        assert_eq!(parse_local(&ok[..32]).unwrap_err(), RecordError::Short(35));
         assert!(matches!(
             parse_local(&lfh(b"a", 7, 0, 1, 1)),
-            Err(Bad::Invalid(_))
+            Err(RecordError::Invalid(_))
         ));
         assert!(matches!(
             parse_local(&lfh(b"", 8, 0, 1, 1)),
-            Err(Bad::Invalid(_))
+            Err(RecordError::Invalid(_))
         ));
         assert!(matches!(
             parse_local(&lfh(b"a", 0, 0, 1, 2)),
-            Err(Bad::Invalid(_))
+            Err(RecordError::Invalid(_))
         ));
         assert!(parse_local(&lfh(b"a", 0, 8, 0, 0)).is_ok());
     }

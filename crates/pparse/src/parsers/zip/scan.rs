@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use memchr::memmem;
 
-use super::records::{self, Bad, Descriptor, Local};
+use super::records::{self, Descriptor, Local, RecordError};
 use super::verify::check_crc;
 use super::{
     Current, Outcome, Probe, State, StoredScan, Work, ZipParser, method_text, shifted, work,
@@ -98,7 +98,7 @@ impl ZipParser {
         let fin = self.data.is_final();
         let local = match records::local_at(&mut self.ahead, &*self.data, at) {
             Ok(l) => l,
-            Err(Bad::Short(_)) if !fin => return Probe::NeedMore,
+            Err(RecordError::Short(_)) if !fin => return Probe::NeedMore,
             Err(_) => return Probe::Invalid,
         };
         if local.method == 8 && local.flags & records::FLAG_ENCRYPTED == 0 {

@@ -1,5 +1,5 @@
 //! Decoding one element of any [`Dtype`] from its bits: the small float
-//! formats bit-exactly to `f32`, everything else to a [`Value`]. Apart from
+//! formats bit-exactly to `f32`, everything else to a [`Element`]. Apart from
 //! the walk, so that the bit-level rules (packing, NaNs, subnormals) sit
 //! with their tests and the `.npy` export can reuse them.
 
@@ -7,7 +7,7 @@ use crate::offer::tensor::{Dtype, TimeUnit};
 
 /// One decoded element.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub enum Element {
     /// Every real float type, widened exactly to `f64`.
     Float(f64),
     /// Complex types: (real, imaginary).
@@ -31,19 +31,19 @@ pub enum Value {
     Text(Box<str>),
 }
 
-impl Value {
+impl Element {
     /// The value as a real number: complex numbers give their modulus,
     /// booleans 0 or 1, 64-bit integers the nearest `f64`.
     #[inline]
     pub fn as_f64(&self) -> f64 {
         match *self {
-            Value::Float(x) => x,
-            Value::Complex(re, im) => re.hypot(im),
-            Value::Int(i) => i as f64,
-            Value::UInt(u) => u as f64,
-            Value::Bool(b) => f64::from(u8::from(b)),
-            Value::Time { count, .. } if count != i64::MIN => count as f64,
-            Value::Time { .. } | Value::Text(_) => f64::NAN,
+            Element::Float(x) => x,
+            Element::Complex(re, im) => re.hypot(im),
+            Element::Int(i) => i as f64,
+            Element::UInt(u) => u as f64,
+            Element::Bool(b) => f64::from(u8::from(b)),
+            Element::Time { count, .. } if count != i64::MIN => count as f64,
+            Element::Time { .. } | Element::Text(_) => f64::NAN,
         }
     }
 
@@ -56,8 +56,8 @@ impl Value {
     /// shows as `0.10000000149011612`), as `repr(float(x))` would.
     pub fn display(&self) -> String {
         match *self {
-            Value::Float(x) => py_repr(x, true, false),
-            Value::Complex(re, im) => {
+            Element::Float(x) => py_repr(x, true, false),
+            Element::Complex(re, im) => {
                 if re == 0.0 && re.is_sign_positive() {
                     format!("{}j", py_repr(im, false, false))
                 } else {
@@ -68,11 +68,11 @@ impl Value {
                     )
                 }
             }
-            Value::Int(i) => i.to_string(),
-            Value::UInt(u) => u.to_string(),
-            Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
-            Value::Time { count, unit, delta } => time_text(count, unit, delta),
-            Value::Text(ref t) => t.to_string(),
+            Element::Int(i) => i.to_string(),
+            Element::UInt(u) => u.to_string(),
+            Element::Bool(b) => if b { "True" } else { "False" }.to_string(),
+            Element::Time { count, unit, delta } => time_text(count, unit, delta),
+            Element::Text(ref t) => t.to_string(),
         }
     }
 }
@@ -354,7 +354,7 @@ fn py_repr(x: f64, dot0: bool, sign: bool) -> String {
 /// at bit `index × dtype.bits()` (for byte-sized types, at byte
 /// `index × itemsize`; for `F4`/`F6` within the packed bit stream described
 /// in the module docs). `None` when `bytes` is too short.
-pub fn decode(dtype: Dtype, bytes: &[u8], index: u64, big_endian: bool) -> Option<Value> {
+pub fn decode(dtype: Dtype, bytes: &[u8], index: u64, big_endian: bool) -> Option<Element> {
     let bit = index.checked_mul(dtype.bits())?;
     decode_at(dtype, bytes, bit, big_endian)
 }
@@ -404,64 +404,64 @@ pub(super) fn byte_of(bit: u64) -> Option<usize> {
 
 /// Decodes the element at bit offset `bit` of `bytes`.
 #[inline]
-pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Option<Value> {
+pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Option<Element> {
     use Dtype::*;
     if let F4 | F6_E2M3 | F6_E3M2 = dtype {
         let code = bits_at(bytes, bit, dtype.bits())?;
-        return Some(Value::Float(f64::from(f32::from_bits(small_f32(
+        return Some(Element::Float(f64::from(f32::from_bits(small_f32(
             dtype, code,
         )))));
     }
     if let I4 | U4 | I2 | U2 = dtype {
         let v = small_int(dtype, bits_at(bytes, bit, dtype.bits())?);
         return Some(match dtype {
-            I4 | I2 => Value::Int(v),
-            _ => Value::UInt(v.unsigned_abs()),
+            I4 | I2 => Element::Int(v),
+            _ => Element::UInt(v.unsigned_abs()),
         });
     }
     let at = byte_of(bit)?;
     Some(match dtype {
-        BOOL => Value::Bool(*bytes.get(at)? != 0),
-        U8 | QU8 | QU4X2 | QU2X4 => Value::UInt(u64::from(*bytes.get(at)?)),
-        I8 | QI8 => Value::Int(i64::from(*bytes.get(at)? as i8)),
+        BOOL => Element::Bool(*bytes.get(at)? != 0),
+        U8 | QU8 | QU4X2 | QU2X4 => Element::UInt(u64::from(*bytes.get(at)?)),
+        I8 | QI8 => Element::Int(i64::from(*bytes.get(at)? as i8)),
         F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ => {
             let code = u32::from(*bytes.get(at)?);
-            Value::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
+            Element::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
         }
-        I16 => Value::Int(i64::from(i16::from_le_bytes(le(bytes, at, be)?))),
-        U16 => Value::UInt(u64::from(u16::from_le_bytes(le(bytes, at, be)?))),
+        I16 => Element::Int(i64::from(i16::from_le_bytes(le(bytes, at, be)?))),
+        U16 => Element::UInt(u64::from(u16::from_le_bytes(le(bytes, at, be)?))),
         F16 | BF16 => {
             let code = u32::from(u16::from_le_bytes(le(bytes, at, be)?));
-            Value::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
+            Element::Float(f64::from(f32::from_bits(small_f32(dtype, code))))
         }
-        I32 | QI32 => Value::Int(i64::from(i32::from_le_bytes(le(bytes, at, be)?))),
-        U32 => Value::UInt(u64::from(u32::from_le_bytes(le(bytes, at, be)?))),
-        F32 => Value::Float(f64::from(f32::from_le_bytes(le(bytes, at, be)?))),
-        I64 => Value::Int(i64::from_le_bytes(le(bytes, at, be)?)),
-        U64 => Value::UInt(u64::from_le_bytes(le(bytes, at, be)?)),
-        F64 => Value::Float(f64::from_le_bytes(le(bytes, at, be)?)),
+        I32 | QI32 => Element::Int(i64::from(i32::from_le_bytes(le(bytes, at, be)?))),
+        U32 => Element::UInt(u64::from(u32::from_le_bytes(le(bytes, at, be)?))),
+        F32 => Element::Float(f64::from(f32::from_le_bytes(le(bytes, at, be)?))),
+        I64 => Element::Int(i64::from_le_bytes(le(bytes, at, be)?)),
+        U64 => Element::UInt(u64::from_le_bytes(le(bytes, at, be)?)),
+        F64 => Element::Float(f64::from_le_bytes(le(bytes, at, be)?)),
         C32 => {
             let re = u32::from(u16::from_le_bytes(le(bytes, at, be)?));
             let im = u32::from(u16::from_le_bytes(le(bytes, at.checked_add(2)?, be)?));
-            Value::Complex(
+            Element::Complex(
                 f64::from(f32::from_bits(f16_to_f32(re))),
                 f64::from(f32::from_bits(f16_to_f32(im))),
             )
         }
-        C64 => Value::Complex(
+        C64 => Element::Complex(
             f64::from(f32::from_le_bytes(le(bytes, at, be)?)),
             f64::from(f32::from_le_bytes(le(bytes, at.checked_add(4)?, be)?)),
         ),
-        C128 => Value::Complex(
+        C128 => Element::Complex(
             f64::from_le_bytes(le(bytes, at, be)?),
             f64::from_le_bytes(le(bytes, at.checked_add(8)?, be)?),
         ),
-        F128 => Value::Float(f80_to_f64(le16(bytes, at, be)?)),
-        C256 => Value::Complex(
+        F128 => Element::Float(f80_to_f64(le16(bytes, at, be)?)),
+        C256 => Element::Complex(
             f80_to_f64(le16(bytes, at, be)?),
             f80_to_f64(le16(bytes, at.checked_add(16)?, be)?),
         ),
-        Datetime(unit) | Timedelta(unit) => Value::Time {
+        Datetime(unit) | Timedelta(unit) => Element::Time {
             count: i64::from_le_bytes(le(bytes, at, be)?),
             unit,
             delta: matches!(dtype, Timedelta(_)),
@@ -475,7 +475,7 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
             } else {
                 raw
             };
-            Value::Text(bytes_repr(shown, TEXT_CHARS).into())
+            Element::Text(bytes_repr(shown, TEXT_CHARS).into())
         }
         Unicode(n) => {
             let len = (n as usize).checked_mul(4)?;
@@ -494,7 +494,7 @@ pub(super) fn decode_at(dtype: Dtype, bytes: &[u8], bit: u64, be: bool) -> Optio
             while units.last() == Some(&0) {
                 units.pop();
             }
-            Value::Text(str_repr(&units, TEXT_CHARS).into())
+            Element::Text(str_repr(&units, TEXT_CHARS).into())
         }
         F4 | F6_E2M3 | F6_E3M2 | I4 | U4 | I2 | U2 | Ggml(_) => return None,
     })
@@ -635,7 +635,7 @@ mod tests {
             (-2.5e300, "-2.5e+300"),
         ];
         for (x, want) in cases {
-            assert_eq!(Value::Float(x).display(), want, "{x:e}");
+            assert_eq!(Element::Float(x).display(), want, "{x:e}");
         }
         let complex = [
             ((1.0, 2.0), "(1+2j)"),
@@ -649,11 +649,11 @@ mod tests {
             ((1.5, 0.1), "(1.5+0.1j)"),
         ];
         for ((re, im), want) in complex {
-            assert_eq!(Value::Complex(re, im).display(), want);
+            assert_eq!(Element::Complex(re, im).display(), want);
         }
-        assert_eq!(Value::Bool(true).display(), "True");
-        assert_eq!(Value::Int(-3).display(), "-3");
-        assert_eq!(Value::UInt(u64::MAX).display(), "18446744073709551615");
+        assert_eq!(Element::Bool(true).display(), "True");
+        assert_eq!(Element::Int(-3).display(), "-3");
+        assert_eq!(Element::UInt(u64::MAX).display(), "18446744073709551615");
     }
 
     #[test]
@@ -690,11 +690,11 @@ mod tests {
         assert_eq!(bits_at(&bytes[..2], 18, 6), None);
         assert_eq!(
             decode(Dtype::F4, &[0x71], 0, false),
-            Some(Value::Float(0.5))
+            Some(Element::Float(0.5))
         );
         assert_eq!(
             decode(Dtype::F4, &[0x71], 1, false),
-            Some(Value::Float(6.0))
+            Some(Element::Float(6.0))
         );
         assert_eq!(decode(Dtype::F4, &[0x71], 2, false), None);
     }
@@ -707,17 +707,17 @@ mod tests {
         assert_eq!(
             i4,
             [
-                Some(Value::Int(-1)),
-                Some(Value::Int(-7)),
-                Some(Value::Int(7))
+                Some(Element::Int(-1)),
+                Some(Element::Int(-7)),
+                Some(Element::Int(7))
             ]
         );
-        assert_eq!(decode(Dtype::U4, &nib, 1, false), Some(Value::UInt(9)));
+        assert_eq!(decode(Dtype::U4, &nib, 1, false), Some(Element::UInt(9)));
         // 0b11_10_01_00: 0, 1, -2, -1 as INT2; 0, 1, 2, 3 as UINT2.
         let two = [0xe4_u8];
         let i2: Vec<_> = (0..4).map(|i| decode(Dtype::I2, &two, i, false)).collect();
-        assert_eq!(i2, [0, 1, -2, -1].map(|v| Some(Value::Int(v))).to_vec());
-        assert_eq!(decode(Dtype::U2, &two, 3, false), Some(Value::UInt(3)));
+        assert_eq!(i2, [0, 1, -2, -1].map(|v| Some(Element::Int(v))).to_vec());
+        assert_eq!(decode(Dtype::U2, &two, 3, false), Some(Element::UInt(3)));
         assert_eq!(decode(Dtype::U2, &two, 4, false), None);
     }
 }

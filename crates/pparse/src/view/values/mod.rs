@@ -61,7 +61,7 @@
 //! # Files
 //!
 //! The code is cut by what it does: `decode.rs` turns an element's bits
-//! into a [`Value`], `walk.rs` visits a tensor's elements in C order
+//! into a [`Element`], `walk.rs` visits a tensor's elements in C order
 //! whatever its strides, `stats.rs` and `npy.rs` are the two whole-tensor
 //! passes built on the walk.
 
@@ -72,7 +72,7 @@ mod stats;
 mod varints;
 mod walk;
 
-pub use decode::{Value, decode};
+pub use decode::{Element, decode};
 pub use npy::{npy_descr, numpy_native, write_npy, write_npy_data};
 pub use stats::{Stats, stats};
 
@@ -84,7 +84,7 @@ use walk::{Item, Plan, walk};
 /// Up to `count` elements from logical (C-order) index `first`, whatever
 /// the strides. Stops at the first element whose bytes are missing, at the
 /// end of the tensor, and at a read error.
-pub fn values(t: &Tensor, data: &dyn Source, first: u64, count: usize) -> Vec<Value> {
+pub fn values(t: &Tensor, data: &dyn Source, first: u64, count: usize) -> Vec<Element> {
     let decoded = varints::raw(t, data, first.saturating_add(count as u64));
     let (t, data) = varints::as_raw(t, data, &decoded);
     let p = Plan::new(t, data);

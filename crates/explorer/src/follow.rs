@@ -21,7 +21,7 @@ enum Want {
 }
 
 /// A value's links, read in the background.
-pub struct ValuesDone {
+pub struct FollowDone {
     id: u64,
     ext: ExtId,
     at: u64,
@@ -31,13 +31,13 @@ pub struct ValuesDone {
 
 /// The value being followed.
 #[derive(Default)]
-pub struct Values {
+pub struct Follow {
     links: Option<(ExtId, ValueLinks)>,
     /// The task whose answer is awaited.
     id: u64,
 }
 
-impl Values {
+impl Follow {
     /// Goes to the op that defines the value at `at` (or, if the cursor is
     /// on one of the followed value's places, that value).
     pub fn definition(
@@ -102,10 +102,10 @@ impl Values {
             );
         };
         self.links = None;
-        self.id = worker.spawn(SLOT, To::Values, move |_, stop, report, id| {
+        self.id = worker.spawn(SLOT, To::Follow, move |_, stop, report, id| {
             let links = (offer.value)(&*data, at, stop);
             if !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                report(Box::new(ValuesDone {
+                report(Box::new(FollowDone {
                     id,
                     ext,
                     at,
@@ -118,7 +118,7 @@ impl Values {
     }
 
     /// The links came back: does what was asked.
-    pub fn on_done(&mut self, d: ValuesDone, shown: ExtId) -> Reply {
+    pub fn on_done(&mut self, d: FollowDone, shown: ExtId) -> Reply {
         if d.id != self.id || d.ext != shown {
             return Reply::default();
         }
