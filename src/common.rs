@@ -2,11 +2,13 @@
 //! resolving a PATH, reporting damage on stderr, ending output quietly on a
 //! closed pipe.
 
+use std::cell::RefCell;
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use pparse::engine::{Options, Session};
+use pparse::engine::{Ledger, Options, Session};
 use pparse::extraction::{ExtId, Phase, Tree};
 use pparse::status::Status;
 
@@ -17,6 +19,9 @@ pub(super) struct Fatal(pub(super) String);
 pub(super) struct Input {
     pub(super) file: PathBuf,
     pub(super) options: Options,
+    /// What each session opened for the command counted and noted, for
+    /// the notes and `--io-stats` printed after it.
+    pub(super) ledgers: Rc<RefCell<Vec<Ledger>>>,
 }
 
 pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
@@ -30,7 +35,18 @@ pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
     };
     // A command's session lives until the process ends.
     session.free_at_exit();
+    input.ledgers.borrow_mut().push(session.ledger());
     Ok(session)
+}
+
+/// Maps FILE for a command that reads it outside a session (a program or
+/// a log read straight from its mapping), counting its reads for
+/// `--io-stats`.
+pub(super) fn map_file(input: &Input) -> io::Result<pparse::data::MmapSource> {
+    let own = Ledger::default();
+    let src = pparse::data::MmapSource::open_counted(&input.file, Some(own.counters()))?;
+    input.ledgers.borrow_mut().push(own);
+    Ok(src)
 }
 
 impl Input {
@@ -96,7 +112,6 @@ pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> b
     if mode == Progress::Lines {
         say!("pparse: {}", progress_line(&session.tree()));
     }
-    pparse::data::stats::waited(started.elapsed());
     held
 }
 

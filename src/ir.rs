@@ -9,8 +9,8 @@ use std::sync::Arc;
 use codespan_reporting::diagnostic::{Diagnostic as Report, Label, LabelStyle};
 use codespan_reporting::term::{self, Config, DisplayStyle};
 
-use super::common::{Fatal, Input, finish_output, open, resolve_final, wait};
-use pparse::data::{Data, MmapSource};
+use super::common::{Fatal, Input, finish_output, map_file, open, resolve_final, wait};
+use pparse::data::Data;
 use pparse::extraction::Phase;
 use pparse::report::ir::{Diagnostic, Place, Severity, Show};
 use pparse::status::Status;
@@ -19,7 +19,7 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     let file = input.file.as_path();
     let (data, label): (Data, String) = if path.is_empty()
         && input.url().is_none()
-        && let Ok(src) = MmapSource::open(file)
+        && let Ok(src) = map_file(input)
     {
         (Arc::new(src), file.display().to_string())
     } else {

@@ -31,8 +31,10 @@ mod ir;
 mod ml;
 mod records;
 
+use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -351,15 +353,15 @@ fn run() -> i32 {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
+    let mut options = Options::default();
     for p in &cli.proto {
-        if let Err(e) = pparse::parsers::protobuf::schema::add_proto_file(p) {
+        if let Err(e) = options.schemas.add_proto_file(p) {
             say!("pparse: cannot use --proto {e}");
             return 2;
         }
     }
-    let mut options = Options::default();
     if let Some(m) = &cli.message {
-        match pparse::parsers::protobuf::schema::check_message(m) {
+        match options.schemas.check_message(m) {
             Ok(name) => options.message = Some(name),
             Err(e) => {
                 say!("pparse: --message: {e}");
@@ -368,13 +370,13 @@ fn run() -> i32 {
         }
     }
     // Indexes hold extraction trees, not nodes: the commands that need only
-    // the tree use them. A --proto schema changes what a parse finds and is
-    // not in the index's key, so it turns them off.
+    // the tree use them. The --proto schemas are part of an index's
+    // settings (`Options::fingerprint`).
     let uses_index = matches!(
         cli.cmd,
         Some(Cmd::Tree { .. } | Cmd::Cat { .. } | Cmd::Extract { .. } | Cmd::Mount { .. })
     );
-    if uses_index && !cli.no_index && cli.proto.is_empty() {
+    if uses_index && !cli.no_index {
         options.index = match cli.index {
             Some(p) => IndexMode::At(p),
             None => IndexMode::Cache,
@@ -395,9 +397,11 @@ fn run() -> i32 {
         _ => false,
     };
     let io_stats = cli.io_stats;
+    let ledgers = Rc::new(RefCell::new(Vec::new()));
     let input = |file: PathBuf| Input {
         file,
         options: options.clone(),
+        ledgers: ledgers.clone(),
     };
     // `pickle --check` found imports outside the allowed set.
     let mut unsafe_imports = false;
@@ -482,14 +486,18 @@ fn run() -> i32 {
             }
         },
     };
-    for n in pparse::index::take_notes() {
+    let ledgers = ledgers.take();
+    for n in ledgers.iter().flat_map(|l| l.take_notes()) {
         say!("pparse: note: {n}");
     }
     if io_stats {
-        say!(
-            "{}",
-            pparse::report::io_stats(&pparse::data::stats::io_stats(), json_out)
-        );
+        let mut all = ledgers
+            .iter()
+            .map(|l| l.io_stats())
+            .fold(Default::default(), pparse::data::stats::IoStats::plus);
+        // The heap is the process's.
+        all.heap_peak = pparse::data::stats::io_stats().heap_peak;
+        say!("{}", pparse::report::io_stats(&all, json_out));
     }
     // A read of FILE that failed ends the command as a file that cannot
     // be read does, whatever its parsers made of it.
@@ -708,6 +716,7 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
             focus: Some(path.to_string()),
             ..input.options.clone()
         },
+        ledgers: input.ledgers.clone(),
     };
     let mut session = std::sync::Arc::new(open(&focused)?);
     // Waits with a progress line on a terminal; the API then finds it at

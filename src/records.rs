@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wait};
-use pparse::data::{Data, MmapSource, Source};
+use super::common::{Fatal, Input, finish_output, map_file, open, report, resolve_final, wait};
+use pparse::data::{Data, Source};
 use pparse::extraction::EntryKind;
 use pparse::offer::{RecordQuery, RecordsList};
 use pparse::parsers::{self, Sniff};
@@ -18,7 +18,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
     // tree runs beside the listing.
     if path.is_empty()
         && input.url().is_none()
-        && let Ok(src) = MmapSource::open(file)
+        && let Ok(src) = map_file(input)
     {
         let data: Data = Arc::new(src);
         let head = parsers::api::head(&*data)

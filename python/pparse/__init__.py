@@ -121,6 +121,12 @@ class Source:
         """
         return self._inner.list(path, recursive)
 
+    def io_stats(self) -> Dict[str, Union[int, float]]:
+        """This source's own work so far, as :func:`io_stats` gives the
+        process's: what reading it cost, apart from other sources open
+        beside it."""
+        return dict(self._inner.io_stats())
+
     def stat(self, path: str) -> Dict[str, Any]:
         """The entry at ``path`` (a dict, as :meth:`list` gives)."""
         return self._inner.stat(path)

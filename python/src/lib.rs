@@ -160,6 +160,12 @@ impl Source {
         String::from_utf8(out.map_err(io_error)?).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
+    /// This source's own counters, as `io_stats` gives the process's: what
+    /// reading it cost, apart from every other source open beside it.
+    fn io_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, &self.fs()?.session().io_stats())
+    }
+
     /// The entries in PATH as dicts; with `recursive`, every entry below.
     #[pyo3(signature = (path = "", recursive = false))]
     fn list<'py>(
@@ -342,7 +348,13 @@ fn entry_dict<'py>(py: Python<'py>, e: &Entry) -> PyResult<Bound<'py, PyDict>> {
 /// and waiting. They only grow: measure work as a difference.
 #[pyfunction]
 fn io_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let s = pparse::data::stats::io_stats();
+    stats_dict(py, &pparse::data::stats::io_stats())
+}
+
+fn stats_dict<'py>(
+    py: Python<'py>,
+    s: &pparse::data::stats::IoStats,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("file_read", s.file_read)?;
     d.set_item("decoded", s.decoded)?;

@@ -285,6 +285,38 @@ def test_every_file_of_a_zip_of_20k_entries_is_read_about_once(tmp_path):
     assert io["from_cache"] <= 3 * total, io
 
 
+def test_two_sources_count_their_own_work(tmp_path):
+    """Each source counts what reading it cost (``Source.io_stats()``),
+    apart from another open beside it in the same process."""
+    sizes = {}
+    for name, n in (("a.zip", 50), ("b.zip", 400)):
+        with zipfile.ZipFile(tmp_path / name, "w", zipfile.ZIP_DEFLATED) as z:
+            for i in range(n):
+                z.writestr(f"f{i}.txt", f"{name} {i}\n" * (1 + i % 9))
+        sizes[name] = (tmp_path / name).stat().st_size
+
+    def read_all(src):
+        src.tree()
+        for e in src.list("", recursive=True):
+            if e["kind"] == "file":
+                with src.open(e["path"]) as f:
+                    f.read()
+
+    with pparse.open(tmp_path / "a.zip") as a, pparse.open(tmp_path / "b.zip") as b:
+        read_all(a)
+        io_a = a.io_stats()
+        read_all(b)
+        io_b = b.io_stats()
+        assert a.io_stats() == io_a, "b's reads counted in a's"
+        for io, name in ((io_a, "a.zip"), (io_b, "b.zip")):
+            # Small zips: sniffing and the directory add a few KiB.
+            assert sizes[name] <= io["file_read"] <= 4 * sizes[name], (name, io)
+            assert io["decoded"] > 0, (name, io)
+        assert io_b["decoded"] > io_a["decoded"]
+    process = pparse.io_stats()
+    assert process["file_read"] >= io_a["file_read"] + io_b["file_read"]
+
+
 def _zip_contents(path):
     with zipfile.ZipFile(path) as z:
         return [(i, z.read(i)) for i in z.infolist()]

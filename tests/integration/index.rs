@@ -303,7 +303,6 @@ fn a_damaged_index_is_ignored_never_trusted() {
         }
     }
     assert!(used < positions.len() / 2, "most damage must be caught");
-    pparse::index::take_notes();
 }
 
 #[test]
@@ -413,7 +412,7 @@ fn io_stats_show_what_an_index_spares() {
 /// stays valid (the file has not changed) and the checksums of the index
 /// itself hold; only the records lie. Returns the forged index's bytes.
 fn forge(file: &Path, index: &Path, edit: impl FnOnce(&mut pparse::Tree)) -> Vec<u8> {
-    let plan = pparse::index::Plan::new(file, &at(index)).expect("a plan");
+    let plan = pparse::index::Plan::new(file, &at(index), &Default::default()).expect("a plan");
     let root: pparse::data::Data =
         std::sync::Arc::new(pparse::data::MmapSource::open(file).unwrap());
     let name = pparse::name::Name::new(file.file_name().unwrap().as_encoded_bytes().to_vec());
@@ -590,7 +589,6 @@ fn a_forged_index_never_serves_other_bytes() {
         cat_never_lies(&cut, &cut_index, &forged, path, "damage removed");
     }
     std::fs::write(&cut_index, good_cut).unwrap();
-    pparse::index::take_notes();
 }
 
 /// An index that moves, stretches or shrinks a zip entry, with the
@@ -698,7 +696,6 @@ fn a_forged_index_cannot_move_a_zip_entry_even_with_its_checksums_redone() {
             }
         }
     }
-    pparse::index::take_notes();
 }
 
 #[test]
@@ -747,7 +744,6 @@ fn an_index_of_a_deep_chain_is_refused_in_time() {
             assert_eq!(run.stdout, plain_tree.stdout);
         }
     }
-    pparse::index::take_notes();
 }
 
 /// The seed of the `index_forged` fuzz target is the body of a real index
@@ -766,4 +762,48 @@ fn the_forged_index_fuzz_seed_is_a_real_index() {
     let tree = pparse::index::fuzz_restore(&body, root, pparse::name::Name::from("nested.tar.gz"))
         .expect("the seed is read back");
     assert!(tree.len() > 20 && tree.head_crc(1).is_some());
+}
+
+/// I/O counters and index notes are a session's: two sessions in one
+/// process each count their own file's bytes (a parse beside them adds
+/// nothing to theirs), and each hears only of its own index.
+#[test]
+fn two_sessions_count_and_note_apart() {
+    let open = |name: &str, options: Options| {
+        let path = fixture_path(name);
+        let s = pparse::Session::open(&path, options).unwrap();
+        s.wait();
+        (s, std::fs::metadata(&path).unwrap().len())
+    };
+    let (a, size_a) = open("nested.tar.gz", Options::default());
+    let before = a.io_stats();
+    assert!(
+        before.file_read >= size_a && before.decoded > 0,
+        "{before:?}"
+    );
+    // An index at a place that cannot hold one: noted by its session alone.
+    let tmp = tempfile::tempdir().unwrap();
+    let (b, size_b) = open(
+        "many-gnu.tar.gz",
+        Options {
+            index: IndexMode::At(tmp.path().to_path_buf()),
+            ..Options::default()
+        },
+    );
+    let io_b = b.io_stats();
+    assert!(
+        (size_b..=3 * size_b).contains(&io_b.file_read) && io_b.decoded > 0,
+        "{io_b:?}"
+    );
+    assert_eq!(a.io_stats(), before, "b's parse counted in a's session");
+    assert!(a.take_notes().is_empty());
+    let notes = b.take_notes();
+    assert!(
+        notes.iter().any(|n| n.contains("neither read nor written")),
+        "{notes:?}"
+    );
+    // What a ledger keeps outlives the session.
+    let ledger = b.ledger();
+    drop(b);
+    assert_eq!(ledger.io_stats(), io_b);
 }

@@ -213,7 +213,9 @@ fn two_sessions_differ_in_their_message_type() {
     t.extend(len_field(9, &[0u8; 8]));
     let typed = pparse::Options {
         message: Some(
-            pparse::parsers::protobuf::schema::check_message("onnx.TensorProto").unwrap(),
+            pparse::Schemas::default()
+                .check_message("onnx.TensorProto")
+                .unwrap(),
         ),
         ..Default::default()
     };
@@ -235,7 +237,7 @@ fn two_sessions_differ_in_their_message_type() {
     };
     assert_eq!(names(&a), ["dims[0]", "data_type", "name", "raw_data"]);
     assert_eq!(names(&b)[0], "#1", "{:?}", names(&b));
-    assert!(pparse::parsers::protobuf::schema::check_message("no.Such").is_err());
+    assert!(pparse::Schemas::default().check_message("no.Such").is_err());
 }
 
 /// Damage names a field as the schema does, with its number (`raw_data
@@ -321,4 +323,65 @@ fn damage_names_fields_by_the_schema() {
         ),
         "{raw}"
     );
+}
+
+/// The `--proto` schemas are a session's, not the process's: two sessions
+/// in one process read the same bytes with the same type name through
+/// different schemas, each when it parses and when it loads a nested
+/// message later, and each keys its index with its own set.
+#[test]
+fn two_sessions_read_with_their_own_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let mut o = pparse::Options::default();
+        o.schemas.add_proto_file(&p).unwrap();
+        o.message = Some(o.schemas.check_message("demo.Point").unwrap());
+        o
+    };
+    let a = schema("a.proto", PROTO);
+    let b = schema(
+        "b.proto",
+        "syntax = \"proto3\";\npackage demo;\nmessage Point { sint32 other = 1; repeated Point kids = 4; }\n",
+    );
+    assert_ne!(a.fingerprint(), b.fingerprint());
+    assert!(
+        pparse::Options::default()
+            .schemas
+            .message("demo.Point")
+            .is_none()
+    );
+    let open = |o: pparse::Options| {
+        let s = pparse::Session::from_bytes("point.bin", point(), o);
+        s.wait();
+        assert!(s.is_finished());
+        s
+    };
+    let (sa, sb) = (open(a), open(b));
+    // The nested message's fields, loaded on demand with the session's schemas.
+    let nested = |s: &pparse::Session, field: &str| -> (Vec<String>, Vec<String>) {
+        let top: Vec<String> = s.tree().exts[0]
+            .nodes
+            .iter()
+            .map(|n| n.name.to_string())
+            .collect();
+        let i = top
+            .iter()
+            .position(|n| n == field)
+            .unwrap_or_else(|| panic!("{field}: {top:?}"));
+        assert!(s.load(0, &[i]), "{field} loads");
+        let t = s.tree();
+        let inner = match &t.exts[0].nodes[i].children {
+            pparse::node::Children::Loaded(c) => c.iter().map(|n| n.name.to_string()).collect(),
+            _ => panic!("{field} not loaded"),
+        };
+        (top, inner)
+    };
+    let (top_a, inner_a) = nested(&sa, "children[0]");
+    let (top_b, inner_b) = nested(&sb, "kids[0]");
+    assert_eq!(top_a[0], "x", "{top_a:?}");
+    assert_eq!(top_b[0], "other", "{top_b:?}");
+    assert_eq!(inner_a, ["x"]);
+    assert_eq!(inner_b, ["other"]);
 }

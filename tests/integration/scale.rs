@@ -352,9 +352,10 @@ fn a_jar_of_20k_entries_reads_complete_and_about_once() {
 /// `pparse::fs` over a zip of 30,000 entries written by Python's zipfile:
 /// listing it, then opening every file by its PATH and reading it whole,
 /// reads the zip from the file about once, and each entry's bytes come
-/// from the cache about once. Run in a process of its own (this test
-/// binary again, told by `PPARSE_SCALE_CHILD` which zip to read), as the
-/// counters are the process's and other tests run beside it.
+/// from the cache about once, by the session's own counters. Run in a
+/// process of its own (this test binary again, told by
+/// `PPARSE_SCALE_CHILD` which zip to read), as the cache of decoded chunks
+/// is the process's and other tests beside it would evict from it.
 #[test]
 fn the_library_reads_every_entry_of_a_zip_about_once() {
     if let Ok(zip) = std::env::var("PPARSE_SCALE_CHILD") {
@@ -368,7 +369,7 @@ fn the_library_reads_every_entry_of_a_zip_about_once() {
             files += 1;
             bytes += all.len() as u64;
         }
-        let io = pparse::data::stats::io_stats();
+        let io = fs.session().io_stats();
         println!(
             "CHILD {files} {bytes} {} {} {}",
             io.file_read,

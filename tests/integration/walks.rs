@@ -85,7 +85,7 @@ fn shared_objects_in_the_session_and_the_stepper() {
                     pparse::node::Children::Loaded(k) => todo.extend(k.iter().cloned()),
                     pparse::node::Children::Unloaded => {
                         let fmt = pparse::parsers::by_name(e.parser.unwrap()).unwrap();
-                        todo.extend((fmt.load)(&*e.data(), &n));
+                        todo.extend((fmt.load)(&*e.data(), &n, &pparse::Options::default()));
                     }
                     _ => {}
                 }

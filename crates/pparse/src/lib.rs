@@ -44,6 +44,6 @@ pub mod unpack;
 pub mod util;
 pub mod view;
 
-pub use engine::{Options, Session};
+pub use engine::{Ledger, Options, Schemas, Session};
 pub use extraction::{ExtId, Extraction, Tree};
 pub use status::{Damage, Status};

@@ -38,6 +38,7 @@ use super::cache::{Chunk, ChunkCache};
 use super::growth;
 pub use super::source::Block;
 use super::source::{Data, Range, Recipe, Source};
+use super::stats::Counted;
 
 /// Cache granularity of decoded bytes.
 pub const CHUNK: u64 = 64 * 1024;
@@ -106,6 +107,8 @@ struct Replay {
 /// A decoded stream of independent blocks. See the module docs.
 pub struct BlockSource {
     key: u64,
+    /// The session's I/O counters, from `input`.
+    counters: Counted,
     input: Data,
     codec: Box<dyn BlockCodec>,
     blocks: RwLock<Vec<Block>>,
@@ -138,6 +141,7 @@ impl BlockSource {
     pub fn new(input: Data, codec: Box<dyn BlockCodec>, label: &'static str) -> Arc<BlockSource> {
         Arc::new(BlockSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            counters: input.counters().cloned(),
             input,
             codec,
             blocks: RwLock::new(Vec::new()),
@@ -187,6 +191,7 @@ impl BlockSource {
         }
         Ok(Arc::new(BlockSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            counters: input.counters().cloned(),
             input,
             codec,
             blocks: RwLock::new(blocks),
@@ -270,7 +275,7 @@ impl BlockSource {
                 other => break Pumped::Stopped(other),
             }
         };
-        super::stats::decoded(made, started.elapsed(), false);
+        super::stats::decoded(self.counters.as_deref(), made, started.elapsed(), false);
         r
     }
 
@@ -419,7 +424,7 @@ impl BlockSource {
                 *guard = None;
             }
         };
-        super::stats::decoded(decoded, started.elapsed(), true);
+        super::stats::decoded(self.counters.as_deref(), decoded, started.elapsed(), true);
         result?;
         self.check_chunk(idx, &acc)?;
         let c = Arc::new(Chunk::from_vec(acc));
@@ -459,7 +464,7 @@ impl Source for BlockSource {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         super::cache::read_chunked(
-            self.key,
+            (self.key, self.counters.as_deref()),
             CHUNK,
             self.available(),
             offset,
@@ -470,6 +475,9 @@ impl Source for BlockSource {
     }
     fn describe(&self) -> &'static str {
         self.label
+    }
+    fn counters(&self) -> Option<&Arc<super::stats::Counters>> {
+        self.counters.as_ref()
     }
     fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
         let (_, b) = self.block_at(offset)?;

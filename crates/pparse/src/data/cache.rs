@@ -191,8 +191,11 @@ pub(crate) fn check_chunk_crc(
     ))
 }
 
+/// Reads `buf` at `offset` of the decoded stream `(key, counters)` (its key
+/// in the cache, and the counters that bytes found there add to): from the
+/// cache, then the stream's `tail` not yet in a chunk, then `chunk`.
 pub(crate) fn read_chunked(
-    key: u64,
+    (key, counters): (u64, Option<&super::stats::Counters>),
     chunk_len: u64,
     avail: u64,
     offset: u64,
@@ -216,13 +219,13 @@ pub(crate) fn read_chunked(
             }
             buf[done..done + k].copy_from_slice(&c[within..within + k]);
             done += k;
-            super::stats::from_cache(k as u64);
+            super::stats::from_cache(counters, k as u64);
             continue;
         }
         let k = tail(pos, &mut buf[done..n]);
         if k > 0 {
             done += k;
-            super::stats::from_cache(k as u64);
+            super::stats::from_cache(counters, k as u64);
             continue;
         }
         let c = chunk(idx)?;

@@ -9,7 +9,9 @@
 //! that sees the record stops the parse and marks the tree damaged.
 
 use std::io;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::stats::Counters;
 
 use super::source::{Data, Recipe, Source};
 
@@ -45,16 +47,24 @@ pub fn take_read_failures() -> Vec<ReadFailure> {
 /// A source that records its first read error. See the module docs.
 pub struct ReadGuard {
     inner: Data,
+    counters: Arc<Counters>,
     failed: OnceLock<ReadFailure>,
 }
 
 impl ReadGuard {
-    /// Guards `inner`.
+    /// Guards `inner`. The guard holds the I/O counters of the session
+    /// over it: `inner`'s, or new ones.
     pub fn new(inner: Data) -> ReadGuard {
         ReadGuard {
+            counters: inner.counters().cloned().unwrap_or_default(),
             inner,
             failed: OnceLock::new(),
         }
+    }
+
+    /// The counters of the session over these bytes.
+    pub fn io_counters(&self) -> &Arc<Counters> {
+        &self.counters
     }
 
     /// The first read error, once there was one.
@@ -89,6 +99,9 @@ impl Source for ReadGuard {
     }
     fn as_slice(&self) -> Option<&[u8]> {
         self.inner.as_slice()
+    }
+    fn counters(&self) -> Option<&std::sync::Arc<super::stats::Counters>> {
+        Some(&self.counters)
     }
     fn release(&self, start: u64, end: u64) {
         self.inner.release(start, end);

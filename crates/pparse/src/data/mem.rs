@@ -79,6 +79,9 @@ impl Source for HeadSource {
     fn recipe(&self) -> Recipe<'_> {
         self.rest.recipe()
     }
+    fn counters(&self) -> Option<&std::sync::Arc<super::stats::Counters>> {
+        self.rest.counters()
+    }
 }
 
 /// `pread` semantics over a slice.

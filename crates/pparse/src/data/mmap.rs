@@ -4,8 +4,11 @@ use std::path::Path;
 
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 
+use std::sync::Arc;
+
 use super::mem::copy_from;
 use super::source::{Recipe, Source};
+use super::stats::{Counted, Counters};
 
 /// A read-only memory map of a file: the kernel's page cache serves the bytes,
 /// so a 200 GB file costs address space, not RAM.
@@ -14,6 +17,7 @@ use super::source::{Recipe, Source};
 /// device is refused, never copied (`/dev/zero` would fill the disk).
 pub struct MmapSource {
     map: Option<Mmap>,
+    counters: Counted,
 }
 
 impl MmapSource {
@@ -24,15 +28,29 @@ impl MmapSource {
         Self::from_file(&super::regular::open_regular(path)?)
     }
 
+    /// Maps `path` and counts its reads in `counters` (a session's, or
+    /// those of the source a parser found this file beside).
+    pub fn open_counted(path: &Path, counters: Option<&Arc<Counters>>) -> io::Result<MmapSource> {
+        let mut s = Self::open(path)?;
+        s.counters = counters.cloned();
+        Ok(s)
+    }
+
     fn from_file(file: &File) -> io::Result<MmapSource> {
         if file.metadata()?.len() == 0 {
-            return Ok(MmapSource { map: None });
+            return Ok(MmapSource {
+                map: None,
+                counters: None,
+            });
         }
         // SAFETY: the mapping is read-only and pparse never writes the file;
         // the caller contract above covers writes by other processes.
         let map = unsafe { Mmap::map(file)? };
         let _ = map.advise(Advice::Sequential);
-        Ok(MmapSource { map: Some(map) })
+        Ok(MmapSource {
+            map: Some(map),
+            counters: None,
+        })
     }
 
     fn bytes(&self) -> &[u8] {
@@ -49,11 +67,14 @@ impl Source for MmapSource {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let n = copy_from(self.bytes(), offset, buf)?;
-        super::stats::file_read(n as u64);
+        super::stats::file_read(self.counters.as_deref(), n as u64);
         Ok(n)
     }
     fn as_slice(&self) -> Option<&[u8]> {
         Some(self.bytes())
+    }
+    fn counters(&self) -> Option<&Arc<Counters>> {
+        self.counters.as_ref()
     }
     fn release(&self, start: u64, end: u64) {
         let Some(map) = &self.map else { return };

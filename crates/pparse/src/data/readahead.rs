@@ -48,7 +48,7 @@ impl ReadAhead {
                 self.start = at;
                 (to - from) as u64
             };
-            stats::file_read(fresh);
+            stats::file_read(src.counters().map(|c| &**c), fresh);
             self.len = (to as u64).max(end).saturating_sub(self.start) as usize;
             return Ok(&all[from..to]);
         }

@@ -53,6 +53,9 @@ impl Source for SliceSource {
     fn is_window(&self) -> bool {
         true
     }
+    fn counters(&self) -> Option<&std::sync::Arc<super::stats::Counters>> {
+        self.parent.counters()
+    }
     fn final_len(&self) -> Option<u64> {
         (self.range.end != u64::MAX).then(|| self.range.len())
     }

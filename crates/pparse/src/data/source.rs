@@ -5,6 +5,7 @@ use std::io;
 use std::sync::Arc;
 
 use super::checkpoints::{StreamLayout, WindowStore};
+use super::stats::Counters;
 
 /// One immutable byte source. See the module docs.
 pub trait Source: Send + Sync + 'static {
@@ -47,6 +48,11 @@ pub trait Source: Send + Sync + 'static {
     /// reading it through (see [`Recipe`]).
     fn recipe(&self) -> Recipe<'_> {
         Recipe::Opaque
+    }
+    /// The I/O counters of the session these bytes belong to: a mapped file
+    /// holds them, and what is made of another source passes its on.
+    fn counters(&self) -> Option<&Arc<Counters>> {
+        None
     }
 }
 
@@ -195,7 +201,7 @@ pub fn view<'a>(
     let len = (len as u64).min(avail - offset) as usize;
     if let Some(all) = src.as_slice() {
         let start = offset as usize;
-        super::stats::file_read(len as u64);
+        super::stats::file_read(src.counters().map(|c| &**c), len as u64);
         return Ok(&all[start..start + len]);
     }
     scratch.resize(len, 0);

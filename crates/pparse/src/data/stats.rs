@@ -13,18 +13,70 @@
 //! is what a test can hold to a bound per entry, where peak RSS also holds
 //! the pages of mapped files.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-static FILE_READ: AtomicU64 = AtomicU64::new(0);
-static DECODED: AtomicU64 = AtomicU64::new(0);
-static REDECODED: AtomicU64 = AtomicU64::new(0);
-static FROM_CACHE: AtomicU64 = AtomicU64::new(0);
-static DECODE_NS: AtomicU64 = AtomicU64::new(0);
-static WAIT_NS: AtomicU64 = AtomicU64::new(0);
-
 static HEAP_NOW: AtomicU64 = AtomicU64::new(0);
 static HEAP_PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// The counters of one session (see [`crate::Session::io_stats`]), and the
+/// process's, which every session's also add to ([`io_stats`]).
+///
+/// A session's sources carry its counters ([`crate::data::Source::counters`]):
+/// the file it maps holds them, and every source decoded from it takes them
+/// from its input, so two sessions in one process count apart.
+#[derive(Debug, Default)]
+pub struct Counters {
+    file_read: AtomicU64,
+    decoded: AtomicU64,
+    redecoded: AtomicU64,
+    from_cache: AtomicU64,
+    decode_ns: AtomicU64,
+    wait_ns: AtomicU64,
+}
+
+/// What every session of this process counted together.
+static PROCESS: Counters = Counters::new();
+
+impl Counters {
+    /// Counters at zero.
+    pub const fn new() -> Counters {
+        Counters {
+            file_read: AtomicU64::new(0),
+            decoded: AtomicU64::new(0),
+            redecoded: AtomicU64::new(0),
+            from_cache: AtomicU64::new(0),
+            decode_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// What they hold now (the heap's peak is the process's).
+    pub fn snapshot(&self) -> IoStats {
+        IoStats {
+            file_read: self.file_read.load(Relaxed),
+            decoded: self.decoded.load(Relaxed),
+            redecoded: self.redecoded.load(Relaxed),
+            from_cache: self.from_cache.load(Relaxed),
+            decoding: Duration::from_nanos(self.decode_ns.load(Relaxed)),
+            waiting: Duration::from_nanos(self.wait_ns.load(Relaxed)),
+            heap_peak: HEAP_PEAK.load(Relaxed),
+        }
+    }
+
+    /// Adds to these counters and the process's.
+    fn add(to: Option<&Counters>, pick: impl Fn(&Counters) -> &AtomicU64, n: u64) {
+        pick(&PROCESS).fetch_add(n, Relaxed);
+        if let Some(c) = to {
+            pick(c).fetch_add(n, Relaxed);
+        }
+    }
+}
+
+/// The counters a source carries, if any (a source made outside a session,
+/// such as bytes in memory, counts for the process alone).
+pub type Counted = Option<Arc<Counters>>;
 
 /// The system allocator, counting the bytes allocated and their peak. The
 /// `pparse` binary installs it (`#[global_allocator]`); a program using the
@@ -91,36 +143,44 @@ pub struct IoStats {
     pub heap_peak: u64,
 }
 
-/// The counters now.
-pub fn io_stats() -> IoStats {
-    IoStats {
-        file_read: FILE_READ.load(Relaxed),
-        decoded: DECODED.load(Relaxed),
-        redecoded: REDECODED.load(Relaxed),
-        from_cache: FROM_CACHE.load(Relaxed),
-        decoding: Duration::from_nanos(DECODE_NS.load(Relaxed)),
-        waiting: Duration::from_nanos(WAIT_NS.load(Relaxed)),
-        heap_peak: HEAP_PEAK.load(Relaxed),
+impl IoStats {
+    /// Both counts together (the heap's peak is the larger).
+    pub fn plus(self, o: IoStats) -> IoStats {
+        IoStats {
+            file_read: self.file_read + o.file_read,
+            decoded: self.decoded + o.decoded,
+            redecoded: self.redecoded + o.redecoded,
+            from_cache: self.from_cache + o.from_cache,
+            decoding: self.decoding + o.decoding,
+            waiting: self.waiting + o.waiting,
+            heap_peak: self.heap_peak.max(o.heap_peak),
+        }
     }
 }
 
+/// What every session of this process counted together, as
+/// `--io-stats` prints it for a session.
+pub fn io_stats() -> IoStats {
+    PROCESS.snapshot()
+}
+
 /// `n` bytes read from a file.
-pub fn file_read(n: u64) {
-    FILE_READ.fetch_add(n, Relaxed);
+pub fn file_read(to: Option<&Counters>, n: u64) {
+    Counters::add(to, |c| &c.file_read, n);
 }
 
 /// `n` bytes decoded in `took`; `again`: from a checkpoint, not the first pass.
-pub fn decoded(n: u64, took: Duration, again: bool) {
-    if again { &REDECODED } else { &DECODED }.fetch_add(n, Relaxed);
-    DECODE_NS.fetch_add(took.as_nanos() as u64, Relaxed);
+pub fn decoded(to: Option<&Counters>, n: u64, took: Duration, again: bool) {
+    Counters::add(to, |c| if again { &c.redecoded } else { &c.decoded }, n);
+    Counters::add(to, |c| &c.decode_ns, took.as_nanos() as u64);
 }
 
 /// `n` bytes served from the cache of decoded chunks.
-pub fn from_cache(n: u64) {
-    FROM_CACHE.fetch_add(n, Relaxed);
+pub fn from_cache(to: Option<&Counters>, n: u64) {
+    Counters::add(to, |c| &c.from_cache, n);
 }
 
 /// A reader waited `took` for the background parse.
-pub fn waited(took: Duration) {
-    WAIT_NS.fetch_add(took.as_nanos() as u64, Relaxed);
+pub fn waited(to: Option<&Counters>, took: Duration) {
+    Counters::add(to, |c| &c.wait_ns, took.as_nanos() as u64);
 }

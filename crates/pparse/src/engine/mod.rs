@@ -32,12 +32,15 @@ use parking_lot::RwLockReadGuard;
 
 use thin_vec::ThinVec;
 
+use crate::data::stats::{Counters, IoStats};
 use crate::data::{Data, MmapSource, ReadFailure, ReadGuard};
 use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Phase, Tree};
+use crate::index::Notes;
 use crate::name::Name;
 use crate::node::{Children, Node};
 use crate::parsers;
 pub use crate::parsers::api::Options;
+pub use crate::parsers::protobuf::schema::Schemas;
 pub use memory::release_free_memory;
 use scheduler::Engine;
 pub use shared::Event;
@@ -51,8 +54,40 @@ pub struct Session {
     from_index: bool,
     /// See [`Session::free_at_exit`].
     free_at_exit: bool,
-    /// The opened bytes, which record their first read error.
+    /// The opened bytes, which record their first read error (and hold
+    /// the session's I/O counters).
     guard: Arc<ReadGuard>,
+    /// What happened to its index.
+    notes: Notes,
+    /// What it was opened with: lazily loaded nodes are read with them.
+    options: Options,
+}
+
+/// What a session counted and noted, kept by a front end that reports it
+/// once the session is gone ([`Session::ledger`]); or a reader's own,
+/// for bytes it reads outside a session ([`Ledger::counters`]).
+#[derive(Clone, Debug, Default)]
+pub struct Ledger {
+    counters: Arc<Counters>,
+    notes: Notes,
+}
+
+impl Ledger {
+    /// See [`Session::io_stats`].
+    pub fn io_stats(&self) -> IoStats {
+        self.counters.snapshot()
+    }
+
+    /// The counters to give a source read outside a session
+    /// ([`MmapSource::open_counted`]), so its reads count here.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// See [`Session::take_notes`].
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes.take()
+    }
 }
 
 impl Session {
@@ -75,7 +110,10 @@ impl Session {
                 EntryKind::Dir,
             )
         } else {
-            (Arc::new(MmapSource::open(path)?), EntryKind::Root)
+            (
+                Arc::new(MmapSource::open_counted(path, Some(&Default::default()))?),
+                EntryKind::Root,
+            )
         };
         let guard = Arc::new(ReadGuard::new(data));
         let data: Data = guard.clone();
@@ -84,16 +122,20 @@ impl Session {
                 .map(|n| n.as_encoded_bytes().to_vec())
                 .unwrap_or_else(|| path.as_os_str().as_encoded_bytes().to_vec()),
         );
+        let notes = Notes::default();
         let plan = if is_dir {
             None
         } else {
-            crate::index::Plan::new(path, &opts)
+            crate::index::Plan::new(path, &opts, &notes)
         };
         if let Some(tree) = plan
             .as_ref()
             .and_then(|p| p.restore(data.clone(), name.clone(), path))
         {
-            return Ok(Session::restored(tree, guard));
+            let mut s = Session::restored(tree, guard);
+            s.notes = notes;
+            s.options = opts;
+            return Ok(s);
         }
         Ok(Session::start_file(
             name,
@@ -102,6 +144,7 @@ impl Session {
             Some(path.to_path_buf()),
             opts,
             plan,
+            notes,
         ))
     }
 
@@ -119,6 +162,8 @@ impl Session {
             from_index: true,
             free_at_exit: false,
             guard,
+            notes: Notes::default(),
+            options: Options::default(),
         }
     }
 
@@ -140,6 +185,7 @@ impl Session {
             None,
             opts,
             None,
+            Notes::default(),
         ))
     }
 
@@ -158,6 +204,7 @@ impl Session {
             None,
             opts,
             None,
+            Notes::default(),
         )
     }
 
@@ -170,6 +217,7 @@ impl Session {
         file: Option<std::path::PathBuf>,
         opts: Options,
         index: Option<crate::index::Plan>,
+        notes: Notes,
     ) -> Session {
         let data: Data = guard.clone();
         let root = Extraction {
@@ -207,6 +255,7 @@ impl Session {
         let engine_guard = guard.clone();
         // A parse for one PATH leaves most of the tree unparsed: no index.
         let whole = opts.focus.is_none();
+        let options = opts.clone();
         let thread = std::thread::Builder::new()
             .name("pparse-engine".into())
             .spawn(move || {
@@ -240,6 +289,8 @@ impl Session {
             from_index: false,
             free_at_exit: false,
             guard,
+            notes,
+            options,
         }
     }
 
@@ -288,21 +339,50 @@ impl Session {
 
     /// Blocks until `done(tree)` holds or the parse is over; returns whether
     /// `done` held. `done` is checked every 20 ms, so a waiting reader costs
-    /// the engine nothing.
+    /// the engine nothing. The time it blocks counts as waiting in
+    /// [`Session::io_stats`].
     pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
-        loop {
-            if done(&self.shared.tree.read()) {
-                return true;
-            }
+        if done(&self.shared.tree.read()) {
+            return true;
+        }
+        let started = std::time::Instant::now();
+        let held = loop {
             let mut g = self.shared.over.lock();
             if self.is_finished() {
                 drop(g);
-                return done(&self.shared.tree.read());
+                break done(&self.shared.tree.read());
             }
             self.shared
                 .over_cv
                 .wait_for(&mut g, Duration::from_millis(20));
+            drop(g);
+            if done(&self.shared.tree.read()) {
+                break true;
+            }
+        };
+        crate::data::stats::waited(Some(self.guard.io_counters()), started.elapsed());
+        held
+    }
+
+    /// What happened to this session's index that a user should hear
+    /// about (see [`Notes`]), removed.
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes.take()
+    }
+
+    /// This session's counters and notes, which outlive it.
+    pub fn ledger(&self) -> Ledger {
+        Ledger {
+            counters: self.guard.io_counters().clone(),
+            notes: self.notes.clone(),
         }
+    }
+
+    /// What this session read and decoded so far, for `--io-stats`: the
+    /// bytes of its file, what its decoders made, and the time its readers
+    /// waited (the heap's peak is the process's).
+    pub fn io_stats(&self) -> IoStats {
+        self.guard.io_counters().snapshot()
     }
 
     /// Loads the children of the node at `path` (top-level index first) of
@@ -327,7 +407,7 @@ impl Session {
         let Some(format) = parser.and_then(parsers::by_name) else {
             return false;
         };
-        let children = (format.load)(&*data, &node);
+        let children = (format.load)(&*data, &node, &self.options);
         let mut t = self.shared.tree.write();
         if let Some(n) = t
             .exts

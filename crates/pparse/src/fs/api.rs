@@ -475,7 +475,6 @@ impl Fs {
         }
         // `Instant - POLL` can underflow on a clock just started: none yet.
         let mut last: Option<Instant> = None;
-        let started = Instant::now();
         self.session.wait_until(|t| {
             if last.is_some_and(|l| l.elapsed() < POLL) {
                 return false;
@@ -483,7 +482,6 @@ impl Fs {
             last = Some(Instant::now());
             locate(t, full).is_some_and(|at| ready(t, at))
         });
-        crate::data::stats::waited(started.elapsed());
         let t = self.session.tree();
         locate(&t, full)
             .or_else(|| self.locate_listed(&t, full))

@@ -26,7 +26,7 @@ mod load;
 mod save;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::data::Data;
 use crate::extraction::Tree;
@@ -35,18 +35,23 @@ use crate::parsers::IndexMode;
 use crate::parsers::api::Options;
 use key::{FileKey, check_kind};
 
-/// What happened to indexes that a user should hear about (a stale index
-/// ignored, one that could not be written). A front end takes and shows
-/// them with [`take_notes`]; a library user may ignore them.
-static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// What happened to a session's index that a user should hear about (a
+/// stale index ignored, one that could not be written). A front end takes
+/// and shows them ([`crate::Session::take_notes`]); a library user may
+/// ignore them. Shared by the session and its engine thread, which saves
+/// the index.
+#[derive(Clone, Debug, Default)]
+pub struct Notes(Arc<Mutex<Vec<String>>>);
 
-fn note(text: String) {
-    NOTES.lock().unwrap_or_else(|e| e.into_inner()).push(text);
-}
+impl Notes {
+    fn note(&self, text: String) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+    }
 
-/// The notes recorded so far, removed.
-pub fn take_notes() -> Vec<String> {
-    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+    /// The notes recorded so far, removed.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Reads an inflated index body as an index is read, for the fuzz target
@@ -74,6 +79,7 @@ pub struct Plan {
     /// (the engine parses nothing below `Options::max_depth`): an index
     /// holding a deeper one was not written by such a parse.
     max_depth: u32,
+    notes: Notes,
 }
 
 impl Plan {
@@ -81,7 +87,7 @@ impl Plan {
     /// `opts.index`; what it must have been written with:
     /// `Options::fingerprint`); `None` when indexes are off or no place
     /// can be found for one.
-    pub fn new(file: &Path, opts: &Options) -> Option<Plan> {
+    pub fn new(file: &Path, opts: &Options, notes: &Notes) -> Option<Plan> {
         let settings = opts.fingerprint();
         let place = match &opts.index {
             IndexMode::Off => return None,
@@ -91,7 +97,7 @@ impl Plan {
         // A device, a FIFO or a folder there is neither read (a FIFO
         // would hang the open) nor written over.
         if let Err(why) = check_kind(&place) {
-            note(format!(
+            notes.note(format!(
                 "the index {}: {why}: it is neither read nor written",
                 crate::data::shown(&place)
             ));
@@ -103,9 +109,10 @@ impl Plan {
                 key,
                 settings,
                 max_depth: opts.max_depth.saturating_add(1),
+                notes: notes.clone(),
             }),
             Err(e) => {
-                note(format!("no index: cannot read {}: {e}", file.display()));
+                notes.note(format!("no index: cannot read {}: {e}", file.display()));
                 None
             }
         }
@@ -128,7 +135,7 @@ impl Plan {
         match load::load(&self.place, &expect, root, name, file) {
             Ok(tree) => tree,
             Err(why) => {
-                note(format!(
+                self.notes.note(format!(
                     "the index {} {why}; it is ignored and rebuilt",
                     self.place.display()
                 ));
@@ -144,7 +151,7 @@ impl Plan {
             .check_place()
             .and_then(|()| save::save(&self.place, &self.key, &self.settings, tree))
         {
-            note(format!(
+            self.notes.note(format!(
                 "no index written to {}: {why}",
                 self.place.display()
             ));

@@ -19,6 +19,7 @@ use crate::extraction::{EntryKind, ExtId, Form, Progress, Tree};
 use crate::name::Name;
 use crate::node::Node;
 use crate::offer::Offers;
+use crate::parsers::protobuf::schema::Schemas;
 use crate::status::Damage;
 
 /// Tunables of a session.
@@ -36,8 +37,11 @@ pub struct Options {
     /// See [`Options::decode_ratio`].
     pub decode_floor: u64,
     /// The protobuf message type the opened file is read as (`--message`),
-    /// checked with [`crate::parsers::protobuf::schema::check_message`].
+    /// checked with [`Schemas::check_message`].
     pub message: Option<String>,
+    /// The message types known to this session: the builtin schemas and
+    /// the user's `.proto` files (`--proto`).
+    pub schemas: Schemas,
     /// Whether the session reads and writes a persistent index of the
     /// file (the `index` module): off unless asked for.
     pub index: IndexMode,
@@ -68,6 +72,7 @@ impl Default for Options {
             decode_ratio: 1100,
             decode_floor: 4 << 30,
             message: None,
+            schemas: Schemas::default(),
             index: IndexMode::Off,
             focus: None,
         }
@@ -75,9 +80,8 @@ impl Default for Options {
 }
 
 impl Options {
-    /// What in these options changes what a parse finds, and the
-    /// process's `--proto` schemas: an index made with other settings is
-    /// not used.
+    /// What in these options changes what a parse finds, the `--proto`
+    /// schemas included: an index made with other settings is not used.
     pub fn fingerprint(&self) -> String {
         format!(
             "max_depth={} decode_ratio={} decode_floor={} message={:?} window={} schemas={}",
@@ -86,7 +90,7 @@ impl Options {
             self.decode_floor,
             self.message,
             crate::data::decoder_window_limit(),
-            crate::parsers::protobuf::schema::user_digest()
+            self.schemas.user_digest()
         )
     }
 
@@ -112,8 +116,10 @@ pub struct Format {
     pub sniff: fn(&Sniff) -> bool,
     /// Starts a parser over an extraction's bytes.
     pub parse: fn(&Data, &Options) -> Box<dyn Parser>,
-    /// Rebuilds the children of an unloaded node from its range.
-    pub load: fn(&dyn Source, &Node) -> Vec<Node>,
+    /// Rebuilds the children of an unloaded node from its range, with the
+    /// options of the session that parsed it (a `--proto` schema names the
+    /// types of a message's fields).
+    pub load: fn(&dyn Source, &Node, &Options) -> Vec<Node>,
     /// What it offers beyond nodes and children: tensors, pickles, records.
     pub offers: Offers,
     /// How far a file of this format that starts at 0 of the bytes given
@@ -341,6 +347,12 @@ impl<T> Background<T> {
 }
 
 impl<'a> StepCx<'a> {
+    /// Maps a file found beside the one parsed (a shard, external data),
+    /// counting its reads with this session's.
+    pub fn open_beside(&self, path: &std::path::Path) -> std::io::Result<crate::data::MmapSource> {
+        crate::data::MmapSource::open_counted(path, self.data.counters())
+    }
+
     /// Appends a top-level node; returns its index for later edits.
     pub fn push_node(&mut self, node: Node) -> usize {
         let me = self.me;

@@ -1406,7 +1406,7 @@ impl Bzip2Parser {
 /// A group's nodes, rebuilt from its bytes (clean streams: a header,
 /// blocks, an end of stream each). Blocks are shown by their bits and
 /// CRC, without the decoded offsets the first pass gave them.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if node.kind != "streams" {
         return Vec::new();
     }

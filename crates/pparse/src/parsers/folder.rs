@@ -33,7 +33,7 @@ pub static FORMAT: Format = Format {
     extent: None,
     sniff,
     parse: |_, _| Box::new(FolderParser),
-    load: |_, _| Vec::new(),
+    load: |_, _, _| Vec::new(),
     offers: Offers {
         tensors: Some(TensorOffer::OfChildren),
         ..Offers::NONE
@@ -60,13 +60,15 @@ fn empty() -> Data {
 /// Shard names that the `*.index.json` files of a folder claim, and the
 /// later shards of split GGUF models whose first shard is there (it opens
 /// them).
-fn claimed(dir: &Path, names: &[(OsString, fs::FileType)]) -> HashSet<OsString> {
+fn claimed(dir: &Path, names: &[(OsString, fs::FileType)], cx: &StepCx) -> HashSet<OsString> {
     let mut out = HashSet::new();
     for (name, ft) in names {
         let lossy = name.to_string_lossy();
         if ft.is_file()
             && let Some(shards) = gguf::shard_names(&lossy)
-            && MmapSource::open(&dir.join(name)).is_ok_and(|s| gguf::opens_shards(&s))
+            && cx
+                .open_beside(&dir.join(name))
+                .is_ok_and(|s| gguf::opens_shards(&s))
         {
             out.extend(shards.into_iter().skip(1).map(OsString::from));
             continue;
@@ -78,7 +80,7 @@ fn claimed(dir: &Path, names: &[(OsString, fs::FileType)]) -> HashSet<OsString> 
         if fs::metadata(&path).map_or(true, |m| m.len() > MAX_INDEX) {
             continue;
         }
-        let Ok(src) = MmapSource::open(&path) else {
+        let Ok(src) = cx.open_beside(&path) else {
             continue;
         };
         for e in read_index(&src).map {
@@ -127,7 +129,7 @@ impl Parser for FolderParser {
             }
         }
         names.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-        let claimed = claimed(&dir, &names);
+        let claimed = claimed(&dir, &names, cx);
         let canon_dir = fs::canonicalize(&dir).ok();
         let over = names.len().saturating_sub(MAX_ENTRIES) as u64 + unread;
         names.truncate(MAX_ENTRIES);
@@ -179,7 +181,7 @@ impl Parser for FolderParser {
 
 /// A regular file: mapped, to be sniffed in turn.
 fn file(path: PathBuf, raw: Vec<u8>, shown: String, cx: &mut StepCx) -> ChildSpec {
-    match MmapSource::open(&path) {
+    match cx.open_beside(&path) {
         Ok(src) => {
             let size = src_len(&src);
             cx.push_node(Node::new("file", shown, Range::default()).uint(size));

@@ -27,7 +27,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::data::{Data, MmapSource, Range, Source, read_exact_at};
+use crate::data::{Data, Range, Source, read_exact_at};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_bytes, escape_str};
 use crate::node::{Node, Value};
@@ -963,7 +963,7 @@ fn group_nodes(src: &dyn Source, be: bool, wide: bool, t: u32, count: u64, at: u
     out
 }
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     let Ok(lay_head) = head_of(data) else {
         return Vec::new();
     };
@@ -1307,7 +1307,7 @@ impl GgufParser {
         let mut tensors = lay.infos.len() as u64;
         for (k, name) in names.iter().enumerate().skip(1) {
             let path = dir.join(name);
-            match MmapSource::open(&path) {
+            match cx.open_beside(&path) {
                 Ok(s) => {
                     let s: Data = Arc::new(s);
                     let held = read_layout(&*s).map(|l| l.infos.len()).unwrap_or(0);

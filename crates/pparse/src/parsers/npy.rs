@@ -916,7 +916,7 @@ impl Parser for NpyParser {
 // loading and the tensor table
 // ---------------------------------------------------------------------------
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if node.kind != "header" {
         return Vec::new();
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::api::{ChildSpec, Format, Options, Parser, Sniff, Step, StepCx};
 use super::protobuf::wire::{Field, Scanner, Wire, read_range, varint};
 use super::protobuf::{TopLevel, fields, schema};
-use crate::data::{Data, MmapSource, Range, Source};
+use crate::data::{Data, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
@@ -77,14 +77,14 @@ fn sniff(s: &Sniff) -> bool {
 
 fn parse(_data: &Data, _: &Options) -> Box<dyn Parser> {
     Box::new(OnnxParser {
-        top: TopLevel::new(schema::message("onnx.ModelProto")),
+        top: TopLevel::new(schema::builtin("onnx.ModelProto")),
         graph: None,
         done_top: false,
     })
 }
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
-    fields::load(data, node)
+fn load(data: &dyn Source, node: &Node, opts: &crate::Options) -> Vec<Node> {
+    fields::load(data, node, &opts.schemas)
 }
 
 struct OnnxParser {
@@ -283,13 +283,13 @@ fn tensor(src: &dyn Source, field: &Field) -> Found {
         let f = match f {
             Ok(f) => f,
             Err(e) => {
-                let m = schema::message("onnx.TensorProto");
+                let m = schema::builtin("onnx.TensorProto");
                 t.problem = Some(fields::wire_damage(&e, field.value.end, m.as_ref()).reason);
                 break;
             }
         };
         if f.cut {
-            let field = schema::message("onnx.TensorProto")
+            let field = schema::builtin("onnx.TensorProto")
                 .and_then(|m| m.get_field(f.number))
                 .map_or_else(
                     || format!("field {}", f.number),
@@ -405,7 +405,7 @@ fn external_files(cx: &mut StepCx) {
             continue;
         };
         let path = dir.join(&loc);
-        match MmapSource::open(&path) {
+        match cx.open_beside(&path) {
             Ok(src) => {
                 let src: Data = Arc::new(src);
                 let mut spec = ChildSpec::new(Name::from(loc.as_str()), EntryKind::File, src);
@@ -464,7 +464,7 @@ fn dtype(t: i32) -> Option<Dtype> {
 
 /// The ONNX name of a data type.
 fn type_name(t: i32) -> String {
-    schema::message("onnx.TensorProto")
+    schema::builtin("onnx.TensorProto")
         .and_then(|m| {
             m.parent_pool()
                 .get_enum_by_name("onnx.TensorProto.DataType")

@@ -965,12 +965,12 @@ impl Parser for StParser {
 // loading and the tensor table
 // ---------------------------------------------------------------------------
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, opts: &crate::Options) -> Vec<Node> {
     match node.kind {
         "header" => json::children(data, node.range, 8, node.damage.as_deref()),
         "metadata" | "entry" => json::children(data, node.range, 8, node.damage.as_deref()),
         "tensor" => tensor_fields(data, node),
-        _ => (json::FORMAT.load)(data, node),
+        _ => (json::FORMAT.load)(data, node, opts),
     }
 }
 

@@ -19,7 +19,7 @@ use memchr::memmem;
 use super::api::{ChildSpec, Format, Options, Parser, Sniff, Step, StepCx};
 use super::json::{self, Config, Event, Kind};
 use super::safetensors::{self, read_layout};
-use crate::data::{Data, MmapSource, Range, Source};
+use crate::data::{Data, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_str};
 use crate::node::Node;
@@ -33,7 +33,7 @@ pub static FORMAT: Format = Format {
     extent: None,
     sniff,
     parse: |data, _| Box::new(IndexParser::new(data.clone())),
-    load: |data, node| (json::FORMAT.load)(data, node),
+    load: |data, node, opts| (json::FORMAT.load)(data, node, opts),
     offers: Offers {
         tensors: Some(TensorOffer::List(tensors)),
         ..Offers::NONE
@@ -242,7 +242,7 @@ impl IndexParser {
                 continue;
             }
             let path = dir.join(shard);
-            let src: Data = match MmapSource::open(&path) {
+            let src: Data = match cx.open_beside(&path) {
                 Ok(s) => Arc::new(s),
                 Err(e) => {
                     damage.push(Damage::truncated(

@@ -1156,7 +1156,7 @@ impl Parser for TarParser {
 
 /// Rebuilds the headers of an entry, or the entries of a group, from their
 /// bytes.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if node.kind == "entries" {
         return entries(data, node.range);
     }

@@ -29,7 +29,7 @@ pub static FORMAT: Format = Format {
     extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(XzParser::new(data.clone())),
-    load: |_, _| Vec::new(),
+    load: |_, _, _| Vec::new(),
     offers: Offers::NONE,
 };
 

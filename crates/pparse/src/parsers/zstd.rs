@@ -31,7 +31,7 @@ pub static FORMAT: Format = Format {
     extent: Some(found_extent),
     sniff,
     parse: |data, _| Box::new(ZstdParser::new(data.clone())),
-    load: |_, _| Vec::new(),
+    load: |_, _, _| Vec::new(),
     offers: Offers::NONE,
 };
 

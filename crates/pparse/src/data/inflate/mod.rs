@@ -30,6 +30,7 @@ use super::cache::{Chunk, ChunkCache};
 pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use super::growth;
 use super::source::{Data, Recipe, Source};
+use super::stats::Counted;
 use zlib::{Code, RawInflate};
 
 /// Cache granularity of decoded bytes.
@@ -68,6 +69,8 @@ struct Tail {
 /// A decoded deflate stream. See the module docs.
 pub struct InflateSource {
     key: u64,
+    /// The session's I/O counters, from `input`.
+    counters: Counted,
     input: Data,
     segments: RwLock<Vec<Segment>>,
     tail: Mutex<Tail>,
@@ -119,6 +122,7 @@ impl InflateSource {
     pub fn with_span(input: Data, label: &'static str, span: u64) -> Arc<InflateSource> {
         Arc::new(InflateSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            counters: input.counters().cloned(),
             input,
             segments: RwLock::new(Vec::new()),
             tail: Mutex::new(Tail {
@@ -270,6 +274,7 @@ impl InflateSource {
         let label = Self::known_label(layout.label).unwrap_or("deflate");
         Arc::new(InflateSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            counters: input.counters().cloned(),
             input,
             segments: RwLock::new(layout.segments),
             tail: Mutex::new(Tail {
@@ -544,7 +549,7 @@ impl Source for InflateSource {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let n = super::cache::read_chunked(
-            self.key,
+            (self.key, self.counters.as_deref()),
             CHUNK,
             self.available(),
             offset,
@@ -557,6 +562,9 @@ impl Source for InflateSource {
     }
     fn describe(&self) -> &'static str {
         self.label
+    }
+    fn counters(&self) -> Option<&Arc<super::stats::Counters>> {
+        self.counters.as_ref()
     }
     fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
         let segs = self.segments.read();
@@ -806,7 +814,12 @@ impl Inflater {
         let started = std::time::Instant::now();
         let before = self.produced;
         let event = self.run_inner(budget);
-        super::stats::decoded(self.produced - before, started.elapsed(), false);
+        super::stats::decoded(
+            self.src.counters.as_deref(),
+            self.produced - before,
+            started.elapsed(),
+            false,
+        );
         event
     }
 
@@ -1155,7 +1168,12 @@ impl Replay {
         let started = std::time::Instant::now();
         let before = self.pos;
         let r = self.produce_inner(src, idx);
-        super::stats::decoded(self.pos - before, started.elapsed(), true);
+        super::stats::decoded(
+            src.counters.as_deref(),
+            self.pos - before,
+            started.elapsed(),
+            true,
+        );
         r
     }
 

@@ -1290,7 +1290,7 @@ fn os_name(os: u8) -> &'static str {
 }
 
 /// Rebuilds a member's fields from its bytes.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if node.kind != "member" && node.kind != "partial member" {
         return Vec::new();
     }

@@ -426,7 +426,7 @@ impl Parser for JsonParser {
 }
 
 /// Re-loads the members or elements of an object or array node.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if !matches!(node.kind, "object" | "array") {
         return Vec::new();
     }
@@ -716,17 +716,17 @@ mod tests {
         let top = children(&src, Range::new(0, t.len() as u64), 0, None);
         assert_eq!(top.len(), 2);
         assert!(matches!(top[0].children, Children::Unloaded));
-        let a = load(&src, &top[0]);
+        let a = load(&src, &top[0], &Default::default());
         assert_eq!(a.len(), 2);
         assert_eq!(&*a[0].name, "b");
         assert_eq!(
             &t[a[0].range.start as usize..a[0].range.end as usize],
             r#""b": [1, 2]"#
         );
-        let b = load(&src, &a[0]);
+        let b = load(&src, &a[0], &Default::default());
         assert_eq!(b.len(), 2);
         assert_eq!(b[1].value, Some(Value::UInt(2)));
-        let e = load(&src, &top[1]);
+        let e = load(&src, &top[1], &Default::default());
         assert_eq!(e.len(), 2);
         assert!(matches!(e[1].children, Children::Leaf), "empty object");
     }

@@ -346,7 +346,7 @@ fn value_start(cur: &mut Cursor, range: Range) -> u64 {
 }
 
 /// Rebuilds the children of a container, flax array or `…` node.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     let mut cur = Cursor::new(data);
     let avail = data.available();
     let end = node.range.end.min(avail);
@@ -493,11 +493,11 @@ mod tests {
         let mut cur = Cursor::new(&s);
         let h = cur.head(0, 9).unwrap();
         let root = value_node(&mut cur, &h, "value".into(), Range::new(0, 9));
-        let kids = load(&s, &root);
+        let kids = load(&s, &root, &Default::default());
         assert_eq!(kids.len(), 2);
         assert_eq!((&*kids[0].name, kids[0].range), ("a", Range::new(1, 6)));
         assert_eq!(kids[0].kind, "array");
-        let a = load(&s, &kids[0]);
+        let a = load(&s, &kids[0], &Default::default());
         assert_eq!(a.len(), 2);
         assert_eq!(a[1].range, Range::new(5, 6));
         assert_eq!(a[1].value, Some(Value::UInt(2)));
@@ -509,9 +509,9 @@ mod tests {
         let mut cur = Cursor::new(&s);
         let h = cur.head(0, b.len() as u64).unwrap();
         let root = value_node(&mut cur, &h, "value".into(), Range::new(0, b.len() as u64));
-        let kids = load(&s, &root);
+        let kids = load(&s, &root, &Default::default());
         assert_eq!(kids.len(), PAGE + 1);
-        let more = load(&s, &kids[PAGE]);
+        let more = load(&s, &kids[PAGE], &Default::default());
         assert_eq!(more.len(), 5);
         assert_eq!(&*more[0].name, format!("[{PAGE}]"));
     }

@@ -21,7 +21,7 @@ use super::ast::{
     Attr, AttrValue, Block, BlockArg, Era, NamedAttr, Op, Operand, Program, Region, Type, TypeKind,
     ValueName, ValueRef,
 };
-use crate::data::{Data, MmapSource, Range, Source};
+use crate::data::{Data, Range, Source};
 use crate::extraction::EntryKind;
 use crate::name::Name;
 use crate::node::Node;
@@ -531,7 +531,7 @@ impl Parser for JsonParser {
         // The parameters beside it.
         if let Some(file) = cx.file {
             let params = file.with_extension("pdiparams");
-            match MmapSource::open(&params) {
+            match cx.open_beside(&params) {
                 Ok(src) => {
                     let name = params
                         .file_name()
@@ -553,7 +553,7 @@ impl Parser for JsonParser {
 }
 
 /// An op's parts, read again from its JSON object.
-fn load(src: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(src: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     if node.kind != "op" || node.range.len() > MAX_FILE {
         return Vec::new();
     }

@@ -178,7 +178,7 @@ impl Parser for PirParser {
 
 /// Children of a program (its top-level ops) or of an op (its parts and
 /// the ops of its regions), read again from the node's bytes.
-fn load(src: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(src: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     let r = node.range;
     let Some(len) = usize::try_from(r.len()).ok().filter(|&l| l <= MAX_LINE * 4) else {
         return vec![Node::new("note", "too large to load at once", r)];

@@ -27,7 +27,7 @@ pub static FORMAT: Format = Format {
     extent: None,
     sniff,
     parse: |data, _| Box::new(ParamsParser { data: data.clone() }),
-    load: |_, _| Vec::new(),
+    load: |_, _, _| Vec::new(),
     offers: Offers {
         tensors: Some(TensorOffer::List(tensors)),
         ..Offers::NONE

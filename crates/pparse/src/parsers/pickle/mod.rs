@@ -381,7 +381,7 @@ const TREE_NODES: usize = 200_000;
 /// Opcodes per chunk node.
 const CHUNK: usize = 1000;
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     let r = node.range;
     match node.kind {
         "pickle" => {

@@ -811,7 +811,7 @@ fn summary_within<B: Bytes + ?Sized>(
 
 /// Re-reads the children of a node built here, from its range (which covers
 /// the whole field: tag, length and payload). Nodes of other kinds have none.
-pub fn load<B: Bytes + ?Sized>(b: &B, node: &Node) -> Vec<Node> {
+pub fn load<B: Bytes + ?Sized>(b: &B, node: &Node, schemas: &schema::Schemas) -> Vec<Node> {
     let Some(Ok(f)) = Scanner::new(b, node.range).next() else {
         return Vec::new();
     };
@@ -829,7 +829,7 @@ pub fn load<B: Bytes + ?Sized>(b: &B, node: &Node) -> Vec<Node> {
     if let Some(k) = packed_scalar(node.kind) {
         return packed_nodes(b, f.value, &k, &mut depth);
     }
-    match schema::message(node.kind) {
+    match schemas.message(node.kind) {
         Some(m) => message_nodes(b, f.value, Some(&m), &mut depth),
         None => Vec::new(),
     }
@@ -855,10 +855,10 @@ mod tests {
         let kinds: Vec<&str> = n.iter().map(|n| n.kind).collect();
         assert_eq!(kinds, ["string?", "message?", "packed varint?", "bytes"]);
         assert_eq!(n[0].value, Some(Value::Quoted("hello".into())));
-        let inner = load(&b[..], &n[1]);
+        let inner = load(&b[..], &n[1], &Default::default());
         assert_eq!(inner[0].value, Some(Value::UInt(150)));
         assert_eq!(inner[0].range, Range::new(9, 12));
-        let els = load(&b[..], &n[2]);
+        let els = load(&b[..], &n[2], &Default::default());
         assert_eq!(
             els.iter()
                 .map(|e| e.value.clone().unwrap())
@@ -869,7 +869,7 @@ mod tests {
 
     #[test]
     fn schema_names_fields() {
-        let m = schema::message("onnx.TensorProto").unwrap();
+        let m = schema::builtin("onnx.TensorProto").unwrap();
         // dims 2, dims 3 (unpacked), data_type FLOAT, name "w", raw_data 24 bytes
         let mut b = vec![0x08, 2, 0x08, 3, 0x10, 1, 0x42, 1, b'w', 0x4a, 24];
         b.extend([0u8; 24]);

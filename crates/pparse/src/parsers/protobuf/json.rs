@@ -945,7 +945,7 @@ mod tests {
     use crate::parsers::protobuf::schema;
 
     fn json(bytes: &[u8], ty: &str) -> Result<serde_json::Value, String> {
-        let t = Options::default().table(&schema::message(ty).unwrap());
+        let t = Options::default().table(&schema::builtin(ty).unwrap());
         let mut out = String::new();
         let r = Writer::new(&t).write(&mut out, bytes, 0);
         // Checking agrees with writing.
@@ -975,7 +975,7 @@ mod tests {
     #[test]
     fn equals_the_general_decoder_on_onnx_fixtures() {
         // prost-reflect's serde mapping is the reference for the mapping.
-        let desc = schema::message("onnx.ModelProto").unwrap();
+        let desc = schema::builtin("onnx.ModelProto").unwrap();
         let t = Options::default().table(&desc);
         for name in ["attrs.onnx", "tensors.onnx", "silero_vad.onnx"] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -54,12 +54,15 @@ fn sniff(s: &Sniff) -> bool {
 }
 
 fn parse(_data: &Data, options: &Options) -> Box<dyn Parser> {
-    let msg = options.message.as_deref().and_then(schema::message);
+    let msg = options
+        .message
+        .as_deref()
+        .and_then(|m| options.schemas.message(m));
     Box::new(TopLevel::new(msg))
 }
 
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
-    fields::load(data, node)
+fn load(data: &dyn Source, node: &Node, opts: &crate::Options) -> Vec<Node> {
+    fields::load(data, node, &opts.schemas)
 }
 
 /// Fields read per step before yielding.

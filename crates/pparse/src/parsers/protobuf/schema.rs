@@ -57,7 +57,9 @@ fn compile_builtin(name: &str) -> prost_reflect::prost_types::FileDescriptorSet 
     c.file_descriptor_set()
 }
 
-fn cell() -> &'static RwLock<DescriptorPool> {
+/// The builtin schemas, compiled as they are first needed: constants of
+/// the program, shared by every session.
+fn builtins() -> &'static RwLock<DescriptorPool> {
     static POOL: OnceLock<RwLock<DescriptorPool>> = OnceLock::new();
     POOL.get_or_init(|| RwLock::new(DescriptorPool::new()))
 }
@@ -68,103 +70,119 @@ fn ensure(i: usize) {
     static DONE: [OnceLock<()>; BUILTIN.len()] = [const { OnceLock::new() }; BUILTIN.len()];
     DONE[i].get_or_init(|| {
         let set = compile_builtin(BUILTIN[i].0);
-        // Builtins come before any user schema, so this cannot conflict.
-        let _ = cell().write().add_file_descriptor_set(set);
+        // The builtin files do not overlap.
+        let _ = builtins().write().add_file_descriptor_set(set);
     });
 }
 
-/// Every message type known now: the builtin ones and those added.
-pub fn pool() -> DescriptorPool {
-    (0..BUILTIN.len()).for_each(ensure);
-    cell().read().clone()
+/// A message type of the builtin schemas by its full name
+/// (`onnx.ModelProto`, `wandb_internal.Record`).
+pub fn builtin(name: &str) -> Option<MessageDescriptor> {
+    let i = BUILTIN.iter().position(|b| name.starts_with(b.1))?;
+    ensure(i);
+    builtins().read().get_message_by_name(name)
 }
 
-/// A message type by its full name (`onnx.ModelProto`).
-pub fn message(name: &str) -> Option<MessageDescriptor> {
-    if let Some(i) = BUILTIN.iter().position(|b| name.starts_with(b.1)) {
-        ensure(i);
+/// The message types a session knows: the builtin ones and those its
+/// user's `.proto` files add ([`Schemas::add_proto_file`]). Part of the
+/// session's [`crate::Options`], so two sessions in one process can read
+/// with different schemas, and an index records which were loaded.
+#[derive(Clone, Debug, Default)]
+pub struct Schemas {
+    /// The types the user's files declare (and what they import).
+    user: Option<DescriptorPool>,
+    /// A running SHA-256, as hex, of each set added, in order (empty when
+    /// none was).
+    digest: String,
+}
+
+impl Schemas {
+    /// A message type by its full name: a builtin one, or the user's.
+    pub fn message(&self, name: &str) -> Option<MessageDescriptor> {
+        builtin(name).or_else(|| self.user.as_ref()?.get_message_by_name(name))
     }
-    cell().read().get_message_by_name(name)
-}
 
-/// What the user's schemas added so far are, as a digest of their compiled
-/// descriptors in the order they came (empty when none was): part of the
-/// settings an index is written with, so that an index made with one set
-/// of `--proto` files is not read with another (their types decide what a
-/// message holds, and so the tree).
-pub fn user_digest() -> String {
-    USER.lock().clone()
-}
+    /// Which schemas the user's files added, as a digest of their compiled
+    /// descriptors in the order they came (empty when none was): part of
+    /// the settings an index is written with (`Options::fingerprint`), so
+    /// that one made with one set of `--proto` files is not read with
+    /// another (their types decide what a message holds, and so the tree).
+    pub fn user_digest(&self) -> &str {
+        &self.digest
+    }
 
-/// See [`user_digest`]: a running SHA-256, as hex, of each added set.
-static USER: Mutex<String> = Mutex::new(String::new());
-
-/// Compiles a user's `.proto` file (imports are looked up beside it, and the
-/// well-known `google/protobuf/*` files are built in) and adds its types.
-/// Returns the full names of the messages it declares.
-pub fn add_proto_file(path: &Path) -> Result<Vec<String>, String> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut c = Compiler::new([dir]).map_err(|e| format!("{}: {e}", path.display()))?;
-    c.include_imports(true);
-    c.open_file(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let set = c.file_descriptor_set();
-    let digest = {
-        use prost_reflect::prost::Message;
-        use sha2::Digest;
-        let user = USER.lock();
-        let mut h = sha2::Sha256::new();
-        h.update(user.as_bytes());
-        h.update(set.encode_to_vec());
-        let d = h.finalize();
-        (
-            user,
-            d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        )
-    };
-    let mut names = Vec::new();
-    let own = c
-        .files()
-        .filter(|f| !f.is_import())
-        .map(|f| f.name().to_string())
-        .collect::<Vec<_>>();
-    (0..BUILTIN.len()).for_each(ensure);
-    let mut pool = cell().write();
-    pool.add_file_descriptor_set(set)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let (mut user, d) = digest;
-    *user = d;
-    for f in pool.files() {
-        if own.iter().any(|n| n == f.name()) {
-            names.extend(f.messages().map(|m| m.full_name().to_string()));
+    /// Compiles a user's `.proto` file (imports are looked up beside it,
+    /// and the well-known `google/protobuf/*` files are built in) and adds
+    /// its types. Returns the full names of the messages it declares. A
+    /// type the builtin schemas or an earlier file declare is refused.
+    pub fn add_proto_file(&mut self, path: &Path) -> Result<Vec<String>, String> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut c = Compiler::new([dir]).map_err(|e| format!("{}: {e}", path.display()))?;
+        c.include_imports(true);
+        c.open_file(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let set = c.file_descriptor_set();
+        let own = c
+            .files()
+            .filter(|f| !f.is_import())
+            .map(|f| f.name().to_string())
+            .collect::<Vec<_>>();
+        let digest = {
+            use prost_reflect::prost::Message;
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(self.digest.as_bytes());
+            h.update(set.encode_to_vec());
+            let d = h.finalize();
+            d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        let mut pool = self.user.clone().unwrap_or_default();
+        pool.add_file_descriptor_set(set)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut names = Vec::new();
+        for f in pool.files() {
+            if own.iter().any(|n| n == f.name()) {
+                names.extend(f.messages().map(|m| m.full_name().to_string()));
+            }
         }
+        if let Some(n) = names.iter().find(|n| builtin(n).is_some()) {
+            return Err(format!(
+                "{}: '{n}' is already defined by the builtin schemas",
+                path.display()
+            ));
+        }
+        self.user = Some(pool);
+        self.digest = digest;
+        Ok(names)
     }
-    Ok(names)
-}
 
-/// Checks a message type name for `--message`; returns the name to put in
-/// [`crate::parsers::api::Options::message`], or why it is unknown.
-pub fn check_message(name: &str) -> Result<String, String> {
-    let name = name.trim_start_matches('.');
-    if message(name).is_none() {
-        let known: Vec<String> = pool()
+    /// Checks a message type name for `--message`; returns the name to put
+    /// in [`crate::Options::message`], or why it is unknown.
+    pub fn check_message(&self, name: &str) -> Result<String, String> {
+        let name = name.trim_start_matches('.');
+        if self.message(name).is_some() {
+            return Ok(name.to_string());
+        }
+        (0..BUILTIN.len()).for_each(ensure);
+        let builtin = builtins().read().clone();
+        let known: Vec<String> = builtin
             .all_messages()
+            .chain(self.user.iter().flat_map(|p| p.all_messages()))
             .map(|m| m.full_name().to_string())
             .filter(|n| n.ends_with(&format!(".{name}")) || n == name)
             .collect();
-        return Err(if known.is_empty() {
+        Err(if known.is_empty() {
             format!("no message type named '{name}' in the schemas loaded")
         } else {
             format!(
                 "no message type named '{name}'; did you mean {}?",
                 known.join(", ")
             )
-        });
+        })
     }
-    Ok(name.to_string())
 }
 
 /// A `&'static str` for a type name, so it can be a node's kind.
@@ -203,17 +221,33 @@ mod tests {
             "b.proto",
             "syntax = \"proto3\";\npackage tb;\nmessage M { M b = 1; }\n",
         );
-        let opts = crate::parsers::api::Options::default();
+        let mut opts = crate::parsers::api::Options::default();
         let before = opts.fingerprint();
-        assert_eq!(add_proto_file(&a).unwrap(), vec!["ta.M".to_string()]);
+        assert_eq!(
+            opts.schemas.add_proto_file(&a).unwrap(),
+            vec!["ta.M".to_string()]
+        );
         let with_a = opts.fingerprint();
-        add_proto_file(&b).unwrap();
+        opts.schemas.add_proto_file(&b).unwrap();
         let with_b = opts.fingerprint();
         assert!(
             before != with_a && with_a != with_b,
             "{before} / {with_a} / {with_b}"
         );
-        assert!(with_b.contains(&user_digest()));
+        assert!(with_b.contains(opts.schemas.user_digest()));
+        // The schemas are the session's, not the process's: options made
+        // afresh know none of them.
+        let fresh = crate::parsers::api::Options::default();
+        assert_eq!(fresh.fingerprint(), before);
+        assert!(fresh.schemas.message("ta.M").is_none());
+        assert!(opts.schemas.message("ta.M").is_some());
+        // A type the builtin schemas declare is not declared again.
+        let c = write(
+            "c.proto",
+            "syntax = \"proto3\";\npackage onnx;\nmessage ModelProto { bytes a = 1; }\n",
+        );
+        assert!(opts.schemas.add_proto_file(&c).is_err());
+        assert_eq!(opts.fingerprint(), with_b);
     }
 
     #[test]
@@ -224,9 +258,9 @@ mod tests {
             "wandb_internal.Record",
             "wandb_internal.HistoryRecord",
         ] {
-            assert!(message(m).is_some(), "{m}");
+            assert!(builtin(m).is_some(), "{m}");
         }
-        let t = message("onnx.TensorProto").unwrap();
+        let t = builtin("onnx.TensorProto").unwrap();
         assert_eq!(t.get_field(9).unwrap().name(), "raw_data");
         assert!(std::ptr::eq(intern("a.B"), intern("a.B")));
     }

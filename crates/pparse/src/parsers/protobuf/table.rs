@@ -418,7 +418,7 @@ mod tests {
 
     #[test]
     fn fields_by_number_and_name() {
-        let t = Table::build(&schema::message("onnx.ModelProto").unwrap(), &[]);
+        let t = Table::build(&schema::builtin("onnx.ModelProto").unwrap(), &[]);
         let m = t.msg(0);
         assert_eq!(m.name, "onnx.ModelProto");
         let g = m.field(7).unwrap();

@@ -181,9 +181,9 @@ fn remap(nodes: &mut [Node], chunks: &[Chunk]) {
 }
 
 /// The chunk headers and protobuf fields of a record.
-fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+fn load(data: &dyn Source, node: &Node, opts: &crate::Options) -> Vec<Node> {
     if node.kind != "record" {
-        return fields::load(data, node);
+        return fields::load(data, node, &opts.schemas);
     }
     let chunks = chunks_in(data, node.range);
     if chunks.is_empty() {

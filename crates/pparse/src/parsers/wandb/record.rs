@@ -20,7 +20,7 @@ use crate::status::{Damage, Status};
 
 /// The message type of a record.
 pub fn record_type() -> MessageDescriptor {
-    schema::message("wandb_internal.Record").expect("the builtin W&B schema has Record")
+    schema::builtin("wandb_internal.Record").expect("the builtin W&B schema has Record")
 }
 
 /// Nodes made below one record at most.

@@ -7,7 +7,7 @@ use crate::node::{Node, Value};
 use crate::status::Damage;
 use crate::util::dos_datetime;
 
-pub(super) fn load(data: &dyn Source, node: &Node) -> Vec<Node> {
+pub(super) fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     match node.kind {
         "entry" | "entry+dd" => entry(data, node),
         "entries" => group(data, node),

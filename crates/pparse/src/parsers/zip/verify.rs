@@ -155,7 +155,12 @@ impl ZipParser {
                     break step.code;
                 }
             };
-            crate::data::stats::decoded(made as u64, started.elapsed(), false);
+            crate::data::stats::decoded(
+                self.data.counters().map(|c| &**c),
+                made as u64,
+                started.elapsed(),
+                false,
+            );
             if end != Code::StreamEnd
                 || used as u64 != csize
                 || made as u64 != usize
