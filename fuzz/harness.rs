@@ -170,7 +170,7 @@ pub fn wandb(data: &[u8]) {
 /// (sized by the first byte) with the same result, and a tree made from
 /// the text keeps its invariants.
 pub fn pir(data: &[u8]) {
-    use pparse::parsers::paddle::parse::{Builder, Reader, read_all};
+    use pparse::parsers::ml::paddle::parse::{Builder, Reader, read_all};
     let start = Instant::now();
     let whole = read_all(data);
     let step = 1 + data.first().copied().unwrap_or(0) as usize;

@@ -6,8 +6,8 @@ use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wa
 use pparse::data::Range;
 use pparse::extraction::Phase;
 use pparse::node::Value;
-use pparse::parsers::pickle::safety::Verdict;
-use pparse::parsers::pickle::{self, VM_LIMIT};
+use pparse::parsers::ml::pickle::safety::Verdict;
+use pparse::parsers::ml::pickle::{self, VM_LIMIT};
 use pparse::report::pickle as pickle_report;
 use pparse::status::Status;
 use pparse::view::stepper::pickle_target;

@@ -22,7 +22,7 @@ use pparse::extraction::{ExtId, Tree};
 use pparse::fs::{self as pfs, Entry, Fs, Kind};
 use pparse::offer::LogEntry;
 use pparse::offer::tensor::{Dtype, Encoding, Tensor as RTensor};
-use pparse::parsers::pickle::ops;
+use pparse::parsers::ml::pickle::ops;
 use pparse::status::Status;
 use pparse::view::tensors;
 use pyo3::create_exception;

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use pparse::parsers::paddle::ast::{AttrValue, Era, Op, Program, TypeKind, ValueName};
-use pparse::parsers::paddle::parse::{Builder, Reader, Severity, read_all};
+use pparse::parsers::ml::paddle::ast::{AttrValue, Era, Op, Program, TypeKind, ValueName};
+use pparse::parsers::ml::paddle::parse::{Builder, Reader, Severity, read_all};
 
 use crate::util::*;
 
@@ -523,7 +523,7 @@ fn noise_never_hangs_or_panics() {
             }
         }
         let b = read_all(&t);
-        assert!(b.diagnostics.len() <= pparse::parsers::paddle::parse::MAX_ERRORS);
+        assert!(b.diagnostics.len() <= pparse::parsers::ml::paddle::parse::MAX_ERRORS);
     }
     let mut junk = vec![0u8; 20_000];
     rng.fill(&mut junk);
@@ -612,7 +612,7 @@ fn the_tree_shows_programs_and_ops() {
 /// `paddle.static.load_inference_model` reads, and each op's JSON object.
 #[test]
 fn saved_programs_read_as_paddle_loads_them() {
-    use pparse::parsers::paddle::json_program;
+    use pparse::parsers::ml::paddle::json_program;
     for name in ["saved-cnn", "saved-mlp"] {
         let bytes = fixture(&format!("paddle/{name}.json"));
         let s = json_program::read(&bytes).unwrap();
@@ -693,7 +693,7 @@ fn pdiparams_tensors_are_what_paddle_loads() {
 fn cut_pdiparams_keep_whole_tensors() {
     let params = fixture("paddle/saved-cnn.pdiparams");
     let src = |b: &[u8]| pparse::data::MemSource::new(b.to_vec());
-    let whole = pparse::parsers::paddle::params::records(&src(&params));
+    let whole = pparse::parsers::ml::paddle::params::records(&src(&params));
     let ends: Vec<u64> = whole.iter().map(|r| r.range.end).collect();
     let mut cuts: Vec<u64> = ends.iter().flat_map(|&e| [e - 1, e, e + 1]).collect();
     let mut rng = Rng::new(3);
@@ -703,7 +703,7 @@ fn cut_pdiparams_keep_whole_tensors() {
     for cut in cuts {
         let cut = cut.min(params.len() as u64);
         let part = &params[..cut as usize];
-        let recs = pparse::parsers::paddle::params::records(&src(part));
+        let recs = pparse::parsers::ml::paddle::params::records(&src(part));
         let intact = ends.iter().filter(|&&e| e <= cut).count();
         let ok: Vec<_> = recs.iter().filter(|r| r.damage.is_none()).collect();
         assert_eq!(ok.len(), intact, "cut at {cut}");

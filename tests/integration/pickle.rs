@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use pparse::data::{MemSource, Source};
-use pparse::parsers::pickle::vm::{Id, Obj, Vm};
-use pparse::parsers::pickle::{self, VM_LIMIT};
+use pparse::parsers::ml::pickle::vm::{Id, Obj, Vm};
+use pparse::parsers::ml::pickle::{self, VM_LIMIT};
 use serde_json::{Value, json};
 
 use crate::util::*;
@@ -406,7 +406,7 @@ fn globals_get_safety_verdicts() {
 /// torch by fixtures/torch/make_allowlist.py) is "allowed" here too.
 #[test]
 fn allowed_verdicts_cover_torchs_weights_only_allowlist() {
-    use pparse::parsers::pickle::safety::{Verdict, classify};
+    use pparse::parsers::ml::pickle::safety::{Verdict, classify};
     let text = std::fs::read_to_string(fixture_path("torch/weights_only_allowlist.json")).unwrap();
     let list: Value = serde_json::from_str(&text).unwrap();
     let names = list["allowed"].as_array().unwrap();

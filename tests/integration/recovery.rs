@@ -568,7 +568,7 @@ fn found(t: &Tree) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn carving_finds_gzip_members_in_an_unknown_file() {
-    let (g1, s1) = gzipped("crates/pparse/src/parsers/tar.rs");
+    let (g1, s1) = gzipped("crates/pparse/src/parsers/archive/tar.rs");
     let (g2, s2) = gzipped("README.md");
     let mut rng = Rng::new(3);
     let mut noise = |n: usize| {
@@ -632,7 +632,7 @@ fn carving_finds_what_follows_a_zip_and_what_a_damaged_tar_skipped() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("d")).unwrap();
     // After a zip's end.
-    let (g, s) = gzipped("crates/pparse/src/parsers/gzip/mod.rs");
+    let (g, s) = gzipped("crates/pparse/src/parsers/compress/gzip/mod.rs");
     let zip = dir.join("a.zip");
     let ok = Command::new("zip")
         .args(["-X", "-q", "-j"])
@@ -1354,7 +1354,7 @@ fn a_zip_in_a_tar_gz_keeps_what_precedes_each_kind_of_damage() {
     let made = python(&format!(
         "import glob, gzip, io, json, os, sys, tarfile, zipfile\n\
          os.chdir({root:?})\n\
-         names = sorted(glob.glob('docs/*.md')) + sorted(glob.glob('crates/pparse/src/parsers/*.rs'))\n\
+         names = sorted(glob.glob('docs/*.md')) + sorted(glob.glob('crates/pparse/src/parsers/*/*.rs'))\n\
          z = io.BytesIO()\n\
          with zipfile.ZipFile(z, 'w', zipfile.ZIP_DEFLATED) as zf:\n\
          \x20   for n in names: zf.write(n)\n\

@@ -1135,7 +1135,7 @@ fn paddle_diagnostics_panel_lists_errors_with_carets() {
             1,
         )
         .replacen("    (%3) = ", "    garbage here\n    (%3) = ", 1);
-    let want = pparse::parsers::paddle::parse::read_all(bad.as_bytes()).diagnostics;
+    let want = pparse::parsers::ml::paddle::parse::read_all(bad.as_bytes()).diagnostics;
     assert_eq!(want.len(), 2, "{want:?}");
     let mut h = Harness::open("bad.txt", bad.clone().into_bytes());
     h.keys("E");

@@ -3,8 +3,8 @@
 //! fixtures/wandb/README.md) read from the same files, then the same logs
 //! cut, flipped and overwritten.
 
-use pparse::parsers::wandb::view as records;
-use pparse::parsers::wandb::{self, log};
+use pparse::parsers::serial::wandb::view as records;
+use pparse::parsers::serial::wandb::{self, log};
 use serde_json::Value;
 
 use crate::util::*;

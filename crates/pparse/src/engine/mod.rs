@@ -40,7 +40,7 @@ use crate::name::Name;
 use crate::node::{Children, Node};
 use crate::parsers;
 pub use crate::parsers::api::Options;
-pub use crate::parsers::protobuf::schema::Schemas;
+pub use crate::parsers::serial::protobuf::schema::Schemas;
 pub use memory::release_free_memory;
 use scheduler::Engine;
 pub use shared::Event;

@@ -13,7 +13,7 @@ use super::shared::Shared;
 use crate::data::{Data, InflateSource, Range, growth};
 use crate::extraction::{EntryKind, ExtId, Extraction, Phase};
 use crate::parsers::api::{Control, Options};
-use crate::parsers::carve::{self, Carver, Seen};
+use crate::parsers::archive::carve::{self, Carver, Seen};
 use crate::parsers::{self, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 use crate::status::Damage;
 

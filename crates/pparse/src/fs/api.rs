@@ -918,9 +918,9 @@ fn file_of(t: &Tree, id: ExtId) -> File {
 /// In a tree read back from an index: whether an intact member's range
 /// is the one its container's own header gives it: a tar member's follows
 /// a tar header that declares its size (see
-/// [`crate::parsers::tar::header_vouches`]), a zip entry's follows a local
+/// [`crate::parsers::archive::tar::header_vouches`]), a zip entry's follows a local
 /// header with its name and sizes (see
-/// [`crate::parsers::zip::local_header_vouches`]). So an index cannot
+/// [`crate::parsers::archive::zip::local_header_vouches`]). So an index cannot
 /// stretch, shrink or move a member whose first bytes happen to match, or
 /// whose first bytes' checksum was recomputed.
 fn check_member_header(t: &Tree, id: ExtId) -> io::Result<()> {
@@ -933,30 +933,32 @@ fn check_member_header(t: &Tree, id: ExtId) -> io::Result<()> {
         return Ok(());
     }
     let parser = t.exts[p].parser;
-    let (vouched, what) =
-        if parser == Some(crate::parsers::tar::FORMAT.name) && e.form == Form::Window {
-            let mut b = [0u8; 512];
-            let read = o.start.checked_sub(512).is_some_and(|at| {
-                crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false)
-            });
-            let size = e.declared_size.unwrap_or(o.len());
-            (
-                read && o.len() == size && crate::parsers::tar::header_vouches(&b, size),
-                format!("no tar header of a {size}-byte member precedes its range {o}"),
-            )
-        } else if parser == Some(crate::parsers::zip::FORMAT.name)
-            && matches!(e.form, Form::Window | Form::Deflate)
-        {
-            let size = (e.form == Form::Deflate)
-                .then_some(e.declared_size)
-                .flatten();
-            (
-                crate::parsers::zip::local_header_vouches(&*e.bytes, o, e.name.raw(), size),
-                format!("no local header of this entry with its sizes precedes its range {o}"),
-            )
-        } else {
-            return Ok(());
-        };
+    let (vouched, what) = if parser == Some(crate::parsers::archive::tar::FORMAT.name)
+        && e.form == Form::Window
+    {
+        let mut b = [0u8; 512];
+        let read = o
+            .start
+            .checked_sub(512)
+            .is_some_and(|at| crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false));
+        let size = e.declared_size.unwrap_or(o.len());
+        (
+            read && o.len() == size && crate::parsers::archive::tar::header_vouches(&b, size),
+            format!("no tar header of a {size}-byte member precedes its range {o}"),
+        )
+    } else if parser == Some(crate::parsers::archive::zip::FORMAT.name)
+        && matches!(e.form, Form::Window | Form::Deflate)
+    {
+        let size = (e.form == Form::Deflate)
+            .then_some(e.declared_size)
+            .flatten();
+        (
+            crate::parsers::archive::zip::local_header_vouches(&*e.bytes, o, e.name.raw(), size),
+            format!("no local header of this entry with its sizes precedes its range {o}"),
+        )
+    } else {
+        return Ok(());
+    };
     if vouched {
         return Ok(());
     }

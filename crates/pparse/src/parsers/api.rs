@@ -19,7 +19,7 @@ use crate::extraction::{EntryKind, ExtId, Form, Progress, Tree};
 use crate::name::Name;
 use crate::node::Node;
 use crate::offer::Offers;
-use crate::parsers::protobuf::schema::Schemas;
+use crate::parsers::serial::protobuf::schema::Schemas;
 use crate::status::Damage;
 
 /// Tunables of a session.

@@ -1,32 +1,16 @@
-//! Parsers, one module per format, and the registry that picks them.
+//! Parsers, one module per format in four families ([`compress`],
+//! [`archive`], [`ml`], [`serial`]), and the registry that picks them.
 //!
 //! The interface a format implements is in [`api`]. Adding a format is one
-//! module here plus one line in [`REGISTRY`]; what it offers beyond nodes
+//! module in its family plus one line in [`REGISTRY`]; what it offers beyond nodes
 //! and children (tensors, pickles, records) is declared in its [`Format`]'s
 //! `offers`, and the views, the CLI and the explorer find it only there.
 
 pub mod api;
-pub mod bzip2;
-pub mod carve;
-mod decoded;
-pub mod folder;
-pub mod gguf;
-pub mod gzip;
-pub mod json;
-pub mod msgpack;
-pub mod npy;
-pub mod onnx;
-pub mod paddle;
-pub mod pickle;
-pub mod protobuf;
-pub mod safetensors;
-pub mod safetensors_index;
-pub mod tar;
-pub mod torch;
-pub mod wandb;
-pub mod xz;
-pub mod zip;
-pub mod zstd;
+pub mod archive;
+pub mod compress;
+pub mod ml;
+pub mod serial;
 
 pub use api::{ChildSpec, Format, IndexMode, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
@@ -42,27 +26,27 @@ use crate::extraction::Extraction;
 /// flax checkpoints) after every format with magic bytes; JSON last, as it
 /// accepts any `.json` name.
 pub static REGISTRY: &[&Format] = &[
-    &folder::FORMAT,
-    &protobuf::FORMAT,
-    &gzip::FORMAT,
-    &zip::FORMAT,
-    &bzip2::FORMAT,
-    &xz::FORMAT,
-    &zstd::FORMAT,
-    &npy::FORMAT,
-    &gguf::FORMAT,
-    &tar::FORMAT,
-    &torch::FORMAT,
-    &pickle::FORMAT,
-    &wandb::FORMAT,
-    &safetensors::FORMAT,
-    &safetensors_index::FORMAT,
-    &onnx::FORMAT,
-    &paddle::json_program::FORMAT,
-    &paddle::params::FORMAT,
-    &msgpack::FORMAT,
-    &json::FORMAT,
-    &paddle::FORMAT,
+    &archive::folder::FORMAT,
+    &serial::protobuf::FORMAT,
+    &compress::gzip::FORMAT,
+    &archive::zip::FORMAT,
+    &compress::bzip2::FORMAT,
+    &compress::xz::FORMAT,
+    &compress::zstd::FORMAT,
+    &ml::npy::FORMAT,
+    &ml::gguf::FORMAT,
+    &archive::tar::FORMAT,
+    &ml::torch::FORMAT,
+    &ml::pickle::FORMAT,
+    &serial::wandb::FORMAT,
+    &ml::safetensors::FORMAT,
+    &ml::safetensors_index::FORMAT,
+    &ml::onnx::FORMAT,
+    &ml::paddle::json_program::FORMAT,
+    &ml::paddle::params::FORMAT,
+    &serial::msgpack::FORMAT,
+    &serial::json::FORMAT,
+    &ml::paddle::FORMAT,
 ];
 
 /// Picks the first format whose sniffer accepts the bytes.
@@ -81,12 +65,12 @@ pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
 /// makes such a stream again.
 pub fn block_codec(name: &str) -> Option<Box<dyn crate::data::BlockCodec>> {
     Some(match name {
-        "bzip2 block" => Box::new(bzip2::Codec),
-        "bzip2 stream" => Box::new(bzip2::StreamCodec),
-        "xz block" => Box::new(xz::Codec),
-        "xz stream" => Box::new(xz::StreamCodec),
-        "lzma zip" => Box::new(xz::LzmaZipCodec),
-        "zstd frame" => Box::new(zstd::Codec),
+        "bzip2 block" => Box::new(compress::bzip2::Codec),
+        "bzip2 stream" => Box::new(compress::bzip2::StreamCodec),
+        "xz block" => Box::new(compress::xz::Codec),
+        "xz stream" => Box::new(compress::xz::StreamCodec),
+        "lzma zip" => Box::new(compress::xz::LzmaZipCodec),
+        "zstd frame" => Box::new(compress::zstd::Codec),
         _ => return None,
     })
 }

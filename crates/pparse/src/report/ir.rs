@@ -12,11 +12,11 @@ use super::ir_json::OpJson;
 use super::json::write_line;
 use crate::data::{Range, Source};
 use crate::name::c1_escaped;
-use crate::parsers::paddle::ast::{AttrValue, BlockArg, Era, Op, Type, ValueName};
-use crate::parsers::paddle::json_program;
-use crate::parsers::paddle::parse::{BlockOf, Builder, MAX_ERRORS, Reader, Sink, Text};
-pub use crate::parsers::paddle::parse::{Diagnostic, Place, Severity};
-use crate::parsers::paddle::read_source;
+use crate::parsers::ml::paddle::ast::{AttrValue, BlockArg, Era, Op, Type, ValueName};
+use crate::parsers::ml::paddle::json_program;
+use crate::parsers::ml::paddle::parse::{BlockOf, Builder, MAX_ERRORS, Reader, Sink, Text};
+pub use crate::parsers::ml::paddle::parse::{Diagnostic, Place, Severity};
+use crate::parsers::ml::paddle::read_source;
 
 /// What `pparse ir` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,10 +6,10 @@ use std::io::{self, Write};
 
 use crate::data::{Range, Source};
 use crate::extraction::{ExtId, Extraction, Tree};
-use crate::parsers::pickle::dis::Dis;
-use crate::parsers::pickle::ops::Op;
-use crate::parsers::pickle::vm::Vm;
-use crate::parsers::pickle::{self, End, VM_LIMIT};
+use crate::parsers::ml::pickle::dis::Dis;
+use crate::parsers::ml::pickle::ops::Op;
+use crate::parsers::ml::pickle::vm::Vm;
+use crate::parsers::ml::pickle::{self, End, VM_LIMIT};
 use crate::view::stepper;
 
 /// `pparse pickle --json` of extraction `id` (a pickle, or a torch file's

@@ -20,5 +20,5 @@ pub fn json(
         json: true,
         count: false,
     };
-    crate::parsers::wandb::listing::list(src, &show, out, bad)
+    crate::parsers::serial::wandb::listing::list(src, &show, out, bad)
 }

@@ -9,9 +9,9 @@
 use crate::data::{Data, Range, Source};
 use crate::extraction::{ExtId, Phase, Tree};
 use crate::parsers::format_of;
-use crate::parsers::pickle::ops::{self, Op};
-use crate::parsers::pickle::vm::Vm;
-use crate::parsers::pickle::{self, VM_LIMIT};
+use crate::parsers::ml::pickle::ops::{self, Op};
+use crate::parsers::ml::pickle::vm::Vm;
+use crate::parsers::ml::pickle::{self, VM_LIMIT};
 
 /// The extraction holding the pickle(s) to list: PATH itself, or the
 /// `data.pkl` (else the first child with pickles) of a container named by

@@ -1,0 +1,1503 @@
+//! xz: streams, blocks, index, recovery, and the decoded stream.
+//!
+//! A stream is a 12-byte header, blocks (a header with its CRC32, the
+//! filter chain's compressed data, zero padding to 4 bytes, the check of
+//! the decoded data), the index and a 12-byte footer; streams may be
+//! concatenated with zero padding between them. Each block is decoded on
+//! its own by liblzma's raw decoder (the `liblzma` crate) with the filter
+//! chain its header names, so each block is a checkpoint of the decoded
+//! stream (a [`crate::data::BlockSource`]). Recovery:
+//!
+//! * a block whose data does not decode loses itself: the parser scans
+//!   forward, at 4-byte alignment, for the next block header whose CRC32
+//!   matches (or an index, footer or stream header) and goes on there;
+//! * a block whose check fails keeps its bytes and is marked corrupt;
+//! * a stream cut off keeps all decodable output, the cut block's too.
+
+use std::io;
+
+use crate::data::{Block, BlockCodec, BlockReader, Data, Fill, InputBuf, Pull, Range, view};
+use crate::node::{Node, Value};
+use crate::offer::Offers;
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::parsers::compress::decoded::{Decoded, Run};
+use crate::status::Damage;
+
+/// xz: streams, blocks, index, the decoded stream.
+pub static FORMAT: Format = Format {
+    name: "xz",
+    extent: Some(found_extent),
+    sniff,
+    parse: |data, _| Box::new(XzParser::new(data.clone())),
+    load: |_, _, _| Vec::new(),
+    offers: Offers::NONE,
+};
+
+const MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
+const FOOTER_MAGIC: [u8; 2] = [b'Y', b'Z'];
+const NAMES: &[(&str, &str)] = &[(".txz", ".tar"), (".xz", "")];
+/// Largest index read (a record is 2 to 18 bytes: millions of blocks).
+const MAX_INDEX: usize = 64 << 20;
+
+/// Whether `b` starts with a valid stream header: the magic, stream flags
+/// with no reserved bit set, and their CRC32.
+fn stream_header(b: &[u8]) -> bool {
+    b.len() >= 12
+        && b.starts_with(&MAGIC)
+        && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
+        && b[6] == 0
+        && b[7] & 0xf0 == 0
+}
+
+/// Where an xz stream found by carving ends: after its stream footer (its
+/// CRC right, its flags the header's, 4-byte aligned), or at the end of
+/// its span when no footer is found (a cut stream: the parse says where);
+/// `None` when its stream header is not valid, as the magic among other
+/// bytes (the xz program holds it as a constant) is not. An ELF file's
+/// `.gnu_debugdata` is such a stream, with the file's other sections after.
+fn found_extent(data: &Data) -> Option<u64> {
+    let mut h = [0u8; 12];
+    let n = data.read_at(0, &mut h).ok()?;
+    if !stream_header(&h[..n]) {
+        return None;
+    }
+    let avail = data.available();
+    let mut buf = vec![0u8; 64 * 1024];
+    // Footers are 12 bytes at a multiple of 4 from the stream's start; each
+    // read overlaps the last by 11 bytes so no footer straddles two.
+    let mut at = 12u64;
+    while at < avail {
+        let n = data.read_at(at, &mut buf).ok()?;
+        if n < 12 {
+            break;
+        }
+        let b = &buf[..n];
+        let first = (4 - (at % 4) as usize) % 4;
+        for i in (first..=n - 12).step_by(4) {
+            let f = &b[i..i + 12];
+            if &f[10..12] == b"YZ"
+                && f[8..10] == h[6..8]
+                && crc32fast::hash(&f[4..10]) == u32::from_le_bytes([f[0], f[1], f[2], f[3]])
+            {
+                return Some(at + i as u64 + 12);
+            }
+        }
+        at += (n - 11) as u64;
+    }
+    Some(avail)
+}
+
+/// The magic, or an `.xz`/`.txz` name (a damaged stream header is then
+/// reported and the blocks after it are found).
+fn sniff(s: &Sniff) -> bool {
+    s.head.starts_with(&MAGIC) || s.name.ends_with(".xz") || s.name.ends_with(".txz")
+}
+
+/// xz's CRC-64 (ECMA-182, reflected).
+const CRC64_TABLE: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u64;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xc96c_5795_d787_0f42
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+fn crc64_update(crc: u64, bytes: &[u8]) -> u64 {
+    let mut c = !crc;
+    for &b in bytes {
+        c = CRC64_TABLE[((c as u8) ^ b) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+/// Bytes of the check of type `id`.
+fn check_size(id: u8) -> usize {
+    match id {
+        0 => 0,
+        1..=3 => 4,
+        4..=6 => 8,
+        7..=9 => 16,
+        10..=12 => 32,
+        _ => 64,
+    }
+}
+
+fn check_name(id: u8) -> &'static str {
+    match id {
+        0 => "none",
+        1 => "CRC32",
+        4 => "CRC64",
+        10 => "SHA-256",
+        _ => "reserved",
+    }
+}
+
+/// The running check of a block's decoded bytes.
+enum Check {
+    None,
+    Crc32(crc32fast::Hasher),
+    Crc64(u64),
+    Sha256(Box<sha2::Sha256>),
+    /// A reserved check id: its bytes are skipped, not verified.
+    Unknown,
+    /// The stream header is lost: every check this parser knows is
+    /// computed, and the one whose size fits is used.
+    Any(crc32fast::Hasher, u64, Box<sha2::Sha256>),
+}
+
+impl Check {
+    fn new(id: u8) -> Check {
+        use sha2::Digest;
+        match id {
+            0 => Check::None,
+            1 => Check::Crc32(crc32fast::Hasher::new()),
+            4 => Check::Crc64(0),
+            10 => Check::Sha256(Box::new(sha2::Sha256::new())),
+            _ => Check::Unknown,
+        }
+    }
+    fn update(&mut self, b: &[u8]) {
+        use sha2::Digest;
+        match self {
+            Check::Crc32(h) => h.update(b),
+            Check::Crc64(c) => *c = crc64_update(*c, b),
+            Check::Sha256(h) => h.update(b),
+            Check::Any(a, c, h) => {
+                a.update(b);
+                *c = crc64_update(*c, b);
+                h.update(b);
+            }
+            Check::None | Check::Unknown => {}
+        }
+    }
+    /// The check as stored, or `None` when it cannot be computed.
+    fn value(&self) -> Option<Vec<u8>> {
+        use sha2::Digest;
+        match self {
+            Check::None => Some(Vec::new()),
+            Check::Crc32(h) => Some(h.clone().finalize().to_le_bytes().to_vec()),
+            Check::Crc64(c) => Some(c.to_le_bytes().to_vec()),
+            Check::Sha256(h) => Some((**h).clone().finalize().to_vec()),
+            Check::Unknown => None,
+            Check::Any(..) => None,
+        }
+    }
+    /// For a stream whose header is lost: the check of type `id`.
+    fn into_type(self, id: u8) -> Check {
+        match (self, id) {
+            (Check::Any(a, _, _), 1) => Check::Crc32(a),
+            (Check::Any(_, c, _), 4) => Check::Crc64(c),
+            (Check::Any(_, _, h), 10) => Check::Sha256(h),
+            (Check::Any(..), 0) => Check::None,
+            (c, _) => c,
+        }
+    }
+}
+
+/// A variable-length integer at `b[*p..]`: 7 bits a byte, at most 9 bytes.
+fn vli(b: &[u8], p: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..9 {
+        let x = *b.get(*p)?;
+        *p += 1;
+        v |= ((x & 0x7f) as u64) << (7 * i);
+        if x & 0x80 == 0 {
+            if i > 0 && x == 0 {
+                return None; // not the shortest form
+            }
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A parsed block header.
+#[derive(Debug, Clone)]
+struct BlockHeader {
+    len: usize,
+    csize: Option<u64>,
+    usize: Option<u64>,
+    filters: Vec<(u64, Vec<u8>)>,
+}
+
+fn filter_name(id: u64) -> &'static str {
+    match id {
+        0x21 => "LZMA2",
+        0x03 => "delta",
+        0x04 => "x86",
+        0x05 => "PowerPC",
+        0x06 => "IA-64",
+        0x07 => "ARM",
+        0x08 => "ARM-Thumb",
+        0x09 => "SPARC",
+        0x0a => "ARM64",
+        0x0b => "RISC-V",
+        _ => "unknown",
+    }
+}
+
+/// Parses the block header at the start of `b`; `Err(None)` when `b` is
+/// too short to tell.
+fn parse_block_header(b: &[u8]) -> Result<BlockHeader, Option<String>> {
+    let first = *b.first().ok_or(None)?;
+    if first == 0 {
+        return Err(Some("an index, not a block header".into()));
+    }
+    let len = (first as usize + 1) * 4;
+    if b.len() < len {
+        return Err(None);
+    }
+    let h = &b[..len];
+    let stored = u32::from_le_bytes([h[len - 4], h[len - 3], h[len - 2], h[len - 1]]);
+    let computed = crc32fast::hash(&h[..len - 4]);
+    if stored != computed {
+        return Err(Some(format!(
+            "block header CRC32 mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        )));
+    }
+    let bad = |s: &str| Err(Some(s.to_string()));
+    let flags = h[1];
+    if flags & 0x3c != 0 {
+        return bad("reserved block flags set");
+    }
+    let body = &h[..len - 4];
+    let mut p = 2;
+    let csize = if flags & 0x40 != 0 {
+        match vli(body, &mut p) {
+            Some(0) | None => return bad("invalid compressed size"),
+            v => v,
+        }
+    } else {
+        None
+    };
+    let usize = if flags & 0x80 != 0 {
+        match vli(body, &mut p) {
+            None => return bad("invalid uncompressed size"),
+            v => v,
+        }
+    } else {
+        None
+    };
+    let n = (flags & 3) as usize + 1;
+    let mut filters = Vec::with_capacity(n);
+    for i in 0..n {
+        let Some(id) = vli(body, &mut p) else {
+            return bad("invalid filter id");
+        };
+        let Some(psize) = vli(body, &mut p) else {
+            return bad("invalid filter properties size");
+        };
+        let end = p.saturating_add(psize as usize);
+        if psize > 255 || end > body.len() {
+            return bad("filter properties run past the header");
+        }
+        let props = body[p..end].to_vec();
+        p = end;
+        let last = i + 1 == n;
+        let ok = match id {
+            0x21 => last && props.len() == 1 && props[0] <= 40,
+            0x03 => !last && props.len() == 1,
+            0x04..=0x0b => !last && (props.is_empty() || props.len() == 4),
+            _ => false,
+        };
+        if !ok {
+            return Err(Some(format!(
+                "unsupported or invalid filter {id:#x} ({})",
+                filter_name(id)
+            )));
+        }
+        filters.push((id, props));
+    }
+    if body[p..].iter().any(|&x| x != 0) {
+        return bad("non-zero block header padding");
+    }
+    Ok(BlockHeader {
+        len,
+        csize,
+        usize,
+        filters,
+    })
+}
+
+/// Decodes one block: header at `block.input.start`.
+pub(crate) struct Codec;
+
+impl BlockCodec for Codec {
+    fn name(&self) -> &'static str {
+        "xz block"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        let mut buf = Vec::new();
+        let b = view(&**input, block.input.start, 1024, &mut buf)?;
+        let h = parse_block_header(b)
+            .map_err(|e| io::Error::other(e.unwrap_or_else(|| "block header cut off".into())))?;
+        let mut f = liblzma::stream::Filters::new();
+        let mut dict_note = None;
+        for (id, props) in &h.filters {
+            let r = match id {
+                0x21 => match lzma2_dict(props) {
+                    Some(dict) if dict > crate::data::decoder_window_limit() => {
+                        // Decoded with the limit as its dictionary: right
+                        // unless a match reaches back further, which the
+                        // decoder reports (see `XzReader::dict`).
+                        let mut o = liblzma::stream::LzmaOptions::new_preset(6)
+                            .map_err(|e| io::Error::other(format!("{e:?}")))?;
+                        o.dict_size(crate::data::decoder_window_limit() as u32);
+                        dict_note = Some(dict);
+                        Ok(f.lzma2(&o))
+                    }
+                    _ => f.lzma2_properties(props),
+                },
+                0x03 => f.delta_properties(props),
+                0x04 => f.x86_properties(props),
+                0x05 => f.powerpc_properties(props),
+                0x06 => f.ia64_properties(props),
+                0x07 => f.arm_properties(props),
+                0x08 => f.arm_thumb_properties(props),
+                0x09 => f.sparc_properties(props),
+                0x0a => f.arm64_properties(props),
+                0x0b => f.riscv_properties(props),
+                _ => return Err(io::Error::other("unsupported filter")),
+            };
+            r.map_err(|e| io::Error::other(format!("filter {id:#x}: {e:?}")))?;
+        }
+        let z = liblzma::stream::Stream::new_raw_decoder(&f)
+            .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        Ok(Box::new(XzReader {
+            z,
+            input: input.clone(),
+            inbuf: InputBuf::new(block.input.start + h.len as u64),
+            limit: h.csize.map(|c| block.input.start + h.len as u64 + c),
+            ended: false,
+            pre: Vec::new(),
+            pre_pos: 0,
+            dict: dict_note,
+            error: None,
+        }))
+    }
+}
+
+/// The dictionary size an LZMA2 filter's properties byte gives; `None`
+/// for a byte over 40.
+fn lzma2_dict(props: &[u8]) -> Option<u64> {
+    let b = *props.first()?;
+    match b {
+        40 => Some(u32::MAX as u64),
+        0..40 => Some((2 | (b as u64 & 1)) << (b / 2 + 11)),
+        _ => None,
+    }
+}
+
+/// Decodes a whole xz stream from `block.input.start` as one block (a zip
+/// entry of method 95: a read decodes from the entry's start).
+pub(crate) struct StreamCodec;
+
+impl BlockCodec for StreamCodec {
+    fn name(&self) -> &'static str {
+        "xz stream"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        let z = liblzma::stream::Stream::new_stream_decoder(
+            crate::data::decoder_window_limit().saturating_add(64 << 20),
+            0,
+        )
+        .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        Ok(Box::new(XzReader {
+            z,
+            input: input.clone(),
+            inbuf: InputBuf::new(block.input.start),
+            limit: None,
+            ended: false,
+            pre: Vec::new(),
+            pre_pos: 0,
+            dict: None,
+            error: None,
+        }))
+    }
+}
+
+/// Decodes a zip entry of method 14 (LZMA): after its 4-byte version and
+/// size field, 5 bytes of LZMA properties, then LZMA data. It is fed to
+/// liblzma's `.lzma` decoder behind a 13-byte header made of those
+/// properties and the decoded size (`aux[0]`; `u64::MAX` when the entry
+/// says an end marker ends the data).
+pub(crate) struct LzmaZipCodec;
+
+impl BlockCodec for LzmaZipCodec {
+    fn name(&self) -> &'static str {
+        "lzma zip"
+    }
+
+    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>> {
+        let mut head = [0u8; 9];
+        if !crate::data::read_exact_at(&**input, block.input.start, &mut head)? {
+            return Err(io::Error::other("LZMA header cut off"));
+        }
+        let psize = u16::from_le_bytes([head[2], head[3]]);
+        if psize != 5 {
+            return Err(io::Error::other(format!(
+                "LZMA properties of {psize} bytes (5 expected)"
+            )));
+        }
+        let mut pre = head[4..9].to_vec();
+        pre.extend_from_slice(&block.aux[0].to_le_bytes());
+        let z = liblzma::stream::Stream::new_lzma_decoder(
+            crate::data::decoder_window_limit().saturating_add(64 << 20),
+        )
+        .map_err(|e| io::Error::other(format!("cannot start the decoder: {e:?}")))?;
+        Ok(Box::new(XzReader {
+            z,
+            input: input.clone(),
+            inbuf: InputBuf::new(block.input.start + 9),
+            limit: None,
+            ended: false,
+            pre,
+            pre_pos: 0,
+            dict: None,
+            error: None,
+        }))
+    }
+}
+
+struct XzReader {
+    z: liblzma::stream::Stream,
+    input: Data,
+    inbuf: InputBuf,
+    /// Input offset the compressed data ends at, when the header says.
+    limit: Option<u64>,
+    ended: bool,
+    /// Bytes fed before the input (a made-up header).
+    pre: Vec<u8>,
+    pre_pos: usize,
+    /// The dictionary the block declares, when it is decoded with less
+    /// ([`crate::data::decoder_window_limit`]).
+    dict: Option<u64>,
+    /// An error met after output that was returned first.
+    error: Option<String>,
+}
+
+impl XzReader {
+    /// What an error from liblzma means here.
+    fn why(&self, e: liblzma::stream::Error) -> String {
+        let limit = crate::data::decoder_window_limit();
+        match self.dict {
+            Some(dict) if self.z.total_out() > limit => format!(
+                "{e:?} error in the compressed data after {} decoded bytes; the block declares a dictionary of {} and pparse decodes with at most {} (PPARSE_DECODER_MIB), so a match that reaches back further reads as an error: with that much memory the block may decode",
+                self.z.total_out(),
+                crate::util::human(dict),
+                crate::util::human(limit)
+            ),
+            _ => format!("{e:?} error in the compressed data"),
+        }
+    }
+}
+
+impl BlockReader for XzReader {
+    fn read(&mut self, out: &mut [u8]) -> Pull {
+        if let Some(e) = self.error.take() {
+            return Pull::Error(e);
+        }
+        if self.ended {
+            return Pull::End;
+        }
+        for _ in 0..1024 {
+            let from_pre = self.pre_pos < self.pre.len();
+            let fill = if from_pre {
+                Fill::Bytes
+            } else {
+                self.inbuf.fill(&*self.input)
+            };
+            let mut bytes = if from_pre {
+                &self.pre[self.pre_pos..]
+            } else {
+                self.inbuf.bytes()
+            };
+            if let Some(l) = self.limit {
+                let room = l.saturating_sub(self.inbuf.pos);
+                bytes = &bytes[..(bytes.len() as u64).min(room) as usize];
+            }
+            let (in0, out0) = (self.z.total_in(), self.z.total_out());
+            let r = self.z.process(bytes, out, liblzma::stream::Action::Run);
+            let consumed = (self.z.total_in() - in0) as usize;
+            let produced = (self.z.total_out() - out0) as usize;
+            let had_bytes = !bytes.is_empty();
+            if from_pre {
+                self.pre_pos += consumed;
+            } else {
+                self.inbuf.consume(consumed);
+            }
+            match r {
+                Err(e) => {
+                    self.ended = true;
+                    let why = self.why(e);
+                    if produced > 0 {
+                        self.error = Some(why);
+                        return Pull::Out(produced);
+                    }
+                    return Pull::Error(why);
+                }
+                Ok(liblzma::stream::Status::StreamEnd) => {
+                    self.ended = true;
+                    return if produced > 0 {
+                        Pull::Out(produced)
+                    } else {
+                        Pull::End
+                    };
+                }
+                Ok(_) => {
+                    if produced > 0 {
+                        return Pull::Out(produced);
+                    }
+                    if consumed > 0 {
+                        continue;
+                    }
+                    if self.limit.is_some_and(|l| self.inbuf.pos >= l) {
+                        self.ended = true;
+                        return Pull::Error(
+                            "compressed data does not end at the size its header gives".into(),
+                        );
+                    }
+                    match fill {
+                        Fill::Bytes if had_bytes => {
+                            self.ended = true;
+                            return Pull::Error("the decoder made no progress".into());
+                        }
+                        Fill::Bytes => continue,
+                        Fill::Wait => return Pull::NeedInput,
+                        Fill::Eof => return Pull::Truncated,
+                    }
+                }
+            }
+        }
+        Pull::Error("the decoder made no progress".into())
+    }
+    fn input_pos(&self) -> u64 {
+        self.inbuf.pos
+    }
+}
+
+enum State {
+    StreamHeader {
+        at: u64,
+    },
+    /// A block header or the index at `at`.
+    Block {
+        at: u64,
+    },
+    Body {
+        at: u64,
+        header: BlockHeader,
+        reader: Box<dyn BlockReader>,
+        out_start: u64,
+        check: Check,
+    },
+    /// Block padding and check after the compressed data `[.., data_end)`.
+    Tail {
+        at: u64,
+        header: BlockHeader,
+        data_end: u64,
+        out_start: u64,
+        check: Check,
+    },
+    Index {
+        at: u64,
+    },
+    Footer {
+        at: u64,
+        index: Option<Range>,
+    },
+    After {
+        at: u64,
+        pad: u64,
+    },
+    Resync {
+        from: u64,
+        lost: u64,
+        why: String,
+    },
+    Done,
+}
+
+struct XzParser {
+    data: Data,
+    out: Decoded,
+    streams: u64,
+    stream_start: u64,
+    check_id: u8,
+    /// Whether `check_id` comes from this stream's header (else it is
+    /// guessed from where the next block header is).
+    check_known: bool,
+    flags: [u8; 2],
+    /// Blocks of this stream as the index records them: (unpadded size,
+    /// uncompressed size); `None` once a block was lost.
+    records: Option<Vec<(u64, u64)>>,
+    blocks: u64,
+    /// Streams whose footer (and so index) checked out, and whether a
+    /// block had no check (type None): the file proves its own bytes only
+    /// when every block carried one.
+    checked_streams: u64,
+    unchecked: bool,
+    state: State,
+    scratch: Vec<u8>,
+}
+
+impl XzParser {
+    fn new(data: Data) -> XzParser {
+        XzParser {
+            out: Decoded::new(data.clone(), Box::new(Codec), "xz stream"),
+            data,
+            streams: 0,
+            stream_start: 0,
+            check_id: 4,
+            check_known: false,
+            flags: [0, 4],
+            records: Some(Vec::new()),
+            blocks: 0,
+            checked_streams: 0,
+            unchecked: false,
+            state: State::StreamHeader { at: 0 },
+            scratch: Vec::new(),
+        }
+    }
+
+    fn finish(&mut self, cx: &mut StepCx) -> Step {
+        self.out.finish();
+        // Every block's check and every stream's index and footer held (a
+        // parse that found anything else recorded damage, which stops it).
+        if !self.unchecked && self.checked_streams > 0 {
+            cx.proved();
+        }
+        let len = self.data.available();
+        cx.progress(len, Some(len));
+        self.state = State::Done;
+        Step::Done
+    }
+
+    fn cut(&mut self, cx: &mut StepCx, r: Range, why: &str) -> Step {
+        cx.damage(Damage::truncated(r, why.to_string()));
+        let o = self.out.pos();
+        self.out.damage(
+            cx,
+            Damage::truncated(
+                Range::new(o, o),
+                format!("decoded stream ends early: {why}"),
+            ),
+        );
+        self.finish(cx)
+    }
+
+    /// Up to `n` bytes at `at`, or what the step should do.
+    fn need(&mut self, at: u64, n: usize) -> Result<Vec<u8>, Option<Step>> {
+        let data = self.data.clone();
+        match view(&*data, at, n, &mut self.scratch) {
+            Ok(b) if b.len() >= n => Ok(b.to_vec()),
+            Ok(b) if !self.data.is_final() => {
+                let _ = b;
+                Err(Some(Step::Blocked))
+            }
+            Ok(b) => Ok(b.to_vec()),
+            Err(_) => Err(None),
+        }
+    }
+
+    fn stream_header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
+        let b = match self.need(at, 12) {
+            Ok(b) => b,
+            Err(Some(s)) => return Some(s),
+            Err(None) => return Some(self.finish(cx)),
+        };
+        let avail = self.data.available();
+        if b.len() < 12 {
+            if MAGIC.starts_with(&b[..b.len().min(6)]) {
+                return Some(self.cut(
+                    cx,
+                    Range::new(at, avail),
+                    "file ends inside an xz stream header",
+                ));
+            }
+        } else if stream_header(&b) {
+            self.streams += 1;
+            self.stream_start = at;
+            self.flags = [b[6], b[7]];
+            self.check_id = b[7] & 0x0f;
+            self.check_known = true;
+            if !matches!(self.check_id, 0 | 1 | 4 | 10) {
+                cx.note(format!(
+                    "xz stream #{} uses reserved check type {}: its blocks' checks are skipped, not verified",
+                    self.streams, self.check_id
+                ));
+            }
+            self.records = Some(Vec::new());
+            self.blocks = 0;
+            cx.push_node(
+                Node::new(
+                    "stream header",
+                    format!("stream #{}", self.streams),
+                    Range::new(at, at + 12),
+                )
+                .text(format!(
+                    "check {} ({})",
+                    self.check_id,
+                    check_name(self.check_id)
+                )),
+            );
+            self.state = State::Block { at: at + 12 };
+            return None;
+        }
+        self.check_known = false;
+        self.state = State::Resync {
+            from: at + 1,
+            lost: at,
+            why: format!("no valid xz stream header at {at:#x}"),
+        };
+        None
+    }
+
+    fn block(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
+        let first = match self.need(at, 1) {
+            Ok(b) if b.is_empty() => {
+                let avail = self.data.available();
+                return Some(self.cut(
+                    cx,
+                    Range::new(avail, avail),
+                    "xz stream ends before its index",
+                ));
+            }
+            Ok(b) => b[0],
+            Err(Some(s)) => return Some(s),
+            Err(None) => return Some(self.finish(cx)),
+        };
+        if first == 0 {
+            self.state = State::Index { at };
+            return None;
+        }
+        let len = (first as usize + 1) * 4;
+        let b = match self.need(at, len) {
+            Ok(b) => b,
+            Err(Some(s)) => return Some(s),
+            Err(None) => return Some(self.finish(cx)),
+        };
+        let avail = self.data.available();
+        let header = match parse_block_header(&b) {
+            Ok(h) => h,
+            Err(None) => {
+                return Some(self.cut(
+                    cx,
+                    Range::new(at, avail),
+                    "file ends inside an xz block header",
+                ));
+            }
+            Err(Some(why)) => {
+                self.records = None;
+                self.state = State::Resync {
+                    from: at + 4,
+                    lost: at,
+                    why: format!("xz block #{} at {at:#x}: {why}", self.blocks + 1),
+                };
+                return None;
+            }
+        };
+        self.out.ensure_child(cx, at, NAMES);
+        let reader = match self.out.src.open(at, [0, 0]) {
+            Ok(r) => r,
+            Err(e) => {
+                self.records = None;
+                self.state = State::Resync {
+                    from: at + 4,
+                    lost: at,
+                    why: format!("xz block #{} at {at:#x}: {e}", self.blocks + 1),
+                };
+                return None;
+            }
+        };
+        self.blocks += 1;
+        self.out.src.begin_block(at, [0, 0]);
+        self.state = State::Body {
+            at,
+            header,
+            reader,
+            out_start: self.out.pos(),
+            check: if self.check_known {
+                Check::new(self.check_id)
+            } else {
+                Check::Any(
+                    crc32fast::Hasher::new(),
+                    0,
+                    Box::new(<sha2::Sha256 as sha2::Digest>::new()),
+                )
+            },
+        };
+        None
+    }
+
+    fn body(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Body {
+            at,
+            reader,
+            out_start,
+            check,
+            ..
+        } = &mut self.state
+        else {
+            return None;
+        };
+        let (at, out_start) = (*at, *out_start);
+        let run = self.out.run(cx, &mut **reader, &mut |b| check.update(b));
+        let in_pos = reader.input_pos();
+        cx.progress(in_pos, Some(self.data.available()));
+        let pull = match run {
+            Run::More => return Some(Step::Yield),
+            Run::Budget => {
+                self.out.src.end_block(in_pos);
+                return Some(self.finish(cx));
+            }
+            Run::Stopped(p) => p,
+        };
+        let k = self.blocks;
+        let out_end = self.out.pos();
+        match pull {
+            Pull::NeedInput => Some(Step::Blocked),
+            Pull::Out(_) => Some(Step::Yield),
+            Pull::End => {
+                let State::Body { header, check, .. } =
+                    std::mem::replace(&mut self.state, State::Done)
+                else {
+                    return None;
+                };
+                self.state = State::Tail {
+                    at,
+                    header,
+                    data_end: in_pos,
+                    out_start,
+                    check,
+                };
+                None
+            }
+            Pull::Truncated => {
+                self.out.src.end_block(in_pos);
+                let r = Range::new(at, in_pos);
+                let d = Damage::truncated(Range::new(in_pos, in_pos), "block cut off");
+                cx.push_node(
+                    Node::new("partial block", format!("block #{k}"), r)
+                        .value(Value::Str(
+                            format!("decoded {out_start:#x}..{out_end:#x}, cut off").into(),
+                        ))
+                        .damaged(d),
+                );
+                let avail = self.data.available();
+                Some(self.cut(
+                    cx,
+                    Range::new(avail, avail),
+                    &format!(
+                        "xz block #{k} is cut off after {} decoded bytes",
+                        out_end - out_start
+                    ),
+                ))
+            }
+            Pull::Error(msg) => {
+                self.out.src.end_block(in_pos);
+                self.records = None;
+                let r = Range::new(at, in_pos);
+                cx.push_node(
+                    Node::new("partial block", format!("block #{k}"), r)
+                        .value(Value::Str(
+                            format!("decoded {out_start:#x}..{out_end:#x}, then invalid").into(),
+                        ))
+                        .damaged(Damage::corrupt(
+                            Range::new(in_pos, in_pos),
+                            format!("invalid data: {msg}"),
+                        )),
+                );
+                if out_end > out_start {
+                    self.out.damage(
+                        cx,
+                        Damage::corrupt(
+                            Range::new(out_start, out_end),
+                            format!(
+                                "block #{k} has invalid data ({msg}); the bytes it decoded before that cannot be checked"
+                            ),
+                        ),
+                    );
+                }
+                self.state = State::Resync {
+                    from: at + 4,
+                    lost: at,
+                    why: format!(
+                        "xz block #{k} has invalid data ({msg}) detected near {in_pos:#x}"
+                    ),
+                };
+                None
+            }
+        }
+    }
+
+    fn tail(&mut self, cx: &mut StepCx) -> Option<Step> {
+        let State::Tail {
+            at,
+            data_end,
+            out_start,
+            ..
+        } = &self.state
+        else {
+            return None;
+        };
+        let (at, data_end, out_start) = (*at, *data_end, *out_start);
+        let pad = ((4 - (data_end - at) % 4) % 4) as usize;
+        if !self.check_known {
+            // The stream header is lost: the check's size is the one after
+            // which the next block header or the index starts.
+            let b = match self.need(data_end, pad + 32 + 1024) {
+                Ok(b) => b,
+                Err(Some(s)) => return Some(s),
+                Err(None) => return Some(self.finish(cx)),
+            };
+            let fits = |size: usize| {
+                let q = pad + size;
+                match b.get(q..) {
+                    None => false,
+                    Some([]) => true,
+                    Some(rest) if rest[0] == 0 => !matches!(parse_index(rest, None), Err(Some(_))),
+                    Some(rest) => parse_block_header(rest).is_ok(),
+                }
+            };
+            if let Some(id) = [4u8, 1, 10, 0].into_iter().find(|&id| fits(check_size(id))) {
+                self.check_id = id;
+                self.check_known = true;
+                cx.note(format!(
+                    "xz stream #{}: its header is lost; its blocks' check is taken to be {} from where the next block starts",
+                    self.streams.max(1),
+                    check_name(id)
+                ));
+            }
+        }
+        let csize = check_size(self.check_id);
+        let b = match self.need(data_end, pad + csize) {
+            Ok(b) => b,
+            Err(Some(s)) => return Some(s),
+            Err(None) => return Some(self.finish(cx)),
+        };
+        let State::Tail { header, check, .. } = std::mem::replace(&mut self.state, State::Done)
+        else {
+            return None;
+        };
+        let check = check.into_type(self.check_id);
+        self.unchecked |= csize == 0;
+        let k = self.blocks;
+        let out_end = self.out.pos();
+        let size = out_end - out_start;
+        let end = data_end + (pad + csize) as u64;
+        self.out.src.end_block(end.min(self.data.available()));
+        let hdr_end = at + header.len as u64;
+        let mut kids = vec![
+            Node::new("block header", "block header", Range::new(at, hdr_end)).text(format!(
+                "filters {}{}{}",
+                header
+                    .filters
+                    .iter()
+                    .map(|(id, _)| filter_name(*id))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                header
+                    .csize
+                    .map_or(String::new(), |c| format!(", compressed size {c}")),
+                header
+                    .usize
+                    .map_or(String::new(), |u| format!(", uncompressed size {u}")),
+            )),
+            Node::new(
+                "compressed data",
+                "compressed data",
+                Range::new(hdr_end, data_end),
+            )
+            .uint(data_end - hdr_end),
+        ];
+        if pad > 0 {
+            kids.push(
+                Node::new(
+                    "padding",
+                    "block padding",
+                    Range::new(data_end, data_end + pad as u64),
+                )
+                .uint(pad as u64),
+            );
+        }
+        let mut problems = Vec::new();
+        if b.len() < pad + csize {
+            let avail = self.data.available();
+            let r = Range::new(at, avail);
+            cx.push_node(
+                Node::new("partial block", format!("block #{k}"), r)
+                    .value(Value::Str(
+                        format!(
+                            "decoded {out_start:#x}..{out_end:#x} ({size} bytes), check cut off"
+                        )
+                        .into(),
+                    ))
+                    .with_children(kids)
+                    .damaged(Damage::truncated(
+                        Range::new(avail, avail),
+                        "block check cut off",
+                    )),
+            );
+            return Some(self.cut(
+                cx,
+                Range::new(avail, avail),
+                &format!("file ends inside the padding or check of xz block #{k}"),
+            ));
+        }
+        if b[..pad].iter().any(|&x| x != 0) {
+            problems.push("non-zero block padding".to_string());
+        }
+        let stored = &b[pad..pad + csize];
+        if csize > 0 {
+            let mut n = Node::new("check", "check", Range::new(data_end + pad as u64, end))
+                .value(Value::Bytes(stored.into()));
+            if let Some(v) = check.value()
+                && v != stored
+            {
+                problems.push(format!("{} check mismatch", check_name(self.check_id)));
+                let r = n.range;
+                n = n.damaged(Damage::corrupt(r, "check mismatch"));
+            }
+            kids.push(n);
+        }
+        if header.csize.is_some_and(|c| c != data_end - hdr_end) {
+            problems.push("compressed size differs from its header".into());
+        }
+        if header.usize.is_some_and(|u| u != size) {
+            problems.push("decoded size differs from its header".into());
+        }
+        let r = Range::new(at, end);
+        let mut node = Node::new("block", format!("block #{k}"), r)
+            .value(Value::Str(
+                format!("decoded {out_start:#x}..{out_end:#x} ({size} bytes)").into(),
+            ))
+            .with_children(kids);
+        if !problems.is_empty() {
+            let reason = format!(
+                "xz block #{k}: {} (decoded bytes kept)",
+                problems.join("; ")
+            );
+            let d = Damage::corrupt(r, reason.clone());
+            node = node.damaged(d.clone());
+            cx.damage(d);
+            // Only its check failed, after data that decoded without an
+            // error: which of its bytes are wrong is not known. Sizes that
+            // differ from its header say more is wrong.
+            let only_check = problems.len() == 1 && problems[0].ends_with("check mismatch");
+            let out = Range::new(out_start, out_end);
+            self.out.damage(
+                cx,
+                if only_check {
+                    Damage::unverified(
+                        out,
+                        format!(
+                            "block #{k} fails its check; it decoded without an error, and which bytes are wrong is not known"
+                        ),
+                    )
+                } else {
+                    Damage::corrupt(out, format!("block #{k} fails its check"))
+                },
+            );
+        }
+        cx.push_node(node);
+        if let Some(recs) = &mut self.records {
+            let unpadded = data_end - at + csize as u64;
+            recs.push((unpadded, size));
+        }
+        self.state = if problems.is_empty() {
+            State::Block { at: end }
+        } else {
+            // Where a damaged block ended is not to be trusted: the next
+            // block header is looked for from just after its start.
+            State::Resync {
+                from: at + 4,
+                lost: end,
+                why: format!("xz block #{k} fails its check"),
+            }
+        };
+        None
+    }
+
+    fn index(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
+        let avail = self.data.available();
+        let fin = self.data.is_final();
+        let want = (avail - at.min(avail)).min(MAX_INDEX as u64) as usize;
+        let data = self.data.clone();
+        let Ok(b) = view(&*data, at, want, &mut self.scratch) else {
+            return Some(self.finish(cx));
+        };
+        match parse_index(b, self.records.as_deref()) {
+            Err(None) if !fin && b.len() < MAX_INDEX => Some(Step::Blocked),
+            Err(None) => Some(self.cut(cx, Range::new(at, avail), "file ends inside the xz index")),
+            Err(Some(why)) => {
+                self.state = State::Resync {
+                    from: at + 4,
+                    lost: at,
+                    why: format!("xz index at {at:#x}: {why}"),
+                };
+                None
+            }
+            Ok((len, count, mismatch)) => {
+                let r = Range::new(at, at + len as u64);
+                let mut n = Node::new("index", "index", r).text(format!("{count} records"));
+                if let Some(m) = mismatch {
+                    let d = Damage::corrupt(r, format!("xz index: {m}"));
+                    n = n.damaged(d.clone());
+                    cx.damage(d);
+                }
+                cx.push_node(n);
+                self.state = State::Footer {
+                    at: at + len as u64,
+                    index: Some(r),
+                };
+                None
+            }
+        }
+    }
+
+    fn footer(&mut self, cx: &mut StepCx, at: u64, index: Option<Range>) -> Option<Step> {
+        let b = match self.need(at, 12) {
+            Ok(b) => b,
+            Err(Some(s)) => return Some(s),
+            Err(None) => return Some(self.finish(cx)),
+        };
+        let avail = self.data.available();
+        if b.len() < 12 {
+            return Some(self.cut(
+                cx,
+                Range::new(at, avail),
+                "file ends inside the xz stream footer",
+            ));
+        }
+        let crc_ok = crc32fast::hash(&b[4..10]) == u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if !crc_ok || b[10..12] != FOOTER_MAGIC {
+            self.state = State::Resync {
+                from: at + 4,
+                lost: at,
+                why: format!("no valid xz stream footer at {at:#x}"),
+            };
+            return None;
+        }
+        let backward = (u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64 + 1) * 4;
+        let mut problems = Vec::new();
+        if [b[8], b[9]] != self.flags {
+            problems.push("stream flags differ from the header's".to_string());
+        }
+        if let Some(ir) = index
+            && ir.len() != backward
+        {
+            problems.push(format!(
+                "backward size {backward} but the index is {} bytes",
+                ir.len()
+            ));
+        }
+        let r = Range::new(at, at + 12);
+        let mut n = Node::new(
+            "stream footer",
+            format!("stream footer #{}", self.streams),
+            r,
+        )
+        .text(format!("index size {backward}"));
+        if problems.is_empty() {
+            self.checked_streams += 1;
+        } else {
+            let d = Damage::corrupt(r, format!("xz stream footer: {}", problems.join("; ")));
+            n = n.damaged(d.clone());
+            cx.damage(d);
+        }
+        cx.push_node(n);
+        self.state = State::After {
+            at: at + 12,
+            pad: at + 12,
+        };
+        None
+    }
+
+    fn after(&mut self, cx: &mut StepCx, at: u64, pad: u64) -> Option<Step> {
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let Ok(bytes) = view(&*data, at, 1 << 20, &mut self.scratch) else {
+            return Some(self.finish(cx));
+        };
+        if bytes.is_empty() {
+            if !fin {
+                return Some(Step::Blocked);
+            }
+            if avail > pad {
+                let r = Range::new(pad, avail);
+                let mut n = Node::new("padding", "stream padding", r).uint(r.len());
+                if !r.len().is_multiple_of(4) {
+                    let d = Damage::corrupt(r, "stream padding is not a multiple of 4 bytes");
+                    n = n.damaged(d.clone());
+                    cx.damage(d);
+                }
+                cx.push_node(n);
+            }
+            return Some(self.finish(cx));
+        }
+        if at == pad {
+            if bytes.len() < 6 && !fin && MAGIC.starts_with(bytes) {
+                return Some(Step::Blocked);
+            }
+            if bytes.starts_with(&MAGIC) {
+                self.state = State::StreamHeader { at };
+                return None;
+            }
+        }
+        let zeros = bytes.iter().take_while(|&&b| b == 0).count();
+        if zeros == bytes.len() {
+            self.state = State::After {
+                at: at + zeros as u64,
+                pad,
+            };
+            return Some(Step::Yield);
+        }
+        let q = at + zeros as u64;
+        if q > pad && (q - pad).is_multiple_of(4) {
+            let r = Range::new(pad, q);
+            cx.push_node(Node::new("padding", "stream padding", r).uint(r.len()));
+            self.state = State::After { at: q, pad: q };
+            return None;
+        }
+        self.state = State::Resync {
+            from: q,
+            lost: q,
+            why: "bytes after the xz stream are not xz data".into(),
+        };
+        None
+    }
+
+    fn resync(&mut self, cx: &mut StepCx, from: u64, lost: u64, why: String) -> Option<Step> {
+        const WIN: usize = 1 << 20;
+        const MARGIN: usize = 1024 + 12;
+        let fin = self.data.is_final();
+        let avail = self.data.available();
+        let data = self.data.clone();
+        let align = self.stream_start % 4;
+        let mut pos = from + (4 + align - from % 4) % 4;
+        let mut scanned = 0u64;
+        while pos < avail && scanned < cx.budget.max(1 << 20) {
+            let Ok(w) = view(&*data, pos, WIN + MARGIN, &mut self.scratch) else {
+                break;
+            };
+            let w = w.to_vec();
+            let limit = if w.len() == WIN + MARGIN || fin {
+                w.len().min(WIN)
+            } else {
+                w.len().saturating_sub(MARGIN)
+            };
+            let mut i = 0;
+            while i < limit {
+                let b = &w[i..];
+                let p = pos + i as u64;
+                if b.len() >= 12
+                    && b.starts_with(&MAGIC)
+                    && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
+                {
+                    self.out.record_lost(cx, lost, p, &why, "block", true);
+                    self.state = State::StreamHeader { at: p };
+                    return None;
+                }
+                if b[0] != 0 && b.len() >= 2 && b[1] & 0x3c == 0 && parse_block_header(b).is_ok() {
+                    self.out.record_lost(cx, lost, p, &why, "block", true);
+                    self.state = State::Block { at: p };
+                    return None;
+                }
+                if b.len() >= 12
+                    && b[10..12] == FOOTER_MAGIC
+                    && crc32fast::hash(&b[4..10]) == u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                {
+                    let backward = (u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64 + 1) * 4;
+                    let mut next = State::Footer { at: p, index: None };
+                    if let Some(ix) = p.checked_sub(backward)
+                        && ix >= lost
+                    {
+                        let mut ib = Vec::new();
+                        if let Ok(ibytes) = view(&*data, ix, backward as usize, &mut ib)
+                            && parse_index(ibytes, None).is_ok()
+                        {
+                            next = State::Index { at: ix };
+                        }
+                    }
+                    let to = match next {
+                        State::Index { at } => at,
+                        _ => p,
+                    };
+                    self.out.record_lost(cx, lost, to, &why, "block", true);
+                    self.state = next;
+                    return None;
+                }
+                i += 4;
+            }
+            if limit == 0 {
+                break;
+            }
+            pos += limit as u64;
+            pos += (4 + align - pos % 4) % 4;
+            scanned += limit as u64;
+        }
+        if pos < avail && (fin || avail - pos > MARGIN as u64) {
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Yield);
+        }
+        if !fin {
+            self.state = State::Resync {
+                from: pos,
+                lost,
+                why,
+            };
+            return Some(Step::Blocked);
+        }
+        self.out.record_lost(cx, lost, avail, &why, "block", false);
+        Some(self.finish(cx))
+    }
+}
+
+/// Parses an index at the start of `b`: (its length, its record count, a
+/// disagreement with the blocks seen). `Err(None)`: `b` ends first.
+type IndexResult = Result<(usize, u64, Option<String>), Option<String>>;
+
+fn parse_index(b: &[u8], seen: Option<&[(u64, u64)]>) -> IndexResult {
+    if b.is_empty() {
+        return Err(None);
+    }
+    if b[0] != 0 {
+        return Err(Some("index indicator is not 0".into()));
+    }
+    let mut p = 1;
+    let count = match vli(b, &mut p) {
+        Some(c) => c,
+        None if p >= b.len() => return Err(None),
+        None => return Err(Some("invalid record count".into())),
+    };
+    let mut mismatch = None;
+    if let Some(s) = seen
+        && s.len() as u64 != count
+    {
+        mismatch = Some(format!("{count} records but {} blocks", s.len()));
+    }
+    for i in 0..count {
+        if p >= b.len() {
+            return Err(None);
+        }
+        let short = |p: usize| {
+            if p >= b.len() {
+                None
+            } else {
+                Some("invalid record".to_string())
+            }
+        };
+        let unpadded = vli(b, &mut p).ok_or_else(|| short(p))?;
+        let usize = vli(b, &mut p).ok_or_else(|| short(p))?;
+        if mismatch.is_none()
+            && let Some(s) = seen
+            && s.get(i as usize) != Some(&(unpadded, usize))
+        {
+            mismatch = Some(format!("record #{} does not match block #{}", i + 1, i + 1));
+        }
+    }
+    while p % 4 != 0 {
+        match b.get(p) {
+            None => return Err(None),
+            Some(0) => p += 1,
+            Some(_) => return Err(Some("non-zero index padding".into())),
+        }
+    }
+    let Some(c) = b.get(p..p + 4) else {
+        return Err(None);
+    };
+    if crc32fast::hash(&b[..p]) != u32::from_le_bytes([c[0], c[1], c[2], c[3]]) {
+        return Err(Some("index CRC32 mismatch".into()));
+    }
+    Ok((p + 4, count, mismatch))
+}
+
+impl Parser for XzParser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        for _ in 0..64 {
+            let r = match &self.state {
+                State::StreamHeader { at } => self.stream_header(cx, *at),
+                State::Block { at } => self.block(cx, *at),
+                State::Body { .. } => self.body(cx),
+                State::Tail { .. } => self.tail(cx),
+                State::Index { at } => self.index(cx, *at),
+                State::Footer { at, index } => self.footer(cx, *at, *index),
+                State::After { at, pad } => self.after(cx, *at, *pad),
+                State::Resync { from, lost, why } => {
+                    let (from, lost, why) = (*from, *lost, why.clone());
+                    self.resync(cx, from, lost, why)
+                }
+                State::Done => Some(Step::Done),
+            };
+            if let Some(step) = r {
+                return step;
+            }
+        }
+        Step::Yield
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::data::{BlockSource, MemSource};
+    use crate::parsers::compress::decoded::{check_random_reads, decode_block, fixture};
+
+    #[test]
+    fn blocks_are_checkpoints() {
+        let file = fixture("nested.tar.xz");
+        let mut reference = Vec::new();
+        std::io::Read::read_to_end(
+            &mut liblzma::read::XzDecoder::new(&file[..]),
+            &mut reference,
+        )
+        .unwrap();
+        let input: Data = Arc::new(MemSource::new(file.clone()));
+        let src = BlockSource::new(input, Box::new(Codec), "test");
+        let mut at = 12u64;
+        let mut blocks = 0;
+        while file[at as usize] != 0 {
+            let end = decode_block(&src, at, [0, 0]);
+            at = end.next_multiple_of(4) + 8;
+            blocks += 1;
+        }
+        src.finish();
+        assert!(blocks >= 7);
+        check_random_reads(&src, &reference);
+    }
+
+    #[test]
+    fn crc64_check_value() {
+        assert_eq!(crc64_update(0, b"123456789"), 0x995d_c9bb_df19_39fa);
+    }
+
+    #[test]
+    fn vli_forms() {
+        let mut p = 0;
+        assert_eq!(vli(&[0x80, 0x01], &mut p), Some(128));
+        let mut p = 0;
+        assert_eq!(vli(&[0x80, 0x00], &mut p), None);
+    }
+}
