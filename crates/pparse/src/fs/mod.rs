@@ -5,8 +5,10 @@
 //! ```
 //! use std::io::Read;
 //!
-//! // A zip in a zip in a tar in a gzip (a fixture of this repository).
-//! let fs = pparse::fs::Fs::new("fixtures/nested.tar.gz")?;
+//! // A zip in a zip in a tar in a gzip (fixtures/nested.tar.gz in this
+//! // repository).
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/nested.tar.gz");
+//! let fs = pparse::fs::Fs::new(path)?;
 //! for entry in fs.list("nested.tar/docs/inner.zip", false)? {
 //!     println!("{} {} bytes, {}", entry.path, entry.size, entry.status);
 //! }

@@ -65,12 +65,12 @@ pub fn by_name_only(format: &Format, s: &Sniff) -> bool {
 /// makes such a stream again.
 pub fn block_codec(name: &str) -> Option<Box<dyn crate::data::BlockCodec>> {
     Some(match name {
-        "bzip2 block" => Box::new(compress::bzip2::Codec),
-        "bzip2 stream" => Box::new(compress::bzip2::StreamCodec),
-        "xz block" => Box::new(compress::xz::Codec),
-        "xz stream" => Box::new(compress::xz::StreamCodec),
-        "lzma zip" => Box::new(compress::xz::LzmaZipCodec),
-        "zstd frame" => Box::new(compress::zstd::Codec),
+        "bzip2 block" => Box::new(crate::data::blocks::bzip2::Codec),
+        "bzip2 stream" => Box::new(crate::data::blocks::bzip2::StreamCodec),
+        "xz block" => Box::new(crate::data::blocks::xz::Codec),
+        "xz stream" => Box::new(crate::data::blocks::xz::StreamCodec),
+        "lzma zip" => Box::new(crate::data::blocks::xz::LzmaZipCodec),
+        "zstd frame" => Box::new(crate::data::blocks::zstd::Codec),
         _ => return None,
     })
 }

@@ -1,7 +1,7 @@
 //! Compressors: gzip, bzip2, xz and zstd. Each parser walks its format's
 //! framing (members, streams, blocks, frames) and hands the decoding to a
 //! source under [`crate::data`] (deflate's in `data/inflate`, the block
-//! decoders' in `data/blocks.rs`); `decoded` is what they share: the
+//! decoders' in `data/blocks/`); `decoded` is what they share: the
 //! decoded stream's child, its step loop's output and the lost-input
 //! reporting after damage.
 

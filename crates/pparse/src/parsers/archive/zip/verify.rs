@@ -5,6 +5,7 @@
 
 use super::records::{self, Local};
 use super::{Current, Outcome, Plan, State, Work, ZipParser, method_text, slice, work};
+use crate::data::blocks::{bzip2, xz, zstd};
 use crate::data::inflate::resync;
 use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{
@@ -15,7 +16,6 @@ use crate::extraction::EntryKind;
 use crate::name::{Name, escape_bytes};
 use crate::node::{Node, Value};
 use crate::parsers::api::{ChildSpec, HEAD_LEN, Step, StepCx};
-use crate::parsers::compress::{bzip2, xz, zstd};
 use crate::status::Damage;
 
 impl ZipParser {

@@ -28,6 +28,10 @@
 //! evicted chunk read out of order), never memory beyond the cache and the
 //! decoder's own window.
 
+pub(crate) mod bzip2;
+pub(crate) mod xz;
+pub(crate) mod zstd;
+
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
