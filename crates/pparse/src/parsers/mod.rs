@@ -1,14 +1,19 @@
-//! Parsers, one module per format in four families ([`compress`],
-//! [`archive`], [`ml`], [`serial`]), and the registry that picks them.
+//! Parsers, one module per format in four families (`compress`,
+//! `archive`, [`ml`], [`serial`]), and the registry that picks them.
 //!
 //! The interface a format implements is in [`api`]. Adding a format is one
 //! module in its family plus one line in [`REGISTRY`]; what it offers beyond nodes
 //! and children (tensors, pickles, records) is declared in its [`Format`]'s
 //! `offers`, and the views, the CLI and the explorer find it only there.
+//!
+//! Format modules are the crate's own: a library user reaches a format
+//! through [`REGISTRY`], its [`Format`] and what it offers. Only the
+//! pickle VM, the Paddle reader and the W&B log reader are public still,
+//! as the command line, the Python package and the tests call into them.
 
 pub mod api;
-pub mod archive;
-pub mod compress;
+pub(crate) mod archive;
+pub(crate) mod compress;
 pub mod ml;
 pub mod serial;
 

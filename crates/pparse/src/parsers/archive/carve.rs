@@ -30,19 +30,19 @@ use crate::node::Node;
 use crate::parsers::api::{ChildSpec, Options, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
 /// Node kinds that hold bytes no structure claims.
-pub const UNCLAIMED: [&str; 3] = ["skipped", "gap", "trailing"];
+pub(crate) const UNCLAIMED: [&str; 3] = ["skipped", "gap", "trailing"];
 
 /// Most bytes scanned per extraction.
-pub const BUDGET: u64 = 1 << 30;
+pub(crate) const BUDGET: u64 = 1 << 30;
 /// Most candidates tried per MiB scanned.
-pub const TRIES_PER_MB: u64 = 64;
+pub(crate) const TRIES_PER_MB: u64 = 64;
 /// Most children found per extraction.
-pub const MAX_FOUND: usize = 1024;
+pub(crate) const MAX_FOUND: usize = 1024;
 /// Spans shorter than this hold nothing worth finding.
 const MIN_SPAN: u64 = 32;
 /// Most found files on the way from the opened file to a found file: one
 /// found in a found file is not scanned again past this.
-pub const MAX_FOUND_DEPTH: usize = 4;
+pub(crate) const MAX_FOUND_DEPTH: usize = 4;
 /// How the note on a found file begins.
 const FOUND_NOTE: &str = "found by scan at ";
 
@@ -53,7 +53,7 @@ fn is_found(e: &Extraction) -> bool {
 
 /// What a carver over one extraction must not report: what it is itself.
 #[derive(Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// The formats of the extraction and of the containers it starts at
     /// the first byte of, verbatim (a found file at offset 0 of a found
     /// file, a stored entry at the start of its member…): a candidate of
@@ -68,7 +68,7 @@ pub struct Seen {
 /// What a carver over extraction `id` must not find again, or, when `id`
 /// is a found file nested in [`MAX_FOUND_DEPTH`] found files already,
 /// `Err` with the note that says it is not scanned.
-pub fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
+pub(crate) fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
     let mut seen = Seen {
         formats: Vec::new(),
         found: is_found(&t.exts[id]),
@@ -99,7 +99,7 @@ pub fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
 }
 
 /// The spans of `nodes` (top level) that no structure claims.
-pub fn unclaimed(nodes: &[Node]) -> Vec<Range> {
+pub(crate) fn unclaimed(nodes: &[Node]) -> Vec<Range> {
     nodes
         .iter()
         .filter(|n| UNCLAIMED.contains(&n.kind) && n.range.len() >= MIN_SPAN)
@@ -108,7 +108,7 @@ pub fn unclaimed(nodes: &[Node]) -> Vec<Range> {
 }
 
 /// Scans spans of an extraction's bytes for known formats.
-pub struct Carver {
+pub(crate) struct Carver {
     data: Data,
     spans: Vec<Range>,
     span: usize,
@@ -124,7 +124,7 @@ pub struct Carver {
 impl Carver {
     /// A carver over `spans` of `data`, the bytes of an extraction that
     /// is what `seen` says ([`seen`]).
-    pub fn new(data: Data, mut spans: Vec<Range>, seen: Seen, opts: &Options) -> Carver {
+    pub(crate) fn new(data: Data, mut spans: Vec<Range>, seen: Seen, opts: &Options) -> Carver {
         spans.sort_by_key(|r| r.start);
         let pos = spans.first().map_or(0, |r| r.start);
         Carver {

@@ -28,7 +28,7 @@ use crate::parsers::ml::safetensors_index::read_index;
 use crate::status::Damage;
 
 /// A folder opened as a whole (shards of a model).
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "folder",
     extent: None,
     sniff,
@@ -41,11 +41,11 @@ pub static FORMAT: Format = Format {
 };
 
 /// Entries listed per folder.
-pub const MAX_ENTRIES: usize = 10_000;
+pub(crate) const MAX_ENTRIES: usize = 10_000;
 /// Names read before sorting (the rest are counted, unsorted).
 const MAX_SCAN: usize = 100_000;
 /// Folder levels below the opened one.
-pub const MAX_DEPTH: u32 = 16;
+pub(crate) const MAX_DEPTH: u32 = 16;
 /// Largest index file read to find its shards.
 const MAX_INDEX: u64 = 64 << 20;
 

@@ -2,7 +2,7 @@
 //! their magic bytes in what no format claims). Their members become child
 //! extractions.
 
-pub mod carve;
-pub mod folder;
-pub mod tar;
-pub mod zip;
+pub(crate) mod carve;
+pub(crate) mod folder;
+pub(crate) mod tar;
+pub(crate) mod zip;

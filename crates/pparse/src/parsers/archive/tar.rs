@@ -23,7 +23,7 @@ use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
 
 /// tar: ustar, GNU and PAX.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "tar",
     extent: None,
     sniff,
@@ -136,7 +136,7 @@ fn check(b: &[u8; 512]) -> Check {
 /// override: 0, or the most 11 octal digits hold). An index reader checks
 /// a member's range with it: a range moved or stretched in a forged index
 /// does not follow such a header.
-pub fn header_vouches(b: &[u8; 512], size: u64) -> bool {
+pub(crate) fn header_vouches(b: &[u8; 512], size: u64) -> bool {
     if !matches!(check(b), Check::Valid) || !has_data(b[field::TYPEFLAG]) {
         return false;
     }
@@ -151,7 +151,7 @@ pub fn header_vouches(b: &[u8; 512], size: u64) -> bool {
 /// data rounded up to blocks). A decoder whose output failed its check
 /// walks it to locate the damage (`gzip`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
+pub(crate) enum Link {
     /// A header whose checksum holds: the next one is this many bytes on.
     Header(u64),
     /// A block of zeros: the end of the archive.
@@ -163,7 +163,7 @@ pub enum Link {
 /// The chain's step at `b` (see [`Link`]). A header must also carry the
 /// ustar magic or look like a v7 one, as the scan for one after damage
 /// requires, and read as a tar writer made it (`written`).
-pub fn link(b: &[u8; 512]) -> Link {
+pub(crate) fn link(b: &[u8; 512]) -> Link {
     match check(b) {
         Check::Zero => Link::End,
         Check::Bad(..) => Link::Broken,

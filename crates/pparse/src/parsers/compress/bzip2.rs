@@ -38,7 +38,7 @@ use crate::parsers::compress::decoded::{Decoded, Run};
 use crate::status::Damage;
 
 /// bzip2: streams, blocks, the decoded stream.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "bzip2",
     extent: None,
     sniff,

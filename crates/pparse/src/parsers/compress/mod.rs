@@ -5,8 +5,8 @@
 //! decoded stream's child, its step loop's output and the lost-input
 //! reporting after damage.
 
-pub mod bzip2;
+pub(crate) mod bzip2;
 pub(crate) mod decoded;
-pub mod gzip;
-pub mod xz;
-pub mod zstd;
+pub(crate) mod gzip;
+pub(crate) mod xz;
+pub(crate) mod zstd;

@@ -23,7 +23,7 @@ use crate::parsers::compress::decoded::{Decoded, Run};
 use crate::status::Damage;
 
 /// xz: streams, blocks, index, the decoded stream.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "xz",
     extent: Some(found_extent),
     sniff,

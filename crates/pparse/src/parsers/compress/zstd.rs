@@ -25,7 +25,7 @@ use crate::parsers::compress::decoded::{Decoded, Run};
 use crate::status::Damage;
 
 /// zstd: frames, skippable frames, the decoded stream.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "zstd",
     extent: Some(found_extent),
     sniff,

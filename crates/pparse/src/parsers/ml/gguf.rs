@@ -38,7 +38,7 @@ use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
 /// GGUF models.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "gguf",
     extent: Some(extent),
     sniff,
@@ -51,14 +51,14 @@ pub static FORMAT: Format = Format {
 };
 
 /// The first four bytes of a GGUF file.
-pub const MAGIC: &[u8] = b"GGUF";
+pub(crate) const MAGIC: &[u8] = b"GGUF";
 
 /// Nesting of arrays within arrays read at most.
 const MAX_DEPTH: usize = 16;
 /// Array items listed with their array; longer arrays load on expand.
-pub const INLINE: u64 = 16;
+pub(crate) const INLINE: u64 = 16;
 /// Fewest items per group node of a long array (at most 1000 groups).
-pub const GROUP: u64 = 1000;
+pub(crate) const GROUP: u64 = 1000;
 /// Bytes of a string value kept for display.
 const KEEP: usize = 256;
 /// Bytes of a key or tensor name kept.
@@ -70,7 +70,7 @@ const MAX_DIMS: u32 = 8;
 /// A length this far past the end is not a cut file but a wrong number.
 const PLAUSIBLE: u64 = 1 << 34;
 /// The alignment when `general.alignment` does not say.
-pub const DEFAULT_ALIGNMENT: u64 = 32;
+pub(crate) const DEFAULT_ALIGNMENT: u64 = 32;
 /// Notes on holes and misaligned tensors made at most.
 const MAX_NOTES: usize = 200;
 /// Shards of a split model opened at most.
@@ -103,7 +103,7 @@ fn version_of(b: [u8; 4]) -> Option<(u32, bool)> {
 
 /// Why reading stopped: where, why, and whether the bytes just ended.
 #[derive(Clone, Debug)]
-pub struct FieldError {
+pub(crate) struct FieldError {
     /// Offset of the field that could not be read.
     pub at: u64,
     /// In words.
@@ -257,7 +257,7 @@ const TYPE_NAMES: [&str; 13] = [
 ];
 
 /// A value type's name (`uint32`), or `value` for an unknown id.
-pub fn type_name(t: u32) -> &'static str {
+pub(crate) fn type_name(t: u32) -> &'static str {
     TYPE_NAMES.get(t as usize).copied().unwrap_or("value")
 }
 
@@ -291,7 +291,7 @@ fn fixed_size(t: u32) -> Option<u64> {
 
 /// One metadata value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Val {
+pub(crate) enum Val {
     /// Unsigned integers.
     U(u64),
     /// Signed integers.
@@ -384,7 +384,7 @@ fn skip_items(rd: &mut Rd, t: u32, count: u64, depth: usize) -> Result<(), Field
 
 /// One metadata key/value.
 #[derive(Clone, Debug)]
-pub struct Kv {
+pub(crate) struct Kv {
     /// The key (its first `MAX_NAME` bytes).
     pub key: Vec<u8>,
     /// The whole entry.
@@ -397,7 +397,7 @@ pub struct Kv {
 
 /// One tensor info.
 #[derive(Clone, Debug)]
-pub struct Info {
+pub(crate) struct Info {
     /// Its name (its first `MAX_NAME` bytes, lossy UTF-8).
     pub name: String,
     /// The whole info.
@@ -412,7 +412,7 @@ pub struct Info {
 
 impl Info {
     /// Its element type.
-    pub fn dtype(&self) -> Dtype {
+    pub(crate) fn dtype(&self) -> Dtype {
         match self.ty {
             0 => Dtype::F32,
             1 => Dtype::F16,
@@ -427,12 +427,12 @@ impl Info {
     }
 
     /// Its shape outermost first (the dimensions reversed).
-    pub fn shape(&self) -> Vec<u64> {
+    pub(crate) fn shape(&self) -> Vec<u64> {
         self.dims.iter().rev().copied().collect()
     }
 
     /// Bytes of its data, or why they cannot be known.
-    pub fn size(&self) -> Result<u64, String> {
+    pub(crate) fn size(&self) -> Result<u64, String> {
         let t = GgmlType(self.ty);
         let Some((block, _)) = t.block() else {
             return Err(format!(
@@ -461,7 +461,7 @@ impl Info {
 
 /// What a GGUF header says.
 #[derive(Clone, Debug, Default)]
-pub struct GgufHeader {
+pub(crate) struct GgufHeader {
     /// Version 1, 2 or 3.
     pub version: u32,
     /// Numbers are big-endian.
@@ -490,7 +490,7 @@ pub struct GgufHeader {
 
 impl GgufHeader {
     /// The value of key `k`.
-    pub fn get(&self, k: &str) -> Option<&Val> {
+    pub(crate) fn get(&self, k: &str) -> Option<&Val> {
         self.kvs
             .iter()
             .find(|kv| kv.key == k.as_bytes())
@@ -508,7 +508,7 @@ impl GgufHeader {
 
 /// Reads the header of a GGUF file at the start of `src`. `Err` only when
 /// the magic or version is not there.
-pub fn read_layout(src: &dyn Source) -> Result<GgufHeader, FieldError> {
+pub(crate) fn read_layout(src: &dyn Source) -> Result<GgufHeader, FieldError> {
     let mut head = [0u8; 8];
     let n = src.available().min(8) as usize;
     if !matches!(read_exact_at(src, 0, &mut head[..n]), Ok(true)) || n < 4 {
@@ -690,7 +690,7 @@ fn node_value(n: Node, v: &Val) -> Node {
 
 /// Where one tensor's bytes are and what is wrong with them.
 #[derive(Clone, Debug)]
-pub struct Placed {
+pub(crate) struct Placed {
     /// Index in [`GgufHeader::infos`].
     pub index: usize,
     /// Its bytes in the file (empty at the data start when unknown).
@@ -703,7 +703,7 @@ pub struct Placed {
 
 /// Each tensor of `lay` placed in a file of `avail` bytes, in info order;
 /// plus notes on the data section (holes, misaligned offsets).
-pub fn place(lay: &GgufHeader, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) {
+pub(crate) fn place(lay: &GgufHeader, avail: u64, fin: bool) -> (Vec<Placed>, Vec<String>) {
     let mut out = Vec::with_capacity(lay.infos.len());
     let mut notes = Vec::new();
     let start = lay.data_start;
@@ -1364,7 +1364,7 @@ impl GgufParser {
 
 /// Whether the GGUF file in `src` is the first shard of a split model (and
 /// so opens the others when opened from disk).
-pub fn opens_shards(src: &dyn Source) -> bool {
+pub(crate) fn opens_shards(src: &dyn Source) -> bool {
     read_layout(src)
         .ok()
         .and_then(|l| split_of(&l))
@@ -1380,7 +1380,7 @@ fn split_of(lay: &GgufHeader) -> Option<(u64, u64)> {
 
 /// The names of all shards of a split model given its first shard's name
 /// (`x-00001-of-00003.gguf`), or `None` when it is not named so.
-pub fn shard_names(first: &str) -> Option<Vec<String>> {
+pub(crate) fn shard_names(first: &str) -> Option<Vec<String>> {
     let stem = first.strip_suffix(".gguf")?;
     let (rest, of) = stem.rsplit_once("-of-")?;
     let (prefix, no) = rest.rsplit_once('-')?;
@@ -1405,7 +1405,7 @@ pub fn shard_names(first: &str) -> Option<Vec<String>> {
 
 /// The tensors of a GGUF file, and those of its other shards when it is the
 /// first of a split model.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

@@ -2,11 +2,11 @@
 //! sharded index), ONNX and PyTorch files; pickles, read by a VM that
 //! never imports; Paddle programs and parameters.
 
-pub mod gguf;
-pub mod npy;
-pub mod onnx;
+pub(crate) mod gguf;
+pub(crate) mod npy;
+pub(crate) mod onnx;
 pub mod paddle;
 pub mod pickle;
-pub mod safetensors;
-pub mod safetensors_index;
-pub mod torch;
+pub(crate) mod safetensors;
+pub(crate) mod safetensors_index;
+pub(crate) mod torch;

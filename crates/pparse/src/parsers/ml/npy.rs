@@ -34,7 +34,7 @@ use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
 /// NumPy `.npy` arrays.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "npy",
     extent: Some(extent),
     sniff,
@@ -47,7 +47,7 @@ pub static FORMAT: Format = Format {
 };
 
 /// The first six bytes of every `.npy` array.
-pub const MAGIC: &[u8] = b"\x93NUMPY";
+pub(crate) const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// Longest header read. NumPy itself refuses more than 10,000 bytes unless
 /// told otherwise; a structured dtype with [`MAX_FIELDS`] fields takes a
@@ -300,7 +300,7 @@ impl LitParser<'_> {
 
 /// What an array holds.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Elem {
+pub(crate) enum Elem {
     /// One element type, big-endian or not.
     Plain(Dtype, bool),
     /// Records of `size` bytes with these fields.
@@ -311,7 +311,7 @@ pub enum Elem {
 
 /// One field of a structured dtype.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Field {
+pub(crate) struct Field {
     /// Its name (empty for NumPy's padding fields), its title if any.
     pub name: String,
     /// Its dtype as the header writes it (a nested record as `{…}`).
@@ -326,7 +326,7 @@ pub struct Field {
 
 impl Elem {
     /// Bytes per element (records: per record); `None` for objects.
-    pub fn itemsize(&self) -> Option<u64> {
+    pub(crate) fn itemsize(&self) -> Option<u64> {
         match self {
             Elem::Plain(d, _) => d.bytes_for(1),
             Elem::Record(n, _) => Some(*n),
@@ -345,7 +345,7 @@ impl Elem {
 }
 
 /// A descr string (`<f4`, `|S5`, `>M8[ns]`) as a dtype.
-pub fn parse_descr(s: &str) -> Result<Elem, String> {
+pub(crate) fn parse_descr(s: &str) -> Result<Elem, String> {
     let bad = || format!("unknown dtype {:?}", shorten(s));
     let (order, rest) = match s.as_bytes().first() {
         Some(b'<' | b'=' | b'|') => ('<', &s[1..]),
@@ -491,13 +491,11 @@ fn shorten(s: &str) -> String {
 
 /// One array's header, read.
 #[derive(Clone, Debug)]
-pub struct Header {
+pub(crate) struct Header {
     /// Where its magic is.
     pub start: u64,
     /// Format version (major, minor).
     pub version: (u8, u8),
-    /// Bytes of the header length field (2 or 4).
-    pub len_bytes: u64,
     /// The header text's bytes (after the length field).
     pub text: Range,
     /// What it holds.
@@ -512,13 +510,13 @@ pub struct Header {
 
 impl Header {
     /// Where the array's bytes start.
-    pub fn data_start(&self) -> u64 {
+    pub(crate) fn data_start(&self) -> u64 {
         self.text.end
     }
 
     /// The array's bytes: `None` when their size overflows, to the end of
     /// the bytes (`end`) for objects.
-    pub fn data(&self, end: u64) -> Option<Range> {
+    pub(crate) fn data(&self, end: u64) -> Option<Range> {
         let start = self.data_start();
         match self.elem.itemsize() {
             None => Some(Range::new(start, end.max(start))),
@@ -567,7 +565,7 @@ impl Header {
 
 /// Why a header could not be read: truncated (the bytes end) or corrupt.
 #[derive(Debug)]
-pub struct HeaderError {
+pub(crate) struct HeaderError {
     /// The status and where and why.
     pub damage: Damage,
     /// How far the header's fields were read (magic, version, length).
@@ -575,7 +573,7 @@ pub struct HeaderError {
 }
 
 /// Reads the array header at `at`.
-pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, HeaderError> {
+pub(crate) fn read_header(src: &dyn Source, at: u64) -> Result<Header, HeaderError> {
     let avail = src.available();
     let cut = |range: Range, why: String, read: u64| HeaderError {
         damage: Damage::truncated(range, why),
@@ -700,7 +698,6 @@ pub fn read_header(src: &dyn Source, at: u64) -> Result<Header, HeaderError> {
     Ok(Header {
         start: at,
         version,
-        len_bytes,
         text,
         elem,
         fortran,
@@ -980,7 +977,7 @@ fn field_nodes(fields: &[Field], r: Range) -> Vec<Node> {
 
 /// Every array of a `.npy` extraction as a tensor (object arrays excepted:
 /// they are pickles).
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

@@ -29,7 +29,7 @@ use crate::parsers::serial::protobuf::{TopLevel, fields, schema};
 use crate::status::{Damage, Status};
 
 /// ONNX models (protobuf `ModelProto`).
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "onnx",
     extent: None,
     sniff,
@@ -541,7 +541,7 @@ fn size_problem(f: &Found, dt: Dtype) -> Option<String> {
 }
 
 /// The tensor table of an ONNX extraction.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

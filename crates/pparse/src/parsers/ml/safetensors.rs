@@ -34,7 +34,7 @@ use crate::parsers::serial::json::{self, Config, Event, Kind};
 use crate::status::{Damage, Status};
 
 /// safetensors: an 8-byte header length, a JSON header, then the tensors' data.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "safetensors",
     extent: Some(|d: &Data| file_end(&**d)),
     sniff,
@@ -47,7 +47,7 @@ pub static FORMAT: Format = Format {
 };
 
 /// The crate's `MAX_HEADER_SIZE`.
-pub const MAX_HEADER: u64 = 100_000_000;
+pub(crate) const MAX_HEADER: u64 = 100_000_000;
 /// Longest tensor name kept whole.
 const MAX_NAME: usize = 64 * 1024;
 /// Problems of one kind reported one by one before they are summed up.
@@ -77,7 +77,7 @@ fn sniff(s: &Sniff) -> bool {
 
 /// Whether `s` names a dtype of the safetensors format (the torch-only
 /// names of [`Dtype`] are not).
-pub fn st_dtype(s: &str) -> Option<Dtype> {
+pub(crate) fn st_dtype(s: &str) -> Option<Dtype> {
     Dtype::parse(s).filter(|d| {
         !matches!(
             d,
@@ -94,7 +94,7 @@ pub fn st_dtype(s: &str) -> Option<Dtype> {
 
 /// A tensor entry as the header spells it.
 #[derive(Deserialize)]
-pub struct RawTensor {
+pub(crate) struct RawTensor {
     dtype: String,
     shape: Vec<u64>,
     data_offsets: [u64; 2],
@@ -102,7 +102,7 @@ pub struct RawTensor {
 
 /// One tensor of the header, checked.
 #[derive(Clone, Debug)]
-pub struct Info {
+pub(crate) struct Info {
     /// The name, decoded (not escaped).
     pub name: String,
     /// `"name": {...}` in the file.
@@ -122,14 +122,14 @@ pub struct Info {
 
 impl Info {
     /// The offsets make a range (end >= begin).
-    pub fn placed(&self) -> bool {
+    pub(crate) fn placed(&self) -> bool {
         self.end >= self.begin
     }
     pub(super) fn len(&self) -> u64 {
         self.end.saturating_sub(self.begin)
     }
     /// `F32 [768, 3072] 9437184 bytes`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let shape: Vec<String> = self.shape.iter().take(16).map(|d| d.to_string()).collect();
         let more = if self.shape.len() > 16 { ", ..." } else { "" };
         format!(
@@ -143,7 +143,7 @@ impl Info {
 
 /// A header member that is not a usable tensor.
 #[derive(Clone, Debug)]
-pub struct Broken {
+pub(crate) struct Broken {
     name: String,
     member: Range,
     damage: Damage,
@@ -151,7 +151,7 @@ pub struct Broken {
 
 /// What the header says, checked, without looking at the data bytes.
 #[derive(Clone, Debug, Default)]
-pub struct SafetensorsHeader {
+pub(crate) struct SafetensorsHeader {
     /// The length field (None when fewer than 8 bytes exist).
     pub n: Option<u64>,
     /// The JSON header in the file (ends where the data section starts).
@@ -177,7 +177,7 @@ impl SafetensorsHeader {
         self.header.end
     }
     /// A tensor's bytes in the file.
-    pub fn range_of(&self, t: &Info) -> Range {
+    pub(crate) fn range_of(&self, t: &Info) -> Range {
         let s = self.data_start();
         if t.placed() {
             Range::new(s.saturating_add(t.begin), s.saturating_add(t.end))
@@ -190,7 +190,7 @@ impl SafetensorsHeader {
 /// Where a safetensors file that starts at 0 of `src` ends (its header,
 /// then its tensors' bytes), when its header reads without damage: how
 /// far a file found by carving reaches.
-pub fn file_end(src: &dyn Source) -> Option<u64> {
+pub(crate) fn file_end(src: &dyn Source) -> Option<u64> {
     let lay = read_layout(src);
     lay.damage
         .is_empty()
@@ -199,7 +199,7 @@ pub fn file_end(src: &dyn Source) -> Option<u64> {
 }
 
 /// Reads and checks the header from the bytes available now.
-pub fn read_layout(src: &dyn Source) -> SafetensorsHeader {
+pub(crate) fn read_layout(src: &dyn Source) -> SafetensorsHeader {
     let mut lay = SafetensorsHeader::default();
     let avail = src.available();
     let mut b8 = [0u8; 8];
@@ -677,7 +677,7 @@ fn presence(lay: &SafetensorsHeader, t: &Info, avail: u64) -> Presence {
 }
 
 /// A tensor's status and what to say about it, with the bytes available now.
-pub fn tensor_status(
+pub(crate) fn tensor_status(
     lay: &SafetensorsHeader,
     t: &Info,
     avail: u64,
@@ -710,7 +710,7 @@ pub fn tensor_status(
 }
 
 /// Problems that depend on the file's length: cut-off data, trailing bytes.
-pub fn data_damage(lay: &SafetensorsHeader, avail: u64, fin: bool) -> Vec<Damage> {
+pub(crate) fn data_damage(lay: &SafetensorsHeader, avail: u64, fin: bool) -> Vec<Damage> {
     let mut out = Vec::new();
     if !fin || lay.n.is_none() || lay.header.end > avail {
         return out;
@@ -995,7 +995,7 @@ fn tensor_fields(data: &dyn Source, node: &Node) -> Vec<Node> {
 }
 
 /// The tensor table of a safetensors extraction.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

@@ -28,7 +28,7 @@ use crate::parsers::serial::json::{self, Config, Event, Kind};
 use crate::status::Damage;
 
 /// Sharded safetensors models: the index JSON, its shards as children.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "safetensors-index",
     extent: None,
     sniff,
@@ -64,7 +64,7 @@ fn sniff(s: &Sniff) -> bool {
 }
 
 /// One `weight_map` entry.
-pub struct MapEntry {
+pub(crate) struct MapEntry {
     tensor: String,
     pub(crate) shard: String,
     /// `"tensor": "shard"` in the index.
@@ -73,7 +73,7 @@ pub struct MapEntry {
 
 /// What the index says.
 #[derive(Default)]
-pub struct Index {
+pub(crate) struct Index {
     pub(crate) map: Vec<MapEntry>,
     /// The `weight_map` member.
     pub map_range: Option<Range>,
@@ -100,7 +100,7 @@ fn members(src: &dyn Source, range: Range, value_cap: usize) -> Vec<json::Entry>
 
 /// Reads the `weight_map` and `metadata.total_size` of an index (as much of
 /// them as parses).
-pub fn read_index(src: &dyn Source) -> Index {
+pub(crate) fn read_index(src: &dyn Source) -> Index {
     let mut idx = Index::default();
     let all = Range::new(0, src.available());
     for top in members(src, all, 0) {
@@ -371,7 +371,7 @@ impl Parser for IndexParser {
 }
 
 /// The tensors of every shard of an index, each checked against the map.
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

@@ -26,7 +26,7 @@ use crate::parsers::ml::pickle::{self, End, VM_LIMIT};
 use crate::status::{Damage, Status};
 
 /// Legacy (pre-zip) torch checkpoints; zip ones are read by the zip format.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "torch",
     extent: None,
     sniff: |s: &Sniff| pickle::is_legacy_torch(s.head),
@@ -625,7 +625,7 @@ struct StorageInfo {
 
 /// What [`Prepared::compute`] needs, taken from the tree under its lock so
 /// that the (possibly long) pickle run happens without it.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// (bytes, range of the pickle, name prefix, storage directory).
     pickles: Vec<(Data, Range, &'static str, String)>,
     storages: HashMap<String, StorageInfo>,
@@ -643,7 +643,7 @@ fn zip_prefix(tree: &Tree, ext: ExtId) -> Option<String> {
 }
 
 /// Collects what the tensor table of `ext` needs, if it is a torch file.
-pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
+pub(crate) fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
     let e = &tree.exts[ext];
     let mut p = Prepared {
         pickles: Vec::new(),
@@ -712,7 +712,7 @@ pub fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
 
 /// The tensor table's work for a torch checkpoint (zip or legacy): see
 /// [`crate::offer::TensorOffer::Prepare`].
-pub fn tensor_job(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
+pub(crate) fn tensor_job(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
     let p = prepare(tree, ext)?;
     Some(Box::new(move || p.compute()))
 }
@@ -720,7 +720,7 @@ pub fn tensor_job(tree: &Tree, ext: ExtId) -> Option<TensorJob> {
 /// Whether a zip is far enough for the tensor table while its parse goes
 /// on: its entries are listed (the central directory node comes after them)
 /// and the bytes of its pickles are all there; CRC checks may still run.
-pub fn zip_settled(t: &Tree, id: ExtId) -> bool {
+pub(crate) fn zip_settled(t: &Tree, id: ExtId) -> bool {
     let e = &t.exts[id];
     !matches!(e.phase, Phase::Parsing | Phase::Waiting)
         || (e.nodes.iter().any(|n| n.kind == "central directory")
@@ -731,7 +731,7 @@ pub fn zip_settled(t: &Tree, id: ExtId) -> bool {
 
 impl Prepared {
     /// Runs the pickles and resolves every tensor to its storage bytes.
-    pub fn compute(&self) -> Vec<Tensor> {
+    pub(crate) fn compute(&self) -> Vec<Tensor> {
         let mut out = Vec::new();
         for (data, range, label, dir) in &self.pickles {
             let (vm, _, _) = pickle::run(&**data, range.start, range.end, VM_LIMIT);

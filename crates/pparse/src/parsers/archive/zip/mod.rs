@@ -48,7 +48,7 @@ use crate::status::Damage;
 use records::{Central, Descriptor, End, Local, descriptor_len, entry_node};
 
 /// zip, zip64, and everything built on it (torch checkpoints, wheels).
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "zip",
     extent: Some(found_extent),
     sniff,
@@ -83,7 +83,7 @@ fn found_extent(data: &Data) -> Option<u64> {
 /// shrunk in a forged index, checksums recomputed, does not follow such a
 /// header. Reads its header and 64 bytes more, a few KiB when the extra
 /// field is longer, and 128 KiB at most.
-pub fn local_header_vouches(
+pub(crate) fn local_header_vouches(
     zip: &dyn crate::data::Source,
     data: Range,
     name: &[u8],

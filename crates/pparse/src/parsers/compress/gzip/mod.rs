@@ -30,7 +30,7 @@ use crate::status::Damage;
 use locate::{Chain, Locate, Located, Outcome};
 
 /// gzip: members, their headers, decoded streams.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "gzip",
     extent: Some(|d: &Data| member_end(d, 0)),
     sniff,
@@ -1180,7 +1180,7 @@ impl GzipParser {
 /// member). For carving: where a member found in unclaimed bytes stops. A
 /// gzip header among other bytes whose "deflate data" happens to end
 /// within a few bytes has a trailer that does not match: `None`.
-pub fn member_end(data: &Data, at: u64) -> Option<u64> {
+pub(crate) fn member_end(data: &Data, at: u64) -> Option<u64> {
     let mut buf = Vec::new();
     let h = parse_header(view(&**data, at, HEADER_WINDOW, &mut buf).ok()?).ok()?;
     let mut z = RawInflate::new();

@@ -15,7 +15,7 @@
 //!   expected; everything before it is kept (JSON Lines skip to the next line);
 //! * data that ends inside the document as truncated damage naming what was
 //!   open;
-//! * nesting deeper than [`MAX_DEPTH`] as corrupt damage; the deep value is
+//! * nesting deeper than `scan::MAX_DEPTH` as corrupt damage; the deep value is
 //!   then skipped with a bracket counter, so 100,000 `[` cost nothing;
 //! * invalid UTF-8 in strings (without stopping), and trailing data after
 //!   the top-level value on the line where it ends.
@@ -27,11 +27,11 @@
 //! Python's extensions `NaN`, `Infinity` and `-Infinity` are accepted as
 //! numbers, since `json.dumps` writes them.
 
-pub mod python;
+pub(crate) mod python;
 mod scan;
 
 use scan::LineIndex;
-pub use scan::{Config, Entry, Event, Kind, MAX_DEPTH, Scanner, scan_range};
+pub(crate) use scan::{Config, Entry, Event, Kind, Scanner, scan_range};
 
 use crate::data::{Data, Range, Source, view};
 use crate::name::escape_str;
@@ -41,7 +41,7 @@ use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
 /// JSON and JSON Lines.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "json",
     extent: None,
     sniff,
@@ -52,7 +52,7 @@ pub static FORMAT: Format = Format {
 
 /// Top-level nodes (and children of one loaded node) kept; the rest are
 /// counted in one note node.
-pub const MAX_NODES: u64 = 1_000_000;
+pub(crate) const MAX_NODES: u64 = 1_000_000;
 /// Entries reported per step, so one commit to the tree stays short.
 const ENTRIES_PER_STEP: u64 = 4096;
 /// Bytes read per chunk.
@@ -110,7 +110,7 @@ fn hex4(raw: &[u8], at: usize) -> Option<u32> {
 
 /// Decodes the escapes of a JSON string's raw bytes (lossy: invalid UTF-8
 /// and lone surrogates become U+FFFD; an escape cut off at the end is dropped).
-pub fn unescape(raw: &[u8]) -> String {
+pub(crate) fn unescape(raw: &[u8]) -> String {
     let mut out: Vec<u8> = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -160,7 +160,7 @@ pub fn unescape(raw: &[u8]) -> String {
 }
 
 /// At most `max` characters of `s`, with `…` when cut.
-pub fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -168,7 +168,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 }
 
 /// An entry's display name: its key (escaped, shortened), or `[index]`.
-pub fn entry_name(e: &Entry) -> String {
+pub(crate) fn entry_name(e: &Entry) -> String {
     match &e.key {
         Some(k) => {
             let mut s = shorten(&escape_str(&unescape(k)), 256);
@@ -191,7 +191,7 @@ fn plural(n: u64, one: &str) -> String {
 }
 
 /// The node for an entry.
-pub fn entry_node(e: &Entry, name: String) -> Node {
+pub(crate) fn entry_node(e: &Entry, name: String) -> Node {
     let mut n = Node::new(e.kind.as_str(), name, e.range);
     let cut = if e.damage.is_some() { ", cut off" } else { "" };
     n.value = match e.kind {
@@ -476,7 +476,7 @@ fn value_start(data: &dyn Source, range: Range) -> Option<u64> {
 /// `"key": value` member), lazily loadable in turn. `origin` is where the JSON
 /// text starts (for line numbers); a damaged parent passes its damage on to
 /// the child it cuts off.
-pub fn children(
+pub(crate) fn children(
     data: &dyn Source,
     range: Range,
     origin: u64,

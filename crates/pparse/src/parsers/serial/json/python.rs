@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Parses JSON text that Python wrote; `NaN`, `Infinity` and `-Infinity`
 /// are kept as strings. Text that is not JSON at all is kept as a string.
-pub fn parse_value_json(text: &str) -> Value {
+pub(crate) fn parse_value_json(text: &str) -> Value {
     if let Ok(v) = serde_json::from_str(text) {
         return v;
     }

@@ -9,7 +9,7 @@ use crate::data::{Range, Source, view};
 use crate::status::Damage;
 
 /// Containers open at once before the rest of a value is skipped.
-pub const MAX_DEPTH: usize = 512;
+pub(crate) const MAX_DEPTH: usize = 512;
 /// Problems reported per scan before they are only counted.
 const MAX_PROBLEMS: u64 = 1000;
 /// Bytes read per chunk by [`scan_range`].
@@ -17,7 +17,7 @@ const CHUNK: usize = 1 << 20;
 
 /// The type of a JSON value (a node's kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An object, `{...}`.
     Object,
     /// An array, `[...]`.
@@ -56,7 +56,7 @@ impl Kind {
 
 /// What a scan is asked to do.
 #[derive(Clone, Copy, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     /// JSON Lines: every value at the root is an entry, errors skip a line.
     pub lines: bool,
     /// JSON, unless a second value starts on a later line than the first
@@ -87,7 +87,7 @@ impl Config {
 /// One top-level entry: an object member, an array element, a root scalar or
 /// a line of JSON Lines.
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// `"key": value` for a member, the value otherwise.
     pub range: Range,
     /// Where the value starts (after the key and colon for a member).
@@ -111,7 +111,7 @@ pub struct Entry {
 }
 
 /// What a scan reports.
-pub enum Event {
+pub(crate) enum Event {
     /// A top-level entry, once it has ended.
     Entry(Entry),
     /// Damage in the scanned bytes; the scan goes on unless it stopped.
@@ -245,7 +245,7 @@ struct Partial {
 
 /// The resumable scanner. Feed it the bytes in order with [`Scanner::feed`]
 /// and call [`Scanner::finish`] when they end.
-pub struct Scanner {
+pub(crate) struct Scanner {
     cfg: Config,
     /// Offset of the next byte to scan.
     pos: u64,
@@ -304,7 +304,7 @@ fn show_byte(b: u8) -> String {
 
 impl Scanner {
     /// A scanner whose text starts at `start` (the first byte fed).
-    pub fn new(cfg: Config, start: u64) -> Scanner {
+    pub(crate) fn new(cfg: Config, start: u64) -> Scanner {
         Scanner {
             cfg,
             pos: start,
@@ -331,29 +331,29 @@ impl Scanner {
     }
 
     /// Offset of the next byte to feed.
-    pub fn pos(&self) -> u64 {
+    pub(crate) fn pos(&self) -> u64 {
         self.pos
     }
 
     /// Whether a fatal error ended the scan.
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.lex == Lex::Stopped
     }
 
     /// Where the document's top-level value ended, once it has (JSON).
-    pub fn root_end(&self) -> Option<u64> {
+    pub(crate) fn root_end(&self) -> Option<u64> {
         self.root_end
     }
 
     /// Where a second top-level value starts on a later line than the
     /// first one ended, which stopped a scan with [`Config::maybe_lines`].
-    pub fn second_value(&self) -> Option<u64> {
+    pub(crate) fn second_value(&self) -> Option<u64> {
         self.second
     }
 
     /// Scans `buf`, which holds the bytes at [`Scanner::pos`]. Stops early after
     /// `max_entries` entries or a fatal error; returns the bytes consumed.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         src: &dyn Source,
         buf: &[u8],
@@ -859,7 +859,7 @@ impl Scanner {
     }
 
     /// Problems found but not reported (beyond the cap).
-    pub fn unreported(&self) -> u64 {
+    pub(crate) fn unreported(&self) -> u64 {
         self.problems.saturating_sub(MAX_PROBLEMS)
     }
 
@@ -1043,7 +1043,7 @@ impl Scanner {
 
     /// The bytes have ended (the source is final, or a range was scanned to
     /// its end): reports what is cut off.
-    pub fn finish(&mut self, sink: &mut dyn FnMut(Event)) {
+    pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(Event)) {
         let end = self.pos;
         // A number at the very end is whole only outside any container (a root
         // value, a JSON Lines line); inside one, more digits may be missing.
@@ -1124,7 +1124,12 @@ impl Scanner {
 
 /// Scans the JSON value in `range` (bytes of `data`) with `cfg`, handing
 /// every event to `sink`, and ends the scan at the range's end.
-pub fn scan_range(data: &dyn Source, range: Range, cfg: Config, sink: &mut dyn FnMut(Event)) {
+pub(crate) fn scan_range(
+    data: &dyn Source,
+    range: Range,
+    cfg: Config,
+    sink: &mut dyn FnMut(Event),
+) {
     let mut sc = Scanner::new(cfg, range.start);
     let mut buf = Vec::new();
     while sc.pos() < range.end && !sc.stopped() {

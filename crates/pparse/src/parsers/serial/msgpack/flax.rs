@@ -26,13 +26,13 @@ use crate::offer::tensor::{Dtype, Tensor, TimeUnit, numel, shape_text};
 use crate::status::{Damage, Status};
 
 /// Ext type of a flax ndarray.
-pub const NDARRAY: i8 = 1;
+pub(crate) const NDARRAY: i8 = 1;
 /// Ext type of a Python complex.
-pub const COMPLEX: i8 = 2;
+pub(crate) const COMPLEX: i8 = 2;
 /// Ext type of a NumPy scalar.
-pub const NPSCALAR: i8 = 3;
+pub(crate) const NPSCALAR: i8 = 3;
 /// The key that marks the map of a chunked array.
-pub const CHUNKED: &str = "__msgpack_chunked_array__";
+pub(crate) const CHUNKED: &str = "__msgpack_chunked_array__";
 
 /// Dimensions of an array read at most.
 const MAX_DIMS: u64 = 64;
@@ -44,10 +44,10 @@ const MAX_KEY: u64 = 1024;
 const MAX_TENSORS: usize = 1_000_000;
 /// Containers a path is followed through; deeper values are skipped with
 /// a counter (msgpack's own unpacker refuses more than 1024 levels).
-pub const MAX_DEPTH: usize = 1024;
+pub(crate) const MAX_DEPTH: usize = 1024;
 
 /// A NumPy dtype name (`dtype.name`, as flax stores it) as a [`Dtype`].
-pub fn numpy_dtype(name: &str) -> Option<Dtype> {
+pub(crate) fn numpy_dtype(name: &str) -> Option<Dtype> {
     // `bytes40`, `str96`, `void32`: the size in bits, whole bytes (code
     // points of 4 bytes for `str`) only.
     let size = |p: &str, per: u32| {
@@ -80,7 +80,7 @@ pub fn numpy_dtype(name: &str) -> Option<Dtype> {
 
 /// A flax array (ext 1 or 3): where its parts are.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Array {
+pub(crate) struct Array {
     /// Its dimensions.
     pub shape: Vec<u64>,
     /// The shape's bytes.
@@ -97,13 +97,13 @@ pub struct Array {
 
 impl Array {
     /// `float32 [2, 3]`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!("{} {}", self.dtype_name, shape_text(&self.shape))
     }
 
     /// What is wrong with the array's bytes when `avail` bytes are there:
     /// cut off, or not as many as shape and dtype make.
-    pub fn damage(&self, avail: u64) -> Option<Damage> {
+    pub(crate) fn damage(&self, avail: u64) -> Option<Damage> {
         // A size that overflows is damage, never "no size to check".
         let Some(n) = numel(&self.shape) else {
             return Some(Damage::corrupt(
@@ -160,7 +160,7 @@ fn corrupt(at: u64, reason: &str) -> Unreadable {
 
 /// Reads the `(shape, dtype, data)` triple in an ndarray ext's payload.
 /// The data's bytes need not be there (a cut file): only headers are read.
-pub fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Unreadable> {
+pub(crate) fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Unreadable> {
     let end = payload.end;
     let t = cur.head(payload.start, end)?;
     if t.kind != Kind::Array || t.count != 3 {
@@ -210,7 +210,7 @@ pub fn read_array(cur: &mut Cursor, payload: Range) -> Result<Array, Unreadable>
 }
 
 /// A flax complex (ext 2) as `(re+imj)`.
-pub fn read_complex(cur: &mut Cursor, payload: Range) -> Option<String> {
+pub(crate) fn read_complex(cur: &mut Cursor, payload: Range) -> Option<String> {
     let t = cur.head(payload.start, payload.end).ok()?;
     if t.kind != Kind::Array || t.count != 2 {
         return None;
@@ -236,7 +236,7 @@ fn payload(h: &Head) -> Range {
 
 /// Kind and text of a node for a flax ext (1, 2, 3), `None` for others or
 /// when the payload is not flax's.
-pub fn ext_summary(cur: &mut Cursor, h: &Head) -> Option<(&'static str, String)> {
+pub(crate) fn ext_summary(cur: &mut Cursor, h: &Head) -> Option<(&'static str, String)> {
     match h.kind {
         Kind::Ext(NDARRAY) => {
             let a = read_array(cur, payload(h)).ok()?;
@@ -253,7 +253,7 @@ pub fn ext_summary(cur: &mut Cursor, h: &Head) -> Option<(&'static str, String)>
 
 /// The children of an ndarray or npscalar node whose ext header is `h`:
 /// its shape, dtype and data.
-pub fn array_nodes(cur: &mut Cursor, h: &Head) -> Vec<Node> {
+pub(crate) fn array_nodes(cur: &mut Cursor, h: &Head) -> Vec<Node> {
     let Ok(a) = read_array(cur, payload(h)) else {
         return Vec::new();
     };
@@ -276,7 +276,7 @@ pub fn array_nodes(cur: &mut Cursor, h: &Head) -> Vec<Node> {
 
 /// A map key as a path component: strings as they are, numbers written
 /// out, anything else by its kind.
-pub fn key_text(cur: &mut Cursor, h: &Head) -> String {
+pub(crate) fn key_text(cur: &mut Cursor, h: &Head) -> String {
     match h.kind {
         Kind::Str | Kind::Bin => {
             let raw = cur.get(h.body(), h.len.min(MAX_KEY) as usize);
@@ -356,7 +356,7 @@ struct Frame {
 
 /// Every flax array of a MessagePack extraction as a tensor, named by its
 /// path (see the module docs).
-pub fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };

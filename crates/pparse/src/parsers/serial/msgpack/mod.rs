@@ -21,8 +21,8 @@
 //! `.mpk`), and flax's `checkpoint_<step>` files only when they start with
 //! a map whose first key is a string and whose headers read well.
 
-pub mod flax;
-pub mod wire;
+pub(crate) mod flax;
+pub(crate) mod wire;
 
 use wire::{Cursor, Head, Kind, Unreadable, Walker, skip};
 
@@ -35,7 +35,7 @@ use crate::parsers::serial::json::shorten;
 use crate::status::Damage;
 
 /// MessagePack values and flax checkpoints.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "msgpack",
     extent: None,
     sniff,
@@ -48,7 +48,7 @@ pub static FORMAT: Format = Format {
 };
 
 /// Children made into nodes per load; the rest wait behind a `…` node.
-pub const PAGE: usize = 10_000;
+pub(crate) const PAGE: usize = 10_000;
 /// Top-level values listed as nodes; the rest are counted in one node.
 const MAX_TOP: u64 = 1_000_000;
 /// Headers read per step.

@@ -13,7 +13,7 @@ use crate::data::Source;
 
 /// What a header says a value is.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `nil`.
     Nil,
     /// `true` or `false`.
@@ -40,7 +40,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of a node holding such a value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Nil => "nil",
             Kind::Bool(_) => "bool",
@@ -59,7 +59,7 @@ impl Kind {
 
 /// One value's header.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Head {
+pub(crate) struct Head {
     /// Where the value starts.
     pub at: u64,
     /// What it is.
@@ -76,14 +76,14 @@ pub struct Head {
 
 impl Head {
     /// Where the payload (or the first element) starts.
-    pub fn body(&self) -> u64 {
+    pub(crate) fn body(&self) -> u64 {
         self.at + self.hlen
     }
 }
 
 /// Why a value could not be read.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Unreadable {
+pub(crate) struct Unreadable {
     /// Where the value that failed starts.
     pub at: u64,
     /// The bytes end first (false: the bytes are wrong).
@@ -107,7 +107,7 @@ const WINDOW: usize = 64 * 1024;
 
 /// Reads small pieces of a source through a window, or straight from the
 /// source's slice when it has one.
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     src: &'a dyn Source,
     buf: Vec<u8>,
     buf_at: u64,
@@ -115,7 +115,7 @@ pub struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// A cursor over `src`.
-    pub fn new(src: &'a dyn Source) -> Cursor<'a> {
+    pub(crate) fn new(src: &'a dyn Source) -> Cursor<'a> {
         Cursor {
             src,
             buf: Vec::new(),
@@ -124,13 +124,13 @@ impl<'a> Cursor<'a> {
     }
 
     /// The source read.
-    pub fn source(&self) -> &'a dyn Source {
+    pub(crate) fn source(&self) -> &'a dyn Source {
         self.src
     }
 
     /// Up to `n` bytes at `at` (`n` at most `WINDOW`); fewer only where
     /// the source's bytes end (or cannot be read).
-    pub fn get(&mut self, at: u64, n: usize) -> &[u8] {
+    pub(crate) fn get(&mut self, at: u64, n: usize) -> &[u8] {
         let n = n.min(WINDOW);
         if let Some(all) = self.src.as_slice() {
             let Ok(start) = usize::try_from(at) else {
@@ -164,7 +164,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The header of the value at `at`, which must end by `end`.
-    pub fn head(&mut self, at: u64, end: u64) -> Result<Head, Unreadable> {
+    pub(crate) fn head(&mut self, at: u64, end: u64) -> Result<Head, Unreadable> {
         let b = self.get(at, 9.min(end.saturating_sub(at)) as usize);
         let Some(&t) = b.first() else {
             return Err(Unreadable::cut(
@@ -271,7 +271,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// "a string", "an ext of type 1"… for messages.
-pub fn describe(kind: Kind) -> String {
+pub(crate) fn describe(kind: Kind) -> String {
     match kind {
         Kind::Str => "a string".into(),
         Kind::Bin => "a binary".into(),
@@ -285,7 +285,7 @@ pub fn describe(kind: Kind) -> String {
 /// Finds where values end, a bounded number of headers at a time, with one
 /// counter of values still to read: any nesting costs no memory.
 #[derive(Clone, Debug)]
-pub struct Walker {
+pub(crate) struct Walker {
     /// Where the next header is.
     pub pos: u64,
     /// Values still to read before the walk is over.
@@ -294,7 +294,7 @@ pub struct Walker {
 
 impl Walker {
     /// A walk over the one value at `at`.
-    pub fn new(at: u64) -> Walker {
+    pub(crate) fn new(at: u64) -> Walker {
         Walker {
             pos: at,
             pending: 1,
@@ -305,7 +305,12 @@ impl Walker {
     /// [`Walker::pos`]. On an error the walker is where it was before the
     /// header that failed, so a walk stopped by missing bytes can go on
     /// once they come.
-    pub fn advance(&mut self, cur: &mut Cursor, end: u64, max: u64) -> Result<bool, Unreadable> {
+    pub(crate) fn advance(
+        &mut self,
+        cur: &mut Cursor,
+        end: u64,
+        max: u64,
+    ) -> Result<bool, Unreadable> {
         let mut n = 0;
         while self.pending > 0 {
             if n >= max {
@@ -332,7 +337,7 @@ impl Walker {
 }
 
 /// Where the value at `at` ends (by `end` at the latest).
-pub fn skip(cur: &mut Cursor, at: u64, end: u64) -> Result<u64, Unreadable> {
+pub(crate) fn skip(cur: &mut Cursor, at: u64, end: u64) -> Result<u64, Unreadable> {
     let mut w = Walker::new(at);
     w.advance(cur, end, u64::MAX)?;
     Ok(w.pos)

@@ -27,16 +27,16 @@ const SUMMARY_FIELDS: usize = 32;
 /// Elements of a packed field shown in its value.
 const PACKED_PREVIEW: usize = 8;
 /// Nesting followed when building a whole tree at once.
-pub const MAX_DEPTH: u32 = 64;
+pub(crate) const MAX_DEPTH: u32 = 64;
 
 /// Node kind of a guessed nested message.
-pub const GUESS_MESSAGE: &str = "message?";
+pub(crate) const GUESS_MESSAGE: &str = "message?";
 /// Node kind of the damage that ends a message.
-pub const DAMAGE: &str = "damage";
+pub(crate) const DAMAGE: &str = "damage";
 
 /// How much of the tree one call builds.
 #[derive(Clone, Copy)]
-pub struct Depth {
+pub(crate) struct Depth {
     /// Levels below this one built now (0: nested messages are left to `load`).
     pub levels: u32,
     /// Nodes that may still be made; once spent, messages stay unexpanded.
@@ -45,14 +45,14 @@ pub struct Depth {
 
 impl Depth {
     /// One level; nested messages are loaded on demand.
-    pub fn lazy() -> Depth {
+    pub(crate) fn lazy() -> Depth {
         Depth {
             levels: 0,
             budget: usize::MAX,
         }
     }
     /// The whole tree, within the node budget (records of a log).
-    pub fn eager(budget: usize) -> Depth {
+    pub(crate) fn eager(budget: usize) -> Depth {
         Depth {
             levels: MAX_DEPTH,
             budget,
@@ -62,7 +62,7 @@ impl Depth {
 
 /// The fields of the message whose bytes are `value`, read as `msg` or
 /// guessed without one.
-pub fn message_nodes<B: Bytes + ?Sized>(
+pub(crate) fn message_nodes<B: Bytes + ?Sized>(
     b: &B,
     value: Range,
     msg: Option<&MessageDescriptor>,
@@ -90,11 +90,11 @@ pub fn message_nodes<B: Bytes + ?Sized>(
 
 /// Counts the fields of each number seen, for the `[i]` of repeated fields.
 #[derive(Default)]
-pub struct Counter(Vec<(u32, usize)>);
+pub(crate) struct Counter(Vec<(u32, usize)>);
 
 impl Counter {
     /// The index of the next field numbered `number`.
-    pub fn next(&mut self, number: u32) -> usize {
+    pub(crate) fn next(&mut self, number: u32) -> usize {
         match self.0.iter_mut().find(|(n, _)| *n == number) {
             Some((_, c)) => {
                 *c += 1;
@@ -110,7 +110,7 @@ impl Counter {
 
 /// The node that ends a message at the damage found; `msg` names the
 /// field that failed.
-pub fn damage_node(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Node {
+pub(crate) fn damage_node(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Node {
     let d = wire_damage(e, end, msg);
     Node::new(DAMAGE, "damage", Range::new(e.offset, end))
         .text(d.reason.clone())
@@ -119,7 +119,7 @@ pub fn damage_node(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> 
 
 /// The damage a wire error makes, the failed field named by `msg` when the
 /// schema knows it: a reader sees `graph (field 7)`, not a bare number.
-pub fn wire_damage(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Damage {
+pub(crate) fn wire_damage(e: &WireError, end: u64, msg: Option<&MessageDescriptor>) -> Damage {
     let field = e.number.and_then(|n| msg.and_then(|m| m.get_field(n)));
     let mut d = e.to_damage(end);
     d.reason = e.reason_named(field.as_ref().map(|f| f.name()));
@@ -136,7 +136,7 @@ fn field_label(number: u32, fd: Option<&FieldDescriptor>) -> String {
 }
 
 /// The node of one field.
-pub fn field_node<B: Bytes + ?Sized>(
+pub(crate) fn field_node<B: Bytes + ?Sized>(
     b: &B,
     f: &Field,
     fd: Option<&FieldDescriptor>,
@@ -319,7 +319,7 @@ fn guessed<B: Bytes + ?Sized>(b: &B, f: &Field, name: String, depth: &mut Depth)
 /// Node kind of a bytes field; its child of kind [`DATA`] is the payload.
 const BYTES: &str = "bytes";
 /// Node kind of a bytes field's payload alone.
-pub const DATA: &str = "data";
+pub(crate) const DATA: &str = "data";
 
 /// A bytes field. Its range holds the tag and the length too; the child
 /// `data` is the payload alone, so selecting it (in the hex view: the
@@ -708,7 +708,11 @@ fn counted<B: Bytes + ?Sized>(
 
 /// A one-line summary of a message: its `name` first, then the first
 /// short scalar and string fields.
-pub fn summary<B: Bytes + ?Sized>(b: &B, value: Range, m: Option<&MessageDescriptor>) -> String {
+pub(crate) fn summary<B: Bytes + ?Sized>(
+    b: &B,
+    value: Range,
+    m: Option<&MessageDescriptor>,
+) -> String {
     summary_within(b, value, m, 2)
 }
 
@@ -811,7 +815,7 @@ fn summary_within<B: Bytes + ?Sized>(
 
 /// Re-reads the children of a node built here, from its range (which covers
 /// the whole field: tag, length and payload). Nodes of other kinds have none.
-pub fn load<B: Bytes + ?Sized>(b: &B, node: &Node, schemas: &schema::Schemas) -> Vec<Node> {
+pub(crate) fn load<B: Bytes + ?Sized>(b: &B, node: &Node, schemas: &schema::Schemas) -> Vec<Node> {
     let Some(Ok(f)) = Scanner::new(b, node.range).next() else {
         return Vec::new();
     };

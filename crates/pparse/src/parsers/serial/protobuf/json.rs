@@ -43,14 +43,14 @@ impl Options {
 
 /// Writes JSON; keeps a scratch list of fields between calls so a message
 /// costs no allocation.
-pub struct Writer<'t> {
+pub(crate) struct Writer<'t> {
     t: &'t Table,
     scratch: Vec<Field>,
 }
 
 impl<'t> Writer<'t> {
     /// A writer for messages of the schemas in `t`.
-    pub fn new(t: &'t Table) -> Self {
+    pub(crate) fn new(t: &'t Table) -> Self {
         Writer {
             t,
             // Enough for a typical record's fields at every depth at once.
@@ -61,7 +61,7 @@ impl<'t> Writer<'t> {
     /// Appends the JSON of the message `bytes` of type `m` to `out`; `Err`
     /// says why the bytes are not a valid message of that type (what is
     /// appended by then is unspecified).
-    pub fn write(&mut self, out: &mut String, bytes: &[u8], m: MsgId) -> Result<(), String> {
+    pub(crate) fn write(&mut self, out: &mut String, bytes: &[u8], m: MsgId) -> Result<(), String> {
         self.scratch.clear();
         self.message(out, bytes, m, 0)
     }
@@ -409,7 +409,7 @@ impl<'t> Writer<'t> {
 
 /// Checks that `bytes` decode as message `m` (what [`Writer::write`]
 /// checks, without writing), leaving out the field numbered `skip`.
-pub fn check(t: &Table, bytes: &[u8], m: MsgId, skip: u32) -> Result<(), String> {
+pub(crate) fn check(t: &Table, bytes: &[u8], m: MsgId, skip: u32) -> Result<(), String> {
     if quick_message(t, bytes, m, 0, skip) {
         return Ok(());
     }
@@ -889,7 +889,7 @@ fn well_known(
 }
 
 /// A JSON string literal.
-pub fn string_lit(out: &mut String, s: &str) {
+pub(crate) fn string_lit(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;

@@ -10,11 +10,11 @@
 //! with `--message`, or no type at all for a `.pb` file, whose fields are
 //! then guessed.
 
-pub mod fields;
-pub mod json;
-pub mod schema;
-pub mod table;
-pub mod wire;
+pub(crate) mod fields;
+pub(crate) mod json;
+pub(crate) mod schema;
+pub(crate) mod table;
+pub(crate) mod wire;
 
 use prost_reflect::MessageDescriptor;
 
@@ -28,7 +28,7 @@ use wire::Scanner;
 
 /// A file as one protobuf message: of the type `--message` names, else (a
 /// `.pb` file) as bare wire fields.
-pub static FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     name: "protobuf",
     extent: None,
     sniff,
@@ -70,7 +70,7 @@ const FIELDS_PER_STEP: usize = 4096;
 
 /// Walks the top-level fields of a message that is a whole extraction,
 /// pushing one lazy node per field, a step at a time.
-pub struct TopLevel {
+pub(crate) struct TopLevel {
     msg: Option<MessageDescriptor>,
     pos: u64,
     counts: Counter,
@@ -87,7 +87,7 @@ impl TopLevel {
 
     /// Reads up to a step's worth of fields. `each` sees every field before
     /// its node is pushed (formats on top of protobuf look at some).
-    pub fn step(
+    pub(crate) fn step(
         &mut self,
         cx: &mut StepCx,
         mut each: impl FnMut(&wire::Field, &mut StepCx),

@@ -77,7 +77,7 @@ fn ensure(i: usize) {
 
 /// A message type of the builtin schemas by its full name
 /// (`onnx.ModelProto`, `wandb_internal.Record`).
-pub fn builtin(name: &str) -> Option<MessageDescriptor> {
+pub(crate) fn builtin(name: &str) -> Option<MessageDescriptor> {
     let i = BUILTIN.iter().position(|b| name.starts_with(b.1))?;
     ensure(i);
     builtins().read().get_message_by_name(name)
@@ -186,7 +186,7 @@ impl Schemas {
 }
 
 /// A `&'static str` for a type name, so it can be a node's kind.
-pub fn intern(name: &str) -> &'static str {
+pub(crate) fn intern(name: &str) -> &'static str {
     static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
     let mut g = NAMES.lock();
     let set = g.get_or_insert_with(HashSet::new);

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use prost_reflect::{Cardinality, EnumDescriptor, FieldDescriptor, Kind, MessageDescriptor};
 
 /// A message type's index in its [`Table`].
-pub type MsgId = u32;
+pub(crate) type MsgId = u32;
 
 /// Field numbers below this are found by direct indexing.
 const DENSE: u32 = 1024;
@@ -23,7 +23,7 @@ const MAX_TYPES: usize = 10_000;
 
 /// The value type of a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
+pub(crate) enum Ty {
     /// The protobuf type `double`.
     Double,
     /// The protobuf type `float`.
@@ -64,7 +64,7 @@ pub enum Ty {
 
 impl Ty {
     /// The wire type a field of this type is written with, unpacked.
-    pub fn wire(self) -> super::wire::Wire {
+    pub(crate) fn wire(self) -> super::wire::Wire {
         use super::wire::Wire;
         match self {
             Ty::Double | Ty::Fixed64 | Ty::Sfixed64 => Wire::I64,
@@ -76,14 +76,14 @@ impl Ty {
     }
 
     /// Scalars that may be packed into one `Len` field.
-    pub fn packable(self) -> bool {
+    pub(crate) fn packable(self) -> bool {
         !matches!(self, Ty::String | Ty::Bytes | Ty::Message(_) | Ty::Group(_))
     }
 }
 
 /// How many values a field holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Card {
+pub(crate) enum Card {
     /// One value; `presence` when a default value is still written.
     One {
         /// The field tracks presence (`optional`, a message, a oneof
@@ -103,7 +103,7 @@ pub enum Card {
 
 /// One field of a message type.
 #[derive(Clone, Debug)]
-pub struct FieldT {
+pub(crate) struct FieldT {
     number: u32,
     pub(crate) name: String,
     pub(crate) ty: Ty,
@@ -117,7 +117,7 @@ pub struct FieldT {
 
 /// Types the JSON mapping writes in a form of their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Special {
+pub(crate) enum Special {
     /// An ordinary message, written field by field.
     None,
     /// `google.protobuf.Timestamp`: an RFC 3339 string.
@@ -129,7 +129,7 @@ pub enum Special {
 }
 
 /// One message type.
-pub struct Msg {
+pub(crate) struct Msg {
     name: String,
     pub(super) special: Special,
     pub(crate) desc: MessageDescriptor,
@@ -146,7 +146,7 @@ pub struct Msg {
 
 /// A field as a validity check sees it: eight bytes, no indirection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Quick {
+pub(crate) struct Quick {
     /// The wire type's code.
     pub wire: u8,
     pub(super) what: QuickWhat,
@@ -156,7 +156,7 @@ pub struct Quick {
 
 /// What to check of a field's value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum QuickWhat {
+pub(crate) enum QuickWhat {
     /// Not in the schema (or no check table for this number): look it up.
     #[default]
     Lookup,
@@ -175,13 +175,13 @@ pub enum QuickWhat {
 impl Msg {
     /// How to check field number `n` (`Lookup` beyond the dense range).
     #[inline(always)]
-    pub fn quick(&self, n: u64) -> Quick {
+    pub(crate) fn quick(&self, n: u64) -> Quick {
         self.quick.get(n as usize).copied().unwrap_or_default()
     }
 
     /// The field numbered `n`.
     #[inline]
-    pub fn field(&self, n: u32) -> Option<&FieldT> {
+    pub(crate) fn field(&self, n: u32) -> Option<&FieldT> {
         if let Some(&i) = self.dense.get(n as usize) {
             return (i > 0).then(|| &self.fields[i as usize - 1]);
         }
@@ -190,18 +190,18 @@ impl Msg {
     }
 
     /// The field named `name`.
-    pub fn by_name(&self, name: &str) -> Option<&FieldT> {
+    pub(crate) fn by_name(&self, name: &str) -> Option<&FieldT> {
         self.fields.iter().find(|f| f.name == name)
     }
 
     /// The number of the field named `name`, 0 when there is none.
-    pub fn number(&self, name: &str) -> u32 {
+    pub(crate) fn number(&self, name: &str) -> u32 {
         self.by_name(name).map_or(0, |f| f.number)
     }
 }
 
 /// One enum type: its values' names by number.
-pub struct EnumT {
+pub(crate) struct EnumT {
     pub(super) name: String,
     /// Sorted by number; the first name of an aliased number.
     values: Vec<(i32, String)>,

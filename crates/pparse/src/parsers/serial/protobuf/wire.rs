@@ -16,7 +16,7 @@ use crate::data::{Range, Source};
 use crate::status::{Damage, Status};
 
 /// Deepest group nesting followed before a group is called corrupt.
-pub const MAX_GROUP_DEPTH: usize = 64;
+pub(crate) const MAX_GROUP_DEPTH: usize = 64;
 
 /// Random access to the bytes a message lives in.
 pub trait Bytes {
@@ -74,7 +74,7 @@ impl Bytes for dyn Source {
 }
 
 /// Reads `range` into memory, at most `limit` bytes of it.
-pub fn read_range<B: Bytes + ?Sized>(b: &B, range: Range, limit: usize) -> Vec<u8> {
+pub(crate) fn read_range<B: Bytes + ?Sized>(b: &B, range: Range, limit: usize) -> Vec<u8> {
     let n = (range.len().min(limit as u64)) as usize;
     let mut v = vec![0u8; n];
     let got = b.read(range.start, &mut v);
@@ -84,7 +84,7 @@ pub fn read_range<B: Bytes + ?Sized>(b: &B, range: Range, limit: usize) -> Vec<u
 
 /// The wire types of protobuf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     /// 0: a varint (ints, bools, enums; zigzag for `sint`).
     Varint,
     /// 1: eight bytes (`fixed64`, `sfixed64`, `double`).
@@ -99,7 +99,7 @@ pub enum Wire {
 
 impl Wire {
     /// The wire type's number in a tag.
-    pub fn code(self) -> u64 {
+    pub(crate) fn code(self) -> u64 {
         match self {
             Wire::Varint => 0,
             Wire::I64 => 1,
@@ -122,7 +122,7 @@ impl Wire {
 
 /// One field of a message: where it is and its undecoded value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Field {
+pub(crate) struct Field {
     pub(crate) number: u32,
     pub(crate) wire: Wire,
     /// The whole field: tag, length prefix and value.
@@ -140,7 +140,7 @@ pub struct Field {
 
 /// Why a message could not be read further.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WireError {
+pub(crate) struct WireError {
     /// Where the field that failed starts.
     pub offset: u64,
     pub(super) status: Status,
@@ -153,7 +153,7 @@ pub struct WireError {
 impl WireError {
     /// The reason with the field named as `name (field N)` instead of by
     /// its number alone.
-    pub fn reason_named(&self, name: Option<&str>) -> String {
+    pub(crate) fn reason_named(&self, name: Option<&str>) -> String {
         match (self.number, name) {
             (Some(n), Some(name)) => {
                 self.reason
@@ -175,7 +175,7 @@ impl WireError {
 
 /// Decodes a varint from the start of `buf`: (value, length). `None` when
 /// `buf` ends first; `Some((_, 0))` when it runs past 10 bytes.
-pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn varint(buf: &[u8]) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
     for (i, &b) in buf.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * i);
@@ -187,7 +187,7 @@ pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// Iterates over the fields of the message in `[start, end)`.
-pub struct Scanner<'a, B: ?Sized> {
+pub(crate) struct Scanner<'a, B: ?Sized> {
     bytes: &'a B,
     /// The bytes up to `end` when they are one slice (the fast path).
     fast: Option<&'a [u8]>,
@@ -202,7 +202,7 @@ pub struct Scanner<'a, B: ?Sized> {
 impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
     /// Scans `range`. A range reaching past the readable bytes is cut there
     /// and its last field is reported as truncated.
-    pub fn new(bytes: &'a B, range: Range) -> Self {
+    pub(crate) fn new(bytes: &'a B, range: Range) -> Self {
         let size = bytes.size();
         let end = range.end.min(size);
         let fast = bytes
@@ -219,7 +219,7 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
     }
 
     /// Where the next field starts.
-    pub fn pos(&self) -> u64 {
+    pub(crate) fn pos(&self) -> u64 {
         self.pos
     }
 
@@ -503,7 +503,7 @@ impl<B: Bytes + ?Sized> Scanner<'_, B> {
 
 /// A varint at `p` in `s` that ends within `s` and 10 bytes: (value, end).
 #[inline(always)]
-pub fn varint_in(s: &[u8], p: usize) -> Option<(u64, usize)> {
+pub(crate) fn varint_in(s: &[u8], p: usize) -> Option<(u64, usize)> {
     let b = *s.get(p)?;
     if b < 0x80 {
         return Some((u64::from(b), p + 1));
@@ -564,7 +564,11 @@ fn fast_field(s: &[u8], start: usize) -> Option<Field> {
 
 /// The fields of a `Len` payload when it is a plausible message: every byte
 /// accounted for by at most `max_fields` well-formed fields.
-pub fn looks_like_message<B: Bytes + ?Sized>(b: &B, range: Range, max_fields: usize) -> bool {
+pub(crate) fn looks_like_message<B: Bytes + ?Sized>(
+    b: &B,
+    range: Range,
+    max_fields: usize,
+) -> bool {
     if range.is_empty() {
         return false;
     }
