@@ -515,7 +515,7 @@ fn writers(t: &Tree, trace: bool) {
             }
             Some("wandb") => {
                 out.clear();
-                report::records::json(&*e.data(), &mut out, &mut |_, _| {})
+                report::records::json_of(e, &mut out, &mut |_, _| {})
                     .expect("records --json writes");
                 for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                     valid_json(line, "records --json");

@@ -6,8 +6,7 @@ use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wa
 use pparse::data::Range;
 use pparse::extraction::Phase;
 use pparse::node::Value;
-use pparse::parsers::ml::pickle::safety::Verdict;
-use pparse::parsers::ml::pickle::{self, VM_LIMIT};
+use pparse::offer::pickle::Verdict;
 use pparse::report::pickle as pickle_report;
 use pparse::status::Status;
 use pparse::view::stepper::pickle_target;
@@ -45,15 +44,17 @@ pub(super) fn pickle(
         say!("pparse: listing {}", t.path_of(target));
     }
     let e = &t.exts[target];
+    let offer = pickle_report::offer(e)
+        .ok_or_else(|| Fatal(format!("{} offers no pickle", t.path_of(target))))?;
     let data = e.data();
     let ranges = pickle_report::ranges(e);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let r = if json {
         let ranges: Vec<Range> = ranges.iter().map(|r| r.0).collect();
-        pickle_report::list_json(&*data, &ranges, &mut out)
+        (offer.list_json)(&*data, &ranges, &mut out)
     } else {
-        pickle_report::list_text(&*data, &ranges, trace, &mut out).map(|_| ())
+        (offer.list_text)(&*data, &ranges, trace, &mut out).map(|_| ())
     };
     finish_output(r.and_then(|_| out.flush()))?;
     // What loading would import: said on stderr, so stdout stays pickletools'.
@@ -67,8 +68,7 @@ pub(super) fn pickle(
         .collect();
     let mut imports = false;
     for (i, r) in suspicious {
-        let (vm, _, _) = pickle::run(&*data, r.start, r.end.max(r.start + 1), VM_LIMIT);
-        for (name, verdict) in pickle::globals(&vm) {
+        for (name, verdict) in (offer.imports)(&*data, r) {
             if verdict != Verdict::Allowed {
                 imports = true;
                 say!(

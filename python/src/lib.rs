@@ -21,8 +21,8 @@ use pparse::data::{Data, Range};
 use pparse::extraction::{ExtId, Tree};
 use pparse::fs::{self as pfs, Entry, Fs, Kind};
 use pparse::offer::LogEntry;
+use pparse::offer::pickle::{Arg, OpError, Opcode, Payload, PickleOffer};
 use pparse::offer::tensor::{Dtype, Encoding, Tensor as RTensor};
-use pparse::parsers::ml::pickle::ops;
 use pparse::status::Status;
 use pparse::view::tensors;
 use pyo3::create_exception;
@@ -260,20 +260,21 @@ impl Source {
     #[pyo3(signature = (path = ""))]
     fn pickle_ops(&self, py: Python<'_>, path: &str) -> PyResult<PickleOps> {
         let found = self.when(py, path, pparse::view::stepper::pickles_ready, |t, id| {
-            pparse::view::stepper::pickles(t, id).map(|(x, ranges)| {
-                let label = match x {
-                    0 => t.exts[0].display_name(),
-                    _ => t.path_of(x),
-                };
-                (t.exts[x].data(), label, ranges)
-            })
+            let (x, ranges) = pparse::view::stepper::pickles(t, id)?;
+            let offer = pparse::report::pickle::offer(&t.exts[x])?;
+            let label = match x {
+                0 => t.exts[0].display_name(),
+                _ => t.path_of(x),
+            };
+            Some((offer, t.exts[x].data(), label, ranges))
         })?;
-        let Some((data, source, ranges)) = found else {
+        let Some((offer, data, source, ranges)) = found else {
             return Err(not_a(py, path, "a pickle"));
         };
         let pos = ranges.first().map_or(0, |r| r.start);
         Ok(PickleOps {
             state: Mutex::new(Steps {
+                offer,
                 data,
                 source,
                 ranges,
@@ -431,6 +432,8 @@ fn not_a(py: Python<'_>, path: &str, what: &str) -> PyErr {
 
 /// Where the opcode listing of a pickle is.
 struct Steps {
+    /// How the pickles' format reads an opcode.
+    offer: PickleOffer,
     data: Data,
     /// The PATH of the extraction holding the pickles.
     source: String,
@@ -485,14 +488,14 @@ impl PickleOps {
             ));
         }
         let (data, pos) = (st.data.clone(), st.pos);
-        let scratch = &mut st.scratch;
-        let op = py.detach(|| ops::decode(&*data, pos, end, scratch));
+        let (scratch, opcode) = (&mut st.scratch, st.offer.opcode);
+        let op = py.detach(|| opcode(&*data, pos, end, scratch));
         let op = match op {
             Ok(op) => op,
             Err(bad) => {
                 let (status, why) = match bad {
-                    ops::OpError::Short(w) => (Status::Truncated, w),
-                    ops::OpError::Invalid(w) => (Status::Corrupt, w),
+                    OpError::Short(w) => (Status::Truncated, w),
+                    OpError::Invalid(w) => (Status::Corrupt, w),
                 };
                 st.at = st.ranges.len();
                 let source = st.source.clone();
@@ -501,14 +504,14 @@ impl PickleOps {
             }
         };
         st.pos += op.len;
-        if op.name() == "STOP" {
+        if op.name == "STOP" {
             st.at += 1;
             if let Some(next) = st.ranges.get(st.at) {
                 st.pos = next.start;
             }
         }
         let arg = pickle_arg(py, &op, &*st.data)?;
-        Ok(Some((op.pos, op.name(), arg).into_pyobject(py)?))
+        Ok(Some((op.pos, op.name, arg).into_pyobject(py)?))
     }
 }
 
@@ -516,11 +519,10 @@ impl PickleOps {
 /// `bytearray`, `int`, `float`, `bool` or `None`.
 fn pickle_arg<'py>(
     py: Python<'py>,
-    op: &ops::Op,
+    op: &Opcode,
     data: &dyn pparse::data::Source,
 ) -> PyResult<Bound<'py, PyAny>> {
-    use ops::{Arg, Payload};
-    Ok(match op.arg() {
+    Ok(match &op.arg {
         Arg::None => py.None().into_bound(py),
         Arg::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
         Arg::Int(v) => v.into_pyobject(py)?.into_any(),

@@ -392,6 +392,63 @@ fn no_two_files_import_each_other() {
     assert!(found.is_empty(), "files that import each other: {found:#?}");
 }
 
+/// Format families below `parsers/`: what they hold is a format's own.
+const FAMILIES: &[&str] = &["compress", "archive", "ml", "serial"];
+
+/// The places above the parsers that may name a format module, each for a
+/// reason no offer serves: the engine runs the carver over unclaimed bytes
+/// and holds the session's protobuf schemas in its options; the file
+/// system checks an index's member offsets against the tar or zip headers
+/// before it trusts them.
+const FORMAT_READERS: &[(&str, &str)] = &[
+    ("engine/scheduler", "parsers/archive/carve"),
+    ("engine", "parsers/serial/protobuf/schema"),
+    ("fs/api", "parsers/archive/tar"),
+    ("fs/api", "parsers/archive/zip"),
+];
+
+/// Views, reports and front ends reach a format through the registry and
+/// its offers, never its internals (docs/architecture.md, "Adding a
+/// format"); the fuzz targets check the readers piece by piece.
+#[test]
+fn formats_are_reached_through_their_offers() {
+    let parsers = rank("parsers").unwrap();
+    let mut found = Vec::new();
+    for (a, bs) in &graph() {
+        let Some(ra) = a.first().and_then(|m| rank(m)) else {
+            continue;
+        };
+        if ra <= parsers || a.first().is_some_and(|m| m == "fuzz") {
+            continue;
+        }
+        for b in bs {
+            let inside = b.len() > 2 && b[0] == "parsers" && FAMILIES.contains(&b[1].as_str());
+            let (a, b) = (a.join("/"), b.join("/"));
+            if inside && !FORMAT_READERS.contains(&(a.as_str(), b.as_str())) {
+                found.push(format!("{a} imports {b}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "format internals named above the parsers:\n{}",
+        found.join("\n")
+    );
+    // The rule sees what it must: each exception is an import that exists
+    // (one that no longer does is taken off the list).
+    let g = graph();
+    for (a, b) in FORMAT_READERS {
+        let (a, b) = (
+            a.split('/').collect::<Vec<_>>(),
+            b.split('/').collect::<Vec<_>>(),
+        );
+        assert!(
+            g[&module_of(&a)].contains(&module_of(&b)),
+            "{a:?} no longer imports {b:?}"
+        );
+    }
+}
+
 /// The checker itself finds what it must: an upward import and a cycle in
 /// a small made-up tree, so the tests above cannot pass by seeing nothing.
 #[test]

@@ -5,7 +5,7 @@
 //! complete with 0 elements (the tests run with overflow checks on).
 
 use pparse::Status;
-use pparse::view::stepper::{StepCache, StepRequest, Target};
+use pparse::view::stepper::{self, StepCache, Target};
 use pparse::view::tensors;
 use serde_json::Value;
 
@@ -102,14 +102,9 @@ fn shared_objects_in_the_session_and_the_stepper() {
             for n in e.nodes.iter().filter(|n| n.kind == "pickle") {
                 pickles += 1;
                 for step in (0..2000).step_by(50).chain([usize::MAX]) {
-                    let r = StepRequest {
-                        ext: 0,
-                        data: e.data(),
-                        range: n.range,
-                        target: Target::Step(step),
-                        generation: 0,
-                    }
-                    .run(&mut cache);
+                    let r = stepper::request(&t, e.id, n.range, Target::Step(step), 0)
+                        .expect("a pickle's extraction offers pickles")
+                        .run(&mut cache);
                     let shown: usize = r.stack.iter().map(String::len).sum::<usize>()
                         + r.meta
                             .iter()

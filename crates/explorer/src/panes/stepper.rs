@@ -16,7 +16,7 @@ use crate::worker::{Job, Payload, To, Worker, scratch};
 use pparse::data::Range;
 use pparse::engine::Session;
 use pparse::extraction::{ExtId, Tree};
-use pparse::view::stepper::{StepCache, StepRequest, StepResult, Target};
+use pparse::view::stepper::{self, StepCache, StepResult, Target};
 
 /// The stepper's state in the explorer.
 #[derive(Clone, Debug)]
@@ -59,20 +59,19 @@ impl Stepper {
 
     /// Asks the worker for the state at `target`.
     pub fn step_to(&mut self, target: Target, session: &Session, worker: &Worker) {
-        let Some(data) = session.tree().get(self.ext).map(|e| e.data()) else {
+        let Some(req) = stepper::request(
+            &session.tree(),
+            self.ext,
+            self.range,
+            target,
+            self.generation + 1,
+        ) else {
             return;
         };
         self.generation += 1;
         if let Target::Step(n) = target {
             self.step = n;
         }
-        let req = StepRequest {
-            ext: self.ext,
-            data,
-            range: self.range,
-            target,
-            generation: self.generation,
-        };
         worker.submit(Job::newest_of("step", To::Stepper, move |_, s| {
             let cache = scratch::<StepCache>(s);
             Some(Box::new(req.run(cache)))

@@ -9,6 +9,7 @@
 
 pub mod ggml;
 pub mod metrics;
+pub mod pickle;
 pub mod program;
 pub mod tensor;
 
@@ -26,8 +27,9 @@ pub struct Offers {
     /// A table of tensors.
     pub tensors: Option<TensorOffer>,
     /// Its nodes of kind `pickle` each cover one pickle that can be listed
-    /// (`pparse pickle`) and stepped (the explorer's stepper).
-    pub pickles: bool,
+    /// (`pparse pickle`), read opcode by opcode, judged and stepped (the
+    /// explorer's stepper).
+    pub pickles: Option<pickle::PickleOffer>,
     /// It is a log of records: how `pparse records` lists them.
     pub records: Option<RecordsOffer>,
     /// The metrics a log holds, as series (the explorer's metrics panel).
@@ -45,7 +47,7 @@ impl Offers {
     /// Nothing beyond nodes and children.
     pub const NONE: Offers = Offers {
         tensors: None,
-        pickles: false,
+        pickles: None,
         records: None,
         metrics: None,
         program: None,

@@ -1,21 +1,29 @@
 //! Parsers, one module per format in four families (`compress`,
-//! `archive`, [`ml`], [`serial`]), and the registry that picks them.
+//! `archive`, `ml`, `serial`), and the registry that picks them.
 //!
 //! The interface a format implements is in [`api`]. Adding a format is one
 //! module in its family plus one line in [`REGISTRY`]; what it offers beyond nodes
 //! and children (tensors, pickles, records) is declared in its [`Format`]'s
 //! `offers`, and the views, the CLI and the explorer find it only there.
 //!
-//! Format modules are the crate's own: a library user reaches a format
-//! through [`REGISTRY`], its [`Format`] and what it offers. Only the
-//! pickle VM, the Paddle reader and the W&B log reader are public still,
-//! as the command line, the Python package and the tests call into them.
+//! Format modules are the crate's own: a library user, the command line,
+//! the explorer and the Python package reach a format through
+//! [`REGISTRY`], its [`Format`] and what it offers ([`crate::offer`]).
+//! The `internals` feature makes the pickle VM, the Paddle reader and the
+//! W&B log reader public for the tests and fuzz targets that check them
+//! piece by piece; it is not an API.
 
 pub mod api;
 pub(crate) mod archive;
 pub(crate) mod compress;
+#[cfg(feature = "internals")]
 pub mod ml;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod ml;
+#[cfg(feature = "internals")]
 pub mod serial;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod serial;
 
 pub use api::{ChildSpec, Format, IndexMode, Parser, SNIFF_LEN, Sniff, Step, StepCx};
 
@@ -53,6 +61,11 @@ pub static REGISTRY: &[&Format] = &[
     &serial::json::FORMAT,
     &ml::paddle::FORMAT,
 ];
+
+/// The format `pparse ir` reads any file as, whatever its name or
+/// content: printed Paddle programs (a log holds them among other lines),
+/// or one saved as JSON.
+pub static PROGRAM_TEXT: &Format = &ml::paddle::FORMAT;
 
 /// Picks the first format whose sniffer accepts the bytes.
 pub fn sniff(s: &Sniff) -> Option<&'static Format> {

@@ -9,8 +9,6 @@
 
 mod io_stats;
 pub mod ir;
-mod ir_json;
-pub mod json;
 pub mod pickle;
 pub mod records;
 pub mod tensors;

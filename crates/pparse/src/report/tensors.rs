@@ -14,7 +14,7 @@ pub fn json_of(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<()> {
 
 /// The tensors in `list` as a JSON array, one object per line.
 pub fn json(t: &Tree, list: &[Tensor], out: &mut impl Write) -> io::Result<()> {
-    let js = |s: &str| super::json::string(s);
+    let js = |s: &str| crate::name::json::string(s);
     writeln!(out, "[")?;
     for (i, x) in list.iter().enumerate() {
         let nums = |v: &[u64]| {

@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use super::json::{string as json_str, u64 as json_u64};
 use crate::extraction::{EntryKind, ExtId, Extraction, Tree};
+use crate::name::json::{string as json_str, u64 as json_u64};
 use crate::node::{Children, Node, Value};
 use crate::status::Status;
 use crate::util::thousands;

@@ -34,7 +34,7 @@ pub(crate) static FORMAT: Format = Format {
     load: crate::parsers::ml::pickle::FORMAT.load,
     offers: Offers {
         tensors: Some(TensorOffer::Prepare(tensor_job)),
-        pickles: true,
+        pickles: Some(crate::parsers::ml::pickle::OFFER),
         ..Offers::NONE
     },
 };

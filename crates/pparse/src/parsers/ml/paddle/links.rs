@@ -12,7 +12,11 @@ use crate::data::{Range, Source};
 use crate::offer::program::{MAX_USES, Problem, ProgramOffer, ValueLinks};
 
 /// The offer of printed programs.
-pub const OFFER: ProgramOffer = ProgramOffer { diagnostics, value };
+pub const OFFER: ProgramOffer = ProgramOffer {
+    write: super::print::write,
+    diagnostics,
+    value,
+};
 
 /// Collects diagnostics; the ops are dropped as they come.
 #[derive(Default)]

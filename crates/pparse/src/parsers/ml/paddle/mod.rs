@@ -23,9 +23,10 @@ pub mod links;
 pub mod nodes;
 pub mod params;
 pub mod parse;
+mod print;
+mod print_json;
 pub mod source;
 
-pub use source::read_source;
 use source::{CHUNK, MAX_LINE};
 
 use ast::{BlockArg, Era, Op, Type};

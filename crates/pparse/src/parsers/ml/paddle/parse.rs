@@ -31,53 +31,7 @@ const MAX_DEPTH: usize = 64;
 /// Most bytes of a source line kept with a diagnostic.
 const SOURCE_CAP: usize = 400;
 
-/// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    /// The text is wrong here.
-    Error,
-    /// Suspect, but read.
-    Warning,
-}
-
-impl Severity {
-    /// `error` or `warning`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-/// A place in the text: its bytes, 1-based line and column (in
-/// characters), and the text of its line for showing it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
-    /// The bytes pointed at (absolute offsets).
-    pub span: Range,
-    /// 1-based line.
-    pub line: u64,
-    /// 1-based column, in characters.
-    pub col: u64,
-    /// The line's text (at most a few hundred bytes).
-    pub source: String,
-    /// Offset of the line's first byte.
-    pub line_start: u64,
-}
-
-/// A message about the text, at a place, with notes at others.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// How bad.
-    pub severity: Severity,
-    /// Where.
-    pub at: Place,
-    /// What is wrong.
-    pub message: String,
-    /// Related places (the first definition of a redefined value).
-    pub notes: Vec<(Place, String)>,
-}
+pub use crate::offer::program::{Diagnostic, Place, Severity};
 
 /// The bytes being read, for sinks that show the text of what they get.
 #[derive(Clone, Copy)]

@@ -8,13 +8,24 @@
 //! from the pickle's range on demand. A truncated or malformed pickle keeps
 //! every opcode before the damage, says where and why, and the scan looks for
 //! a following pickle (`PROTO` 2–5) to go on with.
+//!
+//! What pickles offer the views, the reports and the Python package
+//! ([`crate::offer::pickle::PickleOffer`]: listings, opcodes, imports, the
+//! stepper's replay) is in `listing.rs` and `step.rs`; `read.rs` scans and
+//! runs one pickle, `text.rs` renders an argument as pickletools does.
 
 pub mod dis;
+mod listing;
 pub mod ops;
+mod read;
 pub mod safety;
+mod step;
+mod text;
 pub mod vm;
 
-use std::collections::BTreeMap;
+pub(crate) use listing::OFFER;
+pub use read::{End, VM_LIMIT, globals, run, scan};
+use text::arg_repr;
 
 use memchr::memmem;
 
@@ -23,7 +34,7 @@ use crate::node::{Children, Node, Value};
 use crate::offer::Offers;
 use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
 use crate::status::Damage;
-use ops::{Arg, Op, OpError, Payload};
+use ops::{Op, OpError};
 use safety::Verdict;
 use vm::{Id, Obj, Vm};
 
@@ -35,7 +46,7 @@ pub static FORMAT: Format = Format {
     parse: |data, _| Box::new(PickleParser::new(data.clone())),
     load,
     offers: Offers {
-        pickles: true,
+        pickles: Some(OFFER),
         // The table reads the pickle's bytes, not its parse.
         settled: Some(|_, _| true),
         ..Offers::NONE
@@ -77,9 +88,6 @@ pub fn is_legacy_torch(head: &[u8]) -> bool {
         && memchr::memmem::find(&head[..head.len().min(32)], TORCH_MAGIC).is_some()
 }
 
-/// Objects a VM may build before it stops rebuilding (memory bound).
-pub const VM_LIMIT: usize = 4_000_000;
-
 fn sniff(s: &Sniff) -> bool {
     let named = [".pkl", ".pickle", ".debug_pkl"]
         .iter()
@@ -87,72 +95,6 @@ fn sniff(s: &Sniff) -> bool {
     let proto = s.head.len() >= 2 && s.head[0] == 0x80 && (2..=5).contains(&s.head[1]);
     (proto || (named && s.head.first().is_some_and(|&c| ops::info(c).is_some())))
         && !is_legacy_torch(s.head)
-}
-
-/// How the scan of one pickle ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum End {
-    /// STOP read; the pickle ends at this offset.
-    Stop(u64),
-    /// The bytes end inside the pickle.
-    Short {
-        /// Where the opcode the bytes end in starts (the end itself when
-        /// they end between opcodes).
-        at: u64,
-        /// What was cut off.
-        why: String,
-    },
-    /// Not a valid opcode or argument.
-    Invalid {
-        /// Where the bad opcode starts.
-        at: u64,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Stopped by the caller (budget, or bytes still arriving).
-    Halted(u64),
-}
-
-/// Decodes the opcodes of one pickle from `start` (bounded by `end`),
-/// calling `each` for every opcode; `each` returning false halts.
-pub fn scan(data: &dyn Source, start: u64, end: u64, mut each: impl FnMut(&Op) -> bool) -> End {
-    let mut scratch = Vec::new();
-    let mut pos = start;
-    loop {
-        if pos >= end {
-            return End::Short {
-                at: pos,
-                why: "the bytes end before STOP".into(),
-            };
-        }
-        match ops::decode(data, pos, end, &mut scratch) {
-            Ok(op) => {
-                pos += op.len;
-                let stop = op.info.name == "STOP";
-                if !each(&op) {
-                    return End::Halted(pos);
-                }
-                if stop {
-                    return End::Stop(pos);
-                }
-            }
-            Err(OpError::Short(why)) => return End::Short { at: pos, why },
-            Err(OpError::Invalid(why)) => return End::Invalid { at: pos, why },
-        }
-    }
-}
-
-/// Runs the VM over the pickle at `start`; returns the machine, how the
-/// scan ended and the number of opcodes.
-pub fn run(data: &dyn Source, start: u64, end: u64, limit: usize) -> (Vm, End, u64) {
-    let mut vm = Vm::new(limit);
-    let mut n = 0;
-    let e = scan(data, start, end, |op| {
-        n += 1;
-        vm.step(op, data);
-        true
-    });
-    (vm, e, n)
 }
 
 /// Finds where the next pickle may start at or after `from`: `PROTO 2..5`.
@@ -174,17 +116,6 @@ fn next_proto(data: &dyn Source, from: u64, end: u64) -> Option<u64> {
         pos += (w.len() as u64 - 1).max(1);
     }
     None
-}
-
-/// The globals a VM saw, with verdicts.
-pub fn globals(vm: &Vm) -> BTreeMap<String, Verdict> {
-    let mut out = BTreeMap::new();
-    for o in &vm.objs {
-        if let Obj::Global { module, name } = o {
-            out.insert(format!("{module}.{name}"), safety::classify(module, name));
-        }
-    }
-    out
 }
 
 struct Current {
@@ -474,157 +405,6 @@ pub fn op_node(op: &Op, data: &dyn Source) -> Node {
     n
 }
 
-/// The argument as pickletools prints it (`repr(arg)`), cut at `max` bytes.
-pub fn arg_repr(op: &Op, data: &dyn Source, max: usize) -> Option<String> {
-    let mut out = String::new();
-    arg_repr_into(op, data, max, &mut out, &mut Vec::new()).then_some(out)
-}
-
-/// [`arg_repr`] appended to `out` (false when the opcode has no argument),
-/// with `scratch` for payload bytes: the listing's hot path, which must not
-/// allocate per opcode.
-pub fn arg_repr_into(
-    op: &Op,
-    data: &dyn Source,
-    max: usize,
-    out: &mut String,
-    scratch: &mut Vec<u8>,
-) -> bool {
-    use std::fmt::Write;
-    let start = out.len();
-    match &op.arg {
-        Arg::None => return false,
-        Arg::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
-        Arg::Int(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Arg::Big(s) => out.push_str(s),
-        Arg::Float(f) => out.push_str(&vm::py_float(*f)),
-        Arg::Text(t) => vm::py_str_into(t, out),
-        Arg::Payload(kind, r) => {
-            let n = (r.len() as usize).min(max + 4);
-            scratch.clear();
-            scratch.resize(n, 0);
-            let k = data.read_at(r.start, scratch).unwrap_or(0);
-            scratch.truncate(k);
-            match kind {
-                Payload::Bytes => out.push_str(&vm::py_bytes(scratch)),
-                Payload::ByteArray => {
-                    let _ = write!(out, "bytearray({})", vm::py_bytes(scratch));
-                }
-                Payload::Latin1 => {
-                    let text: String = scratch.iter().map(|&c| c as char).collect();
-                    vm::py_str_into(&text, out);
-                }
-                Payload::Utf8 => vm::py_str_into(&String::from_utf8_lossy(scratch), out),
-            }
-        }
-    }
-    if out.len() - start > max {
-        let mut cut = start + max;
-        while !out.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.truncate(cut);
-        out.push('…');
-    }
-    true
-}
-
-/// The argument as JSON (docs/contract.md): bytes as `{"hex": ...}`, integers
-/// beyond 2^53 as strings, NaN and infinities as strings, C1 controls in
-/// strings escaped as JSON escapes C0 ones (see [`crate::name::c1_escaped`]).
-pub fn arg_json(op: &Op, data: &dyn Source) -> String {
-    let js = |s: &str| {
-        let quoted = serde_json::to_string(s).expect("strings serialise");
-        match crate::name::c1_escaped(quoted.as_bytes()) {
-            std::borrow::Cow::Borrowed(_) => quoted,
-            std::borrow::Cow::Owned(b) => String::from_utf8(b).expect("JSON is UTF-8"),
-        }
-    };
-    match &op.arg {
-        Arg::None => "null".into(),
-        Arg::Bool(b) => b.to_string(),
-        Arg::Int(v) if v.unsigned_abs() > 1 << 53 => format!("\"{v}\""),
-        Arg::Int(v) => v.to_string(),
-        Arg::Big(s) => format!("\"{s}\""),
-        Arg::Float(f) if f.is_nan() => "\"nan\"".into(),
-        Arg::Float(f) if f.is_infinite() => if *f > 0.0 { "\"inf\"" } else { "\"-inf\"" }.into(),
-        // Python's repr of a finite float is valid JSON.
-        Arg::Float(f) => vm::py_float(*f),
-        Arg::Text(t) => js(t),
-        Arg::Payload(..) => {
-            let mut out = Vec::new();
-            write_arg_json(op, data, &mut out).expect("writing to memory");
-            String::from_utf8(out).expect("JSON is UTF-8")
-        }
-    }
-}
-
-/// [`arg_json`] written to `out`, payloads streamed in 1 MiB pieces: a
-/// 4 GiB BINBYTES8 costs 1 MiB of memory, not 12 GiB of hex.
-pub fn write_arg_json(
-    op: &Op,
-    data: &dyn Source,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let Arg::Payload(kind, r) = &op.arg else {
-        return out.write_all(arg_json(op, data).as_bytes());
-    };
-    const PIECE: u64 = 1 << 20;
-    let bytes = matches!(kind, Payload::Bytes | Payload::ByteArray);
-    out.write_all(if bytes { b"{\"hex\":\"" } else { b"\"" })?;
-    let mut buf = vec![0u8; PIECE.min(r.len()) as usize + 4];
-    let mut text = String::new();
-    // UTF-8 cut between pieces: the start of a character, kept for the next.
-    let mut carry = 0usize;
-    let mut at = r.start;
-    while at < r.end {
-        let want = PIECE.min(r.end - at) as usize;
-        let got = data.read_at(at, &mut buf[carry..carry + want]).unwrap_or(0);
-        if got == 0 {
-            break;
-        }
-        at += got as u64;
-        let piece = &buf[..carry + got];
-        text.clear();
-        let used = match kind {
-            Payload::Bytes | Payload::ByteArray => {
-                for b in piece {
-                    text.push(char::from_digit((b >> 4) as u32, 16).expect("a nibble"));
-                    text.push(char::from_digit((b & 15) as u32, 16).expect("a nibble"));
-                }
-                piece.len()
-            }
-            Payload::Latin1 => {
-                text.extend(piece.iter().map(|&c| c as char));
-                piece.len()
-            }
-            Payload::Utf8 => {
-                let valid = match std::str::from_utf8(piece) {
-                    Ok(_) => piece.len(),
-                    // An incomplete character at the end waits for the next piece.
-                    Err(e) if e.error_len().is_none() && at < r.end => e.valid_up_to(),
-                    Err(_) => piece.len(),
-                };
-                text.push_str(&String::from_utf8_lossy(&piece[..valid]));
-                valid
-            }
-        };
-        if bytes {
-            out.write_all(text.as_bytes())?;
-        } else {
-            // `text` ends at a character boundary: its C1 controls are whole.
-            let quoted = serde_json::to_string(&text).expect("strings serialise");
-            let quoted = crate::name::c1_escaped(quoted.as_bytes());
-            out.write_all(&quoted[1..quoted.len() - 1])?;
-        }
-        buf.copy_within(used..carry + got, 0);
-        carry = carry + got - used;
-    }
-    out.write_all(if bytes { b"\"}" } else { b"\"" })
-}
-
 /// The object tree of a VM under `id` as nodes: at most `TREE_NODES`
 /// nodes, 64 levels deep. An object reached a second time (shared through
 /// the memo, or a cycle) is a leaf that says so, so a pickle that shares one
@@ -767,7 +547,7 @@ mod tests {
             let m = MemSource::new(bytes.clone());
             let op = ops::decode(&m, 0, bytes.len() as u64, &mut Vec::new()).unwrap();
             let mut out = Vec::new();
-            write_arg_json(&op, &m, &mut out).unwrap();
+            text::write_arg_json(&op, &m, &mut out).unwrap();
             assert!(out == want.as_bytes(), "opcode {code:#x}");
         }
     }

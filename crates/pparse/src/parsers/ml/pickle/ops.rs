@@ -6,6 +6,7 @@
 //! the line length.
 
 use crate::data::{Range, Source, view};
+pub use crate::offer::pickle::{Arg, OpError, Payload};
 
 /// How an opcode's argument is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,19 +38,6 @@ enum ArgKind {
     Float8,
     /// Length-prefixed payload: (length bytes, what the payload is).
     Counted(u8, Payload),
-}
-
-/// What a counted payload holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payload {
-    /// Py2 `str`: pickletools decodes it as latin-1.
-    Latin1,
-    /// `str`, as UTF-8.
-    Utf8,
-    /// `bytes`.
-    Bytes,
-    /// `bytearray`.
-    ByteArray,
 }
 
 /// One opcode's description.
@@ -164,25 +152,6 @@ pub(super) fn info(code: u8) -> Option<&'static OpInfo> {
     table()[code as usize]
 }
 
-/// A decoded argument, as `pickletools.genops` gives it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Arg {
-    /// No argument.
-    None,
-    /// INT's `00`/`01`.
-    Bool(bool),
-    /// An integer within i64.
-    Int(i64),
-    /// An integer beyond i64, in decimal.
-    Big(Box<str>),
-    /// A float.
-    Float(f64),
-    /// Text decoded from a line (STRING, UNICODE, PERSID, GLOBAL's pair).
-    Text(Box<str>),
-    /// A counted payload, left in place: its bytes are not read.
-    Payload(Payload, Range),
-}
-
 /// One decoded opcode.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Op {
@@ -206,16 +175,6 @@ impl Op {
     pub fn arg(&self) -> &Arg {
         &self.arg
     }
-}
-
-/// Why an opcode could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OpError {
-    /// The bytes end inside it.
-    Short(String),
-    /// Not an opcode, or an argument that makes no sense (a negative
-    /// length, a malformed text line).
-    Invalid(String),
 }
 
 /// Longest text-line argument accepted.

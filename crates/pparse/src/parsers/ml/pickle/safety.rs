@@ -9,37 +9,7 @@
 //! code evaluation or arbitrary attribute access. Everything else is
 //! "unknown": loading the pickle would import and run it.
 
-/// A global's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verdict {
-    /// In torch's weights-only allowlist.
-    Allowed,
-    /// Not known to be safe: loading would import and may call it.
-    Unknown,
-    /// Gives a pickle code execution, files, processes or the network.
-    Dangerous,
-}
-
-impl Verdict {
-    /// The verdict as a word (`allowed`, `unknown`, `DANGEROUS`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allowed => "allowed",
-            Verdict::Unknown => "unknown",
-            Verdict::Dangerous => "DANGEROUS",
-        }
-    }
-    /// What it means, for people.
-    pub fn explain(self) -> &'static str {
-        match self {
-            Verdict::Allowed => "in torch's weights-only allowlist",
-            Verdict::Unknown => {
-                "not in the weights-only allowlist: loading imports and may call it"
-            }
-            Verdict::Dangerous => "can run code, touch files or processes: do not load this pickle",
-        }
-    }
-}
+pub use crate::offer::pickle::Verdict;
 
 const TORCH_REBUILD: &[&str] = &[
     "_rebuild_tensor",

@@ -23,6 +23,8 @@ use crate::parsers::serial::protobuf::wire::Bytes;
 use crate::status::Damage;
 use log::{BLOCK, Chunk, ChunkReader, Item, RecordReader};
 use record::RECORD_NODES;
+// Some of these only the tests use (the `internals` feature).
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use record::{
     JSON, Record, SUMMARY_CHARS, bad_node, decode, decode_with, record_node, record_type, table,
 };

@@ -6,6 +6,8 @@
 //! control character and invalid byte is spelled out (`\x1b`, `\n`, `\xff`),
 //! so a hostile name cannot move the cursor or recolour the terminal.
 
+pub mod json;
+
 use std::fmt;
 
 /// A name as stored in the file.

@@ -1,8 +1,9 @@
-//! JSON pieces every report writes the same way.
+//! JSON pieces every report writes the same way, as safe on a terminal
+//! as the escaped names above.
 
 use std::io::{self, Write};
 
-use crate::name::c1_escaped;
+use super::c1_escaped;
 
 /// `s` as a JSON string. JSON escapes C0 controls itself; DEL and C1
 /// controls (U+0080–U+009F, which some terminals act on as CSI and OSC)

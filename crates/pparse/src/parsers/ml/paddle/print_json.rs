@@ -8,8 +8,8 @@ use std::fmt::Display;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use super::ast::{AttrValue, Op, Type, TypeKind};
 use crate::data::Range;
-use crate::parsers::ml::paddle::ast::{AttrValue, Op, Type, TypeKind};
 
 /// An op and its regions.
 pub(super) struct OpJson<'a>(pub(super) &'a Op);
@@ -143,11 +143,11 @@ impl Serialize for Regions<'_> {
     }
 }
 
-struct Blocks<'a>(&'a crate::parsers::ml::paddle::ast::Region);
+struct Blocks<'a>(&'a super::ast::Region);
 
 impl Serialize for Blocks<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Block<'a>(&'a crate::parsers::ml::paddle::ast::Block);
+        struct Block<'a>(&'a super::ast::Block);
         impl Serialize for Block<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let b = self.0;
