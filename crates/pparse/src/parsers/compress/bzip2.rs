@@ -30,11 +30,11 @@
 //! * a stream cut off keeps every whole block before the cut.
 
 use crate::data::blocks::bzip2::*;
-use crate::data::{BlockReader, Data, Pull, Range, Source, view};
+use crate::data::{BlockReader, Data, Pull, Range, Source};
 use crate::node::{Node, Value};
 use crate::offer::Offers;
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
-use crate::parsers::compress::decoded::{Decoded, Run};
+use crate::parsers::api::{Format, Sniff, Step, StepCx};
+use crate::parsers::compress::driver::{BlockFormat, Core, Scan, State, Trailer};
 use crate::status::Damage;
 
 /// bzip2: streams, blocks, the decoded stream.
@@ -79,20 +79,15 @@ fn sniff(s: &Sniff) -> bool {
     NAMES.iter().any(|(suffix, _)| s.name.ends_with(suffix))
 }
 
-enum State {
+/// bzip2's own states; the driver's hold what follows a stream and the
+/// resync (by bit: a block starts at any bit).
+enum At {
     /// A stream header ("BZh1".."BZh9") is expected at byte `at`.
-    Header {
-        at: u64,
-    },
+    Header { at: u64 },
     /// A block or end-of-stream magic is expected at bit `bit`.
-    Magic {
-        bit: u64,
-    },
+    Magic { bit: u64 },
     /// Looking for the end of the block at bit `start`, from bit `from`.
-    Scan {
-        start: u64,
-        from: u64,
-    },
+    Scan { start: u64, from: u64 },
     /// Decoding the block `[s, e)` (bits).
     Body {
         s: u64,
@@ -102,24 +97,11 @@ enum State {
         out_start: u64,
         crc: u32,
     },
-    /// After a stream, at byte `at`: another stream, zero padding (from
-    /// `pad`), or garbage.
-    After {
-        at: u64,
-        pad: u64,
-    },
-    /// Looking for the next magic after damage found at bit `lost`.
-    Resync {
-        from: u64,
-        lost: u64,
-        why: String,
-    },
-    Done,
 }
 
 struct Bzip2Parser {
-    data: Data,
-    out: Decoded,
+    /// The input, the decoded stream and the state, which the driver shares.
+    core: Core<At>,
     /// Blocks seen in this stream (numbered from 1), and in all streams.
     blocks: u64,
     all_blocks: u64,
@@ -132,8 +114,6 @@ struct Bzip2Parser {
     checked_streams: u64,
     all_checked: bool,
     streams: u64,
-    state: State,
-    scratch: Vec<u8>,
     /// Blocks that did not decode, in a row, not yet reported.
     lost: Option<LostRun>,
     /// The nodes of the stream being read, and of the clean streams
@@ -161,8 +141,7 @@ struct LostRun {
 impl Bzip2Parser {
     fn new(data: Data) -> Bzip2Parser {
         Bzip2Parser {
-            out: Decoded::new(data.clone(), Box::new(Codec), "bzip2 stream"),
-            data,
+            core: Core::new(data, Box::new(Codec), "bzip2 stream", At::Header { at: 0 }),
             blocks: 0,
             all_blocks: 0,
             combined: 0,
@@ -170,8 +149,6 @@ impl Bzip2Parser {
             checked_streams: 0,
             all_checked: true,
             streams: 0,
-            state: State::Header { at: 0 },
-            scratch: Vec::new(),
             lost: None,
             cur: Vec::new(),
             in_stream: false,
@@ -181,51 +158,13 @@ impl Bzip2Parser {
         }
     }
 
-    fn finish(&mut self, cx: &mut StepCx) -> Step {
-        self.flush_lost(cx);
-        self.flush_nodes(cx);
-        self.out.finish();
-        if self.all_checked && self.checked_streams > 0 {
-            cx.proved();
-        }
-        let len = self.data.available();
-        cx.progress(len, Some(len));
-        self.state = State::Done;
-        Step::Done
-    }
-
-    fn cut(&mut self, cx: &mut StepCx, why: &str) -> Step {
+    /// The input ends early: `why`, at its end.
+    fn cut_at_end(&mut self, cx: &mut StepCx, why: &str) -> Step {
         self.all_checked = false;
         self.flush_lost(cx);
         self.flush_nodes(cx);
-        let avail = self.data.available();
-        cx.damage(Damage::truncated(Range::new(avail, avail), why.to_string()));
-        let o = self.out.pos();
-        self.out.damage(
-            cx,
-            Damage::truncated(
-                Range::new(o, o),
-                format!("decoded stream ends early: {why}"),
-            ),
-        );
-        self.finish(cx)
-    }
-
-    /// Pushes a node; the lost run before it goes first. A stream's nodes
-    /// are held until its end, where a clean small stream joins a group.
-    fn push(&mut self, cx: &mut StepCx, node: Node) {
-        self.flush_lost(cx);
-        if self.in_stream {
-            let end = node.kind == "end of stream";
-            self.cur.push(node);
-            if end {
-                self.in_stream = false;
-                self.end_stream(cx);
-            }
-            return;
-        }
-        self.flush_nodes(cx);
-        cx.push_node(node);
+        let avail = self.core.data.available();
+        self.cut(cx, Range::new(avail, avail), why)
     }
 
     /// A stream's nodes are complete: a clean small one joins the group.
@@ -290,25 +229,23 @@ impl Bzip2Parser {
             )
         };
         self.flush_nodes(cx);
-        self.out.record_lost(cx, from, to, &what, "block", true);
+        self.core
+            .out
+            .record_lost(cx, from, to, &what, Self::UNIT, true);
     }
 
     fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let fin = self.data.is_final();
+        let fin = self.core.data.is_final();
         let mut b = [0u8; 4];
-        let n = self.data.read_at(at, &mut b).unwrap_or(0);
+        let n = self.core.data.read_at(at, &mut b).unwrap_or(0);
         if n < 4 {
             if !fin {
                 return Some(Step::Blocked);
             }
-            return Some(self.cut(cx, "file ends inside a bzip2 stream header"));
+            return Some(self.cut_at_end(cx, "file ends inside a bzip2 stream header"));
         }
         if !is_header(&b) {
-            self.state = State::Resync {
-                from: at * 8 + 1,
-                lost: at * 8,
-                why: format!("no bzip2 stream header at {at:#x}"),
-            };
+            self.resync(at * 8 + 1, at, format!("no bzip2 stream header at {at:#x}"));
             return None;
         }
         self.streams += 1;
@@ -330,31 +267,33 @@ impl Bzip2Parser {
                 (b[3] - b'0') as u32 * 100
             )),
         );
-        self.state = State::Magic { bit: (at + 4) * 8 };
+        self.go(At::Magic { bit: (at + 4) * 8 });
         None
     }
 
     fn magic(&mut self, cx: &mut StepCx, bit: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let Some(m) = bits_at(&*self.data, bit, 48) else {
+        let fin = self.core.data.is_final();
+        let Some(m) = bits_at(&*self.core.data, bit, 48) else {
             if !fin {
                 return Some(Step::Blocked);
             }
-            return Some(self.cut(cx, "bzip2 stream ends without its end-of-stream marker"));
+            return Some(self.cut_at_end(cx, "bzip2 stream ends without its end-of-stream marker"));
         };
         if m == BLOCK_MAGIC {
-            self.state = State::Scan {
+            self.go(At::Scan {
                 start: bit,
                 from: bit + 48,
-            };
+            });
             return None;
         }
         if m == EOS_MAGIC {
-            let Some(stored) = bits_at(&*self.data, bit + 48, 32) else {
+            let Some(stored) = bits_at(&*self.core.data, bit + 48, 32) else {
                 if !fin {
                     return Some(Step::Blocked);
                 }
-                return Some(self.cut(cx, "file ends inside the bzip2 end-of-stream marker"));
+                return Some(
+                    self.cut_at_end(cx, "file ends inside the bzip2 end-of-stream marker"),
+                );
             };
             let stored = stored as u32;
             let r = Range::new(bit / 8, (bit + 80).div_ceil(8));
@@ -385,33 +324,33 @@ impl Bzip2Parser {
             }
             self.push(cx, n);
             let end = (bit + 80).div_ceil(8);
-            self.state = State::After { at: end, pad: end };
+            self.after_stream(end);
             return None;
         }
-        self.state = State::Resync {
-            from: bit + 1,
-            lost: bit,
-            why: format!("no bzip2 block magic at bit {bit} ({:#x})", bit / 8),
-        };
+        self.resync(
+            bit + 1,
+            bit / 8,
+            format!("no bzip2 block magic at bit {bit} ({:#x})", bit / 8),
+        );
         None
     }
 
     fn scan(&mut self, cx: &mut StepCx, start: u64, from: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail_bits = self.data.available() * 8;
-        let data = self.data.clone();
-        match find_magic(&*data, from, cx.budget, &mut self.scratch) {
+        let fin = self.core.data.is_final();
+        let avail_bits = self.core.data.available() * 8;
+        let data = self.core.data.clone();
+        match find_magic(&*data, from, cx.budget, &mut self.core.scratch) {
             Found::Magic(e) => self.begin_body(cx, start, e, false),
             Found::Upto(next) => {
                 if next - start > MAX_BLOCK_BYTES * 8 {
                     return self.begin_body(cx, start, start + MAX_BLOCK_BYTES * 8, false);
                 }
                 if next + 48 <= avail_bits {
-                    self.state = State::Scan { start, from: next };
+                    self.go(At::Scan { start, from: next });
                     return Some(Step::Yield);
                 }
                 if !fin {
-                    self.state = State::Scan { start, from: next };
+                    self.go(At::Scan { start, from: next });
                     return Some(Step::Blocked);
                 }
                 self.begin_body(cx, start, avail_bits, true)
@@ -422,18 +361,18 @@ impl Bzip2Parser {
     fn begin_body(&mut self, cx: &mut StepCx, s: u64, e: u64, to_eof: bool) -> Option<Step> {
         self.blocks += 1;
         self.all_blocks += 1;
-        self.out.ensure_child(cx, s / 8, NAMES);
-        match self.out.src.open(s / 8, [s, e]) {
+        self.core.out.ensure_child(cx, s / 8, NAMES);
+        match self.core.out.src.open(s / 8, [s, e]) {
             Ok(reader) => {
-                self.out.src.begin_block(s / 8, [s, e]);
-                self.state = State::Body {
+                self.core.out.src.begin_block(s / 8, [s, e]);
+                self.go(At::Body {
                     s,
                     e,
                     to_eof,
                     reader,
-                    out_start: self.out.pos(),
+                    out_start: self.core.out.pos(),
                     crc: 0xffff_ffff,
-                };
+                });
                 None
             }
             Err(why) => self.lost_block(cx, s, e, to_eof, &why.to_string()),
@@ -462,7 +401,7 @@ impl Bzip2Parser {
                     .text(format!("bits {s}..{e}, cut off"))
                     .damaged(d),
             );
-            return Some(self.cut(
+            return Some(self.cut_at_end(
                 cx,
                 &format!("bzip2 block #{k} at bit {s} is cut off: its bytes cannot be decoded"),
             ));
@@ -486,43 +425,39 @@ impl Bzip2Parser {
                 });
             }
         }
-        self.state = State::Magic { bit: e };
+        self.go(At::Magic { bit: e });
         None
     }
 
     fn body(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Body {
+        let State::At(At::Body {
             s,
             e,
             to_eof,
             reader,
             out_start,
             crc,
-        } = &mut self.state
+        }) = &mut self.core.state
         else {
             return None;
         };
         let (s, e, to_eof, out_start) = (*s, *e, *to_eof, *out_start);
         let mut c = *crc;
         let run = self
+            .core
             .out
             .run(cx, &mut **reader, &mut |b| c = crc_update(c, b));
-        if let State::Body { crc, .. } = &mut self.state {
+        if let State::At(At::Body { crc, .. }) = &mut self.core.state {
             *crc = c;
         }
-        cx.progress(s / 8, Some(self.data.available()));
-        let pull = match run {
-            Run::More => return Some(Step::Yield),
-            Run::Budget => {
-                self.out.src.end_block(e.div_ceil(8));
-                return Some(self.finish(cx));
-            }
-            Run::Stopped(p) => p,
+        let pull = match self.pumped(cx, run, s / 8, e.div_ceil(8)) {
+            Ok(p) => p,
+            Err(step) => return Some(step),
         };
-        let out_end = self.out.pos();
+        let out_end = self.core.out.pos();
         let k = self.blocks;
-        let reader_stop = match &self.state {
-            State::Body { reader, .. } => reader.input_pos(),
+        let reader_stop = match &self.core.state {
+            State::At(At::Body { reader, .. }) => reader.input_pos(),
             _ => e / 8,
         };
         let why = match &pull {
@@ -531,11 +466,11 @@ impl Bzip2Parser {
             _ => String::new(),
         };
         if out_end == out_start {
-            self.out.src.end_block(e.div_ceil(8));
+            self.core.out.src.end_block(e.div_ceil(8));
             return self.lost_block(cx, s, e, to_eof, &why);
         }
         let computed = !c;
-        let stored = bits_at(&*self.data, s + 48, 32).unwrap_or(0) as u32;
+        let stored = bits_at(&*self.core.data, s + 48, 32).unwrap_or(0) as u32;
         let stop = reader_stop.min(e / 8);
         let trailing = computed == stored && matches!(pull, Pull::Error(_)) && e / 8 > stop + 8;
         let r_end = if trailing {
@@ -543,7 +478,7 @@ impl Bzip2Parser {
         } else {
             e.div_ceil(8)
         };
-        self.out.src.end_block(r_end);
+        self.core.out.src.end_block(r_end);
         let r = Range::new(s / 8, r_end);
         let mut n = Node::new("block", format!("block #{k}"), r).value(Value::Str(
             format!(
@@ -565,7 +500,7 @@ impl Bzip2Parser {
             cx.damage(d);
             // It decoded without an error: which of its bytes are wrong is
             // not known.
-            self.out.damage(
+            self.core.out.damage(
                 cx,
                 Damage::unverified(
                     Range::new(out_start, out_end),
@@ -578,123 +513,22 @@ impl Bzip2Parser {
             self.combined = self.combined.rotate_left(1) ^ stored;
         }
         self.push(cx, n);
-        self.state = State::Magic { bit: e };
+        self.go(At::Magic { bit: e });
         if trailing {
             // The block decoded and checks out, but the bits after its end
             // are no block magic: a magic was damaged, and the block it
             // began is lost up to the next magic found.
-            {
-                self.combined_ok = false;
-                self.all_checked = false;
-                self.flush_lost(cx);
-                self.flush_nodes(cx);
-                self.out.record_lost(
-                    cx,
-                    stop,
-                    e / 8,
-                    &format!(
-                        "the bits after bzip2 block #{k} (which ends near {stop:#x}) are not a block magic ({why})"
-                    ),
-                    "block",
-                    true,
-                );
-            }
+            self.report_lost(
+                cx,
+                stop,
+                e / 8,
+                &format!(
+                    "the bits after bzip2 block #{k} (which ends near {stop:#x}) are not a block magic ({why})"
+                ),
+                true,
+            );
         }
         None
-    }
-
-    fn after(&mut self, cx: &mut StepCx, at: u64, pad: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
-        let data = self.data.clone();
-        // Right after a stream, another stream's header is the likely
-        // next thing: a short read, not a megabyte per stream.
-        let len = if at == pad { 64 } else { 1 << 20 };
-        let Ok(bytes) = view(&*data, at, len, &mut self.scratch) else {
-            return Some(self.finish(cx));
-        };
-        if bytes.is_empty() {
-            if !fin {
-                return Some(Step::Blocked);
-            }
-            if avail > pad {
-                let r = Range::new(pad, avail);
-                self.push(cx, Node::new("padding", "zero padding", r).uint(r.len()));
-            }
-            return Some(self.finish(cx));
-        }
-        if at == pad {
-            if bytes.len() < 4 && !fin && b"BZh".starts_with(&bytes[..bytes.len().min(3)]) {
-                return Some(Step::Blocked);
-            }
-            if is_header(bytes) {
-                self.state = State::Header { at };
-                return None;
-            }
-        }
-        let zeros = bytes.iter().take_while(|&&b| b == 0).count();
-        if zeros == bytes.len() {
-            self.state = State::After {
-                at: at + zeros as u64,
-                pad,
-            };
-            return Some(Step::Yield);
-        }
-        let q = at + zeros as u64;
-        if q > pad {
-            let r = Range::new(pad, q);
-            self.push(cx, Node::new("padding", "zero padding", r).uint(r.len()));
-            self.state = State::After { at: q, pad: q };
-            return None;
-        }
-        self.state = State::Resync {
-            from: q * 8,
-            lost: q * 8,
-            why: "bytes after the end of the bzip2 stream are not bzip2 data".into(),
-        };
-        None
-    }
-
-    fn resync(&mut self, cx: &mut StepCx, from: u64, lost: u64, why: String) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail_bits = self.data.available() * 8;
-        let data = self.data.clone();
-        match find_magic(&*data, from, cx.budget, &mut self.scratch) {
-            Found::Magic(m) => {
-                self.combined_ok = false;
-                self.all_checked = false;
-                self.flush_lost(cx);
-                self.flush_nodes(cx);
-                self.out
-                    .record_lost(cx, lost / 8, m / 8, &why, "block", true);
-                self.state = State::Magic { bit: m };
-                None
-            }
-            Found::Upto(next) => {
-                if next + 48 <= avail_bits {
-                    self.state = State::Resync {
-                        from: next,
-                        lost,
-                        why,
-                    };
-                    return Some(Step::Yield);
-                }
-                if !fin {
-                    self.state = State::Resync {
-                        from: next,
-                        lost,
-                        why,
-                    };
-                    return Some(Step::Blocked);
-                }
-                let avail = self.data.available();
-                self.flush_lost(cx);
-                self.flush_nodes(cx);
-                self.out
-                    .record_lost(cx, lost / 8, avail, &why, "block", false);
-                Some(self.finish(cx))
-            }
-        }
     }
 }
 
@@ -775,26 +609,87 @@ fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     out
 }
 
-impl Parser for Bzip2Parser {
-    fn step(&mut self, cx: &mut StepCx) -> Step {
-        for _ in 0..64 {
-            let r = match &self.state {
-                State::Header { at } => self.header(cx, *at),
-                State::Magic { bit } => self.magic(cx, *bit),
-                State::Scan { start, from } => self.scan(cx, *start, *from),
-                State::Body { .. } => self.body(cx),
-                State::After { at, pad } => self.after(cx, *at, *pad),
-                State::Resync { from, lost, why } => {
-                    let (from, lost, why) = (*from, *lost, why.clone());
-                    self.resync(cx, from, lost, why)
-                }
-                State::Done => Some(Step::Done),
-            };
-            if let Some(step) = r {
-                return step;
-            }
+impl BlockFormat for Bzip2Parser {
+    type At = At;
+    const UNIT: &'static str = "block";
+    const PER_BYTE: u64 = 8;
+    const TRAILER: Option<Trailer> = Some(Trailer {
+        first_read: 64,
+        head: b"BZh",
+        head_len: 4,
+        padding: "zero padding",
+        align: 1,
+        garbage: "bytes after the end of the bzip2 stream are not bzip2 data",
+    });
+
+    fn core(&mut self) -> &mut Core<At> {
+        &mut self.core
+    }
+
+    fn step_at(&mut self, cx: &mut StepCx) -> Option<Step> {
+        match &self.core.state {
+            State::At(At::Header { at }) => self.header(cx, *at),
+            State::At(At::Magic { bit }) => self.magic(cx, *bit),
+            State::At(At::Scan { start, from }) => self.scan(cx, *start, *from),
+            State::At(At::Body { .. }) => self.body(cx),
+            _ => None,
         }
-        Step::Yield
+    }
+
+    /// The next block or end-of-stream magic, at any bit.
+    fn find_next(&mut self, cx: &mut StepCx, from: u64, _lost: u64) -> Scan<At> {
+        let fin = self.core.data.is_final();
+        let avail_bits = self.core.data.available() * 8;
+        let data = self.core.data.clone();
+        match find_magic(&*data, from, cx.budget, &mut self.core.scratch) {
+            Found::Magic(m) => Scan::Found {
+                to: m / 8,
+                next: At::Magic { bit: m },
+            },
+            Found::Upto(next) if next + 48 <= avail_bits => Scan::Further(next),
+            Found::Upto(next) if !fin => Scan::Wait(next),
+            Found::Upto(_) => Scan::End,
+        }
+    }
+
+    fn stream_at(bytes: &[u8], at: u64) -> Option<At> {
+        is_header(bytes).then_some(At::Header { at })
+    }
+
+    /// Input lost before a valid magic leaves the combined CRC unchecked;
+    /// the nodes and the lost run held go first.
+    fn before_lost(&mut self, cx: &mut StepCx, found: bool) {
+        if found {
+            self.combined_ok = false;
+            self.all_checked = false;
+        }
+        self.flush_lost(cx);
+        self.flush_nodes(cx);
+    }
+
+    fn wrap_up(&mut self, cx: &mut StepCx) {
+        self.flush_lost(cx);
+        self.flush_nodes(cx);
+        if self.all_checked && self.checked_streams > 0 {
+            cx.proved();
+        }
+    }
+
+    /// Pushes a node; the lost run before it goes first. A stream's nodes
+    /// are held until its end, where a clean small stream joins a group.
+    fn push(&mut self, cx: &mut StepCx, node: Node) {
+        self.flush_lost(cx);
+        if self.in_stream {
+            let end = node.kind == "end of stream";
+            self.cur.push(node);
+            if end {
+                self.in_stream = false;
+                self.end_stream(cx);
+            }
+            return;
+        }
+        self.flush_nodes(cx);
+        cx.push_node(node);
     }
 }
 

@@ -18,8 +18,8 @@ use crate::data::blocks::xz::*;
 use crate::data::{BlockReader, Data, Pull, Range, view};
 use crate::node::{Node, Value};
 use crate::offer::Offers;
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
-use crate::parsers::compress::decoded::{Decoded, Run};
+use crate::parsers::api::{Format, Sniff, Step, StepCx};
+use crate::parsers::compress::driver::{BlockFormat, Core, Scan, State, Trailer};
 use crate::status::Damage;
 
 /// xz: streams, blocks, index, the decoded stream.
@@ -92,7 +92,9 @@ fn sniff(s: &Sniff) -> bool {
     s.head.starts_with(&MAGIC) || s.name.ends_with(".xz") || s.name.ends_with(".txz")
 }
 
-enum State {
+/// xz's own states; the driver's hold what follows a stream and the
+/// resync.
+enum At {
     StreamHeader {
         at: u64,
     },
@@ -122,21 +124,11 @@ enum State {
         at: u64,
         index: Option<Range>,
     },
-    After {
-        at: u64,
-        pad: u64,
-    },
-    Resync {
-        from: u64,
-        lost: u64,
-        why: String,
-    },
-    Done,
 }
 
 struct XzParser {
-    data: Data,
-    out: Decoded,
+    /// The input, the decoded stream and the state, which the driver shares.
+    core: Core<At>,
     streams: u64,
     stream_start: u64,
     check_id: u8,
@@ -153,15 +145,17 @@ struct XzParser {
     /// when every block carried one.
     checked_streams: u64,
     unchecked: bool,
-    state: State,
-    scratch: Vec<u8>,
 }
 
 impl XzParser {
     fn new(data: Data) -> XzParser {
         XzParser {
-            out: Decoded::new(data.clone(), Box::new(Codec), "xz stream"),
-            data,
+            core: Core::new(
+                data,
+                Box::new(Codec),
+                "xz stream",
+                At::StreamHeader { at: 0 },
+            ),
             streams: 0,
             stream_start: 0,
             check_id: 4,
@@ -171,43 +165,15 @@ impl XzParser {
             blocks: 0,
             checked_streams: 0,
             unchecked: false,
-            state: State::StreamHeader { at: 0 },
-            scratch: Vec::new(),
         }
-    }
-
-    fn finish(&mut self, cx: &mut StepCx) -> Step {
-        self.out.finish();
-        // Every block's check and every stream's index and footer held (a
-        // parse that found anything else recorded damage, which stops it).
-        if !self.unchecked && self.checked_streams > 0 {
-            cx.proved();
-        }
-        let len = self.data.available();
-        cx.progress(len, Some(len));
-        self.state = State::Done;
-        Step::Done
-    }
-
-    fn cut(&mut self, cx: &mut StepCx, r: Range, why: &str) -> Step {
-        cx.damage(Damage::truncated(r, why.to_string()));
-        let o = self.out.pos();
-        self.out.damage(
-            cx,
-            Damage::truncated(
-                Range::new(o, o),
-                format!("decoded stream ends early: {why}"),
-            ),
-        );
-        self.finish(cx)
     }
 
     /// Up to `n` bytes at `at`, or what the step should do.
     fn need(&mut self, at: u64, n: usize) -> Result<Vec<u8>, Option<Step>> {
-        let data = self.data.clone();
-        match view(&*data, at, n, &mut self.scratch) {
+        let data = self.core.data.clone();
+        match view(&*data, at, n, &mut self.core.scratch) {
             Ok(b) if b.len() >= n => Ok(b.to_vec()),
-            Ok(b) if !self.data.is_final() => {
+            Ok(b) if !self.core.data.is_final() => {
                 let _ = b;
                 Err(Some(Step::Blocked))
             }
@@ -222,7 +188,7 @@ impl XzParser {
             Err(Some(s)) => return Some(s),
             Err(None) => return Some(self.finish(cx)),
         };
-        let avail = self.data.available();
+        let avail = self.core.data.available();
         if b.len() < 12 {
             if MAGIC.starts_with(&b[..b.len().min(6)]) {
                 return Some(self.cut(
@@ -257,22 +223,18 @@ impl XzParser {
                     check_name(self.check_id)
                 )),
             );
-            self.state = State::Block { at: at + 12 };
+            self.go(At::Block { at: at + 12 });
             return None;
         }
         self.check_known = false;
-        self.state = State::Resync {
-            from: at + 1,
-            lost: at,
-            why: format!("no valid xz stream header at {at:#x}"),
-        };
+        self.resync(at + 1, at, format!("no valid xz stream header at {at:#x}"));
         None
     }
 
     fn block(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
         let first = match self.need(at, 1) {
             Ok(b) if b.is_empty() => {
-                let avail = self.data.available();
+                let avail = self.core.data.available();
                 return Some(self.cut(
                     cx,
                     Range::new(avail, avail),
@@ -284,7 +246,7 @@ impl XzParser {
             Err(None) => return Some(self.finish(cx)),
         };
         if first == 0 {
-            self.state = State::Index { at };
+            self.go(At::Index { at });
             return None;
         }
         let len = (first as usize + 1) * 4;
@@ -293,7 +255,7 @@ impl XzParser {
             Err(Some(s)) => return Some(s),
             Err(None) => return Some(self.finish(cx)),
         };
-        let avail = self.data.available();
+        let avail = self.core.data.available();
         let header = match parse_block_header(&b) {
             Ok(h) => h,
             Err(None) => {
@@ -305,34 +267,34 @@ impl XzParser {
             }
             Err(Some(why)) => {
                 self.records = None;
-                self.state = State::Resync {
-                    from: at + 4,
-                    lost: at,
-                    why: format!("xz block #{} at {at:#x}: {why}", self.blocks + 1),
-                };
+                self.resync(
+                    at + 4,
+                    at,
+                    format!("xz block #{} at {at:#x}: {why}", self.blocks + 1),
+                );
                 return None;
             }
         };
-        self.out.ensure_child(cx, at, NAMES);
-        let reader = match self.out.src.open(at, [0, 0]) {
+        self.core.out.ensure_child(cx, at, NAMES);
+        let reader = match self.core.out.src.open(at, [0, 0]) {
             Ok(r) => r,
             Err(e) => {
                 self.records = None;
-                self.state = State::Resync {
-                    from: at + 4,
-                    lost: at,
-                    why: format!("xz block #{} at {at:#x}: {e}", self.blocks + 1),
-                };
+                self.resync(
+                    at + 4,
+                    at,
+                    format!("xz block #{} at {at:#x}: {e}", self.blocks + 1),
+                );
                 return None;
             }
         };
         self.blocks += 1;
-        self.out.src.begin_block(at, [0, 0]);
-        self.state = State::Body {
+        self.core.out.src.begin_block(at, [0, 0]);
+        self.go(At::Body {
             at,
             header,
             reader,
-            out_start: self.out.pos(),
+            out_start: self.core.out.pos(),
             check: if self.check_known {
                 Check::new(self.check_id)
             } else {
@@ -342,55 +304,53 @@ impl XzParser {
                     Box::new(<sha2::Sha256 as sha2::Digest>::new()),
                 )
             },
-        };
+        });
         None
     }
 
     fn body(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Body {
+        let State::At(At::Body {
             at,
             reader,
             out_start,
             check,
             ..
-        } = &mut self.state
+        }) = &mut self.core.state
         else {
             return None;
         };
         let (at, out_start) = (*at, *out_start);
-        let run = self.out.run(cx, &mut **reader, &mut |b| check.update(b));
+        let run = self
+            .core
+            .out
+            .run(cx, &mut **reader, &mut |b| check.update(b));
         let in_pos = reader.input_pos();
-        cx.progress(in_pos, Some(self.data.available()));
-        let pull = match run {
-            Run::More => return Some(Step::Yield),
-            Run::Budget => {
-                self.out.src.end_block(in_pos);
-                return Some(self.finish(cx));
-            }
-            Run::Stopped(p) => p,
+        let pull = match self.pumped(cx, run, in_pos, in_pos) {
+            Ok(p) => p,
+            Err(step) => return Some(step),
         };
         let k = self.blocks;
-        let out_end = self.out.pos();
+        let out_end = self.core.out.pos();
         match pull {
             Pull::NeedInput => Some(Step::Blocked),
             Pull::Out(_) => Some(Step::Yield),
             Pull::End => {
-                let State::Body { header, check, .. } =
-                    std::mem::replace(&mut self.state, State::Done)
+                let State::At(At::Body { header, check, .. }) =
+                    std::mem::replace(&mut self.core.state, State::Done)
                 else {
                     return None;
                 };
-                self.state = State::Tail {
+                self.go(At::Tail {
                     at,
                     header,
                     data_end: in_pos,
                     out_start,
                     check,
-                };
+                });
                 None
             }
             Pull::Truncated => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 let r = Range::new(at, in_pos);
                 let d = Damage::truncated(Range::new(in_pos, in_pos), "block cut off");
                 cx.push_node(
@@ -400,7 +360,7 @@ impl XzParser {
                         ))
                         .damaged(d),
                 );
-                let avail = self.data.available();
+                let avail = self.core.data.available();
                 Some(self.cut(
                     cx,
                     Range::new(avail, avail),
@@ -411,7 +371,7 @@ impl XzParser {
                 ))
             }
             Pull::Error(msg) => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 self.records = None;
                 let r = Range::new(at, in_pos);
                 cx.push_node(
@@ -425,7 +385,7 @@ impl XzParser {
                         )),
                 );
                 if out_end > out_start {
-                    self.out.damage(
+                    self.core.out.damage(
                         cx,
                         Damage::corrupt(
                             Range::new(out_start, out_end),
@@ -435,25 +395,23 @@ impl XzParser {
                         ),
                     );
                 }
-                self.state = State::Resync {
-                    from: at + 4,
-                    lost: at,
-                    why: format!(
-                        "xz block #{k} has invalid data ({msg}) detected near {in_pos:#x}"
-                    ),
-                };
+                self.resync(
+                    at + 4,
+                    at,
+                    format!("xz block #{k} has invalid data ({msg}) detected near {in_pos:#x}"),
+                );
                 None
             }
         }
     }
 
     fn tail(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Tail {
+        let State::At(At::Tail {
             at,
             data_end,
             out_start,
             ..
-        } = &self.state
+        }) = &self.core.state
         else {
             return None;
         };
@@ -492,17 +450,21 @@ impl XzParser {
             Err(Some(s)) => return Some(s),
             Err(None) => return Some(self.finish(cx)),
         };
-        let State::Tail { header, check, .. } = std::mem::replace(&mut self.state, State::Done)
+        let State::At(At::Tail { header, check, .. }) =
+            std::mem::replace(&mut self.core.state, State::Done)
         else {
             return None;
         };
         let check = check.into_type(self.check_id);
         self.unchecked |= csize == 0;
         let k = self.blocks;
-        let out_end = self.out.pos();
+        let out_end = self.core.out.pos();
         let size = out_end - out_start;
         let end = data_end + (pad + csize) as u64;
-        self.out.src.end_block(end.min(self.data.available()));
+        self.core
+            .out
+            .src
+            .end_block(end.min(self.core.data.available()));
         let hdr_end = at + header.len as u64;
         let mut kids = vec![
             Node::new("block header", "block header", Range::new(at, hdr_end)).text(format!(
@@ -539,7 +501,7 @@ impl XzParser {
         }
         let mut problems = Vec::new();
         if b.len() < pad + csize {
-            let avail = self.data.available();
+            let avail = self.core.data.available();
             let r = Range::new(at, avail);
             cx.push_node(
                 Node::new("partial block", format!("block #{k}"), r)
@@ -602,7 +564,7 @@ impl XzParser {
             // differ from its header say more is wrong.
             let only_check = problems.len() == 1 && problems[0].ends_with("check mismatch");
             let out = Range::new(out_start, out_end);
-            self.out.damage(
+            self.core.out.damage(
                 cx,
                 if only_check {
                     Damage::unverified(
@@ -621,37 +583,29 @@ impl XzParser {
             let unpadded = data_end - at + csize as u64;
             recs.push((unpadded, size));
         }
-        self.state = if problems.is_empty() {
-            State::Block { at: end }
+        if problems.is_empty() {
+            self.go(At::Block { at: end });
         } else {
             // Where a damaged block ended is not to be trusted: the next
             // block header is looked for from just after its start.
-            State::Resync {
-                from: at + 4,
-                lost: end,
-                why: format!("xz block #{k} fails its check"),
-            }
-        };
+            self.resync(at + 4, end, format!("xz block #{k} fails its check"));
+        }
         None
     }
 
     fn index(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let avail = self.data.available();
-        let fin = self.data.is_final();
+        let avail = self.core.data.available();
+        let fin = self.core.data.is_final();
         let want = (avail - at.min(avail)).min(MAX_INDEX as u64) as usize;
-        let data = self.data.clone();
-        let Ok(b) = view(&*data, at, want, &mut self.scratch) else {
+        let data = self.core.data.clone();
+        let Ok(b) = view(&*data, at, want, &mut self.core.scratch) else {
             return Some(self.finish(cx));
         };
         match parse_index(b, self.records.as_deref()) {
             Err(None) if !fin && b.len() < MAX_INDEX => Some(Step::Blocked),
             Err(None) => Some(self.cut(cx, Range::new(at, avail), "file ends inside the xz index")),
             Err(Some(why)) => {
-                self.state = State::Resync {
-                    from: at + 4,
-                    lost: at,
-                    why: format!("xz index at {at:#x}: {why}"),
-                };
+                self.resync(at + 4, at, format!("xz index at {at:#x}: {why}"));
                 None
             }
             Ok((len, count, mismatch)) => {
@@ -663,10 +617,10 @@ impl XzParser {
                     cx.damage(d);
                 }
                 cx.push_node(n);
-                self.state = State::Footer {
+                self.go(At::Footer {
                     at: at + len as u64,
                     index: Some(r),
-                };
+                });
                 None
             }
         }
@@ -678,7 +632,7 @@ impl XzParser {
             Err(Some(s)) => return Some(s),
             Err(None) => return Some(self.finish(cx)),
         };
-        let avail = self.data.available();
+        let avail = self.core.data.available();
         if b.len() < 12 {
             return Some(self.cut(
                 cx,
@@ -688,11 +642,7 @@ impl XzParser {
         }
         let crc_ok = crc32fast::hash(&b[4..10]) == u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         if !crc_ok || b[10..12] != FOOTER_MAGIC {
-            self.state = State::Resync {
-                from: at + 4,
-                lost: at,
-                why: format!("no valid xz stream footer at {at:#x}"),
-            };
+            self.resync(at + 4, at, format!("no valid xz stream footer at {at:#x}"));
             return None;
         }
         let backward = (u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64 + 1) * 4;
@@ -723,155 +673,8 @@ impl XzParser {
             cx.damage(d);
         }
         cx.push_node(n);
-        self.state = State::After {
-            at: at + 12,
-            pad: at + 12,
-        };
+        self.after_stream(at + 12);
         None
-    }
-
-    fn after(&mut self, cx: &mut StepCx, at: u64, pad: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
-        let data = self.data.clone();
-        let Ok(bytes) = view(&*data, at, 1 << 20, &mut self.scratch) else {
-            return Some(self.finish(cx));
-        };
-        if bytes.is_empty() {
-            if !fin {
-                return Some(Step::Blocked);
-            }
-            if avail > pad {
-                let r = Range::new(pad, avail);
-                let mut n = Node::new("padding", "stream padding", r).uint(r.len());
-                if !r.len().is_multiple_of(4) {
-                    let d = Damage::corrupt(r, "stream padding is not a multiple of 4 bytes");
-                    n = n.damaged(d.clone());
-                    cx.damage(d);
-                }
-                cx.push_node(n);
-            }
-            return Some(self.finish(cx));
-        }
-        if at == pad {
-            if bytes.len() < 6 && !fin && MAGIC.starts_with(bytes) {
-                return Some(Step::Blocked);
-            }
-            if bytes.starts_with(&MAGIC) {
-                self.state = State::StreamHeader { at };
-                return None;
-            }
-        }
-        let zeros = bytes.iter().take_while(|&&b| b == 0).count();
-        if zeros == bytes.len() {
-            self.state = State::After {
-                at: at + zeros as u64,
-                pad,
-            };
-            return Some(Step::Yield);
-        }
-        let q = at + zeros as u64;
-        if q > pad && (q - pad).is_multiple_of(4) {
-            let r = Range::new(pad, q);
-            cx.push_node(Node::new("padding", "stream padding", r).uint(r.len()));
-            self.state = State::After { at: q, pad: q };
-            return None;
-        }
-        self.state = State::Resync {
-            from: q,
-            lost: q,
-            why: "bytes after the xz stream are not xz data".into(),
-        };
-        None
-    }
-
-    fn resync(&mut self, cx: &mut StepCx, from: u64, lost: u64, why: String) -> Option<Step> {
-        const WIN: usize = 1 << 20;
-        const MARGIN: usize = 1024 + 12;
-        let fin = self.data.is_final();
-        let avail = self.data.available();
-        let data = self.data.clone();
-        let align = self.stream_start % 4;
-        let mut pos = from + (4 + align - from % 4) % 4;
-        let mut scanned = 0u64;
-        while pos < avail && scanned < cx.budget.max(1 << 20) {
-            let Ok(w) = view(&*data, pos, WIN + MARGIN, &mut self.scratch) else {
-                break;
-            };
-            let w = w.to_vec();
-            let limit = if w.len() == WIN + MARGIN || fin {
-                w.len().min(WIN)
-            } else {
-                w.len().saturating_sub(MARGIN)
-            };
-            let mut i = 0;
-            while i < limit {
-                let b = &w[i..];
-                let p = pos + i as u64;
-                if b.len() >= 12
-                    && b.starts_with(&MAGIC)
-                    && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
-                {
-                    self.out.record_lost(cx, lost, p, &why, "block", true);
-                    self.state = State::StreamHeader { at: p };
-                    return None;
-                }
-                if b[0] != 0 && b.len() >= 2 && b[1] & 0x3c == 0 && parse_block_header(b).is_ok() {
-                    self.out.record_lost(cx, lost, p, &why, "block", true);
-                    self.state = State::Block { at: p };
-                    return None;
-                }
-                if b.len() >= 12
-                    && b[10..12] == FOOTER_MAGIC
-                    && crc32fast::hash(&b[4..10]) == u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-                {
-                    let backward = (u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64 + 1) * 4;
-                    let mut next = State::Footer { at: p, index: None };
-                    if let Some(ix) = p.checked_sub(backward)
-                        && ix >= lost
-                    {
-                        let mut ib = Vec::new();
-                        if let Ok(ibytes) = view(&*data, ix, backward as usize, &mut ib)
-                            && parse_index(ibytes, None).is_ok()
-                        {
-                            next = State::Index { at: ix };
-                        }
-                    }
-                    let to = match next {
-                        State::Index { at } => at,
-                        _ => p,
-                    };
-                    self.out.record_lost(cx, lost, to, &why, "block", true);
-                    self.state = next;
-                    return None;
-                }
-                i += 4;
-            }
-            if limit == 0 {
-                break;
-            }
-            pos += limit as u64;
-            pos += (4 + align - pos % 4) % 4;
-            scanned += limit as u64;
-        }
-        if pos < avail && (fin || avail - pos > MARGIN as u64) {
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                why,
-            };
-            return Some(Step::Yield);
-        }
-        if !fin {
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                why,
-            };
-            return Some(Step::Blocked);
-        }
-        self.out.record_lost(cx, lost, avail, &why, "block", false);
-        Some(self.finish(cx))
     }
 }
 
@@ -934,28 +737,124 @@ fn parse_index(b: &[u8], seen: Option<&[(u64, u64)]>) -> IndexResult {
     Ok((p + 4, count, mismatch))
 }
 
-impl Parser for XzParser {
-    fn step(&mut self, cx: &mut StepCx) -> Step {
-        for _ in 0..64 {
-            let r = match &self.state {
-                State::StreamHeader { at } => self.stream_header(cx, *at),
-                State::Block { at } => self.block(cx, *at),
-                State::Body { .. } => self.body(cx),
-                State::Tail { .. } => self.tail(cx),
-                State::Index { at } => self.index(cx, *at),
-                State::Footer { at, index } => self.footer(cx, *at, *index),
-                State::After { at, pad } => self.after(cx, *at, *pad),
-                State::Resync { from, lost, why } => {
-                    let (from, lost, why) = (*from, *lost, why.clone());
-                    self.resync(cx, from, lost, why)
-                }
-                State::Done => Some(Step::Done),
-            };
-            if let Some(step) = r {
-                return step;
-            }
+impl BlockFormat for XzParser {
+    type At = At;
+    const UNIT: &'static str = "block";
+    const TRAILER: Option<Trailer> = Some(Trailer {
+        first_read: 1 << 20,
+        head: &MAGIC,
+        head_len: MAGIC.len(),
+        padding: "stream padding",
+        align: 4,
+        garbage: "bytes after the xz stream are not xz data",
+    });
+
+    fn core(&mut self) -> &mut Core<At> {
+        &mut self.core
+    }
+
+    fn step_at(&mut self, cx: &mut StepCx) -> Option<Step> {
+        match &self.core.state {
+            State::At(At::StreamHeader { at }) => self.stream_header(cx, *at),
+            State::At(At::Block { at }) => self.block(cx, *at),
+            State::At(At::Body { .. }) => self.body(cx),
+            State::At(At::Tail { .. }) => self.tail(cx),
+            State::At(At::Index { at }) => self.index(cx, *at),
+            State::At(At::Footer { at, index }) => self.footer(cx, *at, *index),
+            _ => None,
         }
-        Step::Yield
+    }
+
+    /// The next stream header, block header whose CRC32 matches, or
+    /// stream footer (or the index before it), at 4-byte alignment.
+    fn find_next(&mut self, cx: &mut StepCx, from: u64, lost: u64) -> Scan<At> {
+        const WIN: usize = 1 << 20;
+        const MARGIN: usize = 1024 + 12;
+        let fin = self.core.data.is_final();
+        let avail = self.core.data.available();
+        let data = self.core.data.clone();
+        let align = self.stream_start % 4;
+        let mut pos = from + (4 + align - from % 4) % 4;
+        let mut scanned = 0u64;
+        while pos < avail && scanned < cx.budget.max(1 << 20) {
+            let Ok(w) = view(&*data, pos, WIN + MARGIN, &mut self.core.scratch) else {
+                break;
+            };
+            let w = w.to_vec();
+            let limit = if w.len() == WIN + MARGIN || fin {
+                w.len().min(WIN)
+            } else {
+                w.len().saturating_sub(MARGIN)
+            };
+            let mut i = 0;
+            while i < limit {
+                let b = &w[i..];
+                let p = pos + i as u64;
+                if b.len() >= 12
+                    && b.starts_with(&MAGIC)
+                    && crc32fast::hash(&b[6..8]) == u32::from_le_bytes([b[8], b[9], b[10], b[11]])
+                {
+                    return Scan::Found {
+                        to: p,
+                        next: At::StreamHeader { at: p },
+                    };
+                }
+                if b[0] != 0 && b.len() >= 2 && b[1] & 0x3c == 0 && parse_block_header(b).is_ok() {
+                    return Scan::Found {
+                        to: p,
+                        next: At::Block { at: p },
+                    };
+                }
+                if b.len() >= 12
+                    && b[10..12] == FOOTER_MAGIC
+                    && crc32fast::hash(&b[4..10]) == u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                {
+                    let backward = (u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64 + 1) * 4;
+                    let mut next = At::Footer { at: p, index: None };
+                    if let Some(ix) = p.checked_sub(backward)
+                        && ix >= lost
+                    {
+                        let mut ib = Vec::new();
+                        if let Ok(ibytes) = view(&*data, ix, backward as usize, &mut ib)
+                            && parse_index(ibytes, None).is_ok()
+                        {
+                            next = At::Index { at: ix };
+                        }
+                    }
+                    let to = match next {
+                        At::Index { at } => at,
+                        _ => p,
+                    };
+                    return Scan::Found { to, next };
+                }
+                i += 4;
+            }
+            if limit == 0 {
+                break;
+            }
+            pos += limit as u64;
+            pos += (4 + align - pos % 4) % 4;
+            scanned += limit as u64;
+        }
+        if pos < avail && (fin || avail - pos > MARGIN as u64) {
+            return Scan::Further(pos);
+        }
+        if !fin {
+            return Scan::Wait(pos);
+        }
+        Scan::End
+    }
+
+    fn stream_at(bytes: &[u8], at: u64) -> Option<At> {
+        bytes.starts_with(&MAGIC).then_some(At::StreamHeader { at })
+    }
+
+    /// Every block's check and every stream's index and footer held (a
+    /// parse that found anything else recorded damage, which stops it).
+    fn wrap_up(&mut self, cx: &mut StepCx) {
+        if !self.unchecked && self.checked_streams > 0 {
+            cx.proved();
+        }
     }
 }
 

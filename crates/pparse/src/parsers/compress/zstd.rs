@@ -20,8 +20,8 @@ use crate::data::blocks::zstd::*;
 use crate::data::{Block, BlockCodec, BlockReader, Data, Pull, Range, view};
 use crate::node::{Node, Value};
 use crate::offer::Offers;
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
-use crate::parsers::compress::decoded::{Decoded, Run};
+use crate::parsers::api::{Format, Sniff, Step, StepCx};
+use crate::parsers::compress::driver::{BlockFormat, Core, Scan, State};
 use crate::status::Damage;
 
 /// zstd: frames, skippable frames, the decoded stream.
@@ -124,60 +124,39 @@ fn sniff(s: &Sniff) -> bool {
         || NAMES.iter().any(|(suffix, _)| s.name.ends_with(suffix))
 }
 
-enum State {
+/// zstd's own states; the driver's hold the resync.
+enum At {
     /// A frame (or skippable frame) is expected at `at`.
-    Frame {
-        at: u64,
-    },
+    Frame { at: u64 },
     Body {
         at: u64,
         out_start: u64,
         reader: Box<dyn BlockReader>,
     },
-    /// Looking for the next frame after damage found at `lost`.
-    Resync {
-        from: u64,
-        lost: u64,
-        why: String,
-    },
-    Done,
 }
 
 struct ZstdParser {
-    data: Data,
-    out: Decoded,
+    /// The input, the decoded stream and the state, which the driver shares.
+    core: Core<At>,
     frames: u64,
-    state: State,
-    scratch: Vec<u8>,
 }
 
 impl ZstdParser {
     fn new(data: Data) -> ZstdParser {
         ZstdParser {
-            out: Decoded::new(data.clone(), Box::new(Codec), "zstd stream"),
-            data,
+            core: Core::new(data, Box::new(Codec), "zstd stream", At::Frame { at: 0 }),
             frames: 0,
-            state: State::Frame { at: 0 },
-            scratch: Vec::new(),
         }
-    }
-
-    fn finish(&mut self, cx: &mut StepCx) -> Step {
-        self.out.finish();
-        let len = self.data.available();
-        cx.progress(len, Some(len));
-        self.state = State::Done;
-        Step::Done
     }
 
     fn frame(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let fin = self.core.data.is_final();
+        let avail = self.core.data.available();
         if at >= avail && fin {
             return Some(self.finish(cx));
         }
-        let data = self.data.clone();
-        let Ok(b) = view(&*data, at, 18, &mut self.scratch) else {
+        let data = self.core.data.clone();
+        let Ok(b) = view(&*data, at, 18, &mut self.core.scratch) else {
             return Some(self.finish(cx));
         };
         let b = b.to_vec();
@@ -195,29 +174,29 @@ impl ZstdParser {
                         .damaged(Damage::truncated(r, "frame header cut off")),
                 );
                 cx.damage(Damage::truncated(r, "file ends inside a zstd frame header"));
-                let o = self.out.pos();
-                self.out.damage(
+                let o = self.core.out.pos();
+                self.core.out.damage(
                     cx,
                     Damage::truncated(Range::new(o, o), "zstd input ends here"),
                 );
                 return Some(self.finish(cx));
             };
             let _ = h;
-            self.out.ensure_child(cx, at, NAMES);
-            let reader = match self.out.src.open(at, [0, 0]) {
+            self.core.out.ensure_child(cx, at, NAMES);
+            let reader = match self.core.out.src.open(at, [0, 0]) {
                 Ok(r) => r,
                 Err(e) => {
                     cx.damage(Damage::corrupt(Range::new(at, avail), e.to_string()));
                     return Some(self.finish(cx));
                 }
             };
-            self.out.src.begin_block(at, [0, 0]);
+            self.core.out.src.begin_block(at, [0, 0]);
             self.frames += 1;
-            self.state = State::Body {
+            self.go(At::Body {
                 at,
-                out_start: self.out.pos(),
+                out_start: self.core.out.pos(),
                 reader,
-            };
+            });
             return None;
         }
         if is_skippable(&b) {
@@ -249,7 +228,7 @@ impl ZstdParser {
                 return Some(self.finish(cx));
             }
             cx.push_node(n);
-            self.state = State::Frame { at: end };
+            self.go(At::Frame { at: end });
             return None;
         }
         if b.len() < 4 && fin {
@@ -258,51 +237,46 @@ impl ZstdParser {
             cx.damage(Damage::truncated(r, "file ends inside a zstd frame magic"));
             return Some(self.finish(cx));
         }
-        self.state = State::Resync {
-            from: at + 1,
-            lost: at,
-            why: if self.frames == 0 && at == 0 {
+        self.resync(
+            at + 1,
+            at,
+            if self.frames == 0 && at == 0 {
                 "no zstd frame magic at the start".into()
             } else {
                 format!("bytes at {at:#x} are not a zstd frame")
             },
-        };
+        );
         None
     }
 
     fn body(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Body {
+        let State::At(At::Body {
             at,
             out_start,
             reader,
-        } = &mut self.state
+        }) = &mut self.core.state
         else {
             return None;
         };
         let (at, out_start) = (*at, *out_start);
-        let run = self.out.run(cx, &mut **reader, &mut |_| {});
+        let run = self.core.out.run(cx, &mut **reader, &mut |_| {});
         let in_pos = reader.input_pos();
-        cx.progress(in_pos, Some(self.data.available()));
-        let k = self.frames;
-        let pull = match run {
-            Run::More => return Some(Step::Yield),
-            Run::Budget => {
-                self.out.src.end_block(in_pos);
-                return Some(self.finish(cx));
-            }
-            Run::Stopped(p) => p,
+        let pull = match self.pumped(cx, run, in_pos, in_pos) {
+            Ok(p) => p,
+            Err(step) => return Some(step),
         };
-        let out_end = self.out.pos();
+        let k = self.frames;
+        let out_end = self.core.out.pos();
         let header = {
             let mut hb = Vec::new();
-            view(&*self.data, at, 18, &mut hb)
+            view(&*self.core.data, at, 18, &mut hb)
                 .ok()
                 .and_then(parse_frame_header)
         };
         match pull {
             Pull::NeedInput => Some(Step::Blocked),
             Pull::End => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 cx.push_node(frame_node(
                     k,
                     Range::new(at, in_pos),
@@ -311,11 +285,11 @@ impl ZstdParser {
                     header.as_ref(),
                     None,
                 ));
-                self.state = State::Frame { at: in_pos };
+                self.go(At::Frame { at: in_pos });
                 None
             }
             Pull::Truncated => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 let d = Damage::truncated(Range::new(in_pos, in_pos), "frame cut off");
                 cx.push_node(frame_node(
                     k,
@@ -332,7 +306,7 @@ impl ZstdParser {
                         out_end - out_start
                     ),
                 ));
-                self.out.damage(
+                self.core.out.damage(
                     cx,
                     Damage::truncated(
                         Range::new(out_end, out_end),
@@ -342,7 +316,7 @@ impl ZstdParser {
                 Some(self.finish(cx))
             }
             Pull::Error(msg) if msg.contains("checksum") => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 let reason =
                     format!("zstd frame #{k}: content checksum mismatch (decoded bytes kept)");
                 let d = Damage::corrupt(Range::new(at, in_pos), reason.clone());
@@ -357,7 +331,7 @@ impl ZstdParser {
                 cx.damage(d);
                 // It decoded without an error: which of its bytes are wrong
                 // is not known.
-                self.out.damage(
+                self.core.out.damage(
                     cx,
                     Damage::unverified(
                         Range::new(out_start, out_end),
@@ -368,15 +342,15 @@ impl ZstdParser {
                 );
                 // Where a damaged frame ended is not to be trusted: the
                 // next frame is looked for from just after its start.
-                self.state = State::Resync {
-                    from: at + 1,
-                    lost: in_pos,
-                    why: format!("zstd frame #{k} fails its checksum"),
-                };
+                self.resync(
+                    at + 1,
+                    in_pos,
+                    format!("zstd frame #{k} fails its checksum"),
+                );
                 None
             }
             Pull::Error(msg) => {
-                self.out.src.end_block(in_pos);
+                self.core.out.src.end_block(in_pos);
                 let d = Damage::corrupt(
                     Range::new(in_pos, in_pos),
                     format!("invalid zstd data: {msg}"),
@@ -392,7 +366,7 @@ impl ZstdParser {
                 n.kind = "partial frame";
                 cx.push_node(n);
                 if out_end > out_start {
-                    self.out.damage(
+                    self.core.out.damage(
                         cx,
                         Damage::corrupt(
                             Range::new(out_start, out_end),
@@ -402,100 +376,22 @@ impl ZstdParser {
                         ),
                     );
                 }
-                self.state = State::Resync {
-                    from: at + 1,
-                    lost: at,
-                    why: format!(
-                        "zstd frame #{k} has invalid data ({msg}) detected near {in_pos:#x}"
-                    ),
-                };
+                self.resync(
+                    at + 1,
+                    at,
+                    format!("zstd frame #{k} has invalid data ({msg}) detected near {in_pos:#x}"),
+                );
                 None
             }
             Pull::Out(_) => Some(Step::Yield),
         }
     }
 
-    fn resync(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let State::Resync { from, lost, why } = &self.state else {
-            return None;
-        };
-        let (from, lost, why) = (*from, *lost, why.clone());
-        let fin = self.data.is_final();
-        let avail = self.data.available();
-        let data = self.data.clone();
-        let mut pos = from;
-        let mut scanned = 0u64;
-        while pos + 4 <= avail && scanned < cx.budget.max(1 << 20) {
-            let window = match view(&*data, pos, 1 << 20, &mut self.scratch) {
-                Ok(w) => w.to_vec(),
-                Err(_) => break,
-            };
-            if window.len() < 4 {
-                break;
-            }
-            let mut i = 0;
-            while i + 4 <= window.len() {
-                // The next candidate: a frame magic or a skippable magic.
-                let next = memmem::find(&window[i..], &MAGIC[1..]).map(|k| i + k);
-                let skip = memmem::find(&window[i..], &[0x2a, 0x4d, 0x18]).map(|k| i + k);
-                let Some(j) = [next, skip].into_iter().flatten().min() else {
-                    break;
-                };
-                if j == 0 {
-                    i = 1;
-                    continue;
-                }
-                let cand = pos + j as u64 - 1;
-                i = j + 1;
-                if cand < from {
-                    continue;
-                }
-                match self.try_frame(cand) {
-                    Trial::Good => {
-                        self.out.record_lost(cx, lost, cand, &why, "frame", true);
-                        self.state = State::Frame { at: cand };
-                        return None;
-                    }
-                    Trial::NeedMore => {
-                        self.state = State::Resync {
-                            from: cand,
-                            lost,
-                            why,
-                        };
-                        return Some(Step::Blocked);
-                    }
-                    Trial::Bad => {}
-                }
-            }
-            let advance = (window.len() as u64).saturating_sub(3).max(1);
-            pos += advance;
-            scanned += advance;
-        }
-        if pos + 4 <= avail {
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                why,
-            };
-            return Some(Step::Yield);
-        }
-        if !fin {
-            self.state = State::Resync {
-                from: pos,
-                lost,
-                why,
-            };
-            return Some(Step::Blocked);
-        }
-        self.out.record_lost(cx, lost, avail, &why, "frame", false);
-        Some(self.finish(cx))
-    }
-
     /// Whether a frame at `at` decodes (to its end or for a good stretch).
     fn try_frame(&mut self, at: u64) -> Trial {
-        let fin = self.data.is_final();
+        let fin = self.core.data.is_final();
         let mut b = Vec::new();
-        let Ok(head) = view(&*self.data, at, 8, &mut b) else {
+        let Ok(head) = view(&*self.core.data, at, 8, &mut b) else {
             return Trial::Bad;
         };
         if head.len() < 8 {
@@ -503,7 +399,7 @@ impl ZstdParser {
         }
         if is_skippable(head) {
             let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
-            return if at + 8 + size <= self.data.available() {
+            return if at + 8 + size <= self.core.data.available() {
                 Trial::Good
             } else if fin {
                 Trial::Bad
@@ -515,7 +411,7 @@ impl ZstdParser {
             return Trial::Bad;
         }
         let Ok(mut r) = Codec.open(
-            &self.data,
+            &self.core.data,
             &Block {
                 input: Range::new(at, at),
                 out_start: 0,
@@ -604,20 +500,76 @@ fn frame_node(
     n
 }
 
-impl Parser for ZstdParser {
-    fn step(&mut self, cx: &mut StepCx) -> Step {
-        for _ in 0..64 {
-            let r = match self.state {
-                State::Frame { at } => self.frame(cx, at),
-                State::Body { .. } => self.body(cx),
-                State::Resync { .. } => self.resync(cx),
-                State::Done => Some(Step::Done),
-            };
-            if let Some(step) = r {
-                return step;
-            }
+impl BlockFormat for ZstdParser {
+    type At = At;
+    const UNIT: &'static str = "frame";
+
+    fn core(&mut self) -> &mut Core<At> {
+        &mut self.core
+    }
+
+    fn step_at(&mut self, cx: &mut StepCx) -> Option<Step> {
+        match self.core.state {
+            State::At(At::Frame { at }) => self.frame(cx, at),
+            State::At(At::Body { .. }) => self.body(cx),
+            _ => None,
         }
-        Step::Yield
+    }
+
+    /// The next frame magic or skippable frame that decodes.
+    fn find_next(&mut self, cx: &mut StepCx, from: u64, _lost: u64) -> Scan<At> {
+        let fin = self.core.data.is_final();
+        let avail = self.core.data.available();
+        let data = self.core.data.clone();
+        let mut pos = from;
+        let mut scanned = 0u64;
+        while pos + 4 <= avail && scanned < cx.budget.max(1 << 20) {
+            let window = match view(&*data, pos, 1 << 20, &mut self.core.scratch) {
+                Ok(w) => w.to_vec(),
+                Err(_) => break,
+            };
+            if window.len() < 4 {
+                break;
+            }
+            let mut i = 0;
+            while i + 4 <= window.len() {
+                // The next candidate: a frame magic or a skippable magic.
+                let next = memmem::find(&window[i..], &MAGIC[1..]).map(|k| i + k);
+                let skip = memmem::find(&window[i..], &[0x2a, 0x4d, 0x18]).map(|k| i + k);
+                let Some(j) = [next, skip].into_iter().flatten().min() else {
+                    break;
+                };
+                if j == 0 {
+                    i = 1;
+                    continue;
+                }
+                let cand = pos + j as u64 - 1;
+                i = j + 1;
+                if cand < from {
+                    continue;
+                }
+                match self.try_frame(cand) {
+                    Trial::Good => {
+                        return Scan::Found {
+                            to: cand,
+                            next: At::Frame { at: cand },
+                        };
+                    }
+                    Trial::NeedMore => return Scan::Wait(cand),
+                    Trial::Bad => {}
+                }
+            }
+            let advance = (window.len() as u64).saturating_sub(3).max(1);
+            pos += advance;
+            scanned += advance;
+        }
+        if pos + 4 <= avail {
+            return Scan::Further(pos);
+        }
+        if !fin {
+            return Scan::Wait(pos);
+        }
+        Scan::End
     }
 }
 
