@@ -16,6 +16,13 @@ Parsing runs in the background in Rust, without the GIL; each call waits
 only for what it needs. Damaged bytes are never passed off as whole: every
 entry and tensor has a ``status`` (``complete``, ``truncated``,
 ``corrupt``), and reads that need whole bytes raise :class:`DamagedError`.
+
+Sources, files and tensors go to other processes as workers need them:
+they pickle as what opens them again (the path or URL, the index, the
+PATH inside, a file's position), for ``spawn`` and ``forkserver``
+workers; in a process forked from the one that opened them, the first
+call opens the file again there, as the parent's parse cannot go on in
+the child.
 """
 
 from __future__ import annotations
@@ -59,6 +66,27 @@ def io_stats() -> Dict[str, Union[int, float]]:
     return dict(_pparse.io_stats())
 
 
+# Handles of the process a child was forked from, held in the child and
+# never used or freed there: their parse threads are the parent's, and a
+# lock one of them held at the fork stays held in the child.
+_PARENTS: List[Any] = []
+
+
+def _source(path: str, index: Union[None, bool, str], sub: str) -> "Source":
+    """Opens a source again from what it was opened with (unpickling)."""
+    inner = _pparse.open(path, index)
+    if sub:
+        inner = inner.sub(sub)
+    return Source(inner, (path, index, sub))
+
+
+def _file(src: "Source", path: str, complete: bool, pos: int) -> "File":
+    """Opens a file again at its position (unpickling)."""
+    f = src.open(path, complete)
+    f.seek(pos)
+    return f
+
+
 def open(
     path: Union[str, "os.PathLike[str]"],
     index: Union[None, bool, str, "os.PathLike[str]"] = None,
@@ -75,18 +103,45 @@ def open(
     """
     if index is not None and not isinstance(index, bool):
         index = os.fspath(index)
-    return Source(_pparse.open(os.fspath(path), index))
+    path = os.fspath(path)
+    if "://" not in path:
+        # A worker may run in another folder.
+        path = os.path.abspath(path)
+    if isinstance(index, str):
+        index = os.path.abspath(index)
+    return _source(path, index, "")
 
 
 class Source:
     """An opened file: its containers as a file system of PATHs
     (``outer.tar.gz/inner.zip/member``, as the ``pparse`` command takes them).
 
-    Use it as a context manager, or call :meth:`close`.
+    Use it as a context manager, or call :meth:`close`. It pickles as what
+    opens it again, and a forked child opens it again on its first call.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, recipe: Tuple[str, Union[None, bool, str], str]) -> None:
         self._inner = inner
+        # (path or URL, index, PATH inside): what opens it again.
+        self._recipe = recipe
+        self._pid = os.getpid()
+        self._closed = False
+
+    @property
+    def _h(self) -> Any:
+        """The handle of this process: opened again after a fork."""
+        if self._pid != os.getpid():
+            if self._closed:
+                raise ValueError("I/O operation on a closed source")
+            _PARENTS.append(self._inner)
+            self._inner = _source(*self._recipe)._inner
+            self._pid = os.getpid()
+        return self._inner
+
+    def __reduce__(self) -> Any:
+        if self._closed:
+            raise TypeError("a closed pparse.Source cannot be pickled")
+        return (_source, self._recipe)
 
     def __enter__(self) -> "Source":
         return self
@@ -96,19 +151,27 @@ class Source:
 
     def close(self) -> None:
         """Stops the parse and lets go of the file."""
-        self._inner.close()
+        if self._pid == os.getpid():
+            self._inner.close()
+        self._closed = True
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._inner.closed
+        return self._closed or (self._pid == os.getpid() and self._inner.closed)
+
+    @property
+    def parsing(self) -> bool:
+        """Whether the background parse is still going (calls wait for
+        what they need of it)."""
+        return self._h.parsing
 
     def tree(self, path: str = "") -> Dict[str, Any]:
         """The extraction tree below ``path`` once it is parsed, as nested
         dicts: ``name``, ``path``, ``parser``, ``kind``, ``size``, ``status``,
         ``detail`` (when not complete), ``damage``, ``children``; the shape of
         ``pparse tree --json``."""
-        return json.loads(self._inner.tree_json(path))
+        return json.loads(self._h.tree_json(path))
 
     def list(self, path: str = "", recursive: bool = False) -> List[Dict[str, Any]]:
         """The entries in ``path`` ("" for the top) as ``ls`` shows a
@@ -119,34 +182,36 @@ class Source:
         ``symlink``, ...), ``size``, ``declared_size``, ``status``, ``detail``,
         ``container``, ``member``, ``parser``, ``mtime``, ``mode``.
         """
-        return self._inner.list(path, recursive)
+        return self._h.list(path, recursive)
 
     def io_stats(self) -> Dict[str, Union[int, float]]:
         """This source's own work so far, as :func:`io_stats` gives the
         process's: what reading it cost, apart from other sources open
         beside it."""
-        return dict(self._inner.io_stats())
+        return dict(self._h.io_stats())
 
     def stat(self, path: str) -> Dict[str, Any]:
         """The entry at ``path`` (a dict, as :meth:`list` gives)."""
-        return self._inner.stat(path)
+        return self._h.stat(path)
 
     def open(self, path: str, complete: bool = False) -> "File":
         """The bytes at ``path`` as a read-only binary file object, at any
         depth (a member of a zip in a tar.gz). What was recovered of a
         damaged member is readable and its ``status`` says so; with
         ``complete``, a damaged member raises :class:`DamagedError`."""
-        return File(self._inner.open(path, complete), path)
+        return File(self._h.open(path, complete), path, self, complete)
 
     def sub(self, path: str) -> "Source":
         """A source rooted at ``path``: its PATHs are relative to it."""
-        return Source(self._inner.sub(path))
+        p, index, sub = self._recipe
+        inner = self._h.sub(path)
+        return Source(inner, (p, index, f"{sub}/{path}" if sub and path else sub or path))
 
     def tensors(self, path: Optional[str] = None) -> List["Tensor"]:
         """The tensors at or below ``path`` (the whole file by default), for
         every format pparse reads (PyTorch, safetensors, ONNX, NumPy, ...),
         as ``pparse tensors`` lists them."""
-        return [Tensor(t) for t in self._inner.tensors(path or "")]
+        return [Tensor(t, self, path or "") for t in self._h.tensors(path or "")]
 
     def records(
         self,
@@ -173,7 +238,7 @@ class Source:
         ``path`` holds no log.
         """
         types = [type] if isinstance(type, str) else list(type or ())
-        batches = self._inner.records(path or "", types)
+        batches = self._h.records(path or "", types)
         try:
             if with_damage:
                 for batch in batches:
@@ -197,7 +262,7 @@ class Source:
         pickle is cut or holds a byte that is no opcode, after the opcodes
         before it.
         """
-        return iter(self._inner.pickle_ops(path or ""))
+        return iter(self._h.pickle_ops(path or ""))
 
     def ir(self, path: Optional[str] = None) -> Dict[str, Any]:
         """The programs of the Paddle IR text at ``path`` (what
@@ -206,19 +271,42 @@ class Source:
         ``ops``, their ``name``, ``results``, ``operands``, ``attributes``,
         types, byte spans and regions) and ``diagnostics`` (``severity``,
         ``message``, where)."""
-        return json.loads(self._inner.ir_json(path or ""))
+        return json.loads(self._h.ir_json(path or ""))
 
 
 class File(io.RawIOBase):
     """The bytes of one entry: a seekable, read-only binary file.
 
-    ``status`` and ``damage`` say what is wrong with them, if anything.
+    ``status`` and ``damage`` say what is wrong with them, if anything. It
+    pickles as what opens it again at its position, and a forked child
+    opens it again on its first call.
     """
 
-    def __init__(self, inner: Any, path: str) -> None:
+    def __init__(self, inner: Any, path: str, source: "Source", complete: bool) -> None:
         super().__init__()
         self._f = inner
         self.name = path
+        self._src = source
+        self._complete = complete
+        # Kept here, so a forked child knows it without the parent's handle.
+        self._pos = 0
+        self._pid = os.getpid()
+
+    @property
+    def _h(self) -> Any:
+        """The handle of this process: opened again after a fork."""
+        if self._pid != os.getpid():
+            _PARENTS.append(self._f)
+            f = self._src._h.open(self.name, self._complete)
+            f.seek(self._pos, io.SEEK_SET)
+            self._f = f
+            self._pid = os.getpid()
+        return self._f
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if self.closed:
+            raise TypeError("a closed pparse.File cannot be pickled")
+        return (_file, (self._src, self.name, self._complete, self._pos))
 
     def readable(self) -> bool:
         return True
@@ -228,28 +316,31 @@ class File(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         view = memoryview(b).cast("B")
-        data = self._f.read(len(view))
+        data = self.read(len(view))
         n = len(data)
         view[:n] = data
         return n
 
     def read(self, size: Optional[int] = -1) -> bytes:
         self._check()
-        return self._f.read(-1 if size is None else size)
+        data = self._h.read(-1 if size is None else size)
+        self._pos += len(data)
+        return data
 
     def readall(self) -> bytes:
         return self.read(-1)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         self._check()
-        return self._f.seek(offset, whence)
+        self._pos = self._h.seek(offset, whence)
+        return self._pos
 
     def tell(self) -> int:
         self._check()
-        return self._f.tell()
+        return self._pos
 
     def close(self) -> None:
-        if not self.closed:
+        if not self.closed and self._pid == os.getpid():
             self._f.close()
         super().close()
 
@@ -260,26 +351,46 @@ class File(io.RawIOBase):
     @property
     def size(self) -> int:
         """Bytes present (for a cut member, what was recovered)."""
-        return self._f.size
+        return self._h.size
 
     @property
     def status(self) -> str:
         """``complete``, ``unverified``, ``truncated`` or ``corrupt``."""
-        return self._f.status
+        return self._h.status
 
     @property
     def damage(self) -> List[Tuple[int, int, str, str]]:
         """``(start, end, status, reason)`` of each damaged span."""
-        return self._f.damage
+        return self._h.damage
 
 
 class Tensor:
     """One tensor of a checkpoint, model or array file."""
 
-    __slots__ = ("_t",)
+    __slots__ = ("_t", "_src", "_listed_at", "_pid")
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, source: "Source", listed_at: str) -> None:
         self._t = inner
+        # Where it was listed, to find it again in a forked child.
+        self._src = source
+        self._listed_at = listed_at
+        self._pid = os.getpid()
+
+    def _h(self) -> Any:
+        """The handle of this process: found again after a fork."""
+        if self._pid != os.getpid():
+            name, offset, source = self._t.name, self._t.offset, self._t.source
+            again = self._src._h.tensors(self._listed_at)
+            found = [t for t in again if (t.name, t.offset, t.source) == (name, offset, source)]
+            if not found:
+                raise Error(f"tensor {name} is not in {self._listed_at or 'the source'} any more")
+            _PARENTS.append(self._t)
+            self._t = found[0]
+            self._pid = os.getpid()
+        return self._t
+
+    def __reduce__(self) -> Any:
+        return (_tensor, (self._src, self._listed_at, self._t.name, self._t.offset, self._t.source))
 
     name = property(lambda self: self._t.name, doc="Its name in the file.")
     dtype = property(
@@ -320,7 +431,7 @@ class Tensor:
         """
         import numpy as np
 
-        holder, ext = self._t.array(strict, upcast)
+        holder, ext = self._h().array(strict, upcast)
         arr = np.asarray(holder)
         if ext is None:
             return arr
@@ -335,3 +446,11 @@ class Tensor:
             )
             return arr
         return arr.view(getattr(ml_dtypes, ext))
+
+
+def _tensor(src: Source, listed_at: str, name: str, offset: int, source: str) -> Tensor:
+    """Finds a tensor again (unpickling)."""
+    for t in src.tensors(listed_at or None):
+        if (t.name, t.offset, t.source) == (name, offset, source):
+            return t
+    raise Error(f"tensor {name} is not in {listed_at or 'the source'} any more")

@@ -30,32 +30,36 @@ use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple};
 
+// The exceptions are named in `pparse`, which re-exports them, so a worker
+// process's error pickles back to its parent (`multiprocessing` sends it
+// by its module and name).
+
 create_exception!(
-    _pparse,
+    pparse,
     Error,
     PyException,
     "Anything pparse could not do, with the PATH it concerns."
 );
 create_exception!(
-    _pparse,
+    pparse,
     NotFound,
     Error,
     "Nothing is named PATH; the message says what is there instead."
 );
 create_exception!(
-    _pparse,
+    pparse,
     NotAContainer,
     Error,
     "PATH holds no entries to list or descend into."
 );
 create_exception!(
-    _pparse,
+    pparse,
     NoContent,
     Error,
     "PATH has no bytes of its own (a directory, a link)."
 );
 create_exception!(
-    _pparse,
+    pparse,
     DamagedError,
     Error,
     "The bytes asked for are damaged: `offset`, `reason` and `status` say where and why."
@@ -307,6 +311,12 @@ impl Source {
         if let Some(fs) = self.fs.lock().unwrap_or_else(|e| e.into_inner()).take() {
             fs.session().cancel();
         }
+    }
+
+    /// Whether the background parse is still going.
+    #[getter]
+    fn parsing(&self) -> PyResult<bool> {
+        Ok(!self.fs()?.session().is_finished())
     }
 
     /// Whether `close` was called.

@@ -13,6 +13,7 @@ mod cli;
 mod compressors;
 mod costs;
 mod damage;
+mod fork;
 mod fs;
 mod fuzz_corpus;
 mod gguf;

@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use super::per_process::PerProcess;
 
 use parking_lot::Mutex;
 
@@ -36,6 +38,20 @@ impl Deref for Chunk {
     fn deref(&self) -> &[u8] {
         &self.0
     }
+}
+
+/// The process-wide cache (see [`ChunkCache::global`]).
+static CACHE: PerProcess<ChunkCache> = PerProcess::new(|| {
+    let budget = std::env::var("PPARSE_CACHE_MB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(DEFAULT_CACHE_BYTES, |mb| mb.max(1) << 20);
+    ChunkCache::new(budget)
+});
+
+/// In a forked child: the next use makes the child's own cache.
+pub(super) fn forget_in_child() {
+    CACHE.forget_in_child();
 }
 
 /// A process-wide LRU of decoded chunks with a byte budget.
@@ -78,15 +94,9 @@ impl ChunkCache {
 
     /// The process-wide cache used by decoded streams. Its budget is
     /// `DEFAULT_CACHE_BYTES`, or `PPARSE_CACHE_MB` megabytes when set.
+    /// A forked child gets a cache of its own (see `data::fork`).
     pub fn global() -> &'static ChunkCache {
-        static CACHE: OnceLock<ChunkCache> = OnceLock::new();
-        CACHE.get_or_init(|| {
-            let budget = std::env::var("PPARSE_CACHE_MB")
-                .ok()
-                .and_then(|v| v.parse::<usize>().ok())
-                .map_or(DEFAULT_CACHE_BYTES, |mb| mb.max(1) << 20);
-            ChunkCache::new(budget)
-        })
+        CACHE.get()
     }
 
     /// Changes the budget (`--cache-size`), evicting what no longer fits.

@@ -11,6 +11,8 @@
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::per_process::PerProcess;
+
 use super::stats::Counters;
 
 use super::source::{Data, Recipe, Source};
@@ -36,12 +38,17 @@ impl std::fmt::Display for ReadFailure {
 
 /// Failures of every guard of this process not yet taken, for a command's
 /// exit status (at most [`KEPT`]).
-static FAILURES: Mutex<Vec<ReadFailure>> = Mutex::new(Vec::new());
+static FAILURES: PerProcess<Mutex<Vec<ReadFailure>>> = PerProcess::new(|| Mutex::new(Vec::new()));
+
+/// In a forked child: the child keeps a failure list of its own.
+pub(super) fn forget_in_child() {
+    FAILURES.forget_in_child();
+}
 const KEPT: usize = 16;
 
 /// The read failures recorded since the last call, removed.
 pub fn take_read_failures() -> Vec<ReadFailure> {
-    std::mem::take(&mut *FAILURES.lock().unwrap_or_else(|e| e.into_inner()))
+    std::mem::take(&mut *FAILURES.get().lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A source that records its first read error. See the module docs.
@@ -90,7 +97,7 @@ impl Source for ReadGuard {
                 reason: e.to_string(),
             };
             if self.failed.set(failure.clone()).is_ok() {
-                let mut all = FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+                let mut all = FAILURES.get().lock().unwrap_or_else(|e| e.into_inner());
                 if all.len() < KEPT {
                     all.push(failure);
                 }

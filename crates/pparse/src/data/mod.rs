@@ -18,11 +18,13 @@
 pub mod blocks;
 mod cache;
 pub mod checkpoints;
+pub mod fork;
 pub mod growth;
 mod guard;
 pub mod inflate;
 mod mem;
 mod mmap;
+mod per_process;
 mod readahead;
 mod regular;
 mod remote;

@@ -61,6 +61,8 @@ pub struct Session {
     notes: Notes,
     /// What it was opened with: lazily loaded nodes are read with them.
     options: Options,
+    /// The process that opened it (see [`Session::is_forked`]).
+    pid: u32,
 }
 
 /// What a session counted and noted, kept by a front end that reports it
@@ -164,7 +166,18 @@ impl Session {
             guard,
             notes: Notes::default(),
             options: Options::default(),
+            pid: std::process::id(),
         }
+    }
+
+    /// Whether this is a process forked from the one that opened the
+    /// session (a `multiprocessing` or DataLoader worker). Its engine
+    /// thread is not here, and its tree may stay locked by a thread that
+    /// was working on it at the fork: the session can only be dropped
+    /// (nothing waits: [`Session::wait_until`] returns `false`). Open the
+    /// file again in the child; see `data::fork`.
+    pub fn is_forked(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Whether the tree was read back from an index (it then has no nodes).
@@ -245,6 +258,7 @@ impl Session {
             depth: 0,
             meta: file.as_deref().map_or_else(Meta::default, file_meta),
         };
+        crate::data::fork::protect();
         let (tx, rx) = bounded(1);
         let tree = Tree {
             exts: std::iter::once(root).collect(),
@@ -291,6 +305,7 @@ impl Session {
             guard,
             notes,
             options,
+            pid: std::process::id(),
         }
     }
 
@@ -342,6 +357,10 @@ impl Session {
     /// the engine nothing. The time it blocks counts as waiting in
     /// [`Session::io_stats`].
     pub fn wait_until(&self, mut done: impl FnMut(&Tree) -> bool) -> bool {
+        if self.is_forked() {
+            // No engine runs here, and its tree may be locked for good.
+            return false;
+        }
         if done(&self.shared.tree.read()) {
             return true;
         }
@@ -447,7 +466,10 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.cancel();
-        if let Some(t) = self.thread.take() {
+        if self.is_forked() {
+            // The engine thread is the parent's: nothing to join here.
+            std::mem::forget(self.thread.take());
+        } else if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
         if self.free_at_exit {

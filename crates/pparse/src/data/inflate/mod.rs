@@ -18,6 +18,7 @@
 
 pub mod resync;
 mod windows;
+pub(crate) use windows::forget_in_child as windows_forget_in_child;
 pub mod zlib;
 
 use std::io;

@@ -9,10 +9,11 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+
+use crate::data::per_process::PerProcess;
 
 use crate::data::checkpoints::WindowSlot;
 
@@ -23,15 +24,23 @@ enum Store {
     Memory(Mutex<Vec<u8>>),
 }
 
+/// This process's store; a forked child makes its own, as appending to
+/// the parent's file would write over its windows (see `data::fork`).
+static STORE: PerProcess<Store> = PerProcess::new(|| match tempfile::tempfile() {
+    Ok(file) => Store::File {
+        file,
+        end: AtomicU64::new(0),
+    },
+    Err(_) => Store::Memory(Mutex::new(Vec::new())),
+});
+
 fn store() -> &'static Store {
-    static STORE: OnceLock<Store> = OnceLock::new();
-    STORE.get_or_init(|| match tempfile::tempfile() {
-        Ok(file) => Store::File {
-            file,
-            end: AtomicU64::new(0),
-        },
-        Err(_) => Store::Memory(Mutex::new(Vec::new())),
-    })
+    STORE.get()
+}
+
+/// In a forked child: the next window goes to a store of the child's own.
+pub(crate) fn forget_in_child() {
+    STORE.forget_in_child();
 }
 
 /// Saves a window and returns its handle.
