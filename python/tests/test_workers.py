@@ -8,13 +8,9 @@ A hang is a failure: results are awaited with a deadline."""
 import hashlib
 import io
 import multiprocessing as mp
-import os
 import pickle
-import socket
-import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -165,58 +161,8 @@ def test_a_sub_source_and_a_tensor_pickle_as_what_opens_them(fixtures):
 
 
 @pytest.fixture(scope="module")
-def s3(big):
-    probe = subprocess.run(
-        ["python3", "-c", "import moto.server, boto3"], capture_output=True, text=True
-    )
-    if probe.returncode != 0:
-        pytest.skip("moto is not installed for python3: pip install 'moto[server]'")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None, "moto exited"
-                assert time.monotonic() < deadline, "moto did not listen within 60 s"
-                time.sleep(0.05)
-        upload = (
-            "import boto3, sys\n"
-            f"s3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test',"
-            " aws_secret_access_key='test', region_name='us-east-1')\n"
-            "s3.create_bucket(Bucket='pparse-test')\n"
-            "s3.upload_file(sys.argv[1], 'pparse-test', 'data/many.tar.gz')\n"
-        )
-        subprocess.run(["python3", "-c", upload, str(big)], check=True)
-        env = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_REGION": "us-east-1",
-        }
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            yield "s3://pparse-test/data/many.tar.gz"
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-    finally:
-        server.kill()
-        server.wait()
+def s3(big, moto):
+    return moto(big, "data/many.tar.gz")
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
