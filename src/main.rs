@@ -93,6 +93,11 @@ struct Cli {
     /// (one JSON line with --json).
     #[arg(long, global = true)]
     io_stats: bool,
+    /// Write every read, decode, cache hit and wait, with its bytes, time
+    /// and thread, to FILE as Chrome trace-event JSON (Perfetto and
+    /// chrome://tracing open it).
+    #[arg(long, global = true, value_name = "FILE")]
+    trace_io: Option<PathBuf>,
 }
 
 /// `--depth`: a count of levels. Negative numbers reach this parser (not
@@ -397,6 +402,13 @@ fn run() -> i32 {
         _ => false,
     };
     let io_stats = cli.io_stats;
+    let trace_io = cli.trace_io.clone();
+    if let Some(path) = &trace_io
+        && let Err(e) = pparse::data::trace::start(path)
+    {
+        say!("pparse: --trace-io {}: {e}", path.display());
+        return 2;
+    }
     let ledgers = Rc::new(RefCell::new(Vec::new()));
     let input = |file: PathBuf| Input {
         file,
@@ -486,6 +498,11 @@ fn run() -> i32 {
             }
         },
     };
+    if let Some(path) = &trace_io
+        && let Err(e) = pparse::data::trace::stop()
+    {
+        say!("pparse: --trace-io {}: {e}", path.display());
+    }
     let ledgers = ledgers.take();
     for n in ledgers.iter().flat_map(|l| l.take_notes()) {
         say!("pparse: note: {n}");

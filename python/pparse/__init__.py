@@ -27,6 +27,7 @@ the child.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -39,6 +40,7 @@ from ._pparse import Damage, DamagedError, Error, NoContent, NotAContainer, NotF
 __all__ = [
     "open",
     "io_stats",
+    "trace_io",
     "Source",
     "File",
     "Tensor",
@@ -56,6 +58,23 @@ __version__ = "0.1.0"
 
 class DtypeWarning(UserWarning):
     """A tensor's type needs a package that is not installed (``ml_dtypes``)."""
+
+
+@contextlib.contextmanager
+def trace_io(path: Union[str, "os.PathLike[str]"]) -> Iterator[None]:
+    """Writes every read, decode, cache hit and wait of this process
+    while the block runs to ``path``, as Chrome trace-event JSON (what
+    ``pparse --trace-io`` writes; Perfetto and ``chrome://tracing`` open
+    it), each with its bytes, time and thread::
+
+        with pparse.trace_io("io.json"):
+            src.open("a.tar/x.csv").read()
+    """
+    _pparse.trace_io_start(os.fspath(path))
+    try:
+        yield
+    finally:
+        _pparse.trace_io_stop()
 
 
 def io_stats() -> Dict[str, Union[int, float]]:

@@ -376,6 +376,19 @@ fn stats_dict<'py>(
     Ok(d)
 }
 
+/// Starts writing this process's I/O trace to `path`, as Chrome
+/// trace-event JSON (`pparse --trace-io`).
+#[pyfunction]
+fn trace_io_start(path: PathBuf) -> PyResult<()> {
+    pparse::data::trace::start(&path).map_err(io_error)
+}
+
+/// Ends the I/O trace and closes its file.
+#[pyfunction]
+fn trace_io_stop() -> PyResult<()> {
+    pparse::data::trace::stop().map_err(io_error)
+}
+
 /// Opens a file, a folder or an `http(s)://` / `s3://` URL and starts
 /// parsing it in the background. `index`: `None` (nothing is written),
 /// `True` (the user's cache folder, as the command does) or a file path.
@@ -962,6 +975,8 @@ fn _pparse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(io_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_io_start, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_io_stop, m)?)?;
     m.add_class::<Source>()?;
     m.add_class::<File>()?;
     m.add_class::<Tensor>()?;

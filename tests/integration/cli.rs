@@ -891,3 +891,67 @@ fn zip_entries_named_with_dots_or_a_root_are_named_once() {
         assert_eq!(run.stdout, bytes, "cat {spelling}");
     }
 }
+
+/// `--trace-io FILE`: Chrome trace-event JSON of the command's reads,
+/// decodes, cache hits and waits (docs/contract.md), which add up to what
+/// `--io-stats` counts.
+#[test]
+fn trace_io_writes_chrome_trace_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let file = fixture_path("nested.tar.gz");
+    let run = pparse([
+        "tree".as_ref(),
+        "--no-index".as_ref(),
+        "--json".as_ref(),
+        "--io-stats".as_ref(),
+        "--trace-io".as_ref(),
+        trace.as_os_str(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let named: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert!(named.contains(&"pparse-engine"), "{named:?}");
+    let mut sums = std::collections::BTreeMap::<&str, u64>::new();
+    for e in events.iter().filter(|e| e["ph"] != "M") {
+        for k in ["pid", "tid", "ts"] {
+            assert!(e[k].is_number(), "{k} in {e}");
+        }
+        let name = e["name"].as_str().unwrap();
+        match e["ph"].as_str().unwrap() {
+            "X" => assert!(e["dur"].as_f64().unwrap() >= 0.0, "{e}"),
+            "i" => assert!(e["dur"].is_null(), "{e}"),
+            ph => panic!("phase {ph} in {e}"),
+        }
+        *sums.entry(name).or_default() += e["args"]["bytes"].as_u64().unwrap_or(0);
+    }
+    // The same work as --io-stats counts.
+    let io = io_counts(&run.stderr_text());
+    assert_eq!(
+        sums.get("read").copied().unwrap_or(0),
+        io["file_read"].as_u64().unwrap()
+    );
+    assert_eq!(
+        sums.get("decode").copied().unwrap_or(0),
+        io["decoded"].as_u64().unwrap()
+    );
+    assert_eq!(
+        sums.get("cache hit").copied().unwrap_or(0),
+        io["from_cache"].as_u64().unwrap()
+    );
+    assert!(sums["decode"] > 0, "{sums:?}");
+    // A trace that cannot be written is a usage error.
+    let bad = pparse([
+        "tree".as_ref(),
+        "--trace-io".as_ref(),
+        dir.path().join("no/such/dir/t.json").as_os_str(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr_text());
+}

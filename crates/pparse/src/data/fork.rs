@@ -40,4 +40,5 @@ extern "C" fn child() {
     super::cache::forget_in_child();
     super::inflate::windows_forget_in_child();
     super::guard::forget_in_child();
+    super::trace::off_in_child();
 }

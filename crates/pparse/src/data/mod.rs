@@ -31,6 +31,7 @@ mod remote;
 mod slice;
 mod source;
 pub mod stats;
+pub mod trace;
 
 pub use blocks::{Block, BlockCodec, BlockReader, BlockSource, Fill, InputBuf, Pull, Pumped};
 pub use cache::ChunkCache;

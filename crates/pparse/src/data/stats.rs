@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use super::trace::{self, Event};
+
 static HEAP_NOW: AtomicU64 = AtomicU64::new(0);
 static HEAP_PEAK: AtomicU64 = AtomicU64::new(0);
 
@@ -167,20 +169,28 @@ pub fn io_stats() -> IoStats {
 /// `n` bytes read from a file.
 pub fn file_read(to: Option<&Counters>, n: u64) {
     Counters::add(to, |c| &c.file_read, n);
+    trace::event(Event::Read(n));
 }
 
 /// `n` bytes decoded in `took`; `again`: from a checkpoint, not the first pass.
 pub fn decoded(to: Option<&Counters>, n: u64, took: Duration, again: bool) {
     Counters::add(to, |c| if again { &c.redecoded } else { &c.decoded }, n);
     Counters::add(to, |c| &c.decode_ns, took.as_nanos() as u64);
+    trace::event(if again {
+        Event::Redecode(n, took)
+    } else {
+        Event::Decode(n, took)
+    });
 }
 
 /// `n` bytes served from the cache of decoded chunks.
 pub fn from_cache(to: Option<&Counters>, n: u64) {
     Counters::add(to, |c| &c.from_cache, n);
+    trace::event(Event::CacheHit(n));
 }
 
 /// A reader waited `took` for the background parse.
 pub fn waited(to: Option<&Counters>, took: Duration) {
     Counters::add(to, |c| &c.wait_ns, took.as_nanos() as u64);
+    trace::event(Event::Wait(took));
 }
