@@ -40,6 +40,7 @@ from ._pparse import Damage, DamagedError, Error, NoContent, NotAContainer, NotF
 __all__ = [
     "open",
     "io_stats",
+    "manifest",
     "trace_io",
     "Source",
     "File",
@@ -58,6 +59,45 @@ __version__ = "0.1.0"
 
 class DtypeWarning(UserWarning):
     """A tensor's type needs a package that is not installed (``ml_dtypes``)."""
+
+
+def manifest(
+    path: Union[str, "os.PathLike[str]"],
+    index: Union[None, bool, str, "os.PathLike[str]"] = None,
+    algorithm: str = "sha256",
+) -> List[Dict[str, Any]]:
+    """Every file in the containers at ``path`` (a file or URL, as for
+    :func:`open`), at any depth, with its digest: a dict per file with
+    ``path``, ``size``, ``status`` and ``algorithm``'s hex digest of its
+    bytes, or ``None`` and ``reason`` for a file that is not whole (its
+    recovered bytes are not vouched for). Containers are opened, not
+    digested. Members are read in ranges, never whole in memory.
+
+    One call per archive is the unit of work to hand out to a cluster::
+
+        client.map(pparse.manifest, ["s3://bucket/a.tar.gz", ...])
+    """
+    import hashlib
+
+    out = []
+    with open(path, index=index) as src:
+        for e in src.list("", recursive=True):
+            if e["kind"] != "file" or e["container"]:
+                continue
+            item = {"path": e["path"], "size": e["size"], "status": e["status"], algorithm: None}
+            try:
+                h = hashlib.new(algorithm)
+                with src.open(e["path"], complete=True) as f:
+                    while True:
+                        block = f.read(1 << 20)
+                        if not block:
+                            break
+                        h.update(block)
+                item[algorithm] = h.hexdigest()
+            except DamagedError as err:
+                item["reason"] = str(err)
+            out.append(item)
+    return out
 
 
 @contextlib.contextmanager
