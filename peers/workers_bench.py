@@ -14,7 +14,6 @@ import io
 import multiprocessing as mp
 import os
 import random
-import resource
 import sys
 import tarfile
 import time
@@ -79,7 +78,17 @@ def _read(args):
             total += len(_H.read(name))
         elif kind == "tarfile":
             total += len(_H.extractfile(name).read())
-    return total, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return total, _peak_rss_kib()
+
+
+def _peak_rss_kib() -> int:
+    """This process's peak resident memory (VmHWM: ru_maxrss would carry
+    the parent's over the spawn's exec on Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 def run(kind, path, index, names, workers, batch):
@@ -115,9 +124,12 @@ def main():
         top = os.path.basename(path)[: -len(".gz")] + "/" if path.endswith(".gz") else ""
         kinds = ["pparse", "fsspec-zip" if path == zp else "fsspec-tar", "zipfile" if path == zp else "tarfile"]
         try:
+            import fsspec
             import ratarmountcore  # noqa: F401
 
             if path == tp:
+                # ratarmount's index too, written once beforehand.
+                fsspec.filesystem("ratar", fo=path).ls("")
                 kinds.append("ratar")
         except ImportError:
             pass
