@@ -13,7 +13,7 @@ use crate::offer::pickle::PickleOffer;
 use crate::parsers::format_of;
 use crate::view::stepper;
 
-/// The pickle offer of extraction `id`'s format, if it has one.
+/// The pickle offer of `e`'s format, if it has one.
 pub fn offer(e: &Extraction) -> Option<PickleOffer> {
     format_of(e).and_then(|f| f.offers.pickles)
 }
