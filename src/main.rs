@@ -383,7 +383,7 @@ fn run() -> i32 {
     );
     if uses_index && !cli.no_index {
         options.index = match cli.index {
-            Some(p) => IndexMode::At(p),
+            Some(p) => IndexMode::place(p),
             None => IndexMode::Cache,
         };
     }

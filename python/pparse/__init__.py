@@ -156,7 +156,13 @@ def open(
     ``index``: where to keep what the parse learns, so that the next open
     of the same file starts from it: ``None`` (the default: nothing is
     written), ``True`` (the user's cache folder, as the ``pparse`` command
-    does) or a file path.
+    does), a file path (for this machine's copy of the file), or a place
+    shared by every process and machine that reads the same bytes: a
+    folder (one that exists, or a path ending with ``/``) or a URL
+    (``s3://bucket/prefix/``, written there; ``https://…/``, read only),
+    where the index is named by a hash of the file's size and ends. Write
+    it once (open, let the parse finish), and every worker that opens the
+    file with the same ``index`` starts from it without parsing.
 
     Raises ``OSError`` when it cannot be opened.
     """
@@ -166,8 +172,10 @@ def open(
     if "://" not in path:
         # A worker may run in another folder.
         path = os.path.abspath(path)
-    if isinstance(index, str):
-        index = os.path.abspath(index)
+    if isinstance(index, str) and "://" not in index:
+        # abspath drops the "/" that says a folder yet to be made.
+        folder = index.endswith(os.sep)
+        index = os.path.abspath(index) + (os.sep if folder else "")
     return _source(path, index, "")
 
 
@@ -218,6 +226,16 @@ class Source:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._closed or (self._pid == os.getpid() and self._inner.closed)
+
+    @property
+    def fingerprint(self) -> Optional[str]:
+        """The identity of this version of the file or object (its size,
+        its mtime or the server's ETag, and a hash of its first and last
+        64 KiB), as 32 hex digits: the same in every process and on every
+        machine with the same bytes, and another one once the file
+        changes. What a cache of its members outside pparse is keyed by.
+        ``None`` for a folder."""
+        return self._h.fingerprint()
 
     @property
     def parsing(self) -> bool:

@@ -313,6 +313,13 @@ impl Source {
         }
     }
 
+    /// The identity of this version of the file or object (see the
+    /// Python `Source.fingerprint`).
+    fn fingerprint(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let fs = self.fs()?;
+        py.detach(|| fs.session().fingerprint()).map_err(io_error)
+    }
+
     /// Whether the background parse is still going.
     #[getter]
     fn parsing(&self) -> PyResult<bool> {
@@ -391,7 +398,8 @@ fn trace_io_stop() -> PyResult<()> {
 
 /// Opens a file, a folder or an `http(s)://` / `s3://` URL and starts
 /// parsing it in the background. `index`: `None` (nothing is written),
-/// `True` (the user's cache folder, as the command does) or a file path.
+/// `True` (the user's cache folder, as the command does), a file path, a
+/// folder (shared: see `IndexMode::In`) or an `s3://`/`http(s)://` URL.
 #[pyfunction]
 #[pyo3(signature = (path, index = None))]
 fn open(py: Python<'_>, path: PathBuf, index: Option<Bound<'_, PyAny>>) -> PyResult<Source> {
@@ -401,7 +409,7 @@ fn open(py: Python<'_>, path: PathBuf, index: Option<Bound<'_, PyAny>>) -> PyRes
             true => IndexMode::Cache,
             false => IndexMode::Off,
         },
-        Some(i) => IndexMode::At(i.extract::<PathBuf>()?),
+        Some(i) => IndexMode::place(i.extract::<PathBuf>()?),
     };
     let options = Options {
         index,

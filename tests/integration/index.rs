@@ -417,7 +417,7 @@ fn forge(file: &Path, index: &Path, edit: impl FnOnce(&mut pparse::Tree)) -> Vec
         std::sync::Arc::new(pparse::data::MmapSource::open(file).unwrap());
     let name = pparse::name::Name::new(file.file_name().unwrap().as_encoded_bytes().to_vec());
     let mut tree = plan
-        .restore(root, name, file)
+        .restore(root, name, Some(file))
         .expect("the first pass's index is read back");
     edit(&mut tree);
     let before = std::fs::read(index).unwrap();
@@ -806,4 +806,126 @@ fn two_sessions_count_and_note_apart() {
     let ledger = b.ledger();
     drop(b);
     assert_eq!(ledger.io_stats(), io_b);
+}
+
+/// The listing below the root line (the root is named after the file).
+fn below_root(run: &Run) -> String {
+    run.stdout_text().split_once('\n').unwrap().1.to_string()
+}
+
+#[test]
+fn a_shared_folder_index_serves_every_copy_of_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&two).unwrap();
+    let (a, b) = (one.join("data.tar.gz"), two.join("copy.tar.gz"));
+    std::fs::copy(fixture_path("nested.tar.gz"), &a).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+    // Two copies as two machines see one file: other inodes and change
+    // times, the same size, mtime and bytes.
+    let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    for f in [&a, &b] {
+        std::fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    // A folder yet to be made is named with a trailing slash.
+    let shared = format!("{}/", tmp.path().join("indexes").display());
+    let tree = |file: &Path| {
+        pparse([
+            "tree",
+            "--io-stats",
+            "--index",
+            &shared,
+            file.to_str().unwrap(),
+        ])
+    };
+    let first = tree(&a);
+    assert_eq!(first.code, 0, "{}", first.stderr_text());
+    assert!(io_decoded(&first) > 0, "the first run parses");
+    let written: Vec<_> = std::fs::read_dir(tmp.path().join("indexes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(written.len(), 1, "one index in the folder: {written:?}");
+    assert!(
+        written[0].ends_with(".pidx") && written[0].len() == 32 + 5,
+        "{written:?}"
+    );
+
+    let second = tree(&b);
+    assert_eq!(second.code, 0, "{}", second.stderr_text());
+    assert_eq!(
+        io_decoded(&second),
+        0,
+        "the copy starts from the index: {}",
+        second.stderr_text()
+    );
+    assert!(
+        !second.stderr_text().contains("note:"),
+        "{}",
+        second.stderr_text()
+    );
+    assert_eq!(below_root(&second), below_root(&first));
+    let leaf = &leaves("nested.tar.gz")[0];
+    let cat = pparse(["cat", "--index", &shared, b.to_str().unwrap(), &leaf.path]);
+    let want = pparse(["cat", "--no-index", a.to_str().unwrap(), &leaf.path]);
+    assert_eq!(cat.code, 0, "{}", cat.stderr_text());
+    assert!(
+        !want.stdout.is_empty() && cat.stdout == want.stdout,
+        "cat {} through the shared index",
+        leaf.path
+    );
+
+    // Another mtime is another version: the index is stale, ignored and
+    // replaced under the same name.
+    std::fs::File::options()
+        .write(true)
+        .open(&b)
+        .unwrap()
+        .set_modified(when + std::time::Duration::from_secs(1))
+        .unwrap();
+    let third = tree(&b);
+    assert_eq!(third.code, 0, "{}", third.stderr_text());
+    assert!(
+        third.stderr_text().contains("is stale"),
+        "{}",
+        third.stderr_text()
+    );
+    assert!(io_decoded(&third) > 0, "a changed file is parsed");
+    assert_eq!(below_root(&third), below_root(&first));
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("indexes"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn an_index_argument_is_a_file_a_folder_or_a_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let place = |s: &str| IndexMode::place(PathBuf::from(s));
+    let existing = tmp.path().to_str().unwrap();
+    assert_eq!(place(existing), IndexMode::In(existing.into()));
+    assert_eq!(
+        place("/no/such/dir/"),
+        IndexMode::In("/no/such/dir/".into())
+    );
+    assert_eq!(
+        place("/no/such/file.pidx"),
+        IndexMode::At("/no/such/file.pidx".into())
+    );
+    assert_eq!(
+        place("s3://b/indexes/"),
+        IndexMode::Url("s3://b/indexes/".into())
+    );
+    assert_eq!(
+        place("HTTPS://h/x.pidx"),
+        IndexMode::Url("HTTPS://h/x.pidx".into())
+    );
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use pparse::data::{RemoteSource, Source};
 
-use crate::util::{fixture, fixture_path, leaves, pparse, pparse_env};
+use crate::util::{fixture, fixture_path, io_decoded, leaves, pparse, pparse_env};
 
 /// How the test server answers a range request that does not start at 0
 /// (the first request, which learns the size, is always answered well).
@@ -396,6 +396,65 @@ fn a_multi_megabyte_tar_gz_over_http_is_fetched_once() {
     );
 }
 
+#[test]
+fn an_index_of_a_remote_object_is_kept_in_a_folder_or_read_from_a_url() {
+    let gz = fixture("nested.tar.gz");
+    let server = Server::start(one_file("nested.tar.gz", gz.clone()), Mode::Good);
+    let url = server.url("nested.tar.gz");
+    let local = fixture_path("nested.tar.gz");
+    let want = pparse(["tree", "--no-index", local.to_str().unwrap()]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let folder = format!("{}/", dir.path().display());
+    let tree = |index: &str, url: &str| pparse(["tree", "--io-stats", "--index", index, url]);
+
+    let first = tree(&folder, &url);
+    assert_eq!(first.code, 0, "{}", first.stderr_text());
+    assert_eq!(first.stdout_text(), want.stdout_text());
+    assert!(io_decoded(&first) > 0);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let before = server.served();
+    let second = tree(&folder, &url);
+    assert_eq!(second.stdout_text(), want.stdout_text());
+    assert_eq!(io_decoded(&second), 0, "{}", second.stderr_text());
+    // The size, the hash of the ends (one block here) and nothing else.
+    assert!(
+        server.served() - before <= 256 << 10,
+        "served {} bytes through an index",
+        server.served() - before
+    );
+
+    // The same index served over HTTP beside the data: read, never written.
+    let index = std::fs::read(dir.path().join(&names[0])).unwrap();
+    let mut files = one_file("nested.tar.gz", gz);
+    files.insert(format!("indexes/{}", names[0]), Arc::new(index));
+    let both = Server::start(files, Mode::Good);
+    let url = both.url("nested.tar.gz");
+    let third = tree(&both.url("indexes/"), &url);
+    assert_eq!(third.code, 0, "{}", third.stderr_text());
+    assert_eq!(third.stdout_text(), want.stdout_text());
+    assert_eq!(io_decoded(&third), 0, "{}", third.stderr_text());
+    assert!(
+        !third.stderr_text().contains("note:"),
+        "{}",
+        third.stderr_text()
+    );
+    // No index at that URL: the parse runs, and says it cannot write one.
+    let fourth = tree(&both.url("elsewhere/"), &url);
+    assert_eq!(fourth.code, 0, "{}", fourth.stderr_text());
+    assert_eq!(fourth.stdout_text(), want.stdout_text());
+    assert!(
+        fourth
+            .stderr_text()
+            .contains("only s3:// objects are written"),
+        "{}",
+        fourth.stderr_text()
+    );
+}
+
 /// Every file below `dir`, relative path and bytes.
 fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
@@ -715,6 +774,40 @@ fn tree_over_s3_matches_the_local_file() {
     );
     assert_eq!(got.code, 0, "cat over s3: {}", got.stderr_text());
     assert!(got.stdout == want.stdout, "cat {} over s3", leaf.path);
+
+    // An index shared beside the data: the first run writes it, one
+    // object under the prefix; the next runs start from it.
+    let url = "s3://pparse-test/data/nested.tar.gz";
+    let prefix = "s3://pparse-test/indexes/";
+    let want = pparse(["tree", "--no-index", local.to_str().unwrap()]);
+    for run in 0..2 {
+        let got = pparse_env(["tree", "--io-stats", "--index", prefix, url], &env);
+        assert_eq!(got.code, 0, "run {run}: {}", got.stderr_text());
+        assert_eq!(got.stdout_text(), want.stdout_text());
+        assert!(
+            !got.stderr_text().contains("note:"),
+            "{}",
+            got.stderr_text()
+        );
+        assert_eq!(
+            io_decoded(&got) == 0,
+            run == 1,
+            "run {run}: {}",
+            got.stderr_text()
+        );
+    }
+    let list = format!(
+        "import boto3\n\
+         s3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
+         aws_secret_access_key='test', region_name='us-east-1')\n\
+         print([o['Key'] for o in s3.list_objects_v2(Bucket='pparse-test', Prefix='indexes/')['Contents']])\n"
+    );
+    let keys = Command::new("python3")
+        .args(["-c", &list])
+        .output()
+        .expect("run python3");
+    let keys = String::from_utf8_lossy(&keys.stdout);
+    assert_eq!(keys.matches(".pidx").count(), 1, "{keys}");
 
     let missing = "s3://pparse-test/data/missing.tar.gz";
     let run = pparse_env(["tree", missing], &env);

@@ -263,11 +263,7 @@ fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
     let want = pparse(["tree".as_ref(), file.as_os_str(), "--no-index".as_ref()]);
     assert_eq!(want.code, 0, "{}", want.stderr_text());
     let null = std::path::Path::new("/dev/null");
-    for (place, kind) in [
-        (fifo.as_path(), "a FIFO"),
-        (null, "a character device"),
-        (folder.as_path(), "a folder"),
-    ] {
+    for (place, kind) in [(fifo.as_path(), "a FIFO"), (null, "a character device")] {
         // Twice: a first run that wrote an index would be read by the second.
         for _ in 0..2 {
             let (code, out) = quick(&[
@@ -289,6 +285,35 @@ fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
             assert!(out.contains(&note), "{}: {out}", place.display());
         }
     }
+    // A folder is a shared one: the index goes inside, named by the
+    // file's bytes, and a folder of that name is not written over either.
+    let (code, out) = quick(&[
+        "tree".as_ref(),
+        file.as_os_str(),
+        "--index".as_ref(),
+        folder.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let inside: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(inside.len(), 1, "{inside:?}");
+    std::fs::remove_file(&inside[0]).unwrap();
+    std::fs::create_dir(&inside[0]).unwrap();
+    let (code, out) = quick(&[
+        "tree".as_ref(),
+        file.as_os_str(),
+        "--index".as_ref(),
+        folder.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with(&want.stdout_text()), "{out}");
+    let note = format!(
+        "note: the index {}: is a folder, not a regular file: it is neither read nor written",
+        inside[0].display()
+    );
+    assert!(out.contains(&note), "{out}");
     use std::os::unix::fs::FileTypeExt;
     let meta = std::fs::metadata(null).unwrap();
     assert!(meta.file_type().is_char_device() && meta.len() == 0);
@@ -298,5 +323,6 @@ fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
             .file_type()
             .is_fifo()
     );
-    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    assert!(std::fs::metadata(&inside[0]).unwrap().is_dir());
+    assert_eq!(std::fs::read_dir(&inside[0]).unwrap().count(), 0);
 }

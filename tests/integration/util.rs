@@ -888,3 +888,16 @@ pub(crate) fn io_json(run: &Run) -> serde_json::Value {
         serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?} in {err}"));
     v["io"].clone()
 }
+
+/// The `decoded N B` figure of a run's `--io-stats` line: 0 when the tree
+/// came from an index.
+pub(crate) fn io_decoded(run: &Run) -> u64 {
+    let err = run.stderr_text();
+    let at = err.find("decoded ").expect("an --io-stats line") + "decoded ".len();
+    let digits: String = err[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().expect("a figure")
+}

@@ -108,6 +108,96 @@ pub struct RemoteStats {
 static TOTAL_REQUESTS: AtomicU64 = AtomicU64::new(0);
 static TOTAL_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// Parts of an upload ([`put_file`]): S3's smallest part is 5 MiB.
+const PART: usize = 8 << 20;
+
+/// Writes the bytes of `file` to the object at `url`, replacing it as a
+/// whole (an S3 object is never seen half written): what a shared index
+/// kept beside the data is written with. Only `s3://` takes writes; a web
+/// server is read only. Files up to one part go up in one request, bigger
+/// ones in parts of 8 MiB, so memory stays at a few parts whatever the
+/// size.
+pub fn put_file(url: &str, file: &std::fs::File) -> io::Result<()> {
+    use object_store::{PutPayload, WriteMultipart};
+    use std::os::unix::fs::FileExt;
+    let fail = |kind, why: String| io::Error::new(kind, format!("{url}: {why}"));
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    if !scheme.eq_ignore_ascii_case("s3") {
+        return Err(fail(
+            io::ErrorKind::Unsupported,
+            "only s3:// objects are written (a web server is read only)".into(),
+        ));
+    }
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let key = ObjectPath::parse(key)
+        .ok()
+        .filter(|k| !bucket.is_empty() && k.filename().is_some())
+        .ok_or_else(|| {
+            fail(
+                io::ErrorKind::InvalidInput,
+                "an S3 URL is s3://BUCKET/KEY".into(),
+            )
+        })?;
+    let limits = RemoteLimits::from_env();
+    let store = s3_store(bucket, &limits)
+        .map_err(|e| fail(io::ErrorKind::InvalidInput, error_chain(&e)))?;
+    let len = file.metadata()?.len();
+    let file = file.try_clone()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let url_owned = url.to_string();
+    let job = async move {
+        let read = |at: u64, n: usize| -> io::Result<Bytes> {
+            let mut buf = vec![0u8; n];
+            file.read_exact_at(&mut buf, at)?;
+            Ok(Bytes::from(buf))
+        };
+        if len <= PART as u64 {
+            let bytes = read(0, len as usize)?;
+            store
+                .put(&key, PutPayload::from(bytes))
+                .await
+                .map_err(|e| store_error(&url_owned, e))?;
+            return Ok(());
+        }
+        let upload = store
+            .put_multipart(&key)
+            .await
+            .map_err(|e| store_error(&url_owned, e))?;
+        let mut w = WriteMultipart::new_with_chunk_size(upload, PART);
+        let mut at = 0u64;
+        while at < len {
+            let n = (len - at).min(PART as u64) as usize;
+            let part = match read(at, n) {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = w.abort().await;
+                    return Err(e);
+                }
+            };
+            w.wait_for_capacity(2)
+                .await
+                .map_err(|e| store_error(&url_owned, e))?;
+            w.put(part);
+            at += n as u64;
+        }
+        w.finish().await.map_err(|e| store_error(&url_owned, e))?;
+        Ok(())
+    };
+    wait(&runtime, async move {
+        tokio::time::timeout(limits.read.saturating_mul(4), job).await
+    })
+    .ok_or_else(|| fail(io::ErrorKind::Other, "the network stopped".into()))?
+    .map_err(|_| {
+        fail(
+            io::ErrorKind::TimedOut,
+            "the upload did not finish in time".into(),
+        )
+    })?
+}
+
 /// What every [`RemoteSource`] of this process has cost so far, added up
 /// (what a command reports with its statistics).
 pub fn remote_stats() -> RemoteStats {
@@ -139,6 +229,9 @@ struct Net {
     limits: RemoteLimits,
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// What a web server's first answer named this version of the object
+    /// by (`ETag`, else `Last-Modified`).
+    version: std::sync::OnceLock<String>,
 }
 
 enum Backend {
@@ -269,6 +362,7 @@ impl RemoteSource {
             limits,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            version: std::sync::OnceLock::new(),
         };
         // The size: S3 says it in the object's metadata; a web server says
         // it in the answer to a first range request, whose bytes are kept
@@ -326,6 +420,16 @@ impl RemoteSource {
     /// The URL it was opened from.
     pub fn url(&self) -> &str {
         &self.net.url
+    }
+
+    /// The server's name for this version of the object: S3's `ETag`, a
+    /// web server's `ETag` or else `Last-Modified`; `None` when it gives
+    /// neither.
+    pub fn version(&self) -> Option<&str> {
+        match &self.net.backend {
+            Backend::S3 { etag, .. } => etag.as_deref(),
+            Backend::Http { .. } => self.net.version.get().map(String::as_str),
+        }
     }
 
     /// What this source's reads have cost so far.
@@ -508,6 +612,11 @@ impl Drop for RemoteSource {
 impl Source for RemoteSource {
     fn available(&self) -> u64 {
         self.size
+    }
+
+    /// An object is its session's file: an index names it by its key.
+    fn recipe(&self) -> super::source::Recipe<'_> {
+        super::source::Recipe::File
     }
 
     fn is_final(&self) -> bool {
@@ -802,6 +911,13 @@ async fn http_get_once(
             format!("the server sent the bytes encoded ({enc}) though asked not to"),
             false,
         ));
+    }
+    if first
+        && status.is_success()
+        && let Some(v) =
+            header(reqwest::header::ETAG).or_else(|| header(reqwest::header::LAST_MODIFIED))
+    {
+        let _ = net.version.set(v);
     }
     let (total, expect) = match status {
         StatusCode::PARTIAL_CONTENT => {

@@ -60,7 +60,7 @@ pub trait Source: Send + Sync + 'static {
 pub enum Recipe<'a> {
     /// Nothing an index can rebuild (bytes in memory, a test source).
     Opaque,
-    /// A mapped file.
+    /// A session's own file: mapped, or a remote object.
     File,
     /// The window `range` of another source.
     Slice {

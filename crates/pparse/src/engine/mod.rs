@@ -63,6 +63,19 @@ pub struct Session {
     options: Options,
     /// The process that opened it (see [`Session::is_forked`]).
     pid: u32,
+    /// The file or object it was opened from, for
+    /// [`Session::fingerprint`].
+    origin: Origin,
+}
+
+/// What a session's bytes were opened from.
+#[derive(Clone, Default)]
+enum Origin {
+    /// Bytes handed over (memory, a test source).
+    #[default]
+    Bytes,
+    File(std::path::PathBuf),
+    Remote(Arc<crate::data::RemoteSource>),
 }
 
 /// What a session counted and noted, kept by a front end that reports it
@@ -132,14 +145,15 @@ impl Session {
         };
         if let Some(tree) = plan
             .as_ref()
-            .and_then(|p| p.restore(data.clone(), name.clone(), path))
+            .and_then(|p| p.restore(data.clone(), name.clone(), Some(path)))
         {
             let mut s = Session::restored(tree, guard);
             s.notes = notes;
             s.options = opts;
+            s.origin = Origin::File(path.to_path_buf());
             return Ok(s);
         }
-        Ok(Session::start_file(
+        let mut s = Session::start_file(
             name,
             guard,
             kind,
@@ -147,7 +161,24 @@ impl Session {
             opts,
             plan,
             notes,
-        ))
+        );
+        if !is_dir {
+            s.origin = Origin::File(path.to_path_buf());
+        }
+        Ok(s)
+    }
+
+    /// The identity of this version of the file or object the session
+    /// reads (size, mtime or the server's version, and a hash of its
+    /// ends; see [`crate::index::fingerprint_file`]): what a cache of its
+    /// members outside pparse can key them by. `None` for bytes handed
+    /// over or a folder; an error when the file cannot be read.
+    pub fn fingerprint(&self) -> std::io::Result<Option<String>> {
+        match &self.origin {
+            Origin::Bytes => Ok(None),
+            Origin::File(p) => crate::index::fingerprint_file(p).map(Some),
+            Origin::Remote(r) => crate::index::fingerprint_remote(r).map(Some),
+        }
     }
 
     /// A session over a tree read back from an index: nothing to parse.
@@ -167,6 +198,7 @@ impl Session {
             notes: Notes::default(),
             options: Options::default(),
             pid: std::process::id(),
+            origin: Origin::Bytes,
         }
     }
 
@@ -188,18 +220,31 @@ impl Session {
     /// Opens the object at `url` (`http://`, `https://`, `s3://bucket/key`,
     /// see [`crate::data::RemoteSource`]) and starts parsing it; the root is
     /// named after the URL's last segment.
+    ///
+    /// With an index (`opts.index`: the user's cache, a file, a shared
+    /// folder or a URL), a tree saved for this version of the object is
+    /// read back instead of parsing, and a finished parse saves one.
     pub fn open_url(url: &str, opts: Options) -> std::io::Result<Session> {
-        let src = crate::data::RemoteSource::open(url)?;
+        let src = Arc::new(crate::data::RemoteSource::open(url)?);
         let name = Name::new(src.name().to_vec());
-        Ok(Session::start_file(
-            name,
-            Arc::new(ReadGuard::new(Arc::new(src))),
-            EntryKind::Root,
-            None,
-            opts,
-            None,
-            Notes::default(),
-        ))
+        let data: Data = src.clone();
+        let guard = Arc::new(ReadGuard::new(data));
+        let notes = Notes::default();
+        let plan = crate::index::Plan::for_remote(&src, &opts, &notes);
+        let origin = Origin::Remote(src);
+        if let Some(tree) = plan
+            .as_ref()
+            .and_then(|p| p.restore(guard.clone(), name.clone(), None))
+        {
+            let mut s = Session::restored(tree, guard);
+            s.notes = notes;
+            s.options = opts;
+            s.origin = origin;
+            return Ok(s);
+        }
+        let mut s = Session::start_file(name, guard, EntryKind::Root, None, opts, plan, notes);
+        s.origin = origin;
+        Ok(s)
     }
 
     /// Starts parsing bytes held in memory (tests, small inputs).
@@ -306,6 +351,7 @@ impl Session {
             notes,
             options,
             pid: std::process::id(),
+            origin: Origin::Bytes,
         }
     }
 

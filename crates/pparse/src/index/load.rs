@@ -12,7 +12,7 @@ use std::sync::Arc;
 use thin_vec::ThinVec;
 
 use super::codec::{END, FORMAT, In, Invalid, MAGIC, TRAILER};
-use super::key::FileKey;
+use super::key::{FileKey, Place};
 use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use crate::data::{BlockSource, Data, InflateSource, Range, SliceSource};
@@ -25,9 +25,53 @@ const MAX_WINDOW_RECORD: u32 = 64 * 1024;
 /// Largest window once inflated.
 const MAX_WINDOW: u32 = 32 * 1024;
 
-/// The checkpoint windows of an index file, read with `pread` on demand.
+/// An index's bytes: a file on this machine, read with `pread` (an index
+/// replaced or cut while it is read fails the read, where a mapping would
+/// fault; every process reads it through the one page cache), or an
+/// object read with range requests.
+pub(super) enum IndexBytes {
+    File(File),
+    Remote(Box<crate::data::RemoteSource>),
+}
+
+impl IndexBytes {
+    /// The index at `place`; `Ok(None)` when there is none.
+    pub(super) fn open(place: &Place) -> Result<Option<IndexBytes>, Invalid> {
+        let opened = match place {
+            Place::File(p) => crate::data::open_regular(p).map(IndexBytes::File),
+            Place::Url(u) => {
+                crate::data::RemoteSource::open(u).map(|r| IndexBytes::Remote(Box::new(r)))
+            }
+        };
+        match opened {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Invalid(format!("cannot be read: {e}"))),
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        use crate::data::Source;
+        match self {
+            IndexBytes::File(f) => Ok(f.metadata()?.len()),
+            IndexBytes::Remote(r) => Ok(r.available()),
+        }
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+        match self {
+            IndexBytes::File(f) => f.read_exact_at(buf, at),
+            IndexBytes::Remote(r) => match crate::data::read_exact_at(&**r, at, buf)? {
+                true => Ok(()),
+                false => Err(io::ErrorKind::UnexpectedEof.into()),
+            },
+        }
+    }
+}
+
+/// The checkpoint windows of an index, read on demand.
 struct IndexWindows {
-    file: File,
+    file: IndexBytes,
     /// Windows lie before this offset (the body follows them).
     end: u64,
 }
@@ -75,23 +119,17 @@ pub(super) struct Expect<'a> {
     pub(super) max_depth: u32,
 }
 
-/// The tree saved at `place`, if there is an index there for this version
-/// of the file. `Ok(None)`: there is none. `Err`: there is one that cannot
-/// be used (another file, damaged, another pparse, or records that cannot
+/// The tree saved in `f`, an index of this version of the file. `Err`:
+/// one that cannot be used (another file, damaged, another pparse, or records that cannot
 /// describe this file), and why.
 pub(super) fn load(
-    place: &Path,
+    f: IndexBytes,
     expect: &Expect,
     root: Data,
     name: Name,
-    file: &Path,
-) -> Result<Option<Tree>, Invalid> {
-    let f = match crate::data::open_regular(place) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Invalid(format!("cannot be read: {e}"))),
-    };
-    let len = f.metadata().map_err(|e| Invalid(e.to_string()))?.len();
+    file: Option<&Path>,
+) -> Result<Tree, Invalid> {
+    let len = f.len().map_err(|e| Invalid(e.to_string()))?;
     if len < (MAGIC.len() + TRAILER) as u64 {
         return Err(Invalid("is too short".into()));
     }
@@ -127,13 +165,13 @@ pub(super) fn load(
     if r.left() != 0 {
         return Err(Invalid(format!("has {} bytes after its records", r.left())));
     }
-    Ok(Some(tree))
+    Ok(tree)
 }
 
 /// The body, inflated. Its raw length comes from the trailer, which may be
 /// damaged: the buffer grows with what inflates, up to what deflate can
 /// expand to, and must end at exactly that length.
-fn read_body(f: &File, start: u64, len: u64, raw_len: u64) -> Result<Vec<u8>, Invalid> {
+fn read_body(f: &IndexBytes, start: u64, len: u64, raw_len: u64) -> Result<Vec<u8>, Invalid> {
     let len = usize::try_from(len).map_err(|_| Invalid("is too large".into()))?;
     if raw_len > (len as u64).saturating_mul(1032) {
         return Err(Invalid("has a bad trailer".into()));
@@ -412,7 +450,7 @@ fn read_tree(
     r: &mut In,
     sources: &[Src],
     name: Name,
-    file: &Path,
+    file: Option<&Path>,
     max_depth: u32,
 ) -> Result<Tree, Invalid> {
     let n = r.count()?;
@@ -586,7 +624,7 @@ fn read_tree(
         if let Some(c) = head_crc {
             tree.set_head_crc(id, c);
         }
-        let root_file = (id == 0).then(|| file.to_path_buf());
+        let root_file = file.filter(|_| id == 0).map(Path::to_path_buf);
         let extra = (root_file.is_some()
             || !outer_damage.is_empty()
             || !notes.is_empty()
@@ -641,11 +679,11 @@ fn read_tree(
 /// Reads `body` (an index body, inflated) over `root` as [`load`] does,
 /// with the default depth limit: for the fuzz target that forges indexes.
 pub(super) fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
-    let file = tempfile::tempfile().ok()?;
+    let file = IndexBytes::File(tempfile::tempfile().ok()?);
     let store = Arc::new(IndexWindows { file, end: 0 });
     let mut r = In::new(body);
     let sources = read_sources(&mut r, root, store).ok()?;
-    let tree = read_tree(&mut r, &sources, name, Path::new("fuzz"), 33).ok()?;
+    let tree = read_tree(&mut r, &sources, name, None, 33).ok()?;
     (r.left() == 0).then_some(tree)
 }
 
@@ -657,12 +695,15 @@ pub(super) fn fuzz_body(body: &[u8]) {
     let Ok(file) = tempfile::tempfile() else {
         return;
     };
-    let store = Arc::new(IndexWindows { file, end: 0 });
+    let store = Arc::new(IndexWindows {
+        file: IndexBytes::File(file),
+        end: 0,
+    });
     let mut r = In::new(body);
     let Ok(sources) = read_sources(&mut r, root, store) else {
         return;
     };
-    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), Path::new("fuzz"), 33) else {
+    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), None, 33) else {
         return;
     };
     let mut buf = vec![0u8; 4096];

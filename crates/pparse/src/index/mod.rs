@@ -25,7 +25,7 @@ mod key;
 mod load;
 mod save;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::data::Data;
@@ -33,7 +33,7 @@ use crate::extraction::Tree;
 use crate::name::Name;
 use crate::parsers::IndexMode;
 use crate::parsers::api::Options;
-use key::{FileKey, check_kind};
+use key::{FileKey, Place, check_kind};
 
 /// What happened to a session's index that a user should hear about (a
 /// stale index ignored, one that could not be written). A front end takes
@@ -69,10 +69,24 @@ pub fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
     load::fuzz_restore(body, root, name)
 }
 
+/// The identity of this version of the file at `file`: its size, mtime
+/// and the hash of its ends, as 32 hex digits, the same on every machine
+/// with a copy of the same bytes and mtime (what a shared index is keyed
+/// by). For caches outside pparse that keep a file's members.
+pub fn fingerprint_file(file: &Path) -> std::io::Result<String> {
+    FileKey::of(file, true).map(|k| k.fingerprint())
+}
+
+/// The identity of this version of a remote object: its size, the
+/// server's version of it (`ETag`) and the hash of its ends.
+pub fn fingerprint_remote(src: &crate::data::RemoteSource) -> std::io::Result<String> {
+    FileKey::of_remote(src).map(|k| k.fingerprint())
+}
+
 /// The index of one file: where it is and which version of the file it is
 /// valid for.
 pub struct Plan {
-    place: PathBuf,
+    place: Place,
     key: FileKey,
     settings: String,
     /// The deepest an extraction can be in a parse with these settings
@@ -88,80 +102,142 @@ impl Plan {
     /// `Options::fingerprint`); `None` when indexes are off or no place
     /// can be found for one.
     pub fn new(file: &Path, opts: &Options, notes: &Notes) -> Option<Plan> {
-        let settings = opts.fingerprint();
+        if opts.index == IndexMode::Off {
+            return None;
+        }
+        let shared = matches!(opts.index, IndexMode::In(_) | IndexMode::Url(_));
+        let key = match FileKey::of(file, shared) {
+            Ok(key) => key,
+            Err(e) => {
+                notes.note(format!("no index: cannot read {}: {e}", file.display()));
+                return None;
+            }
+        };
         let place = match &opts.index {
             IndexMode::Off => return None,
-            IndexMode::At(p) => p.clone(),
-            IndexMode::Cache => key::default_place(file)?,
+            IndexMode::Cache => Place::File(key::default_place(file)?),
+            _ => Self::chosen(&opts.index, &key)?,
         };
+        Self::with(place, key, opts, notes)
+    }
+
+    /// The index of the remote object `src` (opened from `url`): in the
+    /// user's cache by default (named by a hash of the URL), else where
+    /// `opts.index` says; keyed by the object's size, version and ends.
+    pub fn for_remote(
+        src: &crate::data::RemoteSource,
+        opts: &Options,
+        notes: &Notes,
+    ) -> Option<Plan> {
+        if opts.index == IndexMode::Off {
+            return None;
+        }
+        let key = match FileKey::of_remote(src) {
+            Ok(key) => key,
+            Err(e) => {
+                notes.note(format!("no index: cannot read {}: {e}", src.url()));
+                return None;
+            }
+        };
+        let place = match &opts.index {
+            IndexMode::Cache => Place::File(key::default_place_of_url(src.url())?),
+            _ => Self::chosen(&opts.index, &key)?,
+        };
+        Self::with(place, key, opts, notes)
+    }
+
+    fn chosen(mode: &IndexMode, key: &FileKey) -> Option<Place> {
+        Some(match mode {
+            IndexMode::Off | IndexMode::Cache => return None,
+            IndexMode::At(p) => Place::File(p.clone()),
+            IndexMode::In(dir) => Place::File(dir.join(key.shared_name())),
+            IndexMode::Url(u) if u.ends_with('/') => {
+                Place::Url(format!("{u}{}", key.shared_name()))
+            }
+            IndexMode::Url(u) => Place::Url(u.clone()),
+        })
+    }
+
+    fn with(place: Place, key: FileKey, opts: &Options, notes: &Notes) -> Option<Plan> {
         // A device, a FIFO or a folder there is neither read (a FIFO
         // would hang the open) nor written over.
-        if let Err(why) = check_kind(&place) {
+        if let Place::File(p) = &place
+            && let Err(why) = check_kind(p)
+        {
             notes.note(format!(
                 "the index {}: {why}: it is neither read nor written",
-                crate::data::shown(&place)
+                crate::data::shown(p)
             ));
             return None;
         }
-        match FileKey::of(file) {
-            Ok(key) => Some(Plan {
-                place,
-                key,
-                settings,
-                max_depth: opts.max_depth.saturating_add(1),
-                notes: notes.clone(),
-            }),
-            Err(e) => {
-                notes.note(format!("no index: cannot read {}: {e}", file.display()));
-                None
-            }
+        Some(Plan {
+            place,
+            key,
+            settings: opts.fingerprint(),
+            max_depth: opts.max_depth.saturating_add(1),
+            notes: notes.clone(),
+        })
+    }
+
+    /// Where the index is: a path, or a URL.
+    pub fn place(&self) -> String {
+        match &self.place {
+            Place::File(p) => p.display().to_string(),
+            Place::Url(u) => u.clone(),
         }
     }
 
-    /// Where the index is.
-    pub fn place(&self) -> &Path {
-        &self.place
-    }
-
     /// The tree the index holds for this version of the file, over `root`
-    /// (the file's bytes). An index that cannot be used is noted and left
-    /// to be rewritten.
-    pub fn restore(&self, root: Data, name: Name, file: &Path) -> Option<Tree> {
+    /// (the file's bytes; `file`: its path, `None` for a remote object).
+    /// An index that cannot be used is noted and left to be rewritten.
+    pub fn restore(&self, root: Data, name: Name, file: Option<&Path>) -> Option<Tree> {
         let expect = load::Expect {
             key: &self.key,
             settings: &self.settings,
             max_depth: self.max_depth,
         };
-        match load::load(&self.place, &expect, root, name, file) {
-            Ok(tree) => tree,
+        let bytes = match load::IndexBytes::open(&self.place) {
+            Ok(Some(b)) => b,
+            Ok(None) => return None,
             Err(why) => {
                 self.notes.note(format!(
                     "the index {} {why}; it is ignored and rebuilt",
-                    self.place.display()
+                    self.place
+                ));
+                return None;
+            }
+        };
+        match load::load(bytes, &expect, root, name, file) {
+            Ok(tree) => Some(tree),
+            Err(why) => {
+                self.notes.note(format!(
+                    "the index {} {why}; it is ignored and rebuilt",
+                    self.place
                 ));
                 None
             }
         }
     }
 
-    /// Saves `tree`, the result of a finished parse. A file at the place
-    /// that is not a pparse index is never overwritten.
+    /// Saves `tree`, the result of a finished parse. A file or object at
+    /// the place that is not a pparse index is never overwritten.
     pub fn save(&self, tree: &Tree) {
-        if let Err(why) = self
-            .check_place()
-            .and_then(|()| save::save(&self.place, &self.key, &self.settings, tree))
-        {
-            self.notes.note(format!(
-                "no index written to {}: {why}",
-                self.place.display()
-            ));
+        let done = match &self.place {
+            Place::File(p) => self
+                .check_place(p)
+                .and_then(|()| save::save(p, &self.key, &self.settings, tree)),
+            Place::Url(u) => save::save_url(u, &self.key, &self.settings, tree),
+        };
+        if let Err(why) = done {
+            self.notes
+                .note(format!("no index written to {}: {why}", self.place));
         }
     }
 
-    fn check_place(&self) -> Result<(), String> {
+    fn check_place(&self, place: &Path) -> Result<(), String> {
         use std::io::Read;
-        check_kind(&self.place)?;
-        let mut f = match crate::data::open_regular(&self.place) {
+        check_kind(place)?;
+        let mut f = match crate::data::open_regular(place) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e.to_string()),

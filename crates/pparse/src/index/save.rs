@@ -97,6 +97,52 @@ impl Sources {
 /// Writes the index of `tree` (a finished parse of the file its root maps)
 /// to `place`, atomically: a reader sees the old index or the new one.
 pub(super) fn save(place: &Path, key: &FileKey, settings: &str, tree: &Tree) -> Result<(), String> {
+    let dir = place.parent().ok_or("no folder for the index")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    write_to(tmp.as_file(), key, settings, tree)?;
+    // Checked again just before: what is there now must still be a
+    // regular file (a device renamed over would be replaced).
+    super::key::check_kind(place)?;
+    tmp.persist(place)
+        .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
+    Ok(())
+}
+
+/// Writes the index of `tree` to the object at `url` (`s3://`), through a
+/// temporary file: an object there that is not a pparse index is left
+/// alone, and a reader sees the old object or the new one (S3 replaces an
+/// object whole).
+pub(super) fn save_url(
+    url: &str,
+    key: &FileKey,
+    settings: &str,
+    tree: &Tree,
+) -> Result<(), String> {
+    match crate::data::RemoteSource::open(url) {
+        Ok(old) => {
+            let mut head = [0u8; 8];
+            let n = crate::data::Source::read_at(&old, 0, &mut head).map_err(|e| e.to_string())?;
+            if n > 0 && (n < head.len() || &head != MAGIC) {
+                return Err("an object that is not a pparse index is there".into());
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let tmp = tempfile::tempfile().map_err(|e| format!("cannot write a temporary file: {e}"))?;
+    write_to(&tmp, key, settings, tree)?;
+    crate::data::put_file(url, &tmp).map_err(|e| e.to_string())
+}
+
+/// Writes the index of `tree` into `file`, from its start.
+fn write_to(
+    file: &std::fs::File,
+    key: &FileKey,
+    settings: &str,
+    tree: &Tree,
+) -> Result<(), String> {
     let mut sources = Sources {
         recs: Vec::new(),
         seen: HashMap::new(),
@@ -112,22 +158,12 @@ pub(super) fn save(place: &Path, key: &FileKey, settings: &str, tree: &Tree) -> 
         }
         ext_src.push(sources.add(&e.bytes, 0)?);
     }
-    let dir = place.parent().ok_or("no folder for the index")?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-    let file = tmp.as_file().try_clone().map_err(|e| e.to_string())?;
+    let file = file.try_clone().map_err(|e| e.to_string())?;
     let mut out = Out::new(BufWriter::with_capacity(1 << 20, file));
     write_all(&mut out, key, settings, tree, &mut sources, &ext_src)
         .map_err(|e| format!("cannot write the index: {e}"))?;
     let mut w = out.into_inner();
     w.flush().map_err(|e| e.to_string())?;
-    drop(w);
-    // Checked again just before: what is there now must still be a
-    // regular file (a device renamed over would be replaced).
-    super::key::check_kind(place)?;
-    tmp.persist(place)
-        .map_err(|e| format!("cannot write {}: {e}", place.display()))?;
     Ok(())
 }
 

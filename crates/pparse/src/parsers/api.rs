@@ -60,8 +60,36 @@ pub enum IndexMode {
     Off,
     /// In the user's cache folder (`$XDG_CACHE_HOME/pparse/index`).
     Cache,
-    /// At this path.
+    /// At this path, for this machine's copy of the file (its key holds
+    /// the inode and change time).
     At(std::path::PathBuf),
+    /// In this folder, shared by every process and machine that reads the
+    /// same bytes: named by a hash of the file's size and ends, keyed
+    /// without what differs between machines (see `index::key`).
+    In(std::path::PathBuf),
+    /// On an object store or web server: the object at this URL, or in the
+    /// prefix when the URL ends with `/` (named as in a folder). Shared as
+    /// [`IndexMode::In`]; written only to `s3://`.
+    Url(String),
+}
+
+impl IndexMode {
+    /// Where a user's `--index` (or Python's `index=`) puts the index: a
+    /// URL (`s3://`, `http://`, `https://`), a folder (one that exists, or
+    /// a path ending with `/`), else a file.
+    pub fn place(arg: std::path::PathBuf) -> IndexMode {
+        if let Some(s) = arg.to_str()
+            && crate::data::is_remote_url(s)
+        {
+            return IndexMode::Url(s.to_string());
+        }
+        let folder = arg.as_os_str().as_encoded_bytes().ends_with(b"/") || arg.is_dir();
+        if folder {
+            IndexMode::In(arg)
+        } else {
+            IndexMode::At(arg)
+        }
+    }
 }
 
 impl Default for Options {
