@@ -54,9 +54,9 @@ def _fingerprint(src: pparse.Source) -> bytes:
     """The archive's identity, the first part of every cache key: a
     changed archive gets new keys, so nothing cached from it before is
     served for it. For now what the source's file says of itself: a local
-    file's path, size, mtime (ns) and inode; a URL and the size and mtime
-    its server gives. Blind to a remote object rewritten with the same
-    size within the same second (a content fingerprint is to replace it)."""
+    file's path, size, mtime (ns) and inode; a URL and its size (a Source
+    offers no remote mtime or ETag), so a remote object rewritten with the
+    same size goes unseen until a content fingerprint replaces this."""
     path, _index, sub = src._recipe
     if "://" in path:
         top = src.stat("")
