@@ -120,8 +120,9 @@ def trace_io(path: Union[str, "os.PathLike[str]"]) -> Iterator[None]:
 def io_stats() -> Dict[str, Union[int, float]]:
     """This process's work so far, as ``pparse --io-stats`` prints it:
     ``file_read``, ``decoded``, ``redecoded`` and ``from_cache`` (bytes),
-    ``decoding_s`` and ``waiting_s`` (seconds). The counts only grow: take
-    the difference over what you measure."""
+    ``decoding_s`` and ``waiting_s`` (seconds), and what remote objects
+    cost: ``remote_requests`` and ``remote_bytes`` (object bytes fetched).
+    The counts only grow: take the difference over what you measure."""
     return dict(_pparse.io_stats())
 
 

@@ -53,18 +53,15 @@ Transform = Callable[[str, bytes], Any]
 def _fingerprint(src: pparse.Source) -> bytes:
     """The archive's identity, the first part of every cache key: a
     changed archive gets new keys, so nothing cached from it before is
-    served for it. For now what the source's file says of itself: a local
-    file's path, size, mtime (ns) and inode; a URL and its size (a Source
-    offers no remote mtime or ETag), so a remote object rewritten with the
-    same size goes unseen until a content fingerprint replaces this."""
+    served for it. ``Source.fingerprint`` (its size, mtime or the server's
+    ETag, and a hash of its first and last 64 KiB); for a local file also
+    its inode and change time, which this machine's cache may use and
+    which catch a file rewritten in place with its mtime set back."""
     path, _index, sub = src._recipe
-    if "://" in path:
-        top = src.stat("")
-        parts = ["url", path, str(top["size"]), str(top.get("mtime"))]
-    else:
+    parts = ["v2", src.fingerprint or "", sub]
+    if "://" not in path:
         st = os.stat(path)
-        parts = ["file", path, str(st.st_size), str(st.st_mtime_ns), str(st.st_ino)]
-    parts.append(sub)
+        parts += [str(st.st_ino), str(st.st_ctime_ns)]
     return "\0".join(parts).encode("utf-8", "surrogatepass")
 
 

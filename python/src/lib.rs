@@ -366,7 +366,11 @@ fn entry_dict<'py>(py: Python<'py>, e: &Entry) -> PyResult<Bound<'py, PyDict>> {
 /// and waiting. They only grow: measure work as a difference.
 #[pyfunction]
 fn io_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    stats_dict(py, &pparse::data::stats::io_stats())
+    let d = stats_dict(py, &pparse::data::stats::io_stats())?;
+    let remote = pparse::data::remote_stats();
+    d.set_item("remote_requests", remote.requests)?;
+    d.set_item("remote_bytes", remote.bytes_fetched)?;
+    Ok(d)
 }
 
 fn stats_dict<'py>(

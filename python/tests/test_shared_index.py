@@ -73,10 +73,15 @@ def _run_workers(url: str, index: str, method: str):
 def test_an_index_beside_the_data_on_s3_serves_every_worker(data, moto, method):
     url = moto(data, f"shared/{method}/data.tar.gz")
     index = f"s3://pparse-test/indexes/{method}/"
+    before = pparse.io_stats()
     with pparse.open(url, index=index) as src:
         _finish(src)
         assert src.io_stats()["decoded"] > 0
         first = src.fingerprint
+    after = pparse.io_stats()
+    # The archive's bytes, and the look for an index that is not there yet.
+    assert after["remote_bytes"] - before["remote_bytes"] >= data.stat().st_size
+    assert after["remote_requests"] - before["remote_requests"] >= 2
     got = _run_workers(url, index, method)
     want = _expected(data)
     for digests, decoded, fingerprint in got:
