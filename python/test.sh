@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-target/python-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    numpy pandas pytest pillow safetensors onnx ml_dtypes abi3audit vermin fsspec "dask[distributed]" torch
+    numpy pandas pytest pillow safetensors onnx ml_dtypes abi3audit vermin fsspec s3fs "dask[distributed]" torch
 MATURIN_PEP517_ARGS="--profile dev" "$VENV/bin/pip" install --quiet \
     --disable-pip-version-check --force-reinstall --no-deps ./python
 # Only CPython 3.11 is on this machine: what makes the wheel good for 3.9

@@ -153,3 +153,21 @@ def test_a_container_on_s3(archive, moto):
         assert pd.read_csv(f).equals(pd.read_csv(io.StringIO(CSV)))
     assert fs.info("data.tar/data/big.bin")["size"] == 256 * 4096
     assert fs.cat_file("data.tar/data/big.bin", 1000, 2000) == (bytes(range(256)) * 4096)[1000:2000]
+
+
+def test_the_chained_form_reads_a_container_on_s3(archive, moto):
+    """``pparse://PATH::s3://bucket/key``, as pandas and fsspec take it:
+    fsspec parses the ``s3://`` hop with s3fs's rules, and pparse reads
+    the object itself (the endpoint and keys from the environment)."""
+    pytest.importorskip("s3fs", reason="fsspec parses an s3:// hop with s3fs: pip install s3fs")
+    key = moto(archive, "fsspec/chained.tar.gz")
+    chained = f"pparse://data.tar/data/inner.zip/x.csv::{key}"
+    assert pd.read_csv(chained).equals(pd.read_csv(io.StringIO(CSV)))
+    files = fsspec.open_files(f"pparse://data.tar/data/inner.zip/*.csv::{key}")
+    assert sorted(f.path for f in files) == ["data.tar/data/inner.zip/x.csv", "data.tar/data/inner.zip/y.csv"]
+    with files[1] as f:
+        assert f.read() == CSV.replace(",", ";").encode()
+    # Each hop's options are keyed by its protocol: ones pparse would
+    # have to pass on to the object store are refused, never ignored.
+    with pytest.raises(ValueError, match="environment"):
+        fsspec.open(chained, s3={"key": "someone-else"}).open()
