@@ -12,8 +12,34 @@ use pparse::engine::{Ledger, Options, Session};
 use pparse::extraction::{ExtId, Phase, Tree};
 use pparse::status::Status;
 
-/// A failure that ends the command with exit status 2.
-pub(super) struct Fatal(pub(super) String);
+/// What ends a command before its status: a failure (exit 2), or a file
+/// that holds none of what the command shows (exit 4).
+pub(super) enum Fatal {
+    /// A usage error, a file that cannot be read, a PATH that does not
+    /// exist: exit 2.
+    Error(String),
+    /// No tensors, no records, no pickle, no program: exit 4, the same
+    /// for every command, so a script that runs one over many files can
+    /// tell "not this kind of file" from "broken" (1) and "unreadable" (2).
+    Absent(String),
+}
+
+impl Fatal {
+    /// The exit status it ends the command with.
+    pub(super) fn code(&self) -> i32 {
+        match self {
+            Fatal::Error(_) => 2,
+            Fatal::Absent(_) => 4,
+        }
+    }
+
+    /// What is said on stderr (nothing when empty).
+    pub(super) fn message(&self) -> &str {
+        match self {
+            Fatal::Error(m) | Fatal::Absent(m) => m,
+        }
+    }
+}
 
 /// The file a command works on, and the options its session is opened with.
 pub(super) struct Input {
@@ -28,10 +54,10 @@ pub(super) fn open(input: &Input) -> Result<Session, Fatal> {
     let mut session = if let Some(url) = input.url() {
         // The source's errors already name the URL.
         Session::open_url(url, input.options.clone())
-            .map_err(|e| Fatal(format!("cannot read {e}")))?
+            .map_err(|e| Fatal::Error(format!("cannot read {e}")))?
     } else {
         Session::open(&input.file, input.options.clone())
-            .map_err(|e| Fatal(format!("cannot read {}: {e}", input.file.display())))?
+            .map_err(|e| Fatal::Error(format!("cannot read {}: {e}", input.file.display())))?
     };
     // A command's session lives until the process ends.
     session.free_at_exit();
@@ -229,8 +255,8 @@ pub(super) fn resolve_final(session: &Session, path: &str) -> Result<ExtId, Fata
     let t = session.tree();
     match t.resolve(path) {
         Some(id) => Ok(id),
-        None if found => Err(Fatal(format!("no extraction named {path:?}"))),
-        None => Err(Fatal(no_such_path(&t, path))),
+        None if found => Err(Fatal::Error(format!("no extraction named {path:?}"))),
+        None => Err(Fatal::Error(no_such_path(&t, path))),
     }
 }
 
@@ -243,6 +269,6 @@ pub(super) fn finish_output(r: io::Result<()>) -> Result<(), Fatal> {
     match r {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
+        Err(e) => Err(Fatal::Error(format!("cannot write output: {e}"))),
     }
 }

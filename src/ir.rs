@@ -42,14 +42,19 @@ pub(super) fn ir(input: &Input, path: &str, show: Show) -> Result<Status, Fatal>
     if read.saved {
         return Ok(Status::Complete);
     }
-    if read.programs == 0 {
-        say!("pparse: {label}: no program found (a line ending in `{{` followed by op lines)");
-    }
-    report(&label, &read.diagnostics, read.suppressed);
     let errors = read
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Error);
+    let none = format!("{label}: no program found (a line ending in `{{` followed by op lines)");
+    if read.programs == 0 && !errors {
+        report(&label, &read.diagnostics, read.suppressed);
+        return Err(Fatal::Absent(none));
+    }
+    if read.programs == 0 {
+        say!("pparse: {none}");
+    }
+    report(&label, &read.diagnostics, read.suppressed);
     Ok(if errors || read.programs == 0 {
         Status::Corrupt
     } else {

@@ -43,7 +43,7 @@ use pparse::engine::{Options, Session};
 use pparse::extraction::{ExtId, Phase};
 use pparse::parsers::IndexMode;
 use pparse::status::Status;
-use pparse::unpack::{Extractor, components};
+use pparse::unpack::{Existing, Extractor, components};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -237,6 +237,15 @@ enum Cmd {
         /// instead of what they hold.
         #[arg(long)]
         keep_containers: bool,
+        /// Leave files already in --out as they are and write the others
+        /// (without it, or --rename, nothing is written when any would
+        /// land on an existing file).
+        #[arg(long, conflicts_with = "rename")]
+        skip_existing: bool,
+        /// Write members whose name is taken in --out beside the existing
+        /// file, as `name~1.ext`.
+        #[arg(long)]
+        rename: bool,
     },
 }
 
@@ -320,6 +329,13 @@ fn refused(e: clap::Error) -> i32 {
         }),
         // The value parser's own message says what the option takes.
         (ErrorKind::ValueValidation, _) => std::error::Error::source(&e).map(|s| s.to_string()),
+        // `pparse frobnicate x`: clap takes the first word for FILE and
+        // complains of the second; the first is the mistake.
+        (_, None) => args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .filter(|a| !is_input(a))
+            .map(|a| not_a_command(a)),
         _ => None,
     };
     match plain {
@@ -334,6 +350,26 @@ fn refused(e: clap::Error) -> i32 {
         }
     }
     2
+}
+
+/// Whether `arg` names something to read: a path that exists, or a URL.
+fn is_input(arg: &str) -> bool {
+    pparse::data::is_remote_url(arg) || std::fs::symlink_metadata(arg).is_ok()
+}
+
+/// What is said of a first word that is neither a command nor a file.
+fn not_a_command(word: &str) -> String {
+    let cmd = Cli::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .filter(|n| *n != "help")
+        .collect();
+    format!(
+        "{}: not a command, nor a file that exists; the commands are {}",
+        pparse::name::escape_str(word),
+        names.join(", ")
+    )
 }
 
 /// Exit status of a command stopped by a bug (a panic on any thread).
@@ -480,6 +516,8 @@ fn run() -> i32 {
             all,
             with_unknown,
             keep_containers,
+            skip_existing,
+            rename,
         }) => extract(
             &input(file),
             path.as_deref().unwrap_or(""),
@@ -488,13 +526,26 @@ fn run() -> i32 {
                 all,
                 with_unknown,
                 keep_containers,
+                existing: match (skip_existing, rename) {
+                    (true, _) => Some(Existing::Skip),
+                    (_, true) => Some(Existing::Rename),
+                    _ => None,
+                },
             },
         ),
         None => match cli.file {
+            // A lone word that is no file is more likely a mistyped command.
+            Some(file)
+                if !file.as_os_str().as_encoded_bytes().contains(&b'.')
+                    && !file.as_os_str().as_encoded_bytes().contains(&b'/')
+                    && !is_input(&file.to_string_lossy()) =>
+            {
+                Err(Fatal::Error(not_a_command(&file.to_string_lossy())))
+            }
             Some(file) => explore(&input(file), cli.theme.as_deref()),
             None => {
                 say!("{}", commands_list());
-                Err(Fatal(String::new()))
+                Err(Fatal::Error(String::new()))
             }
         },
     };
@@ -520,19 +571,19 @@ fn run() -> i32 {
     // be read does, whatever its parsers made of it.
     let failures = pparse::data::take_read_failures();
     let result = match result {
-        Err(Fatal(msg)) if !failures.is_empty() => {
+        Err(fatal) if !failures.is_empty() => {
             for f in &failures {
-                if !msg.contains(&f.reason) {
+                if !fatal.message().contains(&f.reason) {
                     say!("pparse: {f}");
                 }
             }
-            Err(Fatal(msg))
+            Err(Fatal::Error(fatal.message().to_string()))
         }
         _ if !failures.is_empty() => {
             for f in &failures {
                 say!("pparse: {f}");
             }
-            Err(Fatal(String::new()))
+            Err(Fatal::Error(String::new()))
         }
         r => r,
     };
@@ -542,20 +593,20 @@ fn run() -> i32 {
             Status::Complete => 0,
             _ => 1,
         },
-        Err(Fatal(msg)) => {
-            if !msg.is_empty() {
-                say!("pparse: {msg}");
+        Err(fatal) => {
+            if !fatal.message().is_empty() {
+                say!("pparse: {}", fatal.message());
             }
-            2
+            fatal.code()
         }
     }
 }
 
 fn explore(input: &Input, theme: Option<&str>) -> Result<Status, Fatal> {
     let file = input.file.as_path();
-    let theme = pparse_explorer::Theme::from_env(theme).map_err(Fatal)?;
+    let theme = pparse_explorer::Theme::from_env(theme).map_err(Fatal::Error)?;
     if !io::stdout().is_terminal() {
-        return Err(Fatal(
+        return Err(Fatal::Error(
             "the explorer needs a terminal; use `pparse tree FILE` in pipes".into(),
         ));
     }
@@ -565,7 +616,7 @@ fn explore(input: &Input, theme: Option<&str>) -> Result<Status, Fatal> {
     };
     shown
         .map(|_| Status::Complete)
-        .map_err(|e| Fatal(format!("cannot explore {}: {e}", file.display())))
+        .map_err(|e| Fatal::Error(format!("cannot explore {}: {e}", file.display())))
 }
 
 fn tree(input: &Input, json: bool) -> Result<Status, Fatal> {
@@ -690,7 +741,7 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
     if !mountpoint.is_dir() {
-        return Err(Fatal(format!(
+        return Err(Fatal::Error(format!(
             "cannot mount at {}: not a directory",
             mountpoint.display()
         )));
@@ -699,7 +750,7 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| Fatal(format!("cannot catch signals: {e}")))?;
+            .map_err(|e| Fatal::Error(format!("cannot catch signals: {e}")))?;
     }
     let fs = pparse::fs::Fs::from_session(session.clone());
     let time = pparse::fs::mount::source_time(&input.file);
@@ -709,7 +760,7 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
         mountpoint.display()
     );
     pparse::fs::mount::serve(fs, mountpoint, time, &stop)
-        .map_err(|e| Fatal(format!("cannot mount at {}: {e}", mountpoint.display())))?;
+        .map_err(|e| Fatal::Error(format!("cannot mount at {}: {e}", mountpoint.display())))?;
     session.cancel();
     let t = session.tree();
     Ok(t.worst_status())
@@ -717,7 +768,7 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
 
 #[cfg(not(target_os = "linux"))]
 fn mount(_input: &Input, _mountpoint: &Path) -> Result<Status, Fatal> {
-    Err(Fatal("mount needs Linux (FUSE)".into()))
+    Err(Fatal::Error("mount needs Linux (FUSE)".into()))
 }
 
 /// `cat`: the bytes of one extraction, read through the file-system API
@@ -760,7 +811,7 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     };
     session.cancel();
     let fs = pparse::fs::Fs::from_session(session.clone());
-    let f = fs.open(path).map_err(|e| Fatal(e.to_string()))?;
+    let f = fs.open(path).map_err(|e| Fatal::Error(e.to_string()))?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let copy = |out: &mut io::StdoutLock| -> io::Result<()> {
@@ -778,10 +829,71 @@ fn cat(input: &Input, path: &str) -> Result<Status, Fatal> {
     match copy(&mut out).and_then(|()| out.flush()) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => return Err(Fatal(format!("cannot read {path}: {e}"))),
+        Err(e) => return Err(Fatal::Error(format!("cannot read {path}: {e}"))),
     }
     let t = session.tree();
     Ok(report(&t, &[id]))
+}
+
+/// Stops `extract` before it writes anything when a file it would write
+/// is already in `dir` (a second extraction into the same folder): the
+/// user chooses `--skip-existing` or `--rename`. Only a folder that holds
+/// something is looked through.
+fn refuse_clashes(
+    fs: &pparse::fs::Fs,
+    path: &str,
+    dir: &Path,
+    keep_containers: bool,
+) -> Result<(), Fatal> {
+    let holds_files = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
+    if !holds_files {
+        return Ok(());
+    }
+    let mut clashes = Vec::new();
+    let mut count = 0usize;
+    let mut kept: Vec<Vec<Vec<u8>>> = Vec::new();
+    let walked = fs.walk(path, |e, names, file| {
+        if kept
+            .iter()
+            .any(|k| names.len() > k.len() && names.starts_with(k))
+        {
+            return Ok(());
+        }
+        if e.container {
+            if !(keep_containers && e.member && file.is_some()) {
+                return Ok(());
+            }
+            kept.push(names.to_vec());
+        }
+        if file.is_none() {
+            return Ok(());
+        }
+        let logical: Vec<String> = names.iter().flat_map(|n| components(n)).collect();
+        let target = logical.iter().fold(dir.to_path_buf(), |p, c| p.join(c));
+        if std::fs::symlink_metadata(&target).is_ok() {
+            count += 1;
+            if clashes.len() < 5 {
+                clashes.push(target.display().to_string());
+            }
+        }
+        Ok(())
+    });
+    match walked {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(Fatal::Error(e.to_string())),
+        Err(e) => return Err(Fatal::Error(e.to_string())),
+    }
+    if count == 0 {
+        return Ok(());
+    }
+    for c in &clashes {
+        say!("pparse: {} exists", pparse::name::escape_str(c));
+    }
+    Err(Fatal::Error(format!(
+        "{count} files to write are already in {}: nothing was written; \
+         --skip-existing leaves them and writes the rest, --rename writes beside them as name~N",
+        dir.display()
+    )))
 }
 
 /// What `extract` writes besides intact leaves.
@@ -792,6 +904,9 @@ struct Writes {
     with_unknown: bool,
     /// Container members as the files they are.
     keep_containers: bool,
+    /// What to do with a file already in the folder: `None`, stop before
+    /// writing anything.
+    existing: Option<Existing>,
 }
 
 /// A reader that writes zeros over the given ranges of what it reads:
@@ -824,6 +939,7 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
         all,
         with_unknown,
         keep_containers,
+        existing,
     } = writes;
     use pparse::fs::Kind;
     let session = std::sync::Arc::new(open(input)?);
@@ -836,9 +952,12 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
             .map_err(|_| e)?,
     };
     wait(&session, |_| false);
-    let mut ex =
-        Extractor::new(dir).map_err(|e| Fatal(format!("cannot create {}: {e}", dir.display())))?;
     let fs = pparse::fs::Fs::from_session(session.clone());
+    if existing.is_none() {
+        refuse_clashes(&fs, path, dir, keep_containers)?;
+    }
+    let mut ex = Extractor::new(dir, existing.unwrap_or(Existing::Rename))
+        .map_err(|e| Fatal::Error(format!("cannot create {}: {e}", dir.display())))?;
     let mut written = 0u64;
     let mut skipped = Vec::new();
     let mut withheld = Vec::new();
@@ -896,18 +1015,25 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
                     holes,
                     pos: 0,
                 };
-                ex.write_from(&logical, &mut zeroed)
+                let done = ex
+                    .write_from(&logical, &mut zeroed)
                     .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
-                unknown.push(format!("{}: unknown bytes written as zeros at {shown}{more}", e.path));
+                if done.is_some() {
+                    unknown.push(format!("{}: unknown bytes written as zeros at {shown}{more}", e.path));
+                    written += 1;
+                }
             } else {
-                ex.write_from(&logical, &mut io::Read::take(f, at))
+                let done = ex
+                    .write_from(&logical, &mut io::Read::take(f, at))
                     .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
-                unknown.push(format!(
-                    "{}: {at} of {} bytes written, up to the first unknown byte (unknown: {shown}{more})",
-                    e.path, e.size
-                ));
+                if done.is_some() {
+                    unknown.push(format!(
+                        "{}: {at} of {} bytes written, up to the first unknown byte (unknown: {shown}{more})",
+                        e.path, e.size
+                    ));
+                    written += 1;
+                }
             }
-            written += 1;
             return Ok(());
         }
         match e.status {
@@ -930,9 +1056,10 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
                 }
             }
             (_, Some(mut f)) => {
-                ex.write_from(&logical, &mut f)
+                let done = ex
+                    .write_from(&logical, &mut f)
                     .map_err(|err| io::Error::other(format!("cannot write {}: {err}", e.path)))?;
-                written += 1;
+                written += u64::from(done.is_some());
             }
             (Kind::Symlink(target), None) => {
                 skipped.push(format!("{} (symlink to {target})", e.path));
@@ -947,10 +1074,23 @@ fn extract(input: &Input, path: &str, dir: &Path, writes: Writes) -> Result<Stat
     });
     match walked {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(Fatal(e.to_string())),
-        Err(e) => return Err(Fatal(e.to_string())),
+        Ok(Err(e)) => return Err(Fatal::Error(e.to_string())),
+        Err(e) => return Err(Fatal::Error(e.to_string())),
     }
     let t = session.tree();
+    let (kept_old, beside) = ex.clashes();
+    if kept_old > 0 {
+        say!(
+            "pparse: {kept_old} files already in {} were left as they are (--skip-existing)",
+            dir.display()
+        );
+    }
+    if beside > 0 {
+        say!(
+            "pparse: {beside} files were written beside files of the same name already in {}, as name~N (--rename)",
+            dir.display()
+        );
+    }
     if !skipped.is_empty() {
         say!(
             "pparse: {} entries are not regular files and were not written (links are never created):",

@@ -31,7 +31,7 @@ pub(super) fn pickle(
     session.cancel();
     let t = session.tree();
     let Some(target) = pickle_target(&t, id) else {
-        return Err(Fatal(format!(
+        return Err(Fatal::Absent(format!(
             "{} is not a pickle and holds no data.pkl",
             if path.is_empty() {
                 t.root().display_name()
@@ -45,7 +45,7 @@ pub(super) fn pickle(
     }
     let e = &t.exts[target];
     let offer = pickle_report::offer(e)
-        .ok_or_else(|| Fatal(format!("{} offers no pickle", t.path_of(target))))?;
+        .ok_or_else(|| Fatal::Error(format!("{} offers no pickle", t.path_of(target))))?;
     let data = e.data();
     let ranges = pickle_report::ranges(e);
     let stdout = io::stdout();
@@ -111,7 +111,16 @@ pub(super) fn tensors(input: &Input, path: &str, json: bool) -> Result<Status, F
         }
     }
     if list.is_empty() {
-        say!("pparse: no tensors found");
+        let label = if path.is_empty() {
+            input.file.display().to_string()
+        } else {
+            path.to_string()
+        };
+        // Damage may be why none were found: then it is what the exit says.
+        if worst == Status::Complete {
+            return Err(Fatal::Absent(format!("{label}: no tensors found")));
+        }
+        say!("pparse: {label}: no tensors found");
     }
     Ok(worst)
 }

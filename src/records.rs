@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::common::{Fatal, Input, finish_output, map_file, open, report, resolve_final, wait};
 use pparse::data::{Data, Source};
 use pparse::extraction::EntryKind;
-use pparse::offer::{RecordQuery, RecordsList};
+use pparse::offer::{RecordQuery, RecordsList, RecordsOffer};
 use pparse::parsers::{self, Sniff};
 use pparse::status::Status;
 
@@ -22,7 +22,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
     {
         let data: Data = Arc::new(src);
         let head = parsers::api::head(&*data)
-            .map_err(|e| Fatal(format!("cannot read {}: {e}", file.display())))?;
+            .map_err(|e| Fatal::Error(format!("cannot read {}: {e}", file.display())))?;
         let name = file.to_string_lossy();
         let sniff = Sniff {
             head: &head,
@@ -32,10 +32,11 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
             file: Some(file),
             options: &input.options,
         };
-        let list = parsers::sniff(&sniff).and_then(|f| Some(f.offers.records?.list));
-        if let Some(list) = list {
+        let offer = parsers::sniff(&sniff).and_then(|f| f.offers.records);
+        if let Some(offer) = offer {
+            check_types(&offer, show)?;
             let label = file.display().to_string();
-            return write_listing(list, &*data, show, &label);
+            return write_listing(offer.list, &*data, show, &label);
         }
     }
     let session = open(input)?;
@@ -45,7 +46,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
     let (target, list, data, label) = {
         let t = session.tree();
         let Some((x, offer)) = pparse::view::records::log_target(&t, id) else {
-            return Err(Fatal(format!(
+            return Err(Fatal::Absent(format!(
                 "{} is not a W&B log (.wandb): no records to list",
                 if path.is_empty() {
                     file.display().to_string()
@@ -54,6 +55,7 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
                 }
             )));
         };
+        check_types(&offer, show)?;
         let label = if x == 0 {
             t.exts[0].display_name()
         } else {
@@ -72,6 +74,29 @@ pub(super) fn records(input: &Input, path: &str, show: &RecordQuery) -> Result<S
         report(&t, &[id])
     };
     Ok(worst.max(above))
+}
+
+/// A `--type` the log's format cannot have is a usage error that names
+/// the ones it can.
+fn check_types(offer: &RecordsOffer, show: &RecordQuery) -> Result<(), Fatal> {
+    let unknown: Vec<&str> = show
+        .types
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !(offer.types.known)(t))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Fatal::Error(format!(
+        "--type {}: no such record type; the types are {} (and #N for a type newer than the schema)",
+        unknown
+            .iter()
+            .map(|t| pparse::name::escape_str(t))
+            .collect::<Vec<_>>()
+            .join(", "),
+        (offer.types.named)().join(", ")
+    )))
 }
 
 /// Lists the log in `src` on stdout, its damage on stderr.

@@ -955,3 +955,135 @@ fn trace_io_writes_chrome_trace_events() {
     ]);
     assert_eq!(bad.code, 2, "{}", bad.stderr_text());
 }
+
+// ---------------------------------------------------------------------------
+// Guard rails (issue 36, item 5)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn an_unknown_record_type_names_the_known_ones() {
+    let log = std::fs::read_dir(fixture_path("wandb"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "wandb"))
+        .expect("a .wandb fixture");
+    let run = pparse(["records", "--type", "histroy", log.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr_text());
+    assert!(run.stdout.is_empty());
+    let err = run.stderr_text();
+    assert!(err.contains("--type histroy: no such record type"), "{err}");
+    assert!(err.contains("history") && err.contains("summary"), "{err}");
+    // A known type, and one newer than the schema, are taken.
+    for t in ["history", "#77"] {
+        let run = pparse(["records", "--type", t, log.to_str().unwrap()]);
+        assert!(run.code == 0 || run.code == 1, "{t}: {}", run.stderr_text());
+    }
+}
+
+#[test]
+fn a_file_without_what_the_command_shows_exits_4_for_every_command() {
+    let tar = fixture_path("nested.tar.gz");
+    for (cmd, says) in [
+        ("tensors", "no tensors found"),
+        ("records", "not a W&B log"),
+        ("pickle", "not a pickle"),
+        ("ir", "no program found"),
+    ] {
+        for json in [false, true] {
+            let mut args = vec![cmd, tar.to_str().unwrap()];
+            if json && cmd != "pickle" {
+                args.push("--json");
+            }
+            let run = pparse(args.iter().copied());
+            assert_eq!(run.code, 4, "{cmd}: {}", run.stderr_text());
+            assert!(
+                run.stderr_text().contains(says),
+                "{cmd}: {}",
+                run.stderr_text()
+            );
+        }
+    }
+    // A file that is not there is still 2, and one that has them 0.
+    assert_eq!(pparse(["tensors", "/no/such/file"]).code, 2);
+    let st = std::fs::read_dir(fixture_path("safetensors"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .unwrap();
+    assert_eq!(pparse(["tensors", st.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn extract_into_a_folder_holding_the_files_stops_skips_or_renames() {
+    let (dir, out, first) = extract_nested(&[]);
+    assert_eq!(first.code, 0, "{}", first.stderr_text());
+    let files = |out: &Path| walk_files(out).len();
+    let n = files(&out);
+    assert!(n > 5);
+    let readme = out.join("nested.tar/README.md");
+    std::fs::write(&readme, b"the user's own").unwrap();
+    let again = |extra: &[&str]| {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "extract".into(),
+            fixture_path("nested.tar.gz").into(),
+            "--out".into(),
+            out.clone().into(),
+        ];
+        args.extend(extra.iter().map(|a| a.into()));
+        pparse(args)
+    };
+    // Stops before writing anything, naming what is in the way.
+    let run = again(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr_text());
+    let err = run.stderr_text();
+    assert!(
+        err.contains(&format!("{n} files to write are already in")),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was written") && err.contains("--skip-existing"),
+        "{err}"
+    );
+    assert!(err.contains("README.md exists"), "{err}");
+    assert_eq!(files(&out), n);
+    // Leaves them, the user's file untouched.
+    let run = again(&["--skip-existing"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains(&format!("{n} files already in")),
+        "{}",
+        run.stderr_text()
+    );
+    assert_eq!(files(&out), n);
+    assert_eq!(std::fs::read(&readme).unwrap(), b"the user's own");
+    // Writes beside them, and says how many.
+    let run = again(&["--rename"]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(
+        run.stderr_text()
+            .contains(&format!("{n} files were written beside")),
+        "{}",
+        run.stderr_text()
+    );
+    assert_eq!(files(&out), 2 * n);
+    assert_eq!(std::fs::read(&readme).unwrap(), b"the user's own");
+    assert!(out.join("nested.tar/README~1.md").exists());
+    // Both at once is a usage error.
+    assert_eq!(again(&["--rename", "--skip-existing"]).code, 2);
+    drop(dir);
+}
+
+#[test]
+fn an_unknown_command_says_so_and_lists_the_commands() {
+    for args in [&["frobnicate", "x.tar"][..], &["frobnicate"]] {
+        let run = pparse(args.iter().copied());
+        assert_eq!(run.code, 2, "{args:?}");
+        let err = run.stderr_text();
+        assert!(
+            err.contains("frobnicate: not a command, nor a file that exists"),
+            "{err}"
+        );
+        assert!(err.contains("tree, nodes, cat"), "{err}");
+        assert!(!err.contains("cannot be used with"), "{err}");
+    }
+}

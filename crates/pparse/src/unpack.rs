@@ -71,9 +71,24 @@ pub fn components(raw: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// What [`Extractor::create`] does with a file of the same name that was
+/// in the folder before (not one it wrote: two members of one name are
+/// always both written, the second as `name~1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    /// Leave it, and write nothing for this member.
+    Skip,
+    /// Write beside it, as `name~1.ext`.
+    Rename,
+}
+
 /// Writes files and directories under one root. See the module docs.
 pub struct Extractor {
     root: PathBuf,
+    existing: Existing,
+    /// Files found in the way: left as they were, written beside.
+    kept_old: u64,
+    beside: u64,
     dirs: HashMap<Vec<String>, PathBuf>,
     taken: HashSet<PathBuf>,
     /// The copy buffer, allocated once: zeroing 1 MiB for every small file
@@ -82,14 +97,18 @@ pub struct Extractor {
 }
 
 impl Extractor {
-    /// Creates `root` if needed.
-    pub fn new(root: &Path) -> io::Result<Extractor> {
+    /// Creates `root` if needed; `existing` says what to do with files of
+    /// the same names already there.
+    pub fn new(root: &Path, existing: Existing) -> io::Result<Extractor> {
         fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let mut dirs = HashMap::new();
         dirs.insert(Vec::new(), root.clone());
         Ok(Extractor {
             root,
+            existing,
+            kept_old: 0,
+            beside: 0,
             dirs,
             taken: HashSet::new(),
             buf: Vec::new(),
@@ -135,9 +154,16 @@ impl Extractor {
         }
     }
 
+    /// How many files already in the folder were in the way: left as they
+    /// were ([`Existing::Skip`]), and written beside ([`Existing::Rename`]).
+    pub fn clashes(&self) -> (u64, u64) {
+        (self.kept_old, self.beside)
+    }
+
     /// Creates a new file for `logical` (never overwriting) and returns it
-    /// with its physical path.
-    pub fn create(&mut self, logical: &[String]) -> io::Result<(File, PathBuf)> {
+    /// with its physical path; `None` when a file was already there and is
+    /// left as it is ([`Existing::Skip`]).
+    pub fn create(&mut self, logical: &[String]) -> io::Result<Option<(File, PathBuf)>> {
         let mut logical = logical.to_vec();
         if logical.is_empty() {
             logical.push("_".into());
@@ -165,9 +191,18 @@ impl Extractor {
             match opened {
                 Ok(f) => {
                     self.taken.insert(cand.clone());
-                    return Ok((f, cand));
+                    if n > 0 && !self.taken.contains(&dir.join(last)) {
+                        self.beside += 1;
+                    }
+                    return Ok(Some((f, cand)));
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    // Not one this extraction wrote: the user's.
+                    if n == 0 && !self.taken.contains(&cand) && self.existing == Existing::Skip {
+                        self.kept_old += 1;
+                        return Ok(None);
+                    }
+                }
                 Err(e) => return Err(e),
             }
             n += 1;
@@ -184,14 +219,16 @@ impl Extractor {
         &mut self,
         logical: &[String],
         src: &mut dyn io::Read,
-    ) -> io::Result<(PathBuf, u64)> {
-        let (mut f, path) = self.create(logical)?;
+    ) -> io::Result<Option<(PathBuf, u64)>> {
+        let Some((mut f, path)) = self.create(logical)? else {
+            return Ok(None);
+        };
         self.buf.resize(1 << 20, 0);
         let mut n = 0u64;
         loop {
             let k = src.read(&mut self.buf)?;
             if k == 0 {
-                return Ok((path, n));
+                return Ok(Some((path, n)));
             }
             f.write_all(&self.buf[..k])?;
             n += k as u64;

@@ -86,6 +86,21 @@ pub struct RecordsOffer {
     pub list: RecordsList,
     /// The records one by one (the Python package's `records()`).
     pub each: RecordsEach,
+    /// Whether `kind` is a record type this format can have, and the types
+    /// it names: a user's `--type` is checked against them, so a typo is
+    /// an error, not an empty listing.
+    pub types: RecordTypes,
+}
+
+/// See [`RecordsOffer::types`]: the named types, and whether a type is
+/// known (the named ones, or one the format names by pattern, such as
+/// W&B's `#N` for a type newer than its schema).
+#[derive(Clone, Copy)]
+pub struct RecordTypes {
+    /// The types, by name.
+    pub named: fn() -> Vec<&'static str>,
+    /// Whether `kind` can be a record's type.
+    pub known: fn(kind: &str) -> bool,
 }
 
 /// One record of a log, or a damaged span of it.

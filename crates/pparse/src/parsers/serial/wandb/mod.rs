@@ -40,6 +40,10 @@ pub static FORMAT: Format = Format {
         records: Some(crate::offer::RecordsOffer {
             list: listing::list,
             each: listing::each,
+            types: crate::offer::RecordTypes {
+                named: record::type_names,
+                known: record::is_type,
+            },
         }),
         metrics: Some(history::scan),
         ..Offers::NONE

@@ -63,6 +63,26 @@ pub struct Record<'a> {
     pub data: String,
 }
 
+/// The record types [`decode_with`] names: the schema's record kinds,
+/// then what a record without one is called.
+pub fn type_names() -> Vec<&'static str> {
+    let rec = table().msg(0);
+    rec.fields
+        .iter()
+        .filter(|f| f.oneof)
+        .map(|f| f.name.as_str())
+        .chain(["undecodable", "none"])
+        .collect()
+}
+
+/// Whether a record's type can be `kind`: a named one, or `#N`, a type
+/// newer than the schema.
+pub fn is_type(kind: &str) -> bool {
+    kind.strip_prefix('#')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        || type_names().contains(&kind)
+}
+
 /// Reads a record's payload: number, type, whether it decodes (what a
 /// protobuf decoder checks) and, with `with_json`, the JSON of its body.
 pub fn decode_with(payload: Cow<'_, [u8]>, with_json: bool) -> Record<'_> {
