@@ -355,3 +355,42 @@ fn help_snapshot_on_a_small_screen() {
     h.keys("?<PgDn>");
     insta::assert_snapshot!("help_60x15_second_page", h.screen());
 }
+
+/// `gg`, as in vim and less: the first row of a list, the first byte in
+/// hex; `g` followed by an offset still goes there.
+#[test]
+fn gg_goes_to_the_top_and_g_with_an_offset_goes_there() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys("<Enter><Down><Enter><Down><Down><Down>");
+    assert_ne!(h.selected_ext_path(), "");
+    h.keys("gg");
+    assert!(
+        h.app_overlay().is_none(),
+        "no prompt is left open:\n{}",
+        h.screen()
+    );
+    assert_eq!(h.selected_ext_path(), "", "the first row, the file itself");
+    h.keys("g0x40<Enter>");
+    assert_eq!(h.app.focus(), Pane::Hex);
+    assert_eq!(h.app.place().cursor, 0x40);
+    h.keys("gg");
+    assert_eq!(h.app.place().cursor, 0);
+    assert!(h.app_overlay().is_none());
+}
+
+/// At 80x24, with a long file name, parsing figures and a message, the
+/// way to the help is still on the status bar.
+#[test]
+fn the_help_hint_stays_on_the_status_bar_at_80_columns() {
+    let name = format!("{}.tar.gz", "a_rather_long_backup_name_".repeat(3));
+    let mut h = Harness::sized(&name, fixture("nested.tar.gz"), 80, 24);
+    h.keys("gzz<Enter>");
+    let screen = h.screen();
+    let bar = screen.lines().last().unwrap();
+    assert!(
+        bar.contains("not an offset"),
+        "a message is shown:\n{screen}"
+    );
+    assert!(bar.trim_end().ends_with("? help  q quit"), "{bar:?}");
+    assert!(bar.contains('…'), "the rest is cut instead: {bar:?}");
+}

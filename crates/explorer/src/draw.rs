@@ -130,14 +130,27 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
             s.done as f64 * 100.0 / s.total.max(1) as f64
         )));
     }
-    if let Some(m) = &app.message {
-        parts.push(Span::styled(
-            format!("│ {} ", escape_str(m)),
-            app.theme.title,
-        ));
+    // What the user just did is answered, and the way to the help is
+    // never cut: the figures before them give way first.
+    let hint = Span::styled("│ ? help  q quit", app.theme.dim);
+    let message = app
+        .message
+        .as_ref()
+        .map(|m| Span::styled(format!("│ {} ", escape_str(m)), app.theme.title));
+    let width = area.width as usize;
+    let hint_w = hint.content.chars().count();
+    let message_w = message.as_ref().map_or(0, |m| m.content.chars().count());
+    let mut line = if hint_w + message_w < width {
+        panel::fit(Line::from(parts), width - hint_w - message_w)
+    } else {
+        Line::default()
+    };
+    if let Some(m) = message {
+        let room = width.saturating_sub(hint_w + line.width());
+        line.spans.extend(panel::fit(Line::from(m), room).spans);
     }
-    parts.push(Span::styled("│ ? help  q quit", app.theme.dim));
-    let line = panel::fit(Line::from(parts), area.width as usize);
+    line.spans.push(hint);
+    let line = panel::fit(line, width);
     f.render_widget(Paragraph::new(line).style(app.theme.bar), area);
 }
 

@@ -90,7 +90,11 @@ pub const HELP: &[(&str, Action, &str)] = &[
     ("Home / End", Action::Home, "first / last row or byte"),
     ("G", Action::End, "last row or byte"),
     ("Tab / Shift-Tab", Action::NextPane, "next / previous pane"),
-    ("g", Action::Goto, "go to offset: 0x1f, 4096, +16, -0x10"),
+    (
+        "g",
+        Action::Goto,
+        "go to offset: 0x1f, 4096, +16, -0x10; gg: the first row or byte",
+    ),
     (
         "/",
         Action::Search,

@@ -32,6 +32,12 @@ impl App {
                 KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
                     self.quit = true;
                 }
+                // `gg`, as in vim and less: a `g` that no offset follows
+                // goes to the top instead of asking where.
+                KeyCode::Char('g') if kind == PromptKind::Goto && input.is_empty() => {
+                    self.overlay = Overlay::None;
+                    self.act(Action::Home);
+                }
                 KeyCode::Char(c) => input.push(c),
                 _ => {}
             }
