@@ -199,6 +199,14 @@ pub(super) fn report(tree: &Tree, ids: &[ExtId]) -> Status {
     let mut worst = Status::Complete;
     let mut shown = 0;
     let mut hidden = 0;
+    let damaged = || {
+        ids.iter()
+            .copied()
+            .filter(|&id| !tree.exts[id].damage.is_empty())
+    };
+    let causes = pparse::report::tree::Causes::of(tree, damaged());
+    // Damage inherited from one reported here is said once, at its root.
+    let reported: std::collections::HashSet<ExtId> = damaged().collect();
     for &id in ids {
         let e = &tree.exts[id];
         let st = tree.status_of(id);
@@ -212,9 +220,19 @@ pub(super) fn report(tree: &Tree, ids: &[ExtId]) -> Status {
         } else {
             path
         };
-        for d in &e.damage {
+        for k in 0..e.damage.len() {
+            let (root, _) = tree.root_cause(id, k);
+            if root != id && reported.contains(&root) {
+                continue;
+            }
             if shown < 50 {
-                say!("pparse: {label}: {d}");
+                // Inherited from damage not said here: its whole chain.
+                let said = if root == id {
+                    causes.say(tree, id, k)
+                } else {
+                    e.damage[k].to_string()
+                };
+                say!("pparse: {label}: {said}");
                 shown += 1;
             } else {
                 hidden += 1;

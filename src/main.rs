@@ -138,6 +138,10 @@ enum Cmd {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Only extractions that are not complete, under the containers
+        /// that hold them.
+        #[arg(long)]
+        damaged: bool,
     },
     /// The node tree of one extraction.
     Nodes {
@@ -454,7 +458,11 @@ fn run() -> i32 {
     // `pickle --check` found imports outside the allowed set.
     let mut unsafe_imports = false;
     let result = match cli.cmd {
-        Some(Cmd::Tree { file, json }) => tree(&input(file), json),
+        Some(Cmd::Tree {
+            file,
+            json,
+            damaged,
+        }) => tree(&input(file), json, damaged),
         Some(Cmd::Nodes {
             file,
             path,
@@ -619,16 +627,19 @@ fn explore(input: &Input, theme: Option<&str>) -> Result<Status, Fatal> {
         .map_err(|e| Fatal::Error(format!("cannot explore {}: {e}", file.display())))
 }
 
-fn tree(input: &Input, json: bool) -> Result<Status, Fatal> {
+fn tree(input: &Input, json: bool, damaged: bool) -> Result<Status, Fatal> {
+    use pparse::report::tree as show;
     let session = open(input)?;
     wait(&session, |_| false);
     let t = session.tree();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let r = if json {
-        pparse::report::tree::tree_json(&t, 0, &mut out)
-    } else {
-        pparse::report::tree::tree_text(&t, &mut out)
+    let keep = damaged.then(|| show::damaged_and_above(&t));
+    let r = match (json, &keep) {
+        (true, None) => show::tree_json(&t, 0, &mut out),
+        (true, Some(k)) => show::tree_json_only(&t, 0, k, &mut out),
+        (false, None) => show::tree_text(&t, &mut out),
+        (false, Some(k)) => show::tree_text_only(&t, k, &mut out),
     };
     finish_output(r.and_then(|_| out.flush()))?;
     Ok(report(&t, &t.subtree(0)))

@@ -1087,3 +1087,144 @@ fn an_unknown_command_says_so_and_lists_the_commands() {
         assert!(!err.contains("cannot be used with"), "{err}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Damage at a glance (issue 36, item 2)
+// ---------------------------------------------------------------------------
+
+/// `nested.tar.gz` with its gzip CRC-32 flipped: every member of the tar
+/// inherits one failed check.
+fn crc_flipped(dir: &Path) -> std::path::PathBuf {
+    let mut gz = fixture("nested.tar.gz");
+    let at = gz.len() - 6;
+    gz[at] ^= 0xff;
+    let path = dir.join("crc.tar.gz");
+    std::fs::write(&path, gz).unwrap();
+    path
+}
+
+#[test]
+fn a_root_cause_is_said_once_with_how_many_inherit_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = crc_flipped(tmp.path());
+    let run = pparse(["tree", "--no-index", file.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr_text());
+    let json = pparse(["tree", "--no-index", "--json", file.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let tar = &v["children"][0];
+    assert_eq!(tar["name"], "nested.tar");
+    let mut below = 0;
+    let mut stack: Vec<&Value> = tar["children"].as_array().unwrap().iter().collect();
+    while let Some(n) = stack.pop() {
+        // --json keeps each member's whole chain (a zip entry its own CRC
+        // proves inherits nothing).
+        if let Some(reason) = n["damage"][0]["reason"].as_str() {
+            assert!(reason.contains("member #1 fails its check"), "{reason}");
+            below += 1;
+        }
+        stack.extend(n["children"].as_array().unwrap());
+    }
+    assert!(below > 10);
+    let text = run.stdout_text();
+    let cause = "member #1 fails its check";
+    assert_eq!(text.matches(cause).count(), 1, "the cause once:\n{text}");
+    let tar_line = text
+        .lines()
+        .find(|l| l.contains("nested.tar  [tar]"))
+        .unwrap();
+    assert!(
+        tar_line.ends_with(&format!("({below} extractions inherit it)")),
+        "{tar_line}"
+    );
+    let readme = text.lines().find(|l| l.contains("README.md")).unwrap();
+    assert!(
+        readme
+            .ends_with("UNVERIFIED: unverified at 0x0..0x2ee0: inherits the damage of nested.tar"),
+        "{readme}"
+    );
+    // On stderr too: the gzip stream's CRC and the tar's failed check,
+    // nothing repeated per member.
+    let err = run.stderr_text();
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.contains(&format!("({below} extractions inherit it)")),
+        "{err}"
+    );
+    // One member alone still says its whole chain.
+    let cat = pparse([
+        "cat",
+        "--no-index",
+        file.to_str().unwrap(),
+        "nested.tar/README.md",
+    ]);
+    assert!(
+        cat.stderr_text()
+            .contains("lie in a damaged span of nested.tar: member #1 fails its check"),
+        "{}",
+        cat.stderr_text()
+    );
+}
+
+#[test]
+fn tree_damaged_shows_what_is_not_complete_under_its_containers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = tmp.path().join("cut.tar.gz");
+    let gz = fixture("nested.tar.gz");
+    std::fs::write(&cut, &gz[..60_000]).unwrap();
+    let file = cut.to_str().unwrap();
+    let all: Value =
+        serde_json::from_slice(&pparse(["tree", "--no-index", "--json", file]).stdout).unwrap();
+    let only: Value =
+        serde_json::from_slice(&pparse(["tree", "--no-index", "--json", "--damaged", file]).stdout)
+            .unwrap();
+    // What --damaged keeps: every extraction not complete, and its containers.
+    fn keep(n: &Value, out: &mut Vec<String>) -> bool {
+        let mut any = n["status"] != "complete";
+        let at = out.len();
+        out.push(n["path"].as_str().unwrap().to_string());
+        for c in n["children"].as_array().unwrap() {
+            any |= keep(c, out);
+        }
+        if !any {
+            out.truncate(at);
+        }
+        any
+    }
+    fn paths(n: &Value, out: &mut Vec<String>) {
+        out.push(n["path"].as_str().unwrap().to_string());
+        for c in n["children"].as_array().unwrap() {
+            paths(c, out);
+        }
+    }
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    keep(&all, &mut want);
+    paths(&only, &mut got);
+    assert_eq!(got, want);
+    assert!(got.len() >= 3 && got.len() < 10, "{got:?}");
+    let text = pparse(["tree", "--no-index", "--damaged", file]);
+    assert_eq!(text.code, 1);
+    assert_eq!(
+        text.stdout_text().lines().count(),
+        got.len(),
+        "{}",
+        text.stdout_text()
+    );
+    assert!(
+        text.stdout_text()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("└─ chapter1.txt"),
+        "{}",
+        text.stdout_text()
+    );
+    // An intact file: the root alone.
+    let intact = pparse([
+        "tree",
+        "--no-index",
+        "--damaged",
+        fixture_path("nested.tar.gz").to_str().unwrap(),
+    ]);
+    assert_eq!(intact.code, 0);
+    assert_eq!(intact.stdout_text().lines().count(), 1);
+}

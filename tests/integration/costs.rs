@@ -11,7 +11,12 @@ use crate::util::*;
 /// The heap peak `--io-stats` printed at the end of `run`'s stderr.
 fn heap_peak(run: &Run) -> u64 {
     let err = run.stderr_text();
-    let line = err.lines().last().unwrap_or_default();
+    // The last line, or the one before a last message (`no tensors found`).
+    let line = err
+        .lines()
+        .rev()
+        .find(|l| l.contains("peak heap") || l.contains("heap_peak"))
+        .unwrap_or_default();
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
         return v["io"]["heap_peak"].as_u64().expect("heap_peak");
     }
@@ -433,7 +438,12 @@ fn flax_names_and_sizes_from_the_file_are_bounded() {
 /// C decoders allocate, which the heap count does not).
 fn rss_peak(run: &Run) -> u64 {
     let err = run.stderr_text();
-    let line = err.lines().last().unwrap_or_default();
+    // The last line, or the one before a last message (`no tensors found`).
+    let line = err
+        .lines()
+        .rev()
+        .find(|l| l.contains("peak heap") || l.contains("heap_peak"))
+        .unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{err}"));
     v["io"]["rss_peak"].as_u64().expect("rss_peak")
 }

@@ -877,11 +877,16 @@ with zipfile.ZipFile({:?}, "w") as z:
             &["tensors"],
             &["tensors", "--json"],
             &["extract", "--out", out],
-            &["extract", "--out", out],
+            &["extract", "--out", out, "--rename"],
         ],
         Some(0),
     );
-    prints_no_escape(&file, &[&["cat", "missing"]], Some(2));
+    // A second extraction names the files in its way, sanitised.
+    prints_no_escape(
+        &file,
+        &[&["cat", "missing"], &["extract", "--out", out]],
+        Some(2),
+    );
 }
 
 /// A PAX tar written by Python's tarfile whose member names, link targets
@@ -942,9 +947,14 @@ with tarfile.open({:?}, "w", format=tarfile.PAX_FORMAT) as t:
             &["nodes", "--depth", "6"],
             &["nodes", "--depth", "6", "--json"],
             &["extract", "--out", out.to_str().unwrap()],
-            &["extract", "--out", out.to_str().unwrap()],
+            &["extract", "--out", out.to_str().unwrap(), "--rename"],
         ],
         Some(0),
+    );
+    prints_no_escape(
+        &file,
+        &[&["extract", "--out", out.to_str().unwrap()]],
+        Some(2),
     );
     let mut written = Vec::new();
     walk(&out, &mut written);

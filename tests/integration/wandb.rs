@@ -345,7 +345,7 @@ fn cli_reports_damage_and_filters() {
         &out[..2000.min(out.len())]
     );
     let run = pparse(["records".as_ref(), fixture_path("plain.zip").as_os_str()]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 4);
     assert!(
         run.stderr_text().contains("not a W&B log"),
         "{}",

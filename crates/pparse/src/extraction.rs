@@ -371,14 +371,29 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
         ..Damage::corrupt(
             crate::data::Range::new(start, end),
             format!(
-                "its bytes {} lie in a damaged span of {}: {}",
-                crate::data::Range::new(start, end),
-                parent.display_name(),
+                "{}{}",
+                window_cause(crate::data::Range::new(start, end), &parent.display_name()),
                 d.reason
             ),
         )
     })
 }
+
+/// How an inherited damage's reason begins, before its parent's reason:
+/// [`Tree::inherited_from`] reads it back.
+fn window_cause(range: crate::data::Range, parent: &str) -> String {
+    format!("its bytes {range} lie in a damaged span of {parent}: ")
+}
+
+/// As [`window_cause`], for a member decoded from its parent's bytes `o`.
+fn decoded_cause(o: crate::data::Range, parent: &str) -> String {
+    format!("its compressed bytes {o} lie in a damaged span of {parent}: ")
+}
+
+/// Parent damages [`Tree::inherited_from`] compares with at most: a
+/// stream with thousands of unknown-byte ranges is not scanned for every
+/// member.
+const CAUSE_SCAN: usize = 4096;
 
 /// The damage a zip entry decoded from its parent's bytes over `o`
 /// inherits from `d`: its compressed bytes lie in a damaged span, so what
@@ -400,11 +415,7 @@ fn decoded_inherits(parent: &Extraction, o: crate::data::Range, d: &Damage) -> O
     // From its first byte on (a point: its length is not known yet).
     Some(Damage::unverified(
         crate::data::Range::new(0, 0),
-        format!(
-            "its compressed bytes {o} lie in a damaged span of {}: {}",
-            parent.display_name(),
-            d.reason
-        ),
+        format!("{}{}", decoded_cause(o, &parent.display_name()), d.reason),
     ))
 }
 
@@ -656,6 +667,39 @@ impl Tree {
         for (c, x) in inherit {
             self.add_outer_at(c, x, depth + 1);
         }
+    }
+
+    /// The damage of `id`'s parent that its damage `k` was inherited from
+    /// (its bytes lie in a damaged span of the parent), as (parent, index
+    /// in its damage); `None` for damage found in its own bytes.
+    pub fn inherited_from(&self, id: ExtId, k: usize) -> Option<(ExtId, usize)> {
+        let e = &self.exts[id];
+        let d = e.damage.get(k)?;
+        let p = e.parent?;
+        let o = e.origin?;
+        let parent = &self.exts[p];
+        let name = parent.display_name();
+        let rest = d
+            .reason
+            .strip_prefix(&window_cause(d.range, &name))
+            .or_else(|| d.reason.strip_prefix(&decoded_cause(o, &name)))?;
+        let j = parent
+            .damage
+            .iter()
+            .take(CAUSE_SCAN)
+            .position(|pd| pd.reason == rest)?;
+        Some((p, j))
+    }
+
+    /// The damage that damage `k` of `id` comes from in the end: followed
+    /// up through [`Tree::inherited_from`] to damage found in its own
+    /// bytes (itself, when it is).
+    pub fn root_cause(&self, mut id: ExtId, mut k: usize) -> (ExtId, usize) {
+        // Each step goes to a parent: a tree is no deeper than its ids.
+        while let Some((p, j)) = self.inherited_from(id, k) {
+            (id, k) = (p, j);
+        }
+        (id, k)
     }
 
     /// The damage a new child inherits from what its parent already has.

@@ -1,6 +1,7 @@
 //! Text and JSON output of trees, written as a stream (a listing of a
 //! million members is never built in memory as one JSON value).
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::extraction::{EntryKind, ExtId, Extraction, Tree};
@@ -36,42 +37,165 @@ fn kind_text(e: &Extraction) -> String {
     }
 }
 
+/// Damage many extractions share, said once: for every damage found in an
+/// extraction's own bytes (a root cause), how many extractions below it
+/// inherit it ([`Tree::root_cause`]). A CRC failure of a gzip stream makes
+/// every member of its tar unverified; the tree and the problems on stderr
+/// give the reason once, with the count, and each member says whose
+/// damage it inherits. `--json` keeps each member's whole chain.
+#[derive(Default)]
+pub struct Causes {
+    inheritors: HashMap<(ExtId, usize), usize>,
+}
+
+impl Causes {
+    /// The root causes of the damage of `ids`, counted: one pass over
+    /// their damage, each followed up its chain of parents.
+    pub fn of(t: &Tree, ids: impl IntoIterator<Item = ExtId>) -> Causes {
+        let mut inheritors: HashMap<(ExtId, usize), usize> = HashMap::new();
+        let mut mine = Vec::new();
+        for id in ids {
+            mine.clear();
+            for k in 0..t.exts[id].damage.len() {
+                let root = t.root_cause(id, k);
+                if root.0 != id && !mine.contains(&root) {
+                    mine.push(root);
+                }
+            }
+            for &r in &mine {
+                *inheritors.entry(r).or_default() += 1;
+            }
+        }
+        Causes { inheritors }
+    }
+
+    /// How many extractions inherit damage `k` of `id`.
+    pub fn inheritors(&self, id: ExtId, k: usize) -> usize {
+        self.inheritors.get(&(id, k)).copied().unwrap_or(0)
+    }
+
+    /// What is said of damage `k` of `id`: the damage in full, with how
+    /// many inherit it; or, for inherited damage, whose it is.
+    pub fn say(&self, t: &Tree, id: ExtId, k: usize) -> String {
+        let d = &t.exts[id].damage[k];
+        let (root, _) = t.root_cause(id, k);
+        if root != id {
+            let whose = if root == 0 {
+                t.exts[0].display_name()
+            } else {
+                t.path_of(root)
+            };
+            let at = if d.range.is_empty() {
+                format!("{:#x}", d.range.start)
+            } else {
+                d.range.to_string()
+            };
+            return format!(
+                "{} at {at}: inherits the damage of {whose}",
+                d.status.as_str()
+            );
+        }
+        match self.inheritors(id, k) {
+            0 => d.to_string(),
+            1 => format!("{d} (1 extraction inherits it)"),
+            n => format!("{d} ({} extractions inherit it)", thousands(n as u64)),
+        }
+    }
+
+    /// The detail of a tree line: the worst damage as [`Causes::say`]
+    /// gives it, and how many more there are.
+    pub fn detail(&self, t: &Tree, id: ExtId) -> Option<String> {
+        let e = &t.exts[id];
+        let k = (0..e.damage.len()).max_by_key(|&k| e.damage[k].status)?;
+        let first = self.say(t, id, k);
+        Some(if e.damage.len() > 1 {
+            format!("{first} (+{} more)", e.damage.len() - 1)
+        } else {
+            first
+        })
+    }
+}
+
+/// The extractions that are not complete and the containers on the way
+/// to them (`tree --damaged`), one flag per extraction.
+pub fn damaged_and_above(t: &Tree) -> Vec<bool> {
+    let mut keep = vec![false; t.len()];
+    for e in &t.exts {
+        if e.status() == Status::Complete || keep[e.id] {
+            continue;
+        }
+        let mut at = Some(e.id);
+        // Each step goes to a parent, which comes before its child.
+        while let Some(x) = at.filter(|&x| !keep[x]) {
+            keep[x] = true;
+            at = t.exts[x].parent;
+        }
+    }
+    keep
+}
+
 /// One line per extraction, drawn as a tree. The walk keeps one frame per
 /// level (which child comes next), not one entry per member: a million
 /// members cost no memory here.
 pub fn tree_text(t: &Tree, out: &mut impl Write) -> io::Result<()> {
-    // (extraction, index of its next child to print)
-    let mut stack: Vec<(ExtId, usize)> = Vec::new();
+    text_of(t, None, out)
+}
+
+/// [`tree_text`] of the extractions `keep` flags (the root always).
+pub fn tree_text_only(t: &Tree, keep: &[bool], out: &mut impl Write) -> io::Result<()> {
+    text_of(t, Some(keep), out)
+}
+
+fn text_of(t: &Tree, keep: Option<&[bool]>, out: &mut impl Write) -> io::Result<()> {
+    let shown = |x: ExtId| keep.is_none_or(|k| k.get(x).copied().unwrap_or(false));
+    // The last child shown, found once a level: it draws `└─`.
+    let last_shown = |x: ExtId| t.exts[x].children.iter().rposition(|&c| shown(c));
+    let causes = Causes::of(
+        t,
+        t.exts.iter().filter(|e| !e.damage.is_empty()).map(|e| e.id),
+    );
+    // (extraction, index of its next child to print, index of its last shown)
+    let mut stack: Vec<(ExtId, usize, Option<usize>)> = Vec::new();
     let mut lead = String::new();
-    write_line(t, 0, "", out)?;
-    stack.push((0, 0));
-    while let Some(&mut (id, ref mut next)) = stack.last_mut() {
+    write_line(t, &causes, 0, "", out)?;
+    stack.push((0, 0, last_shown(0)));
+    while let Some(&mut (id, ref mut next, last)) = stack.last_mut() {
         let kids = &t.exts[id].children;
-        if *next >= kids.len() {
+        if last.is_none_or(|l| *next > l) {
             stack.pop();
             // Drop this level's continuation ("│  " or "   ").
             let keep = lead.char_indices().rev().nth(2).map_or(0, |(i, _)| i);
             lead.truncate(keep);
             continue;
         }
-        let c = kids[*next];
+        let i = *next;
+        let c = kids[i];
         *next += 1;
-        let last = *next == kids.len();
-        let (branch, cont) = if last {
+        if !shown(c) {
+            continue;
+        }
+        let (branch, cont) = if Some(i) == last {
             ("└─ ", "   ")
         } else {
             ("├─ ", "│  ")
         };
-        write_line(t, c, &format!("{lead}{branch}"), out)?;
-        if !t.exts[c].children.is_empty() {
+        write_line(t, &causes, c, &format!("{lead}{branch}"), out)?;
+        let below = last_shown(c);
+        if below.is_some() {
             lead.push_str(cont);
-            stack.push((c, 0));
+            stack.push((c, 0, below));
         }
     }
     Ok(())
 }
 
-fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Result<()> {
+fn write_line(
+    t: &Tree,
+    causes: &Causes,
+    id: ExtId,
+    lead: &str,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let e = &t.exts[id];
     let mut line = format!("{lead}{}", e.display_name());
     if let Some(p) = e.parser {
@@ -88,7 +212,10 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
         line.push_str(&format!(
             "  {}: {}",
             e.status().as_str().to_uppercase(),
-            e.detail().unwrap_or_default()
+            causes
+                .detail(t, id)
+                .or_else(|| e.detail())
+                .unwrap_or_default()
         ));
     }
     if let Some(first) = e.notes().first() {
@@ -105,23 +232,37 @@ fn write_line(t: &Tree, id: ExtId, lead: &str, out: &mut impl Write) -> io::Resu
 /// The walk keeps one frame per level, not a call: a tree of any depth
 /// (an index is untrusted input) cannot overflow the stack here.
 pub fn tree_json(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
-    // (extraction, index of its next child to write)
-    let mut stack: Vec<(ExtId, usize)> = vec![(id, 0)];
+    json_of(t, id, None, out)
+}
+
+/// [`tree_json`] of the extractions `keep` flags (`id` always).
+pub fn tree_json_only(t: &Tree, id: ExtId, keep: &[bool], out: &mut impl Write) -> io::Result<()> {
+    json_of(t, id, Some(keep), out)
+}
+
+fn json_of(t: &Tree, id: ExtId, keep: Option<&[bool]>, out: &mut impl Write) -> io::Result<()> {
+    let shown = |x: ExtId| keep.is_none_or(|k| k.get(x).copied().unwrap_or(false));
+    // (extraction, index of its next child to write, children written)
+    let mut stack: Vec<(ExtId, usize, usize)> = vec![(id, 0, 0)];
     write_ext_open(t, id, out)?;
-    while let Some(&mut (x, ref mut next)) = stack.last_mut() {
+    while let Some(&mut (x, ref mut next, ref mut written)) = stack.last_mut() {
         let kids = &t.exts[x].children;
         if *next >= kids.len() {
             write!(out, "]}}")?;
             stack.pop();
             continue;
         }
-        if *next > 0 {
-            write!(out, ",")?;
-        }
         let c = kids[*next];
         *next += 1;
+        if !shown(c) {
+            continue;
+        }
+        if *written > 0 {
+            write!(out, ",")?;
+        }
+        *written += 1;
         write_ext_open(t, c, out)?;
-        stack.push((c, 0));
+        stack.push((c, 0, 0));
     }
     writeln!(out)
 }
