@@ -394,3 +394,60 @@ fn the_help_hint_stays_on_the_status_bar_at_80_columns() {
     assert!(bar.trim_end().ends_with("? help  q quit"), "{bar:?}");
     assert!(bar.contains('…'), "the rest is cut instead: {bar:?}");
 }
+
+/// `]` and `[` go from damage to damage: extractions that are not complete
+/// in the tree's order, damaged spans in the hex view; the inspector says
+/// whose damage a member inherits and the cause once.
+#[test]
+fn brackets_go_from_damage_to_damage_and_the_inspector_names_the_cause() {
+    let mut gz = fixture("nested.tar.gz");
+    let at = gz.len() - 6;
+    gz[at] ^= 0xff;
+    let mut h = Harness::sized("crc.tar.gz", gz, 160, 40);
+    h.keys("]");
+    assert_eq!(h.selected_ext_path(), "nested.tar");
+    h.keys("]");
+    assert_eq!(h.selected_ext_path(), "nested.tar/README.md");
+    let screen = h.screen();
+    assert_on_screen(&h, "inherits the damage of nested.tar");
+    assert!(
+        screen.contains("cause") && screen.contains("member #1 fails its check"),
+        "{screen}"
+    );
+    h.keys("[");
+    assert_eq!(h.selected_ext_path(), "nested.tar");
+    // Backwards from the top wraps to the last damaged extraction.
+    h.keys("[[");
+    assert_ne!(h.selected_ext_path(), "nested.tar");
+    assert_ne!(h.selected_ext_path(), "");
+
+    // In the hex view: the damaged spans of the selected extraction.
+    let gz = fixture("nested.tar.gz");
+    let mut h = Harness::sized("cut.tar.gz", gz[..60_000].to_vec(), 160, 40);
+    h.keys("]]");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip");
+    let starts: Vec<u64> = {
+        let t = h.app.session.tree();
+        let e = &t.exts[h.app.ext()];
+        let mut s: Vec<u64> = e.damage.iter().map(|d| d.range.start).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    assert!(starts.len() >= 2, "{starts:?}");
+    h.keys("<Tab><Tab>");
+    assert_eq!(h.app.focus(), Pane::Hex);
+    h.keys("g0<Enter>");
+    for &s in starts.iter().filter(|&&s| s > 0) {
+        h.keys("]");
+        assert_eq!(h.app.place().cursor, s.min(5679));
+    }
+    h.keys("]");
+    assert!(
+        message(&h).contains("no damaged span after"),
+        "{}",
+        message(&h)
+    );
+    h.keys("[");
+    assert_eq!(h.app.place().cursor, 0);
+}

@@ -68,6 +68,11 @@ pub enum Action {
     Narrower,
     /// Widen the left column (`>`).
     Wider,
+    /// To the next damage: the next extraction that is not complete, or in
+    /// the hex view the next damaged span (`]`).
+    NextDamage,
+    /// To the previous damage (`[`).
+    PrevDamage,
     /// Show the help overlay (`?`).
     Help,
     /// Close a prompt or overlay, or stop a search (Esc).
@@ -166,6 +171,11 @@ pub const HELP: &[(&str, Action, &str)] = &[
         Action::NextUse,
         "Paddle program: next / previous use of the selected value",
     ),
+    (
+        "] / [",
+        Action::NextDamage,
+        "next / previous damage: an extraction that is not complete; hex: a damaged span",
+    ),
     ("?", Action::Help, "this help (↑ ↓ PgUp PgDn scroll it)"),
     (
         "Esc",
@@ -222,6 +232,8 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('z') => Action::Zoom,
         KeyCode::Char('<') => Action::Narrower,
         KeyCode::Char('>') => Action::Wider,
+        KeyCode::Char(']') => Action::NextDamage,
+        KeyCode::Char('[') => Action::PrevDamage,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -325,6 +337,7 @@ mod tests {
                 KeyCode::Char('y'),
                 KeyCode::Char('z'),
                 KeyCode::Char('<'),
+                KeyCode::Char(']'),
                 KeyCode::Esc,
             ]
             .into_iter()

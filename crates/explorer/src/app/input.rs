@@ -107,6 +107,8 @@ impl App {
             Action::PrevPane => self.cycle(2),
             Action::Goto => self.prompt(PromptKind::Goto, String::new()),
             Action::Search => self.prompt(PromptKind::Search, String::new()),
+            Action::NextDamage => self.next_damage(true),
+            Action::PrevDamage => self.next_damage(false),
             Action::NextMatch => self.next_match(true),
             Action::PrevMatch => self.next_match(false),
             Action::ToggleText => {
@@ -203,6 +205,61 @@ impl App {
         }
         self.hex.show_hex();
         self.hex.set_cursor(offset, &cx!(self, Pane::Hex));
+    }
+
+    /// Goes to the next (`forward`) or previous damage: in the hex view,
+    /// the damaged span of this extraction starting after (before) the
+    /// cursor; elsewhere, the extraction that is not complete after
+    /// (before) the selected one in the tree's order, wrapping around.
+    pub(super) fn next_damage(&mut self, forward: bool) {
+        if self.focus == Pane::Hex {
+            let cur = self.place().cursor;
+            // A cut is a point at the end: its byte is the last one there.
+            let last = self.data_len().saturating_sub(1);
+            let starts: Vec<u64> = {
+                let t = self.session.tree();
+                t.get(self.ext())
+                    .map(|e| e.damage.iter().map(|d| d.range.start.min(last)).collect())
+                    .unwrap_or_default()
+            };
+            let next = if forward {
+                starts.iter().copied().filter(|&s| s > cur).min()
+            } else {
+                starts.iter().copied().filter(|&s| s < cur).max()
+            };
+            match next {
+                Some(at) => self.set_cursor(at),
+                None => self.say(format!(
+                    "no damaged span {} {cur:#x} in this extraction",
+                    if forward { "after" } else { "before" }
+                )),
+            }
+            return;
+        }
+        let found = {
+            let t = self.session.tree();
+            let order = t.subtree(0);
+            let here = order.iter().position(|&x| x == self.ext()).unwrap_or(0);
+            let n = order.len();
+            (1..n)
+                .map(|k| {
+                    if forward {
+                        (here + k) % n
+                    } else {
+                        (here + n - k) % n
+                    }
+                })
+                .map(|i| order[i])
+                .find(|&x| t.status_of(x) != pparse::status::Status::Complete)
+        };
+        match found {
+            Some(id) => {
+                self.exts.reveal(id, &cx!(self, Pane::Extractions));
+                self.hex.forget_highlight();
+                self.focus = Pane::Extractions;
+            }
+            None => self.say("nothing else is damaged".to_string()),
+        }
     }
 
     pub(super) fn data_len(&self) -> u64 {

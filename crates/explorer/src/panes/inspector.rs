@@ -91,10 +91,43 @@ impl Inspector {
                     Span::styled(format!("  {}", e.kind.as_str()), th.dim),
                 ]));
                 let mut s = vec![label("status"), Span::styled(st.as_str(), th.status(st))];
-                if let Some(d) = e.detail() {
-                    s.push(Span::raw(format!(": {d}")));
+                let worst = (0..e.damage.len()).max_by_key(|&k| e.damage[k].status);
+                let cause = worst.map(|k| (k, t.root_cause(self.ext, k)));
+                match cause {
+                    // Inherited: what this member's bytes lie in, then the
+                    // cause once, not the chain between.
+                    Some((k, (root, j))) if root != self.ext => {
+                        let d = &e.damage[k];
+                        let whose = if root == 0 {
+                            t.exts[0].display_name()
+                        } else {
+                            t.path_of(root)
+                        };
+                        let more = e.damage.len() - 1;
+                        let more = if more > 0 {
+                            format!(" (+{more} more)")
+                        } else {
+                            String::new()
+                        };
+                        s.push(Span::raw(format!(
+                            ": {} at {}: inherits the damage of {}{more}",
+                            d.status.as_str(),
+                            d.range,
+                            escape_str(&whose)
+                        )));
+                        lines.push(Line::from(s));
+                        lines.push(Line::from(vec![
+                            label("cause"),
+                            Span::raw(t.exts[root].damage[j].to_string()),
+                        ]));
+                    }
+                    _ => {
+                        if let Some(d) = e.detail() {
+                            s.push(Span::raw(format!(": {d}")));
+                        }
+                        lines.push(Line::from(s));
+                    }
                 }
-                lines.push(Line::from(s));
                 if self.ext != 0 {
                     // What `pparse cat FILE PATH` takes.
                     let path = escape_str(&t.path_of(self.ext));
