@@ -159,7 +159,16 @@ enum Cmd {
     /// The extraction tree as a read-only file system (FUSE).
     ///
     /// Served at MOUNTPOINT until it is unmounted, Ctrl-C or SIGTERM.
-    Mount { file: PathBuf, mountpoint: PathBuf },
+    Mount {
+        file: PathBuf,
+        mountpoint: PathBuf,
+        /// How a member that is a container itself (a jar, .gz or .whl in
+        /// a backup) shows: as a folder of what it holds, as the file it
+        /// is (so `cp -r` from the mount gives back the archive's files),
+        /// or both (`x.jar` and `x.jar.d/`).
+        #[arg(long, value_enum, default_value_t = ContainersArg::Folders)]
+        containers: ContainersArg,
+    },
     /// Pickle opcodes, like `python -m pickletools` (never executes anything).
     Pickle {
         file: PathBuf,
@@ -251,6 +260,14 @@ enum Cmd {
         #[arg(long)]
         rename: bool,
     },
+}
+
+/// `mount --containers`: see [`pparse::fs::mount::Containers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ContainersArg {
+    Folders,
+    Files,
+    Both,
 }
 
 /// What `pparse` alone prints (on stderr, exit 2): how to open the explorer
@@ -470,7 +487,11 @@ fn run() -> i32 {
             json,
         }) => nodes(&input(file), path.as_deref().unwrap_or(""), depth, json),
         Some(Cmd::Cat { file, path }) => cat(&input(file), &path),
-        Some(Cmd::Mount { file, mountpoint }) => mount(&input(file), &mountpoint),
+        Some(Cmd::Mount {
+            file,
+            mountpoint,
+            containers,
+        }) => mount(&input(file), &mountpoint, containers),
         Some(Cmd::Pickle {
             file,
             path,
@@ -748,7 +769,7 @@ fn load_depth(session: &Session, ext: ExtId, path: &mut Vec<usize>, depth: usize
 /// `mount`: the extraction tree as a read-only file system, in the
 /// foreground; Ctrl-C, SIGTERM or `umount` ends it, always unmounted.
 #[cfg(target_os = "linux")]
-fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
+fn mount(input: &Input, mountpoint: &Path, containers: ContainersArg) -> Result<Status, Fatal> {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
     if !mountpoint.is_dir() {
@@ -770,7 +791,13 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
         input.file.display(),
         mountpoint.display()
     );
-    pparse::fs::mount::serve(fs, mountpoint, time, &stop)
+    use pparse::fs::mount::Containers;
+    let containers = match containers {
+        ContainersArg::Folders => Containers::Folders,
+        ContainersArg::Files => Containers::Files,
+        ContainersArg::Both => Containers::Both,
+    };
+    pparse::fs::mount::serve(fs, mountpoint, time, containers, &stop)
         .map_err(|e| Fatal::Error(format!("cannot mount at {}: {e}", mountpoint.display())))?;
     session.cancel();
     let t = session.tree();
@@ -778,7 +805,7 @@ fn mount(input: &Input, mountpoint: &Path) -> Result<Status, Fatal> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn mount(_input: &Input, _mountpoint: &Path) -> Result<Status, Fatal> {
+fn mount(_input: &Input, _mountpoint: &Path, _containers: ContainersArg) -> Result<Status, Fatal> {
     Err(Fatal::Error("mount needs Linux (FUSE)".into()))
 }
 

@@ -384,3 +384,107 @@ fn members_of_one_name_are_inodes_of_their_own() {
     assert_eq!(m.stop(libc::SIGTERM), Some(0));
     assert!(!mounted(&m.at), "a stale mount is left");
 }
+
+/// Every regular file below `dir`, by path relative to it, with its bytes.
+fn regular_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                stack.push(p);
+            } else if meta.is_file() {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `--containers files`: a zip in the tar is the file it is, so the
+/// mount's files are `tar x`'s, byte for byte (GNU tar extracts the
+/// reference); `both` adds `inner.zip.d/` with what it holds.
+#[test]
+fn containers_mount_as_files_folders_or_both() {
+    let file = fixture_path("nested.tar.gz");
+    let reference = tempfile::tempdir().unwrap();
+    let untar = Command::new("tar")
+        .arg("-xzf")
+        .arg(&file)
+        .arg("-C")
+        .arg(reference.path())
+        .status()
+        .expect("run GNU tar");
+    assert!(untar.success());
+    let want = regular_files(reference.path());
+    assert!(want.iter().any(|(p, _)| p == "docs/inner.zip"), "{want:?}");
+
+    let Some(mut m) = Mount::start_with(&file, &["--containers", "files"]) else {
+        return;
+    };
+    let got = regular_files(&m.at.join("nested.tar"));
+    assert_eq!(
+        got.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        want.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>()
+    );
+    assert!(got == want, "the mount's files differ from tar x's");
+    assert!(
+        std::fs::metadata(m.at.join("nested.tar/docs/inner.zip"))
+            .unwrap()
+            .is_file()
+    );
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+
+    let Some(mut m) = Mount::start_with(&file, &["--containers", "both"]) else {
+        return;
+    };
+    let docs = m.at.join("nested.tar/docs");
+    let inner = std::fs::read(docs.join("inner.zip")).unwrap();
+    let (_, want_inner) = want.iter().find(|(p, _)| p == "docs/inner.zip").unwrap();
+    assert!(&inner == want_inner);
+    let folder = docs.join("inner.zip.d");
+    assert!(std::fs::metadata(&folder).unwrap().is_dir());
+    // What the folder holds is what the zip holds (Python's zipfile).
+    let listed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; print('\\n'.join(sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if not n.endswith('/'))))",
+        ])
+        .arg(reference.path().join("docs/inner.zip"))
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    for n in &names {
+        assert!(folder.join(n).exists(), "{n} in {}", folder.display());
+    }
+    // The deeper zip too: a file and a folder.
+    assert!(
+        std::fs::metadata(folder.join("deep.zip"))
+            .unwrap()
+            .is_file()
+    );
+    assert!(
+        std::fs::metadata(folder.join("deep.zip.d"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+
+    // The default is unchanged: a container is a folder.
+    let Some(mut m) = Mount::start(&file) else {
+        return;
+    };
+    assert!(
+        std::fs::metadata(m.at.join("nested.tar/docs/inner.zip"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+}

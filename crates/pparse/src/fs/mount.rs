@@ -1,6 +1,7 @@
 //! `pparse mount`: an [`Fs`] as a read-only FUSE file system. Containers
 //! are folders (a zip in a tar is a folder in a folder, as ratarmount's
-//! `--recursive` shows them), members are files of the bytes pparse
+//! `--recursive` shows them), or, for a member that is a container, the
+//! file it is, or both ([`Containers`]), members are files of the bytes pparse
 //! recovered, links are links, and every entry's status is the extended
 //! attribute `user.pparse.status` (`complete`, or `truncated: why`).
 //!
@@ -39,6 +40,20 @@ pub const STATUS_XATTR: &str = "user.pparse.status";
 /// How long the kernel may keep what it was told: nothing changes.
 const TTL: Duration = Duration::from_secs(3600);
 
+/// How a member that is a container itself (a jar, `.gz` or `.whl` in a
+/// backup) is shown (`pparse mount --containers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Containers {
+    /// A folder of what it holds, under its own name (the default).
+    #[default]
+    Folders,
+    /// The file it is, its bytes as the archive holds them: `cp -r` from
+    /// the mount gives back the archive's files as they were.
+    Files,
+    /// Both: `x.jar` the file, `x.jar.d/` the folder of what it holds.
+    Both,
+}
+
 /// One inode: what it is, and (for a folder, once looked into) its
 /// entries by name.
 struct Inode {
@@ -46,6 +61,8 @@ struct Inode {
     node: EntryHandle,
     /// `None` for the root.
     entry: Option<Entry>,
+    /// A container shown as the file it is ([`Containers`]).
+    as_file: bool,
     children: Option<Arc<Children>>,
 }
 
@@ -60,7 +77,7 @@ impl Inode {
     fn is_dir(&self) -> bool {
         self.entry
             .as_ref()
-            .is_none_or(|e| e.container || e.kind == Kind::Dir)
+            .is_none_or(|e| e.container && !self.as_file || e.kind == Kind::Dir)
     }
 }
 
@@ -68,8 +85,10 @@ impl Inode {
 struct MountFs {
     fs: Fs,
     inodes: RwLock<Vec<Inode>>,
-    /// Inodes by the member (or folder) they stand for.
-    by_node: Mutex<HashMap<EntryHandle, u64>>,
+    /// Inodes by the member (or folder) they stand for, and whether as a
+    /// file (a container may be both).
+    by_node: Mutex<HashMap<(EntryHandle, bool), u64>>,
+    containers: Containers,
     files: Mutex<HashMap<u64, Arc<File>>>,
     next_fh: AtomicU64,
     uid: u32,
@@ -79,7 +98,7 @@ struct MountFs {
 }
 
 impl MountFs {
-    fn new(fs: Fs, root: EntryHandle, time: SystemTime) -> MountFs {
+    fn new(fs: Fs, root: EntryHandle, time: SystemTime, containers: Containers) -> MountFs {
         // SAFETY: getuid and getgid only read the process's ids.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         MountFs {
@@ -87,9 +106,11 @@ impl MountFs {
             inodes: RwLock::new(vec![Inode {
                 node: root,
                 entry: None,
+                as_file: false,
                 children: None,
             }]),
             by_node: Mutex::new(HashMap::new()),
+            containers,
             files: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             uid,
@@ -138,21 +159,23 @@ impl MountFs {
         }
     }
 
-    /// The inode of `entry`, made on first meeting: one per member.
-    fn inode_of(&self, entry: Entry) -> u64 {
+    /// The inode of `entry` (`as_file`: a container shown as its bytes),
+    /// made on first meeting: one per member and view.
+    fn inode_of(&self, entry: Entry, as_file: bool) -> u64 {
         let mut by_node = self.by_node.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&ino) = by_node.get(&entry.node) {
+        let key = (entry.node.clone(), as_file);
+        if let Some(&ino) = by_node.get(&key) {
             return ino;
         }
         let mut inodes = self.inodes.write().unwrap_or_else(|e| e.into_inner());
-        let node = entry.node.clone();
         inodes.push(Inode {
             node: entry.node.clone(),
             entry: Some(entry),
+            as_file,
             children: None,
         });
         let ino = inodes.len() as u64;
-        by_node.insert(node, ino);
+        by_node.insert(key, ino);
         ino
     }
 
@@ -174,8 +197,30 @@ impl MountFs {
         // Outside the locks: listing waits for the container's parse.
         let entries = self.fs.list_node_named(&handle).map_err(|_| Errno::EIO)?;
         let mut out = Vec::with_capacity(entries.len());
+        // With `Both`, a container's folder is `NAME.d`, or `NAME.d~1` …
+        // when the archive has a member of that name too.
+        let taken: std::collections::HashSet<String> = match self.containers {
+            Containers::Both => entries.iter().map(|(n, _)| n.clone()).collect(),
+            _ => Default::default(),
+        };
         for (name, e) in entries {
-            out.push((OsString::from(name), self.inode_of(e)));
+            let shown_as_file = e.container && e.member && e.kind == Kind::File;
+            match self.containers {
+                Containers::Files if shown_as_file => {
+                    out.push((OsString::from(name), self.inode_of(e, true)));
+                }
+                Containers::Both if shown_as_file => {
+                    let mut folder = format!("{name}.d");
+                    let mut k = 0;
+                    while taken.contains(&folder) {
+                        k += 1;
+                        folder = format!("{name}.d~{k}");
+                    }
+                    out.push((OsString::from(name), self.inode_of(e.clone(), true)));
+                    out.push((OsString::from(folder), self.inode_of(e, false)));
+                }
+                _ => out.push((OsString::from(name), self.inode_of(e, false))),
+            }
         }
         let by_name = out.iter().cloned().collect();
         let children = Arc::new(Children { list: out, by_name });
@@ -402,6 +447,7 @@ pub fn serve(
     fs: Fs,
     mountpoint: &Path,
     time: SystemTime,
+    containers: Containers,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
     let name = fs.session().tree().root().display_name();
@@ -417,7 +463,7 @@ pub fn serve(
     // on meanwhile on the other threads.
     cfg.n_threads = Some(4);
     let root = fs.root_node().map_err(std::io::Error::from)?;
-    let session = fuser::spawn_mount(MountFs::new(fs, root, time), mountpoint, &cfg)?;
+    let session = fuser::spawn_mount(MountFs::new(fs, root, time, containers), mountpoint, &cfg)?;
     while !stop.load(Ordering::Acquire) && !session.guard.is_finished() {
         std::thread::sleep(Duration::from_millis(100));
     }
