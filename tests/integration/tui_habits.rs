@@ -213,7 +213,8 @@ fn long_names_are_cut_in_the_middle_and_statuses_read_without_colour() {
     let data = fixture("nested.tar.gz");
     let whole = Session::from_bytes("nested.tar.gz", data.clone(), Options::default());
     let mut h = Harness::with_session(whole, Theme::mono(), 100, 40);
-    h.keys("<Enter><Down><Enter>");
+    // The flat list: members by their whole names.
+    h.keys("f<Enter><Down><Enter>");
     let s = h.screen();
     // The long member keeps its start and its end.
     assert!(
@@ -224,7 +225,7 @@ fn long_names_are_cut_in_the_middle_and_statuses_read_without_colour() {
     let cut = Session::from_bytes("cut.tgz", data[..60_000].to_vec(), Options::default());
     let mut h = Harness::with_session(cut, Theme::mono(), 100, 40);
     // Room for the detail too.
-    h.keys("<Enter><Down><Enter>/inner.zip<Enter>>>>>");
+    h.keys("f<Enter><Down><Enter>/inner.zip<Enter>>>>>");
     // A cut member says so in words, how much of it is there too.
     let row = h
         .screen()
@@ -450,4 +451,120 @@ fn brackets_go_from_damage_to_damage_and_the_inspector_names_the_cause() {
     );
     h.keys("[");
     assert_eq!(h.app.place().cursor, 0);
+}
+
+/// The extraction tree's pane of a screen (the hex view and the node tree
+/// show names too).
+fn left_column(screen: &str) -> String {
+    screen
+        .lines()
+        .skip_while(|l| !l.starts_with("┌ Extractions"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('└'))
+        .map(|l| l.split("││").next().unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An archive's members by folder (issue 36, item 1): folders with their
+/// file counts and sizes, collapsed until opened; members by their last
+/// name; damaged files counted up to every folder that holds them; `f`
+/// flips to the flat list and back.
+#[test]
+fn members_show_by_folder_with_counts_and_damage() {
+    let mut gz = fixture("nested.tar.gz");
+    let at = gz.len() - 6;
+    gz[at] ^= 0xff;
+    let mut h = Harness::sized("crc.tar.gz", gz, 140, 40);
+    h.keys("<Enter><Down><Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar");
+    let screen = h.screen();
+    // docs/ holds guide.txt and inner.zip (and what inner.zip holds is not
+    // a file of the tar): 2 files; src/ 2 files of 50,000 bytes.
+    let docs = screen
+        .lines()
+        .find(|l| l.contains("▸ docs/"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(docs.contains("2 files"), "{docs}");
+    assert!(docs.contains("✗ 2 damaged"), "{docs}");
+    let src = screen.lines().find(|l| l.contains("▸ src/")).unwrap();
+    assert!(src.contains("2 files") && src.contains("48.8 KiB"), "{src}");
+    // Nothing below a folder shows until it is opened.
+    assert!(
+        !left_column(&screen).contains("guide.txt"),
+        "{}",
+        left_column(&screen)
+    );
+    h.keys("/docs<Enter>");
+    assert_eq!(h.app.folder(), Some("docs"));
+    h.keys("<Enter><Down>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    let row = left_column(&h.screen())
+        .lines()
+        .find(|l| l.contains("guide.txt"))
+        .unwrap()
+        .to_string();
+    assert!(!row.contains("docs/guide.txt"), "by its last name: {row}");
+    // The deep folder a/b/c is three folders.
+    h.keys("f");
+    assert_on_screen(&h, "Extractions (");
+    assert_on_screen(&h, "flat");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    assert_on_screen(&h, "docs/guide.txt");
+    h.keys("f");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/guide.txt");
+    assert!(!h.screen().contains("flat"));
+}
+
+/// `d` shows only what is damaged, then only unverified, only partial,
+/// and all again.
+#[test]
+fn the_filter_shows_only_what_is_damaged() {
+    let gz = fixture("nested.tar.gz");
+    let mut h = Harness::sized("cut.tar.gz", gz[..60_000].to_vec(), 140, 40);
+    h.keys("d");
+    assert_on_screen(&h, "damaged only");
+    h.keys("<Enter><Down><Enter>");
+    let screen = h.screen();
+    // The cut tar holds README.md complete; only what is cut is shown.
+    assert!(!left_column(&screen).contains("README.md"), "{screen}");
+    assert!(left_column(&screen).contains("docs/"), "{screen}");
+    h.keys("/inner.zip<Enter>");
+    assert_eq!(h.selected_ext_path(), "nested.tar/docs/inner.zip");
+    h.keys("d");
+    assert_on_screen(&h, "unverified only");
+    h.keys("d");
+    assert_on_screen(&h, "partial only");
+    h.keys("d");
+    assert!(!h.screen().contains(" only "));
+}
+
+/// Opening a tar of 20,000 members in 200 folders puts each member in its
+/// folder once: frames after that do no work per member.
+#[test]
+fn folders_of_a_big_tar_are_made_once() {
+    use crate::bounds::{blocks, tar_header};
+    let mut tar = Vec::new();
+    for i in 0..20_000 {
+        let body = format!("{i}\n");
+        tar.extend(tar_header(
+            &format!("d{:03}/f{i}.txt", i % 200),
+            b'0',
+            body.len() as u64,
+        ));
+        tar.extend(blocks(body.as_bytes()));
+    }
+    tar.resize(tar.len() + 1024, 0);
+    let mut h = Harness::sized("many.tar", tar, 120, 40);
+    h.keys("<Enter>");
+    let placed = h.app.folder_work();
+    assert_eq!(placed, 20_000);
+    let screen = left_column(&h.screen());
+    let line = screen
+        .lines()
+        .find(|l| l.contains("▸ d000/"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains("100 files"), "{line}");
+    h.keys("<Down><Enter><Down><Down>jjkk<PgDn><PgUp>");
+    assert_eq!(h.app.folder_work(), placed, "no member is placed twice");
 }

@@ -73,6 +73,11 @@ pub enum Action {
     NextDamage,
     /// To the previous damage (`[`).
     PrevDamage,
+    /// Archives' members by folder, or as a flat list (`f`).
+    Folders,
+    /// Show everything, only what is damaged, only unverified, only
+    /// partial (`d`, in turn).
+    Filter,
     /// Show the help overlay (`?`).
     Help,
     /// Close a prompt or overlay, or stop a search (Esc).
@@ -172,6 +177,16 @@ pub const HELP: &[(&str, Action, &str)] = &[
         "Paddle program: next / previous use of the selected value",
     ),
     (
+        "f",
+        Action::Folders,
+        "extraction tree: archives' members by folder, or as a flat list",
+    ),
+    (
+        "d",
+        Action::Filter,
+        "extraction tree: only damaged, only unverified, only partial, or all, in turn",
+    ),
+    (
         "] / [",
         Action::NextDamage,
         "next / previous damage: an extraction that is not complete; hex: a damaged span",
@@ -234,6 +249,8 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('>') => Action::Wider,
         KeyCode::Char(']') => Action::NextDamage,
         KeyCode::Char('[') => Action::PrevDamage,
+        KeyCode::Char('f') => Action::Folders,
+        KeyCode::Char('d') => Action::Filter,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Cancel,
         _ => return None,
@@ -338,6 +355,8 @@ mod tests {
                 KeyCode::Char('z'),
                 KeyCode::Char('<'),
                 KeyCode::Char(']'),
+                KeyCode::Char('f'),
+                KeyCode::Char('d'),
                 KeyCode::Esc,
             ]
             .into_iter()

@@ -107,6 +107,27 @@ impl App {
             Action::PrevPane => self.cycle(2),
             Action::Goto => self.prompt(PromptKind::Goto, String::new()),
             Action::Search => self.prompt(PromptKind::Search, String::new()),
+            Action::Folders => {
+                self.exts.flip_folders(&cx!(self, Pane::Extractions));
+                self.focus = Pane::Extractions;
+                let (folders, _) = self.exts.view();
+                self.say(
+                    if folders {
+                        "members by folder"
+                    } else {
+                        "members as a flat list"
+                    }
+                    .to_string(),
+                );
+            }
+            Action::Filter => {
+                let f = self.exts.next_filter(&cx!(self, Pane::Extractions));
+                self.focus = Pane::Extractions;
+                self.say(match f {
+                    crate::widgets::folders::Filter::All => "all extractions".to_string(),
+                    f => format!("{} (d: the next filter)", f.label()),
+                });
+            }
             Action::NextDamage => self.next_damage(true),
             Action::PrevDamage => self.next_damage(false),
             Action::NextMatch => self.next_match(true),

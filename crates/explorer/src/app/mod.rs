@@ -250,6 +250,17 @@ impl App {
         self.exts.selected()
     }
 
+    /// The selected folder of an archive's members, by its path in the
+    /// archive, when a folder row is selected.
+    pub fn folder(&self) -> Option<&str> {
+        self.exts.selected_folder()
+    }
+
+    /// Archive members the extraction tree has put in folders so far.
+    pub fn folder_work(&self) -> u64 {
+        self.exts.placed()
+    }
+
     /// The colours.
     pub fn theme(&self) -> &Theme {
         &self.theme

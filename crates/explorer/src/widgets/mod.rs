@@ -2,6 +2,7 @@
 //! virtualised tree view and the explorer's two tree models over the shared
 //! tree, the hex grid's geometry, and the text view's highlighting.
 
+pub mod folders;
 pub(crate) mod hexgrid;
 pub mod models;
 pub mod text;

@@ -57,6 +57,11 @@ impl<Id: Clone + Eq + Hash + std::fmt::Debug> TreeView<Id> {
         self.is_expanded.contains_key(id)
     }
 
+    /// The expanded nodes, in no order.
+    pub(crate) fn expanded_ids(&self) -> impl Iterator<Item = &Id> {
+        self.is_expanded.keys()
+    }
+
     pub(crate) fn expand<M: TreeModel<Id = Id>>(&mut self, m: &M, id: &Id) {
         if self.is_expanded(id) {
             return;
