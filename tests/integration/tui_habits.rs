@@ -405,6 +405,11 @@ fn brackets_go_from_damage_to_damage_and_the_inspector_names_the_cause() {
     let at = gz.len() - 6;
     gz[at] ^= 0xff;
     let mut h = Harness::sized("crc.tar.gz", gz, 160, 40);
+    // The status bar: every damage, and the two it comes from (the
+    // stream's CRC, and the tar's failed check every member inherits).
+    let damaged = h.app.session.tree().damage_count;
+    assert!(damaged > 10);
+    assert_on_screen(&h, &format!("│ {damaged} damaged, 2 causes"));
     h.keys("]");
     assert_eq!(h.selected_ext_path(), "nested.tar");
     h.keys("]");

@@ -110,8 +110,15 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
         parts.push(Span::raw(format!("│ mem {} ", human(app.meter.rss))));
     }
     let damaged = t.damage_count;
+    // Damage many members inherit from one cause says so.
+    let causes = match app.causes {
+        (seen, n, _) if seen == damaged && n > 0 && n < damaged => {
+            format!(", {n} cause{}", if n == 1 { "" } else { "s" })
+        }
+        _ => String::new(),
+    };
     parts.push(Span::styled(
-        format!("│ {damaged} damaged "),
+        format!("│ {damaged} damaged{causes} "),
         if damaged > 0 {
             app.theme.corrupt
         } else {

@@ -198,6 +198,9 @@ pub struct App {
     /// it, series are read one metric at a time.
     metric_budget: usize,
     pub(super) meter: Meter,
+    /// Root causes of the damage found (see `report::tree::Causes`), with
+    /// the damage count they were counted at and when.
+    pub(super) causes: (usize, usize, Option<Instant>),
     quit: bool,
 }
 
@@ -241,8 +244,28 @@ impl App {
                 last_tick: Instant::now(),
                 last_done: 0,
             },
+            causes: (0, 0, None),
             quit: false,
         }
+    }
+
+    /// Counts the root causes of the damage found, when more was found:
+    /// at most once a second while a parse finds more (a CRC failure can
+    /// make a hundred thousand members damaged at once).
+    fn count_causes(&mut self) {
+        let t = self.session.tree();
+        let (seen, _, at) = self.causes;
+        if t.damage_count == seen || at.is_some_and(|a| a.elapsed() < Duration::from_secs(1)) {
+            return;
+        }
+        let damaged = t.exts.iter().filter(|e| !e.damage.is_empty()).map(|e| e.id);
+        let mut roots = std::collections::HashSet::new();
+        for id in damaged {
+            for k in 0..t.exts[id].damage.len() {
+                roots.insert(t.root_cause(id, k));
+            }
+        }
+        self.causes = (t.damage_count, roots.len(), Some(Instant::now()));
     }
 
     /// The selected extraction.
@@ -377,6 +400,7 @@ impl App {
         self.layout = Layout::new(area, self.split, room, len, zoom);
         self.exts.prepare(&cx!(self, Pane::Extractions));
         self.nodes.prepare(&cx!(self, Pane::Nodes));
+        self.count_causes();
         if !self.panel.takes_main() {
             let (selection, sorted) = self.selection(ext);
             let width = self.layout.hex.width.saturating_sub(2);
