@@ -288,12 +288,15 @@ fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
     }
     // A folder is a shared one: the index goes inside, named by the
     // file's bytes, and a folder of that name is not written over either.
-    let (code, out) = quick(&[
-        "tree".as_ref(),
-        file.as_os_str(),
-        "--index".as_ref(),
-        folder.as_os_str(),
-    ]);
+    let into_folder = || {
+        quick(&[
+            "tree".as_ref(),
+            file.as_os_str(),
+            "--index".as_ref(),
+            folder.as_os_str(),
+        ])
+    };
+    let (code, out) = into_folder();
     assert_eq!(code, 0, "{out}");
     let inside: Vec<_> = std::fs::read_dir(&folder)
         .unwrap()
@@ -302,12 +305,7 @@ fn an_index_that_is_not_a_regular_file_is_neither_read_nor_written() {
     assert_eq!(inside.len(), 1, "{inside:?}");
     std::fs::remove_file(&inside[0]).unwrap();
     std::fs::create_dir(&inside[0]).unwrap();
-    let (code, out) = quick(&[
-        "tree".as_ref(),
-        file.as_os_str(),
-        "--index".as_ref(),
-        folder.as_os_str(),
-    ]);
+    let (code, out) = into_folder();
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with(&want.stdout_text()), "{out}");
     let note = format!(

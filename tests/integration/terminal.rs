@@ -106,9 +106,7 @@ fn explorer_in_a_terminal_opens_a_truncated_nested_archive() {
     t.send("\x1b[B");
     t.send("\r");
     t.send("/inner.zip\r");
-    t.wait_for("the zip", |s| {
-        s.contains("inner.zip  ◐ partial  [zip]")
-    });
+    t.wait_for("the zip", |s| s.contains("inner.zip  ◐ partial  [zip]"));
     t.send("\r");
     t.send("\x1b[B");
     let src = source_bytes("src/inner/chapter1.txt");
