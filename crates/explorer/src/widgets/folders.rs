@@ -156,6 +156,32 @@ fn dirname(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
 }
 
+/// Folders a member is shown under at most: a name with thousands of `/`
+/// (an archive is untrusted) makes 32 folders, and the rest of the name
+/// stays its own, so the work per member stays a bounded multiple of its
+/// name's length.
+const MAX_DEPTH: usize = 32;
+
+/// The folder member `path` shows in: its folder part, cut after
+/// [`MAX_DEPTH`] names.
+fn folder_of(path: &str) -> &str {
+    let dir = dirname(path);
+    match dir.match_indices('/').nth(MAX_DEPTH - 1) {
+        Some((i, _)) => &dir[..i],
+        None => dir,
+    }
+}
+
+/// What member `path` shows as in its folder.
+fn shown_name(path: &str) -> &str {
+    let folder = folder_of(path);
+    if folder.is_empty() {
+        path
+    } else {
+        &path[folder.len() + 1..]
+    }
+}
+
 impl Rows {
     /// Members put in folders so far (each once, however often the
     /// rows are made ready).
@@ -284,7 +310,7 @@ impl Rows {
             let path = member_path(t, c);
             // Each folder on the way, made where it is first met.
             let mut made = String::new();
-            for part in dirname(&path).split('/').filter(|p| !p.is_empty()) {
+            for part in folder_of(&path).split('/').filter(|p| !p.is_empty()) {
                 let parent: Arc<str> = Arc::from(made.as_str());
                 if !made.is_empty() {
                     made.push('/');
@@ -299,19 +325,19 @@ impl Rows {
                     push(g, parent, row, t);
                 }
             }
-            if e.kind == EntryKind::Dir {
+            if e.kind == EntryKind::Dir && folder_of(&path).len() == dirname(&path).len() {
                 // A directory member is its folder.
                 let row = Row::Dir {
                     of: id,
                     path: Arc::from(path.as_str()),
                 };
                 if !g.pos.contains_key(&row) && !path.is_empty() {
-                    push(g, Arc::from(dirname(&path)), row, t);
+                    push(g, Arc::from(folder_of(&path)), row, t);
                 }
                 continue;
             }
-            push(g, Arc::from(dirname(&path)), Row::Ext(c), t);
-            let mut at = dirname(&path);
+            push(g, Arc::from(folder_of(&path)), Row::Ext(c), t);
+            let mut at = folder_of(&path);
             loop {
                 let s = g.stats.entry(Arc::from(at)).or_default();
                 s.files += 1;
@@ -346,7 +372,7 @@ impl Rows {
                 continue;
             }
             let path = member_path(t, x);
-            let mut at = dirname(&path);
+            let mut at = folder_of(&path);
             loop {
                 if let Some(s) = g.stats.get_mut(at) {
                     s.damaged += 1;
@@ -377,7 +403,7 @@ impl Rows {
             && t.exts[id].kind == EntryKind::Dir
         {
             let path = member_path(t, id);
-            if !path.is_empty() {
+            if !path.is_empty() && folder_of(&path).len() == dirname(&path).len() {
                 return Row::Dir {
                     of: p,
                     path: Arc::from(path.as_str()),
@@ -404,11 +430,11 @@ impl Rows {
                 match e.parent {
                     Some(p) if self.folders && self.groups.contains_key(&p) => {
                         let path = member_path(t, *id);
-                        let base = path.rsplit('/').next().unwrap_or(&path).to_string();
+                        let base = shown_name(&path);
                         if base.is_empty() {
                             e.display_name()
                         } else {
-                            base
+                            base.to_string()
                         }
                     }
                     _ => e.display_name(),
@@ -528,7 +554,7 @@ impl TreeModel for Model<'_> {
                 let p = self.t.exts.get(*id)?.parent?;
                 if self.rows.folders && self.rows.groups.contains_key(&p) {
                     let path = member_path(self.t, *id);
-                    let up = dirname(&path);
+                    let up = folder_of(&path);
                     if !up.is_empty() {
                         return Some(Row::Dir {
                             of: p,
@@ -567,4 +593,22 @@ pub fn open_exts<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<ExtId> {
     })
     .filter(|id| seen.insert(*id))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deep_name_makes_at_most_max_depth_folders() {
+        assert_eq!(folder_of("a/b/c.txt"), "a/b");
+        assert_eq!(shown_name("a/b/c.txt"), "c.txt");
+        assert_eq!(folder_of("c.txt"), "");
+        assert_eq!(shown_name("c.txt"), "c.txt");
+        let deep = "d/".repeat(5000) + "x";
+        let folder = folder_of(&deep);
+        assert_eq!(folder.split('/').count(), MAX_DEPTH);
+        assert!(shown_name(&deep).ends_with("d/x"));
+        assert_eq!(folder.len() + 1 + shown_name(&deep).len(), deep.len());
+    }
 }
