@@ -16,10 +16,12 @@
 #          dask[distributed], webdataset; default: a venv made in target/bench-venv
 #          with the release build `pip install ./python`)
 #        FILES=1000000  READS=50000  MID_READS=2000 (ratar:// on the tar.gz)
-#        SLOW_READS=16 (tarfile, fsspec tar:// on the tar.gz)  S3_READS=5000
+#        SLOW_READS=16 (tarfile, fsspec tar:// on the tar.gz)
+#        S3_FILES=100000 (the first of the same files, in the S3 parts: moto reads the whole
+#          object for every range request)  S3_READS=2000
 #        S3_SLOW_READS=500 (fsspec zip:// over s3fs)  S3_TAR_READS=4 (fsspec tar://
 #          over s3fs)  S3_RATAR_READS=200  WORKERS=2  BATCH=32
-#        DASK_ARCHIVES=8  DASK_MEMBERS=20000  PARTS=local,s3,stream,cache,dask
+#        DASK_ARCHIVES=8  DASK_MEMBERS=20000  PARTS=local,memory,stream,s3,cache,dask
 #        BENCH_DIR=/tmp/pparse-bench
 #   needs: a system python3 with moto[server] and boto3 (the S3 server and uploads).
 set -euo pipefail
@@ -55,10 +57,10 @@ EOF
 echo "# moto $("$SYSTEM_PYTHON" -c 'import moto; print(moto.__version__)') (system python3)"
 "$PPARSE_PYTHON" peers/training_bench.py --dir "${BENCH_DIR:-/tmp/pparse-bench}" \
   --files "${FILES:-1000000}" --reads "${READS:-50000}" --mid-reads "${MID_READS:-2000}" \
-  --slow-reads "${SLOW_READS:-16}" --s3-reads "${S3_READS:-5000}" \
+  --slow-reads "${SLOW_READS:-16}" --s3-files "${S3_FILES:-100000}" --s3-reads "${S3_READS:-2000}" \
   --s3-slow-reads "${S3_SLOW_READS:-500}" --s3-tar-reads "${S3_TAR_READS:-4}" \
   --s3-ratar-reads "${S3_RATAR_READS:-200}" --workers "${WORKERS:-2}" --batch "${BATCH:-32}" \
   --dask-archives "${DASK_ARCHIVES:-8}" --dask-members "${DASK_MEMBERS:-20000}" \
-  --parts "${PARTS:-local,s3,stream,cache,dask}" --system-python "$SYSTEM_PYTHON"
+  --parts "${PARTS:-local,memory,stream,s3,cache,dask}" --system-python "$SYSTEM_PYTHON"
 echo
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -610,6 +610,77 @@ def dask_job(args, moto):
         say(f"| {n} | {took:.2f} s | {files / took:,.0f} | {out[0][1] / took:.2f}x |")
 
 
+# ------------------------------------------------------------------- memory
+
+
+def _rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _hold(kind, path, index, name, q):
+    """In a fresh process (no torch): open `kind`'s reader, read one
+    member, and report resident memory before, after, and at its peak."""
+    before = _rss_kib("VmRSS")
+    t0 = time.perf_counter()
+    h = _open(kind, path, index)
+    data = _read(kind, h, name)
+    took = time.perf_counter() - t0
+    q.put((before, _rss_kib("VmRSS"), _rss_kib("VmHWM"), took, len(data)))
+
+
+def memory(zp, tp, names, args):
+    """What one process holds to read members at random: resident memory
+    grown by opening each reader (from its index, written beforehand,
+    where it has one) and reading one member, in a fresh spawned process
+    that imports no torch."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    rows = []
+    n = len(names)
+    for path in (zp, tp):
+        arch = os.path.basename(path)
+        is_zip = path == zp
+        top = "" if is_zip else arch[: -len(".gz")] + "/"
+        name = names[n // 2]
+        kinds = [("pparse-open", top + name, path + ".pidx", "pparse.open (from its index)")]
+        if is_zip:
+            kinds += [
+                ("zipfile", name, None, "zipfile.ZipFile"),
+                ("fsspec-zip", name, None, "fsspec zip://"),
+                ("ratar-zip", name, path + ".index.sqlite", "ratarmountcore ZipMountSource (from its index)"),
+            ]
+        else:
+            kinds += [
+                ("ratar", name, None, "ratarmount ratar:// (from its index)"),
+                ("fsspec-tar", name, None, "fsspec tar://"),
+                ("tarfile", name, None, "tarfile.open + extractfile"),
+            ]
+        for kind, member, index, label in kinds:
+            if kind == "ratar-zip":
+                shutil.copyfile(index, index + ".w0")
+            q = ctx.Queue()
+            p = ctx.Process(target=_hold, args=(kind, path, index, member, q))
+            p.start()
+            before, after, peak, took, size = q.get()
+            p.join()
+            grown = after - before
+            r = {"part": "memory", "archive": arch, "reader": label, "members": n, "before_kib": before,
+                 "after_kib": after, "peak_kib": peak, "seconds": took}
+            say("JSON " + json.dumps(r))
+            log(f"memory {arch} {label}: +{grown / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB, {took:.1f} s")
+            rows.append((arch, label, grown, peak - before, took))
+    say()
+    say(f"| archive ({n:,} members) | reader | resident memory grown (MiB) | per member | peak over the start (MiB) | open + one read |")
+    say("|---|---|---|---|---|---|")
+    for arch, label, grown, peak, took in rows:
+        say(f"| {arch} | {label} | {grown / 1024:,.0f} | {grown * 1024 / n:,.0f} B | {peak / 1024:,.0f} | {took:.1f} s |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/pparse-bench")
@@ -617,7 +688,14 @@ def main():
     ap.add_argument("--reads", type=int, default=50_000)
     ap.add_argument("--mid-reads", type=int, default=2_000, help="ratar:// on the tar.gz")
     ap.add_argument("--slow-reads", type=int, default=16, help="tarfile and fsspec tar:// on the tar.gz")
-    ap.add_argument("--s3-reads", type=int, default=5_000)
+    ap.add_argument(
+        "--s3-files",
+        type=int,
+        default=100_000,
+        help="members of the archives on S3 (the first of the same files): moto reads the "
+        "whole object for every range request, so its time grows with the object",
+    )
+    ap.add_argument("--s3-reads", type=int, default=2_000)
     ap.add_argument("--s3-slow-reads", type=int, default=500, help="fsspec zip:// over s3fs")
     ap.add_argument("--s3-tar-reads", type=int, default=4, help="fsspec tar:// over s3fs")
     ap.add_argument("--s3-ratar-reads", type=int, default=200, help="ratar:// over s3fs")
@@ -625,7 +703,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--dask-archives", type=int, default=8)
     ap.add_argument("--dask-members", type=int, default=20_000)
-    ap.add_argument("--parts", default="local,s3,stream,cache,dask")
+    ap.add_argument("--parts", default="local,memory,stream,s3,cache,dask")
     ap.add_argument("--system-python", default="python3", help="a python3 with moto[server] and boto3")
     args = ap.parse_args()
     global OUT
@@ -642,6 +720,19 @@ def main():
     if "local" in parts:
         random_members("local", zp, tp, names, args)
         table("local", "pparse MemberDataset")
+    if "memory" in parts:
+        memory(zp, tp, names, args)
+    if "stream" in parts:
+        stream(tp, names, args)
+        mb = lambda r: f"{r['bytes'] / 1e6 / r['seconds']:.1f}"  # noqa: E731
+        table("stream", "pparse MemberStream", ("MB/s (members' bytes)", mb))
+    if any(p in parts for p in ("s3", "cache", "dask")) and args.s3_files != args.files:
+        zp, tp, names = make(args.dir, args.s3_files)
+        say()
+        say(
+            f"On S3: the first {args.s3_files:,} of the same files, {os.path.basename(zp)} "
+            f"{os.path.getsize(zp):,} B, {os.path.basename(tp)} {os.path.getsize(tp):,} B."
+        )
     moto = None
     try:
         if any(p in parts for p in ("s3", "cache", "dask")):
@@ -656,10 +747,6 @@ def main():
         if "s3" in parts:
             random_members("s3", zp, tp, names, args, s3=urls)
             table("s3", "pparse MemberDataset")
-        if "stream" in parts:
-            stream(tp, names, args)
-            mb = lambda r: f"{r['bytes'] / 1e6 / r['seconds']:.1f}"  # noqa: E731
-            table("stream", "pparse MemberStream", ("MB/s (members' bytes)", mb))
         if "cache" in parts:
             if "s3" not in parts:
                 index_pparse(urls[zp], f"s3://{BUCKET}/indexes/")
