@@ -19,7 +19,9 @@ Parts (--parts, comma-separated):
 
 Every DataLoader reads its members in the workers; the batch's collate
 function (run in the worker) sends back the batch's count and bytes, the
-worker's pid, its peak RSS (VmHWM of /proc/self/status) and, where pparse
+worker's pid, its peak RSS (VmHWM of /proc/self/status), its anonymous RSS
+(RssAnon: not the pages of a mapped archive, which the page cache shares)
+and, where pparse
 is loaded, pparse.io_stats()["remote_bytes"]: no member's bytes cross to
 the main process, for every reader alike.
 """
@@ -112,6 +114,14 @@ def _peak_rss_kib():
     return 0
 
 
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 def summarize(batch):
     """The DataLoader's collate_fn, run in the worker: what the batch was,
     not its bytes."""
@@ -124,7 +134,7 @@ def summarize(batch):
         elif isinstance(item, dict):  # webdataset's sample
             item = item["bin"]
         nbytes += len(item)
-    return len(batch), nbytes, os.getpid(), _peak_rss_kib(), remote
+    return len(batch), nbytes, os.getpid(), _peak_rss_kib(), remote, _status_kib("RssAnon")
 
 
 def _s3_options():
@@ -241,16 +251,17 @@ def load(ds, workers, batch_size, **kw):
         multiprocessing_context="spawn",
         **kw,
     )
-    hwm, remote = {}, {}
+    hwm, remote, anon = {}, {}, {}
     n = nbytes = 0
     first = n_first = None
     t0 = time.perf_counter()
-    for c, b, pid, h, r in dl:
+    for c, b, pid, h, r, a in dl:
         if first is None:
             first, n_first = time.perf_counter() - t0, c
         n += c
         nbytes += b
         hwm[pid] = max(hwm.get(pid, 0), h)
+        anon[pid] = max(anon.get(pid, 0), a)
         if r is not None:
             remote[pid] = max(remote.get(pid, 0), r)
     took = time.perf_counter() - t0
@@ -263,6 +274,7 @@ def load(ds, workers, batch_size, **kw):
         "steady": (n - n_first) / (took - first) if n > n_first and took > first else None,
         "rate": n / took,
         "rss_kib": sorted(hwm.values()),
+        "anon_kib": sorted(anon.values()),
         "remote_bytes": sum(remote.values()) if remote else None,
     }
 
@@ -333,7 +345,8 @@ def table(part, base_reader, extra=None):
     idle = next((max(r["rss_kib"]) for r in ROWS if r["reader"] == IDLE), None)
     head = (
         "| archive | reader | members read | members/s (whole job) | vs pparse | first batch "
-        "| members/s after it | peak RSS per worker (MiB) | over an idle worker (MiB) |"
+        "| members/s after it | peak RSS per worker (MiB) | over an idle worker (MiB) "
+        "| anonymous RSS per worker (MiB) |"
     )
     if extra:
         head += f" {extra[0]} |"
@@ -349,6 +362,7 @@ def table(part, base_reader, extra=None):
             f"| {r['archive']} | {r['reader']}{' ' + r['note'] if r['note'] else ''} | {r['members']:,} | "
             f"{fmt_rate(r['rate'])} | {ratio} | {r['first_s']:.1f} s | {fmt_rate(r['steady'])} | {rss} | "
             + (f"{(max(r['rss_kib']) - idle) / 1024:+.0f} |" if idle and r["reader"] != IDLE else " |")
+            + " " + " / ".join(f"{k / 1024:.0f}" for k in r["anon_kib"]) + " |"
         )
         if extra:
             line += f" {extra[1](r)} |"
@@ -622,21 +636,21 @@ def _rss_kib(field):
 
 
 def _hold(kind, path, index, name, q):
-    """In a fresh process (no torch): open `kind`'s reader, read one
-    member, and report resident memory before, after, and at its peak."""
-    before = _rss_kib("VmRSS")
+    """In a fresh spawned process (which imports this script, and so
+    torch, before `before`): open `kind`'s reader, read one member, and
+    report resident memory before, after, and at its peak."""
+    before, anon0 = _rss_kib("VmRSS"), _rss_kib("RssAnon")
     t0 = time.perf_counter()
     h = _open(kind, path, index)
     data = _read(kind, h, name)
     took = time.perf_counter() - t0
-    q.put((before, _rss_kib("VmRSS"), _rss_kib("VmHWM"), took, len(data)))
+    q.put((before, _rss_kib("VmRSS"), _rss_kib("VmHWM"), took, _rss_kib("RssAnon") - anon0))
 
 
 def memory(zp, tp, names, args):
     """What one process holds to read members at random: resident memory
     grown by opening each reader (from its index, written beforehand,
-    where it has one) and reading one member, in a fresh spawned process
-    that imports no torch."""
+    where it has one) and reading one member, in a fresh spawned process."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -666,19 +680,25 @@ def memory(zp, tp, names, args):
             q = ctx.Queue()
             p = ctx.Process(target=_hold, args=(kind, path, index, member, q))
             p.start()
-            before, after, peak, took, size = q.get()
+            before, after, peak, took, anon = q.get()
             p.join()
             grown = after - before
             r = {"part": "memory", "archive": arch, "reader": label, "members": n, "before_kib": before,
-                 "after_kib": after, "peak_kib": peak, "seconds": took}
+                 "after_kib": after, "peak_kib": peak, "anon_grown_kib": anon, "seconds": took}
             say("JSON " + json.dumps(r))
             log(f"memory {arch} {label}: +{grown / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB, {took:.1f} s")
-            rows.append((arch, label, grown, peak - before, took))
+            rows.append((arch, label, grown, peak - before, anon, took))
     say()
-    say(f"| archive ({n:,} members) | reader | resident memory grown (MiB) | per member | peak over the start (MiB) | open + one read |")
-    say("|---|---|---|---|---|---|")
-    for arch, label, grown, peak, took in rows:
-        say(f"| {arch} | {label} | {grown / 1024:,.0f} | {grown * 1024 / n:,.0f} B | {peak / 1024:,.0f} | {took:.1f} s |")
+    say(
+        f"| archive ({n:,} members) | reader | resident memory grown (MiB) | per member "
+        "| of it anonymous (MiB) | peak over the start (MiB) | open + one read |"
+    )
+    say("|---|---|---|---|---|---|---|")
+    for arch, label, grown, peak, anon, took in rows:
+        say(
+            f"| {arch} | {label} | {grown / 1024:,.0f} | {grown * 1024 / n:,.0f} B | {anon / 1024:,.0f} "
+            f"| {peak / 1024:,.0f} | {took:.1f} s |"
+        )
 
 
 def main():
