@@ -259,13 +259,8 @@ impl App {
             return;
         }
         let damaged = t.exts.iter().filter(|e| !e.damage.is_empty()).map(|e| e.id);
-        let mut roots = std::collections::HashSet::new();
-        for id in damaged {
-            for k in 0..t.exts[id].damage.len() {
-                roots.insert(t.root_cause(id, k));
-            }
-        }
-        self.causes = (t.damage_count, roots.len(), Some(Instant::now()));
+        let roots = pparse::report::tree::Causes::of(&t, damaged).roots();
+        self.causes = (t.damage_count, roots, Some(Instant::now()));
     }
 
     /// The selected extraction.

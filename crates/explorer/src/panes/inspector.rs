@@ -96,25 +96,10 @@ impl Inspector {
                 match cause {
                     // Inherited: what this member's bytes lie in, then the
                     // cause once, not the chain between.
-                    Some((k, (root, j))) if root != self.ext => {
-                        let d = &e.damage[k];
-                        let whose = if root == 0 {
-                            t.exts[0].display_name()
-                        } else {
-                            t.path_of(root)
-                        };
-                        let more = e.damage.len() - 1;
-                        let more = if more > 0 {
-                            format!(" (+{more} more)")
-                        } else {
-                            String::new()
-                        };
-                        s.push(Span::raw(format!(
-                            ": {} at {}: inherits the damage of {}{more}",
-                            d.status.as_str(),
-                            d.range,
-                            escape_str(&whose)
-                        )));
+                    Some((_, (root, j))) if root != self.ext => {
+                        // As `pparse tree` says it: whose damage it is.
+                        let said = pparse::report::tree::Causes::default().detail(t, self.ext);
+                        s.push(Span::raw(format!(": {}", said.unwrap_or_default())));
                         lines.push(Line::from(s));
                         lines.push(Line::from(vec![
                             label("cause"),

@@ -212,17 +212,7 @@ impl Rows {
         self.groups.clear();
         self.flat.clear();
         self.keep = (f != Filter::All).then(|| {
-            let mut keep = vec![false; t.len()];
-            for e in &t.exts {
-                if !f.takes(t.status_of(e.id)) || keep[e.id] {
-                    continue;
-                }
-                let mut at = Some(e.id);
-                while let Some(x) = at.filter(|&x| !keep[x]) {
-                    keep[x] = true;
-                    at = t.exts[x].parent;
-                }
-            }
+            let mut keep = pparse::report::tree::with_ancestors(t, |id| f.takes(t.status_of(id)));
             keep[0] = true;
             keep
         });

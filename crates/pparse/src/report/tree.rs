@@ -46,6 +46,7 @@ fn kind_text(e: &Extraction) -> String {
 #[derive(Default)]
 pub struct Causes {
     inheritors: HashMap<(ExtId, usize), usize>,
+    roots: usize,
 }
 
 impl Causes {
@@ -53,12 +54,17 @@ impl Causes {
     /// their damage, each followed up its chain of parents.
     pub fn of(t: &Tree, ids: impl IntoIterator<Item = ExtId>) -> Causes {
         let mut inheritors: HashMap<(ExtId, usize), usize> = HashMap::new();
+        let mut own = 0;
+        let mut looked = std::collections::HashSet::new();
         let mut mine = Vec::new();
         for id in ids {
+            looked.insert(id);
             mine.clear();
             for k in 0..t.exts[id].damage.len() {
                 let root = t.root_cause(id, k);
-                if root.0 != id && !mine.contains(&root) {
+                if root.0 == id {
+                    own += 1;
+                } else if !mine.contains(&root) {
                     mine.push(root);
                 }
             }
@@ -66,7 +72,21 @@ impl Causes {
                 *inheritors.entry(r).or_default() += 1;
             }
         }
-        Causes { inheritors }
+        // Damage found in its own bytes, and the roots outside `ids`.
+        let outside = inheritors
+            .keys()
+            .filter(|(x, _)| !looked.contains(x))
+            .count();
+        Causes {
+            roots: own + outside,
+            inheritors,
+        }
+    }
+
+    /// How many distinct damages all the damage of the extractions
+    /// looked at comes from.
+    pub fn roots(&self) -> usize {
+        self.roots
     }
 
     /// How many extractions inherit damage `k` of `id`.
@@ -119,13 +139,20 @@ impl Causes {
 /// The extractions that are not complete and the containers on the way
 /// to them (`tree --damaged`), one flag per extraction.
 pub fn damaged_and_above(t: &Tree) -> Vec<bool> {
+    with_ancestors(t, |id| t.exts[id].status() != Status::Complete)
+}
+
+/// The extractions `pick` takes and the containers on the way to them,
+/// one flag per extraction: each extraction is marked once, so this is
+/// linear in the tree whatever its depth.
+pub fn with_ancestors(t: &Tree, pick: impl Fn(ExtId) -> bool) -> Vec<bool> {
     let mut keep = vec![false; t.len()];
     for e in &t.exts {
-        if e.status() == Status::Complete || keep[e.id] {
+        if keep[e.id] || !pick(e.id) {
             continue;
         }
         let mut at = Some(e.id);
-        // Each step goes to a parent, which comes before its child.
+        // Each step goes to a parent, and stops at one already marked.
         while let Some(x) = at.filter(|&x| !keep[x]) {
             keep[x] = true;
             at = t.exts[x].parent;
