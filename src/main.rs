@@ -890,20 +890,22 @@ fn refuse_clashes(
     let mut clashes = Vec::new();
     let mut count = 0usize;
     let mut kept: Vec<Vec<Vec<u8>>> = Vec::new();
-    let walked = fs.walk(path, |e, names, file| {
+    let walked = fs.walk_names(path, |e, names| {
         if kept
             .iter()
             .any(|k| names.len() > k.len() && names.starts_with(k))
         {
             return Ok(());
         }
+        // What the extraction below would open and write: bytes.
+        let has_bytes = e.kind == pparse::fs::Kind::File;
         if e.container {
-            if !(keep_containers && e.member && file.is_some()) {
+            if !(keep_containers && e.member && has_bytes) {
                 return Ok(());
             }
             kept.push(names.to_vec());
         }
-        if file.is_none() {
+        if !has_bytes {
             return Ok(());
         }
         let logical: Vec<String> = names.iter().flat_map(|n| components(n)).collect();

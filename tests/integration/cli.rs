@@ -1032,9 +1032,15 @@ fn extract_into_a_folder_holding_the_files_stops_skips_or_renames() {
         args.extend(extra.iter().map(|a| a.into()));
         pparse(args)
     };
-    // Stops before writing anything, naming what is in the way.
-    let run = again(&[]);
+    // Stops before writing anything, naming what is in the way, having
+    // read no member to find out (the first run's index serves the names).
+    let run = again(&["--io-stats"]);
     assert_eq!(run.code, 2, "{}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains("decoded 0 B, re-decoded 0 B"),
+        "{}",
+        run.stderr_text()
+    );
     let err = run.stderr_text();
     assert!(
         err.contains(&format!("{n} files to write are already in")),

@@ -609,6 +609,26 @@ impl Fs {
     pub fn walk(
         &self,
         path: &str,
+        f: impl FnMut(&Entry, &[Vec<u8>], Option<File>) -> io::Result<()>,
+    ) -> Result<io::Result<()>, Error> {
+        self.walk_opening(path, true, f)
+    }
+
+    /// [`Fs::walk`] without opening anything: the entries and their names
+    /// only (opening a member through an index checks its first bytes,
+    /// which a walk that only looks at names has no use for).
+    pub fn walk_names(
+        &self,
+        path: &str,
+        mut f: impl FnMut(&Entry, &[Vec<u8>]) -> io::Result<()>,
+    ) -> Result<io::Result<()>, Error> {
+        self.walk_opening(path, false, |e, names, _| f(e, names))
+    }
+
+    fn walk_opening(
+        &self,
+        path: &str,
+        open: bool,
         mut f: impl FnMut(&Entry, &[Vec<u8>], Option<File>) -> io::Result<()>,
     ) -> Result<io::Result<()>, Error> {
         let full = self.full(path);
@@ -669,7 +689,7 @@ impl Fs {
                     path.push_str(&self.listed_component(&t, p, id));
                     chain.push(self.raw_listed(&t, p, id));
                 }
-                let file = e.kind.has_content().then(|| file_of(&t, id));
+                let file = (open && e.kind.has_content()).then(|| file_of(&t, id));
                 let root_name = e.parent.is_none().then(|| vec![e.name.raw().to_vec()]);
                 (self.entry_at(&t, id, &path), root_name, file)
             };
