@@ -1211,11 +1211,16 @@ pub fn index_forged(data: &[u8]) {
     let root: pparse::data::Data =
         std::sync::Arc::new(pparse::data::MemSource::new(FORGED_FILE.to_vec()));
     let guard = std::sync::Arc::new(pparse::data::ReadGuard::new(root.clone()));
-    let Some(tree) =
-        pparse::index::fuzz_restore(data, root, pparse::name::Name::from("nested.tar.gz"))
+    let Some(cat) =
+        pparse::index::fuzz_catalog(data, root, pparse::name::Name::from("nested.tar.gz"))
     else {
         return;
     };
+    // Members are served from the catalog alone (as a worker that opens
+    // members through an index serves them); the tree is built for the
+    // list of PATHs to try.
+    let session = Session::from_catalog(std::sync::Arc::new(cat), guard);
+    let tree = session.tree();
     let mut check = Vec::new();
     for id in 0..tree.len().min(MAX_EXTS) {
         let e = &tree.exts[id];
@@ -1228,7 +1233,8 @@ pub fn index_forged(data: &[u8]) {
         let sniffed = tree.head_crc(id).is_some();
         check.push((id, path, whole, sniffed));
     }
-    let fs = pparse::fs::Fs::from_session(std::sync::Arc::new(Session::restored(tree, guard)));
+    drop(tree);
+    let fs = pparse::fs::Fs::from_session(std::sync::Arc::new(session));
     for (id, path, whole, sniffed) in check {
         let Ok(f) = fs.open(&path) else {
             continue;

@@ -148,10 +148,14 @@ def _s3_options():
 def _open(kind, path, index):
     """What a worker opens, once, on its first read."""
     s3 = path.startswith("s3://")
-    if kind == "pparse-open":
+    if kind in ("pparse-open", "pparse-tree"):
         import pparse
 
-        return pparse.open(path, index=index)
+        src = pparse.open(path, index=index)
+        if kind == "pparse-tree":
+            # A listing needs the whole tree: built from the index's records.
+            src.list("")
+        return src
     if kind in ("fsspec-zip", "fsspec-tar"):
         import fsspec
 
@@ -192,7 +196,7 @@ def _open(kind, path, index):
 
 
 def _read(kind, h, name):
-    if kind == "pparse-open":
+    if kind in ("pparse-open", "pparse-tree"):
         with h.open(name) as f:
             return f.read()
     if kind in ("fsspec-zip", "fsspec-tar", "ratar", "ratar-zip"):
@@ -661,7 +665,15 @@ def memory(zp, tp, names, args):
         is_zip = path == zp
         top = "" if is_zip else arch[: -len(".gz")] + "/"
         name = names[n // 2]
-        kinds = [("pparse-open", top + name, path + ".pidx", "pparse.open (from its index)")]
+        # The indexes the readers start from, as part `local` writes them.
+        if not os.path.exists(path + ".pidx"):
+            log(f"pparse index of {arch}: {index_pparse(path, path + '.pidx'):.1f} s")
+        if not os.path.exists(path + ".index.sqlite"):
+            log(f"ratarmount index of {arch}: {index_ratar(path, path + '.index.sqlite' if is_zip else None):.1f} s")
+        kinds = [
+            ("pparse-open", top + name, path + ".pidx", "pparse.open (from its index)"),
+            ("pparse-tree", top + name, path + ".pidx", "pparse.open (from its index), whole tree built"),
+        ]
         if is_zip:
             kinds += [
                 ("zipfile", name, None, "zipfile.ZipFile"),

@@ -244,6 +244,16 @@ class Source:
         what they need of it)."""
         return self._h.parsing
 
+    @property
+    def tree_loaded(self) -> bool:
+        """Whether the whole extraction tree is in this process's memory.
+        A source opened from an index opens and stats members from the
+        index's records, mapped and shared by every process that reads the
+        index; the tree (a few hundred bytes a member) is built only when
+        something needs it whole: :meth:`tree`, :meth:`list`, a PATH the
+        records cannot answer."""
+        return self._h.tree_loaded
+
     def tree(self, path: str = "") -> Dict[str, Any]:
         """The extraction tree below ``path`` once it is parsed, as nested
         dicts: ``name``, ``path``, ``parser``, ``kind``, ``size``, ``status``,

@@ -326,6 +326,13 @@ impl Source {
         Ok(!self.fs()?.session().is_finished())
     }
 
+    /// Whether the whole extraction tree is in memory (see
+    /// `Session::tree_is_built`).
+    #[getter]
+    fn tree_loaded(&self) -> PyResult<bool> {
+        Ok(self.fs()?.session().tree_is_built())
+    }
+
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {

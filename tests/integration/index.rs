@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pparse::Options;
+use pparse::data::Range;
 use pparse::fs::{Fs, Kind};
 use pparse::parsers::IndexMode;
 
@@ -90,10 +91,10 @@ fn big_archive(dir: &Path, files: usize, size: usize) -> (PathBuf, PathBuf) {
     (tar, src)
 }
 
-#[test]
-fn an_index_gives_the_same_tree_and_bytes_as_a_parse() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cut = tmp.path().join("cut.tar.gz");
+/// The files the index tests index: archives and compressed streams of
+/// every kind, and damaged copies (written into `tmp`).
+fn indexed_files(tmp: &Path) -> Vec<PathBuf> {
+    let cut = tmp.join("cut.tar.gz");
     let whole = fixture("nested.tar.gz");
     std::fs::write(&cut, &whole[..whole.len() * 3 / 5]).unwrap();
     let mut files: Vec<PathBuf> = [
@@ -116,15 +117,99 @@ fn an_index_gives_the_same_tree_and_bytes_as_a_parse() {
     files.push(cut);
     // A cut .tar.xz and a .tar.bz2 with a block lost: their partial
     // streams are indexed too.
-    let cut_xz = tmp.path().join("cut.tar.xz");
+    let cut_xz = tmp.join("cut.tar.xz");
     let xz = fixture("compress/nested.tar.xz");
     std::fs::write(&cut_xz, &xz[..xz.len() * 3 / 5]).unwrap();
     files.push(cut_xz);
-    let hole_bz2 = tmp.path().join("hole.tar.bz2");
+    let hole_bz2 = tmp.join("hole.tar.bz2");
     let mut bz2 = fixture("compress/nested.tar.bz2");
     bz2[60_000..64_096].fill(0x55);
     std::fs::write(&hole_bz2, &bz2).unwrap();
     files.push(hole_bz2);
+    files
+}
+
+/// A session opened from an index opens members from the index's records
+/// in place, without building its tree (what keeps N DataLoader workers
+/// at one copy of the index in the page cache), and `stat` and `open`
+/// answer for every extraction what they answer over a parse: the same
+/// entry, bytes, status and damage.
+#[test]
+fn members_are_served_from_the_index_records_as_from_a_parse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = indexed_files(tmp.path());
+    files.extend(
+        [
+            "hostile.tar",
+            "hostile.zip",
+            "gnu.tar",
+            "pax.tar",
+            "base256.tar",
+        ]
+        .map(fixture_path),
+    );
+    // Members of one name, listed as `lnk2~1`, `link~1/x`.
+    let (_links, dup, under) = link_tars();
+    files.extend([dup, under]);
+    for (i, file) in files.iter().enumerate() {
+        let f = file.display();
+        let index = tmp.path().join(format!("{i}.pidx"));
+        let parsed = Fs::with_options(file, Options::default()).unwrap();
+        parsed.session().wait();
+        Fs::with_options(file, at(&index)).unwrap().session().wait();
+        let fs = Fs::with_options(file, at(&index)).unwrap();
+        assert!(fs.session().from_index(), "{f}: not opened from its index");
+        let (paths, contents): (Vec<String>, Vec<String>) = {
+            let t = parsed.session().tree();
+            let all: Vec<String> = (1..t.len()).map(|id| t.path_of(id)).collect();
+            let files = (1..t.len())
+                .filter(|&id| {
+                    t.exts[id].kind.has_content() && t.resolve(&t.path_of(id)) == Some(id)
+                })
+                .map(|id| t.path_of(id))
+                .collect();
+            (all, files)
+        };
+        let same = |p: &str| match (parsed.open(p), fs.open(p)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(
+                    (a.len(), a.status(), a.damage()),
+                    (b.len(), b.status(), b.damage()),
+                    "{f}: {p}"
+                );
+                let whole = Range::new(0, a.len().min(8 << 20));
+                assert_eq!(
+                    a.read_range(whole).ok(),
+                    b.read_range(whole).ok(),
+                    "{f}: {p}"
+                );
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{f}: {p}"),
+            (a, b) => panic!("{f}: {p}: {:?} against {:?}", a.err(), b.err()),
+        };
+        // Members with bytes open without a tree.
+        for p in &contents {
+            same(p);
+        }
+        assert!(
+            !fs.session().tree_is_built() || contents.is_empty(),
+            "{f}: opening members built the tree"
+        );
+        for p in &paths {
+            assert_eq!(
+                format!("{:?}", parsed.stat(p)),
+                format!("{:?}", fs.stat(p)),
+                "{f}: stat {p}"
+            );
+            same(p);
+        }
+    }
+}
+
+#[test]
+fn an_index_gives_the_same_tree_and_bytes_as_a_parse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = indexed_files(tmp.path());
     for (i, file) in files.iter().enumerate() {
         let index = tmp.path().join(format!("{i}.pidx"));
         let idx = index.to_str().unwrap();
@@ -759,9 +844,28 @@ fn the_forged_index_fuzz_seed_is_a_real_index() {
     .unwrap();
     let root: pparse::data::Data =
         std::sync::Arc::new(pparse::data::MemSource::new(fixture("nested.tar.gz")));
-    let tree = pparse::index::fuzz_restore(&body, root, pparse::name::Name::from("nested.tar.gz"))
+    let cat = pparse::index::fuzz_catalog(&body, root, pparse::name::Name::from("nested.tar.gz"))
         .expect("the seed is read back");
+    let tree = cat.tree().unwrap();
     assert!(tree.len() > 20 && tree.head_crc(1).is_some());
+    // It is the index a parse writes now.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("nested.tar.gz");
+    std::fs::write(&file, fixture("nested.tar.gz")).unwrap();
+    let index = tmp.path().join("nested.pidx");
+    let run = pparse([
+        "tree",
+        file.to_str().unwrap(),
+        "--index",
+        index.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0);
+    let seed = pparse::index::fuzz_seed(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(
+        seed.len(),
+        body.len(),
+        "write the seed again (fuzz/README.md)"
+    );
 }
 
 /// I/O counters and index notes are a session's: two sessions in one

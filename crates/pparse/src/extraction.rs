@@ -4,6 +4,8 @@
 //! decoded stream of a gzip file, a tar member, a zip entry) makes it a child
 //! extraction, which is then sniffed and parsed in turn, to any depth.
 
+pub(crate) mod dirs;
+
 use thin_vec::ThinVec;
 
 use crate::data::{Data, Range};
@@ -279,6 +281,18 @@ impl Extraction {
     pub fn status(&self) -> Status {
         worst(&self.damage)
     }
+    /// Its status, also counting bytes missing from its declared size
+    /// (see [`Tree::status_of`]).
+    pub fn status_counting_size(&self) -> Status {
+        let mut st = self.status();
+        if let Some(declared) = self.declared_size
+            && self.is_final()
+            && self.size() < declared
+        {
+            st = st.max(Status::Truncated);
+        }
+        st
+    }
     /// Bytes available now.
     pub fn size(&self) -> u64 {
         self.available()
@@ -464,6 +478,45 @@ pub struct Tree {
     pub restored: bool,
 }
 
+/// Whether `data` starts with the bytes whose CRC-32 an index recorded
+/// (`want`, `None`: nothing to check): see [`Tree::check_head`]. `path`
+/// names the extraction in the error.
+pub(crate) fn check_head_crc(
+    want: Option<u32>,
+    data: &dyn crate::data::Source,
+    sniffed: usize,
+    path: impl FnOnce() -> String,
+) -> std::io::Result<()> {
+    let Some(want) = want else {
+        return Ok(());
+    };
+    let differs = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: the index does not match the file ({why}); parse without it (--no-index)",
+                path()
+            ),
+        )
+    };
+    let n = usize::try_from(data.available()).map_or(sniffed, |a| a.min(sniffed));
+    let mut head = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match data.read_at(got as u64, &mut head[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) => return Err(differs(format!("its first bytes cannot be read: {e}"))),
+        }
+    }
+    if kept_crc(crc32fast::hash(&head[..got])) != want {
+        return Err(differs(format!(
+            "its first {got} bytes are not the ones the index was made from"
+        )));
+    }
+    Ok(())
+}
+
 /// How a head CRC is kept in [`Tree::head_crcs`]: 0 means none.
 fn kept_crc(crc: u32) -> u32 {
     crc.max(1)
@@ -516,34 +569,8 @@ impl Tree {
         data: &dyn crate::data::Source,
         sniffed: usize,
     ) -> std::io::Result<()> {
-        let Some(want) = self.head_crc(id).filter(|_| self.restored) else {
-            return Ok(());
-        };
-        let differs = |why: String| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{}: the index does not match the file ({why}); parse without it (--no-index)",
-                    self.path_of(id)
-                ),
-            )
-        };
-        let n = usize::try_from(data.available()).map_or(sniffed, |a| a.min(sniffed));
-        let mut head = vec![0u8; n];
-        let mut got = 0;
-        while got < n {
-            match data.read_at(got as u64, &mut head[got..]) {
-                Ok(0) => break,
-                Ok(k) => got += k,
-                Err(e) => return Err(differs(format!("its first bytes cannot be read: {e}"))),
-            }
-        }
-        if kept_crc(crc32fast::hash(&head[..got])) != want {
-            return Err(differs(format!(
-                "its first {got} bytes are not the ones the index was made from"
-            )));
-        }
-        Ok(())
+        let want = self.head_crc(id).filter(|_| self.restored);
+        check_head_crc(want, data, sniffed, || self.path_of(id))
     }
 
     /// The PATH of an extraction: its ancestors' names below the root, joined by `/`.
@@ -748,15 +775,7 @@ impl Tree {
     /// An extraction's status, also counting bytes missing from its declared
     /// size before its parser has reported them (when a parse was stopped early).
     pub fn status_of(&self, id: ExtId) -> Status {
-        let e = &self.exts[id];
-        let mut st = e.status();
-        if let Some(declared) = e.declared_size
-            && e.is_final()
-            && e.size() < declared
-        {
-            st = st.max(Status::Truncated);
-        }
-        st
+        self.exts[id].status_counting_size()
     }
 
     /// What the deepest extraction on the way to `path` holds, for a

@@ -66,6 +66,14 @@ pub struct Session {
     /// The file or object it was opened from, for
     /// [`Session::fingerprint`].
     origin: Origin,
+    /// The extractions of the index it was opened from, read in place:
+    /// `pparse::fs` opens members through it without a tree.
+    catalog: Option<Arc<crate::index::Catalog>>,
+    /// Whether `shared.tree` holds the tree (a session opened from an
+    /// index builds it from `catalog` when it is first asked for).
+    built: std::sync::atomic::AtomicBool,
+    /// Held while the tree is built, so that it is built once.
+    building: parking_lot::Mutex<()>,
 }
 
 /// What a session's bytes were opened from.
@@ -143,11 +151,11 @@ impl Session {
         } else {
             crate::index::Plan::new(path, &opts, &notes)
         };
-        if let Some(tree) = plan
+        if let Some(cat) = plan
             .as_ref()
-            .and_then(|p| p.restore(data.clone(), name.clone(), Some(path)))
+            .and_then(|p| p.open(data.clone(), name.clone(), Some(path)))
         {
-            let mut s = Session::restored(tree, guard);
+            let mut s = Session::from_catalog(Arc::new(cat), guard);
             s.notes = notes;
             s.options = opts;
             s.origin = Origin::File(path.to_path_buf());
@@ -199,7 +207,75 @@ impl Session {
             options: Options::default(),
             pid: std::process::id(),
             origin: Origin::Bytes,
+            catalog: None,
+            built: std::sync::atomic::AtomicBool::new(true),
+            building: parking_lot::Mutex::new(()),
         }
+    }
+
+    /// A session over the catalog of an index (every record checked):
+    /// nothing to parse, and no tree until one is asked for
+    /// ([`Session::tree`]); members open through the catalog alone.
+    /// Public for the fuzz target that forges indexes.
+    #[doc(hidden)]
+    pub fn from_catalog(catalog: Arc<crate::index::Catalog>, guard: Arc<ReadGuard>) -> Session {
+        let mut s = Session::restored(Tree::default(), guard);
+        s.catalog = Some(catalog);
+        s.built = std::sync::atomic::AtomicBool::new(false);
+        s
+    }
+
+    /// The catalog of the index the session was opened from, if any.
+    pub(crate) fn catalog(&self) -> Option<&crate::index::Catalog> {
+        self.catalog.as_deref()
+    }
+
+    /// Whether the session holds its extraction tree: always, except a
+    /// session opened from an index that nothing has asked for the whole
+    /// tree yet (its members are opened through the index's records).
+    pub fn tree_is_built(&self) -> bool {
+        self.built.load(Ordering::Acquire)
+    }
+
+    /// Builds the tree from the catalog, once.
+    fn ensure_tree(&self) {
+        if self.built.load(Ordering::Acquire) {
+            return;
+        }
+        let _once = self.building.lock();
+        if self.built.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(cat) = &self.catalog {
+            // Every record was checked when the index was opened, with the
+            // checks that building makes: this fails only on a bug.
+            let tree = cat.tree().unwrap_or_else(|why| {
+                self.notes.note(format!(
+                    "the index cannot be read ({why}); parse without it (--no-index)"
+                ));
+                let mut root = root_extraction(
+                    self.tree_root_name(),
+                    EntryKind::Root,
+                    self.guard.clone(),
+                    None,
+                );
+                root.phase = Phase::Leaf;
+                Tree {
+                    exts: std::iter::once(root).collect(),
+                    ..Tree::default()
+                }
+            });
+            *self.shared.tree.write() = tree;
+        }
+        self.built.store(true, Ordering::Release);
+    }
+
+    fn tree_root_name(&self) -> Name {
+        self.catalog
+            .as_ref()
+            .and_then(|c| c.chain(0).ok())
+            .and_then(|mut c| c.pop())
+            .map_or_else(|| Name::from("?"), |e| e.name)
     }
 
     /// Whether this is a process forked from the one that opened the
@@ -232,11 +308,11 @@ impl Session {
         let notes = Notes::default();
         let plan = crate::index::Plan::for_remote(&src, &opts, &notes);
         let origin = Origin::Remote(src);
-        if let Some(tree) = plan
+        if let Some(cat) = plan
             .as_ref()
-            .and_then(|p| p.restore(guard.clone(), name.clone(), None))
+            .and_then(|p| p.open(guard.clone(), name.clone(), None))
         {
-            let mut s = Session::restored(tree, guard);
+            let mut s = Session::from_catalog(Arc::new(cat), guard);
             s.notes = notes;
             s.options = opts;
             s.origin = origin;
@@ -277,32 +353,7 @@ impl Session {
         index: Option<crate::index::Plan>,
         notes: Notes,
     ) -> Session {
-        let data: Data = guard.clone();
-        let root = Extraction {
-            id: 0,
-            parent: None,
-            index: 0,
-            children: ThinVec::new(),
-            name,
-            kind,
-            bytes: data.clone(),
-            form: crate::extraction::Form::Own,
-            origin: None,
-            declared_size: None,
-            parser: None,
-            damage: ThinVec::new(),
-            extra: file.clone().map(|file| {
-                Box::new(crate::extraction::Extra {
-                    file: Some(file),
-                    ..Default::default()
-                })
-            }),
-            nodes: ThinVec::new(),
-            phase: Phase::Waiting,
-            proved: false,
-            depth: 0,
-            meta: file.as_deref().map_or_else(Meta::default, file_meta),
-        };
+        let root = root_extraction(name, kind, guard.clone(), file.clone());
         crate::data::fork::protect();
         let (tx, rx) = bounded(1);
         let tree = Tree {
@@ -352,12 +403,16 @@ impl Session {
             options,
             pid: std::process::id(),
             origin: Origin::Bytes,
+            catalog: None,
+            built: std::sync::atomic::AtomicBool::new(true),
+            building: parking_lot::Mutex::new(()),
         }
     }
 
     /// The extraction tree as it is now (partial while parsing goes on).
     /// Hold the guard briefly: the engine waits for it to commit results.
     pub fn tree(&self) -> RwLockReadGuard<'_, Tree> {
+        self.ensure_tree();
         self.shared.tree.read()
     }
 
@@ -407,6 +462,7 @@ impl Session {
             // No engine runs here, and its tree may be locked for good.
             return false;
         }
+        self.ensure_tree();
         if done(&self.shared.tree.read()) {
             return true;
         }
@@ -487,6 +543,7 @@ impl Session {
 
     /// Drops the loaded children of a node (they can be loaded again).
     pub fn unload(&self, ext: ExtId, path: &[usize]) {
+        self.ensure_tree();
         let mut t = self.shared.tree.write();
         if let Some(n) = t
             .exts
@@ -546,6 +603,41 @@ impl Node {
             damage: self.damage.clone(),
             children: Children::Leaf,
         }
+    }
+}
+
+/// The root extraction of a parse of `guard`'s bytes, not yet sniffed.
+fn root_extraction(
+    name: Name,
+    kind: EntryKind,
+    guard: Arc<ReadGuard>,
+    file: Option<std::path::PathBuf>,
+) -> Extraction {
+    let data: Data = guard;
+    Extraction {
+        id: 0,
+        parent: None,
+        index: 0,
+        children: ThinVec::new(),
+        name,
+        kind,
+        bytes: data,
+        form: crate::extraction::Form::Own,
+        origin: None,
+        declared_size: None,
+        parser: None,
+        damage: ThinVec::new(),
+        extra: file.clone().map(|file| {
+            Box::new(crate::extraction::Extra {
+                file: Some(file),
+                ..Default::default()
+            })
+        }),
+        nodes: ThinVec::new(),
+        phase: Phase::Waiting,
+        proved: false,
+        depth: 0,
+        meta: file.as_deref().map_or_else(Meta::default, file_meta),
     }
 }
 

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::dirs::{Dirs, Item};
 use crate::data::{Data, Range};
 use crate::engine::{Options, Session};
-use crate::extraction::{EntryKind, ExtId, Phase, Tree, match_name};
+use crate::extraction::dirs::{Dirs, Item};
+use crate::extraction::{EntryKind, ExtId, Extraction, Phase, Tree, match_name};
 use crate::status::{Damage, Status};
 
 /// What went wrong, with the PATH it concerns.
@@ -249,6 +249,17 @@ impl Fs {
     /// members make, as in most tars, is an entry too).
     pub fn stat(&self, path: &str) -> Result<Entry, Error> {
         let full = self.full(path);
+        if let Some(found) = self.cataloged(&full, true) {
+            let (chain, id) = found?;
+            let e = chain.last().expect("a chain ends at its member");
+            let path = chain[1..]
+                .iter()
+                .map(Extraction::display_name)
+                .collect::<Vec<_>>()
+                .join("/");
+            let kids = self.session.catalog().map_or(0, |c| c.children(id));
+            return Ok(self.entry_from(e, kids > 0, &path));
+        }
         let at = self.wait_for(&full, |t, at| match at {
             At::Entry(id) => settled(t, id),
             At::Under(c, _) => settled(t, c),
@@ -578,6 +589,26 @@ impl Fs {
     /// readable, and [`File::status`] says what it is.
     pub fn open(&self, path: &str) -> Result<File, Error> {
         let full = self.full(path);
+        if let Some(found) = self.cataloged(&full, false) {
+            let (chain, id) = found?;
+            let e = chain.last().expect("a chain ends at its member");
+            if !e.kind.has_content() {
+                return Err(Error::NoContent {
+                    path: path.to_string(),
+                    kind: e.kind.as_str().to_string(),
+                });
+            }
+            let parent = chain.len().checked_sub(2).map(|i| &chain[i]);
+            let head = self.session.catalog().and_then(|c| c.head_crc(id));
+            let listed = || {
+                chain[1..]
+                    .iter()
+                    .map(Extraction::display_name)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            };
+            return Ok(file_from(e, parent, head, true, listed));
+        }
         let at = self.wait_for(&full, |t, at| match at {
             At::Entry(id) => t.exts[id].is_final(),
             At::Under(..) => true,
@@ -808,6 +839,34 @@ impl Fs {
         Some(self.dirs_of(t, c))
     }
 
+    /// The member `full` names, with its ancestors from the root down,
+    /// read from the catalog of the index the session was opened from,
+    /// without its tree (a DataLoader worker opening members builds none).
+    /// `None`: the catalog cannot answer (no catalog, a PATH it does not
+    /// find, such as a directory that only names make, or with `listed`,
+    /// an entry whose folders spell it otherwise): the tree answers.
+    fn cataloged(
+        &self,
+        full: &str,
+        listed: bool,
+    ) -> Option<Result<(Vec<Extraction>, ExtId), Error>> {
+        let cat = self.session.catalog()?;
+        let id = cat.resolve(full)?;
+        let chain = match cat.chain(id) {
+            Ok(c) => c,
+            Err(why) => {
+                return Some(Err(Error::Open {
+                    file: PathBuf::from(full),
+                    source: io::Error::new(io::ErrorKind::InvalidData, why),
+                }));
+            }
+        };
+        if listed && chain[..chain.len() - 1].iter().any(|a| cat.renames(a.id)) {
+            return None;
+        }
+        Some(Ok((chain, id)))
+    }
+
     fn entry(&self, t: &Tree, id: ExtId) -> Entry {
         self.entry_at(t, id, &self.listing_path(t, id))
     }
@@ -815,6 +874,11 @@ impl Fs {
     /// [`Fs::entry`] of `id`, whose PATH is `full`.
     fn entry_at(&self, t: &Tree, id: ExtId, full: &str) -> Entry {
         let e = &t.exts[id];
+        self.entry_from(e, !e.children.is_empty(), full)
+    }
+
+    /// The entry of `e`, which holds entries when `container`, at `full`.
+    fn entry_from(&self, e: &Extraction, container: bool, full: &str) -> Entry {
         let kind = match &e.kind {
             EntryKind::Root | EntryKind::Stream | EntryKind::File => Kind::File,
             EntryKind::Dir => Kind::Dir,
@@ -822,7 +886,7 @@ impl Fs {
             EntryKind::HardLink(to) => Kind::HardLink(to.to_string()),
             other => Kind::Other(other.as_str().to_string()),
         };
-        let status = t.status_of(id);
+        let status = e.status_counting_size();
         Entry {
             path: self.relative(full).to_string(),
             name: e.display_name(),
@@ -839,7 +903,7 @@ impl Fs {
                 })
             }),
             status,
-            container: !e.children.is_empty(),
+            container,
             member: e.kind == EntryKind::File,
             format: e.parser,
             mtime: e.meta.mtime(),
@@ -847,11 +911,11 @@ impl Fs {
             // A directory entry of its container leads to what its
             // container holds under its name.
             node: EntryHandle(match e.parent {
-                Some(p) if e.kind == EntryKind::Dir && e.children.is_empty() => {
+                Some(p) if e.kind == EntryKind::Dir && !container => {
                     let name = e.name.path_form();
                     At::Under(p, format!("{}/", name.trim_end_matches('/')))
                 }
-                _ => At::Entry(id),
+                _ => At::Entry(e.id),
             }),
         }
     }
@@ -913,14 +977,30 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
 /// The bytes of extraction `id`, opened.
 fn file_of(t: &Tree, id: ExtId) -> File {
     let e = &t.exts[id];
+    let parent = e.parent.map(|p| &t.exts[p]);
+    let head = t.head_crc(id).filter(|_| t.restored);
+    file_from(e, parent, head, t.restored, || t.path_of(id))
+}
+
+/// The bytes of `e`, child of `parent`, opened. Read through an index
+/// (`restored`), its first bytes must be the ones the parse that wrote the
+/// index sniffed (`head`: their CRC-32) and its range the one its
+/// container's header gives, or the index is not believed and no byte of
+/// it is served. `path` names it in the error.
+fn file_from(
+    e: &Extraction,
+    parent: Option<&Extraction>,
+    head: Option<u32>,
+    restored: bool,
+    path: impl Fn() -> String,
+) -> File {
     let mut data = e.data();
-    // Read through an index: its first bytes must be the ones the parse
-    // that wrote the index sniffed, or the index is not believed and no
-    // byte of it is served.
-    if let Err(err) = t
-        .check_head(id, &*data, crate::parsers::SNIFF_LEN)
-        .and_then(|()| check_member_header(t, id))
-    {
+    let checked = crate::extraction::check_head_crc(head, &*data, crate::parsers::SNIFF_LEN, &path)
+        .and_then(|()| match parent {
+            Some(p) if restored => check_member_header(e, p, &path),
+            _ => Ok(()),
+        });
+    if let Err(err) = checked {
         data = std::sync::Arc::new(Refused {
             len: data.available(),
             why: err.to_string(),
@@ -930,7 +1010,7 @@ fn file_of(t: &Tree, id: ExtId) -> File {
         len: data.available(),
         data,
         pos: 0,
-        status: t.status_of(id),
+        status: e.status_counting_size(),
         damage: e.damage.to_vec(),
     }
 }
@@ -943,16 +1023,19 @@ fn file_of(t: &Tree, id: ExtId) -> File {
 /// [`crate::parsers::archive::zip::local_header_vouches`]). So an index cannot
 /// stretch, shrink or move a member whose first bytes happen to match, or
 /// whose first bytes' checksum was recomputed.
-fn check_member_header(t: &Tree, id: ExtId) -> io::Result<()> {
+fn check_member_header(
+    e: &Extraction,
+    parent: &Extraction,
+    path: impl Fn() -> String,
+) -> io::Result<()> {
     use crate::extraction::Form;
-    let e = &t.exts[id];
-    let (Some(p), Some(o)) = (e.parent, e.origin) else {
+    let Some(o) = e.origin else {
         return Ok(());
     };
-    if !t.restored || e.status() != Status::Complete {
+    if e.status() != Status::Complete {
         return Ok(());
     }
-    let parser = t.exts[p].parser;
+    let parser = parent.parser;
     let (vouched, what) = if parser == Some(crate::parsers::archive::tar::FORMAT.name)
         && e.form == Form::Window
     {
@@ -986,7 +1069,7 @@ fn check_member_header(t: &Tree, id: ExtId) -> io::Result<()> {
         io::ErrorKind::InvalidData,
         format!(
             "{}: the index does not match the file ({what}); parse without it (--no-index)",
-            t.path_of(id)
+            path()
         ),
     ))
 }

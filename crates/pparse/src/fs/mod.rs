@@ -38,7 +38,7 @@
 //! `pparse mount` serves the same view to the kernel ([`mount`]).
 
 mod api;
-mod dirs;
+
 #[cfg(all(target_os = "linux", feature = "mount"))]
 pub mod mount;
 

@@ -5,10 +5,11 @@
 //! header   magic "PPARSEIX", format version u32, pparse version, settings,
 //!          file key (size, mtime, sample hash)
 //! windows  one record per checkpoint window: crc32, raw length, deflate
-//! body     the sources, then the extractions (see save.rs), deflated:
-//!          member names and ranges repeat a lot (a tar of a dataset's
-//!          files is mostly its folder names), a fifth of the raw size
-//! trailer  body offset u64, deflated length u64, raw length u64,
+//! catalog  the extractions, fixed-size records read in place (catalog.rs)
+//! body     the sources (see save.rs) and the formats the records name,
+//!          deflated
+//! trailer  catalog offset u64, its length u64, its crc32 u32,
+//!          body offset u64, deflated length u64, raw length u64,
 //!          raw body's crc32 u32, "PPIXEND\0"
 //! ```
 //!
@@ -23,9 +24,9 @@ pub(super) const MAGIC: &[u8; 8] = b"PPARSEIX";
 /// Last bytes of every complete index file.
 pub(super) const END: &[u8; 8] = b"PPIXEND\0";
 /// Bumped whenever the layout below changes: an older index is foreign.
-pub(super) const FORMAT: u32 = 6;
+pub(super) const FORMAT: u32 = 7;
 /// Size of the trailer.
-pub(super) const TRAILER: usize = 8 + 8 + 8 + 4 + 8;
+pub(super) const TRAILER: usize = 8 + 8 + 4 + 8 + 8 + 8 + 4 + 8;
 
 /// A writer that counts its position and the CRC of what it wrote.
 pub(super) struct Out<W: Write> {

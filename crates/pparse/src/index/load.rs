@@ -9,16 +9,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use thin_vec::ThinVec;
-
+use super::catalog::{Bytes, Catalog, Src};
 use super::codec::{END, FORMAT, In, Invalid, MAGIC, TRAILER};
 use super::key::{FileKey, Place};
-use super::save::STATUSES;
 use crate::data::inflate::{Checkpoint, Segment, StreamLayout, WindowSlot, WindowStore};
 use crate::data::{BlockSource, Data, InflateSource, Range, SliceSource};
-use crate::extraction::{EntryKind, Extra, Extraction, Form, Meta, Phase, Progress, Tree};
 use crate::name::Name;
-use crate::status::Damage;
 
 /// Largest window record: a 32 KiB window that did not compress, and more.
 const MAX_WINDOW_RECORD: u32 = 64 * 1024;
@@ -119,16 +115,17 @@ pub(super) struct Expect<'a> {
     pub(super) max_depth: u32,
 }
 
-/// The tree saved in `f`, an index of this version of the file. `Err`:
-/// one that cannot be used (another file, damaged, another pparse, or records that cannot
-/// describe this file), and why.
+/// The catalog of extractions saved in `f`, an index of this version of
+/// the file, every record checked. `Err`: one that cannot be used (another
+/// file, damaged, another pparse, or records that cannot describe this
+/// file), and why.
 pub(super) fn load(
     f: IndexBytes,
     expect: &Expect,
     root: Data,
     name: Name,
     file: Option<&Path>,
-) -> Result<Tree, Invalid> {
+) -> Result<Catalog, Invalid> {
     let len = f.len().map_err(|e| Invalid(e.to_string()))?;
     if len < (MAGIC.len() + TRAILER) as u64 {
         return Err(Invalid("is too short".into()));
@@ -137,6 +134,7 @@ pub(super) fn load(
     f.read_exact_at(&mut trailer, len - TRAILER as u64)
         .map_err(|e| Invalid(e.to_string()))?;
     let mut t = In::new(&trailer);
+    let (cat_start, cat_len, cat_crc) = (t.u64()?, t.u64()?, t.u32()?);
     let body_start = t.u64()?;
     let body_len = t.u64()?;
     let raw_len = t.u64()?;
@@ -144,10 +142,12 @@ pub(super) fn load(
     if t.raw(8)? != END {
         return Err(Invalid("is incomplete (no end mark)".into()));
     }
-    if body_start.checked_add(body_len) != Some(len - TRAILER as u64) {
+    if body_start.checked_add(body_len) != Some(len - TRAILER as u64)
+        || cat_start.checked_add(cat_len) != Some(body_start)
+    {
         return Err(Invalid("has a bad trailer".into()));
     }
-    let mut head = vec![0u8; body_start.min(4096) as usize];
+    let mut head = vec![0u8; cat_start.min(4096) as usize];
     f.read_exact_at(&mut head, 0)
         .map_err(|e| Invalid(e.to_string()))?;
     check_header(&mut In::new(&head), expect.key, expect.settings)?;
@@ -155,17 +155,79 @@ pub(super) fn load(
     if crc32fast::hash(&body) != crc {
         return Err(Invalid("is damaged (its checksum does not match)".into()));
     }
+    let cat_len = usize::try_from(cat_len).map_err(|_| Invalid("is too large".into()))?;
+    let (bytes, at) = match &f {
+        // Mapped: every process reading this index shares its pages. An
+        // index is only ever replaced whole (a rename), never rewritten in
+        // place, so the mapped bytes stay what was checked.
+        IndexBytes::File(file) => {
+            // SAFETY: read-only mapping of a file pparse never writes in
+            // place (see above); its CRC is checked before any use.
+            let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Invalid(e.to_string()))?;
+            let _ = map.advise(memmap2::Advice::Random);
+            (Bytes::Map(map), cat_start as usize)
+        }
+        IndexBytes::Remote(_) => {
+            let mut v = vec![0u8; cat_len];
+            f.read_exact_at(&mut v, cat_start)
+                .map_err(|e| Invalid(e.to_string()))?;
+            (Bytes::Owned(v), 0)
+        }
+    };
+    let section = bytes_of(&bytes, at, cat_len)?;
+    if crc32fast::hash(section) != cat_crc {
+        return Err(Invalid(
+            "is damaged (its catalog's checksum does not match)".into(),
+        ));
+    }
     let store = Arc::new(IndexWindows {
         file: f,
-        end: body_start,
+        end: cat_start,
     });
     let mut r = In::new(&body);
     let sources = read_sources(&mut r, root, store)?;
-    let tree = read_tree(&mut r, &sources, name, file, expect.max_depth)?;
+    let parsers = read_parsers(&mut r)?;
     if r.left() != 0 {
         return Err(Invalid(format!("has {} bytes after its records", r.left())));
     }
-    Ok(tree)
+    let cat = Catalog::new(
+        bytes,
+        at,
+        cat_start,
+        cat_len,
+        sources,
+        parsers,
+        name,
+        file,
+        expect.max_depth,
+    )?;
+    cat.check_all()?;
+    Ok(cat)
+}
+
+fn bytes_of(b: &Bytes, at: usize, len: usize) -> Result<&[u8], Invalid> {
+    let all: &[u8] = match b {
+        Bytes::Map(m) => m,
+        Bytes::Owned(v) => v,
+    };
+    at.checked_add(len)
+        .and_then(|end| all.get(at..end))
+        .ok_or_else(|| Invalid("has a catalog past its end".into()))
+}
+
+/// The formats the catalog's records name.
+fn read_parsers(r: &mut In) -> Result<Vec<&'static str>, Invalid> {
+    let n = r.count()?;
+    let mut out = Vec::with_capacity(n.min(256));
+    for _ in 0..n {
+        let p = r.str()?;
+        out.push(
+            crate::parsers::by_name(p)
+                .ok_or_else(|| Invalid(format!("names an unknown format {p:?}")))?
+                .name,
+        );
+    }
+    Ok(out)
 }
 
 /// The body, inflated. Its raw length comes from the trailer, which may be
@@ -237,13 +299,6 @@ fn check_header(h: &mut In, key: &FileKey, settings: &str) -> Result<(), Invalid
         ));
     }
     Ok(())
-}
-
-/// A source read back, with its length: every range an index gives in it
-/// is checked against that length before it is used.
-struct Src {
-    data: Data,
-    len: u64,
 }
 
 fn read_sources(r: &mut In, root: Data, store: Arc<IndexWindows>) -> Result<Vec<Src>, Invalid> {
@@ -442,274 +497,66 @@ fn read_stream(r: &mut In) -> Result<StreamLayout, Invalid> {
     })
 }
 
-/// The extraction tree, every record checked against the sources it reads
-/// and against its parent: a parent comes before its children (so the
-/// tree has no cycle), no extraction is deeper than `max_depth`, and every
-/// range lies inside the bytes it is a range of.
-fn read_tree(
-    r: &mut In,
-    sources: &[Src],
-    name: Name,
-    file: Option<&Path>,
-    max_depth: u32,
-) -> Result<Tree, Invalid> {
-    let n = r.count()?;
-    if n == 0 {
-        return Err(Invalid("has no root".into()));
-    }
-    let mut tree = Tree {
-        restored: true,
-        ..Tree::default()
-    };
-    // The size of each extraction's bytes, for its children's ranges.
-    let mut sizes: Vec<u64> = Vec::with_capacity(n.min(1 << 20));
-    for id in 0..n {
-        let at = r.pos();
-        let bad = |why: &str| Invalid(format!("extraction {id} at byte {at}: {why}"));
-        let parent = match r.var()? {
-            0 => None,
-            p => Some((p - 1) as usize),
-        };
-        if (id == 0) != parent.is_none() || parent.is_some_and(|p| p >= id) {
-            return Err(bad("bad parent"));
-        }
-        let depth = match parent {
-            None => 0,
-            Some(p) => tree.exts[p].depth + 1,
-        };
-        if depth > max_depth {
-            return Err(bad(&format!(
-                "nested {depth} deep, deeper than a parse goes ({max_depth})"
-            )));
-        }
-        let raw_name = r.bytes()?;
-        let kind = match r.u8()? {
-            0 => EntryKind::Root,
-            1 => EntryKind::Stream,
-            2 => EntryKind::File,
-            3 => EntryKind::Dir,
-            4 => EntryKind::Symlink(r.str()?.into()),
-            5 => EntryKind::HardLink(r.str()?.into()),
-            6 => EntryKind::Device,
-            7 => EntryKind::Fifo,
-            8 => EntryKind::Other(r.str()?.into()),
-            _ => return Err(bad("unknown kind")),
-        };
-        let src = sources
-            .get(r.var()? as usize)
-            .ok_or_else(|| bad("unknown source"))?;
-        let bytes = src.data.clone();
-        let form = match r.u8()? {
-            0 => Form::Own,
-            1 => Form::Window,
-            2 => Form::Deflate,
-            _ => return Err(bad("bad flag")),
-        };
-        let origin = match r.u8()? {
-            0 => None,
-            1 => Some(range(r)?),
-            _ => return Err(bad("bad origin")),
-        };
-        if form != Form::Own && origin.is_none() {
-            return Err(bad("a window without a range"));
-        }
-        let declared_size = r.opt()?;
-        // Deflate makes at most 1,032 bytes of each byte (258 of 2 bits).
-        let most = |r: Range| r.len().saturating_mul(1032).saturating_add(1024);
-        if form == Form::Deflate && declared_size.zip(origin).is_none_or(|(d, r)| d > most(r)) {
-            return Err(bad("a decoded entry without a size its data can make"));
-        }
-        let parent_size = parent.map_or(src.len, |p| sizes[p]);
-        if let Some(o) = origin {
-            // A member's bytes are its parent's (or were decoded from
-            // them): they start inside the parent, and inside the source
-            // read. A cut member's range may end past the end: what it
-            // serves stops there.
-            let end = if form == Form::Own {
-                parent_size
-            } else {
-                parent_size.min(src.len)
-            };
-            if o.start > end || (form == Form::Deflate && o.end > end) {
-                return Err(bad(&format!(
-                    "its range {o} is past the end of its parent ({end} bytes)"
-                )));
-            }
-        }
-        let size = match (form, origin) {
-            (Form::Window, Some(o)) => src.len.min(o.end).saturating_sub(o.start),
-            (Form::Deflate, _) => declared_size.unwrap_or(0),
-            _ => src.len,
-        };
-        if id == 0 && (form != Form::Own || size != src.len) {
-            return Err(bad("the root is not the file"));
-        }
-        if let Some(d) = declared_size
-            && form == Form::Window
-            && size > d
-        {
-            return Err(bad(&format!(
-                "{size} bytes where its container declares {d}"
-            )));
-        }
-        // Damage lies in the bytes, or where the container says bytes
-        // should have been.
-        let room = size
-            .max(declared_size.unwrap_or(0))
-            .max(origin.map_or(0, |o| o.len()));
-        let parser = match r.u8()? {
-            0 => None,
-            1 => {
-                let p = r.str()?;
-                Some(
-                    crate::parsers::by_name(p)
-                        .ok_or_else(|| bad("unknown format"))?
-                        .name,
-                )
-            }
-            _ => return Err(bad("bad format tag")),
-        };
-        let nd = r.count()?;
-        let mut damage = ThinVec::with_capacity(nd);
-        for _ in 0..nd {
-            let status = *STATUSES
-                .get(r.u8()? as usize)
-                .ok_or_else(|| bad("bad status"))?;
-            let range = range(r)?;
-            if range.end > room {
-                return Err(bad(&format!(
-                    "damage at {range} past its end ({room} bytes)"
-                )));
-            }
-            let reason = r.str()?.to_string();
-            damage.push(Damage {
-                status,
-                range,
-                reason,
-                // Streams with unknown bytes are never indexed.
-                unknown: false,
-            });
-        }
-        let no = r.count()?;
-        let mut outer_damage = Vec::with_capacity(no);
-        for _ in 0..no {
-            let i = r.var()?;
-            if i >= nd as u64 {
-                return Err(bad("bad damage reference"));
-            }
-            outer_damage.push(i as u32);
-        }
-        let nn = r.count()?;
-        let mut notes = Vec::with_capacity(nn);
-        for _ in 0..nn {
-            notes.push(Box::<str>::from(r.str()?));
-        }
-        let progress = Progress {
-            done: r.var()?,
-            total: r.opt()?,
-        };
-        let mtime = r.opt()?.map(|z| ((z >> 1) as i64) ^ -((z & 1) as i64));
-        let mode = r.opt()?.map(|m| m as u32);
-        let meta = Meta::new(mtime, mode);
-        let phase = match r.u8()? {
-            2 => Phase::Done,
-            3 => Phase::Leaf,
-            _ => return Err(bad("saved before its parse ended")),
-        };
-        let head_crc = match r.u8()? {
-            0 => None,
-            1 => Some(r.u32()?),
-            _ => return Err(bad("bad head checksum tag")),
-        };
-        if let Some(c) = head_crc {
-            tree.set_head_crc(id, c);
-        }
-        let root_file = file.filter(|_| id == 0).map(Path::to_path_buf);
-        let extra = (root_file.is_some()
-            || !outer_damage.is_empty()
-            || !notes.is_empty()
-            || progress != Progress::default())
-        .then(|| {
-            Box::new(Extra {
-                file: root_file,
-                outer_damage,
-                notes,
-                progress,
-                like: None,
-            })
-        });
-        let index = match parent {
-            None => 0,
-            Some(p) => {
-                let pe = &mut tree.exts[p];
-                pe.children.push(id);
-                pe.children.len() - 1
-            }
-        };
-        sizes.push(size);
-        tree.damage_count += damage.len();
-        tree.exts.push(Extraction {
-            id,
-            parent,
-            index: u32::try_from(index).unwrap_or(u32::MAX),
-            children: ThinVec::new(),
-            name: if id == 0 {
-                name.clone()
-            } else {
-                Name::new(raw_name.to_vec())
-            },
-            kind,
-            bytes,
-            form,
-            origin,
-            declared_size,
-            parser,
-            damage,
-            extra,
-            nodes: ThinVec::new(),
-            phase,
-            proved: false,
-            depth,
-            meta,
-        });
-    }
-    Ok(tree)
+/// A fuzz input split as [`fuzz_seed`] joins it: the body (inflated),
+/// then the catalog.
+fn fuzz_parts(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let n = u32::from_le_bytes(data.get(..4)?.try_into().ok()?) as usize;
+    let rest = &data[4..];
+    (n <= rest.len()).then(|| rest.split_at(n))
 }
 
-/// Reads `body` (an index body, inflated) over `root` as [`load`] does,
-/// with the default depth limit: for the fuzz target that forges indexes.
-pub(super) fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
+/// The fuzz input an index file's bytes make: its body inflated (4 bytes
+/// of length first), then its catalog; `None` if it is not an index.
+pub(super) fn fuzz_seed(index: &[u8]) -> Option<Vec<u8>> {
+    let t = index.len().checked_sub(TRAILER)?;
+    let mut r = In::new(&index[t..]);
+    let (cat_start, cat_len, _) = (r.u64().ok()?, r.u64().ok()?, r.u32().ok()?);
+    let (body_start, body_len) = (r.u64().ok()? as usize, r.u64().ok()? as usize);
+    let packed = index.get(body_start..body_start.checked_add(body_len)?)?;
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(packed), &mut body).ok()?;
+    let cat = index.get(cat_start as usize..(cat_start.checked_add(cat_len)?) as usize)?;
+    let mut out = (body.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out.extend_from_slice(cat);
+    Some(out)
+}
+
+/// Reads a fuzz input (see [`fuzz_seed`]) over `root` with every check
+/// [`load`] makes: the catalog, ready to serve.
+pub(super) fn fuzz_catalog(data: &[u8], root: Data, name: Name) -> Option<Catalog> {
+    let (body, cat) = fuzz_parts(data)?;
     let file = IndexBytes::File(tempfile::tempfile().ok()?);
     let store = Arc::new(IndexWindows { file, end: 0 });
     let mut r = In::new(body);
     let sources = read_sources(&mut r, root, store).ok()?;
-    let tree = read_tree(&mut r, &sources, name, None, 33).ok()?;
-    (r.left() == 0).then_some(tree)
+    let parsers = read_parsers(&mut r).ok()?;
+    if r.left() != 0 {
+        return None;
+    }
+    let bytes = Bytes::Owned(cat.to_vec());
+    let cat = Catalog::new(bytes, 0, 0, cat.len(), sources, parsers, name, None, 33).ok()?;
+    cat.check_all().ok()?;
+    Some(cat)
 }
 
-/// Reads `body` (an index body, inflated) as [`load`] does, then reads the
-/// first bytes of the first extractions: for the fuzz target. Whatever the
-/// body holds, it must end in an error or a tree, never a panic.
-pub(super) fn fuzz_body(body: &[u8]) {
-    let root: Data = Arc::new(crate::data::MemSource::new(body.to_vec()));
-    let Ok(file) = tempfile::tempfile() else {
+/// Reads a fuzz input as [`load`] does, then the first bytes of the first
+/// extractions: whatever it holds, it must end in an error or a tree,
+/// never a panic.
+pub(super) fn fuzz_body(data: &[u8]) {
+    let root: Data = Arc::new(crate::data::MemSource::new(data.to_vec()));
+    let Some(cat) = fuzz_catalog(data, root, Name::from("fuzz")) else {
         return;
     };
-    let store = Arc::new(IndexWindows {
-        file: IndexBytes::File(file),
-        end: 0,
-    });
-    let mut r = In::new(body);
-    let Ok(sources) = read_sources(&mut r, root, store) else {
-        return;
-    };
-    let Ok(tree) = read_tree(&mut r, &sources, Name::from("fuzz"), None, 33) else {
+    let _ = cat.resolve("a/b");
+    let Ok(tree) = cat.tree() else {
         return;
     };
     let mut buf = vec![0u8; 4096];
     for e in tree.exts.iter().take(64) {
         let _ = e.data().read_at(0, &mut buf);
         let _ = tree.path_of(e.id);
+        let _ = cat.chain(e.id);
     }
 }
 

@@ -18,8 +18,14 @@
 //! nodes (the structure inside each extraction): commands that show nodes
 //! parse the file as before.
 //!
+//! The extractions are kept as fixed-size records read in place
+//! ([`Catalog`], `catalog.rs`): a process that only opens members (a
+//! DataLoader worker) maps the index and builds no tree, so N processes
+//! reading one index share one copy of it in the page cache.
+//!
 //! `codec.rs` is the file layout, `save.rs` writes one, `load.rs` reads one.
 
+mod catalog;
 mod codec;
 mod key;
 mod load;
@@ -44,7 +50,7 @@ use key::{FileKey, Place, check_kind};
 pub struct Notes(Arc<Mutex<Vec<String>>>);
 
 impl Notes {
-    fn note(&self, text: String) {
+    pub(crate) fn note(&self, text: String) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(text);
     }
 
@@ -54,19 +60,29 @@ impl Notes {
     }
 }
 
-/// Reads an inflated index body as an index is read, for the fuzz target
+pub use catalog::Catalog;
+
+/// Reads a fuzz input (an index's body inflated, then its catalog: see
+/// [`fuzz_seed`]) as an index is read, for the fuzz target
 /// (`fuzz/fuzz_targets/index.rs`).
 #[doc(hidden)]
-pub fn fuzz_body(body: &[u8]) {
-    load::fuzz_body(body);
+pub fn fuzz_body(data: &[u8]) {
+    load::fuzz_body(data);
 }
 
-/// Reads an inflated index body over `root`, the bytes of the file it
-/// claims to describe, with every check [`Plan::restore`] makes, for the
-/// fuzz target that forges indexes (`fuzz/fuzz_targets/index_forged.rs`).
+/// The fuzz input of an index file's bytes: its body inflated (after 4
+/// bytes of its length), then its catalog. `None` if it is not an index.
 #[doc(hidden)]
-pub fn fuzz_restore(body: &[u8], root: Data, name: Name) -> Option<Tree> {
-    load::fuzz_restore(body, root, name)
+pub fn fuzz_seed(index: &[u8]) -> Option<Vec<u8>> {
+    load::fuzz_seed(index)
+}
+
+/// Reads a fuzz input over `root`, the bytes of the file it claims to
+/// describe, with every check [`Plan::open`] makes, for the fuzz target
+/// that forges indexes (`fuzz/fuzz_targets/index_forged.rs`).
+#[doc(hidden)]
+pub fn fuzz_catalog(data: &[u8], root: Data, name: Name) -> Option<Catalog> {
+    load::fuzz_catalog(data, root, name)
 }
 
 /// The identity of this version of the file at `file`: its size, mtime
@@ -187,27 +203,40 @@ impl Plan {
         }
     }
 
-    /// The tree the index holds for this version of the file, over `root`
-    /// (the file's bytes; `file`: its path, `None` for a remote object).
-    /// An index that cannot be used is noted and left to be rewritten.
-    pub fn restore(&self, root: Data, name: Name, file: Option<&Path>) -> Option<Tree> {
+    /// The catalog the index holds for this version of the file, over
+    /// `root` (the file's bytes; `file`: its path, `None` for a remote
+    /// object), every record checked. An index that cannot be used is
+    /// noted and left to be rewritten.
+    pub fn open(&self, root: Data, name: Name, file: Option<&Path>) -> Option<Catalog> {
         let expect = load::Expect {
             key: &self.key,
             settings: &self.settings,
             max_depth: self.max_depth,
         };
+        let ignored = |why: codec::Invalid| {
+            self.notes.note(format!(
+                "the index {} {why}; it is ignored and rebuilt",
+                self.place
+            ));
+        };
         let bytes = match load::IndexBytes::open(&self.place) {
             Ok(Some(b)) => b,
             Ok(None) => return None,
             Err(why) => {
-                self.notes.note(format!(
-                    "the index {} {why}; it is ignored and rebuilt",
-                    self.place
-                ));
+                ignored(why);
                 return None;
             }
         };
-        match load::load(bytes, &expect, root, name, file) {
+        load::load(bytes, &expect, root, name, file)
+            .map_err(ignored)
+            .ok()
+    }
+
+    /// The tree the index holds for this version of the file (see
+    /// [`Plan::open`]), built whole.
+    pub fn restore(&self, root: Data, name: Name, file: Option<&Path>) -> Option<Tree> {
+        let cat = self.open(root, name, file)?;
+        match cat.tree() {
             Ok(tree) => Some(tree),
             Err(why) => {
                 self.notes.note(format!(

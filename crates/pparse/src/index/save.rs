@@ -10,8 +10,7 @@ use super::codec::{END, FORMAT, MAGIC, Out};
 use super::key::FileKey;
 use crate::data::inflate::{Segment, StreamLayout};
 use crate::data::{Data, Range, Recipe};
-use crate::extraction::{EntryKind, Extraction, Form, Phase, Tree};
-use crate::status::Status;
+use crate::extraction::{Phase, Tree};
 
 /// How a source is made, with its inputs as indexes into the table.
 enum Rec {
@@ -203,16 +202,29 @@ fn write_all<W: Write>(
             }
         }
     }
+    // The extractions, read in place by every process that opens the
+    // file through this index (catalog.rs).
+    let cat_start = out.pos();
+    let mut parsers = Vec::new();
+    let cat_crc = {
+        let mut cat = Out::new(Counted::new(out));
+        super::catalog::write(&mut cat, tree, ext_src, &mut parsers)?;
+        cat.crc()
+    };
+    let cat_len = out.pos() - cat_start;
     let body_start = out.pos();
     let (raw_len, crc, body_len) = {
         let enc =
             flate2::write::DeflateEncoder::new(Counted::new(out), flate2::Compression::new(6));
         let mut body = Out::new(enc);
-        write_body(&mut body, tree, sources, ext_src)?;
+        write_body(&mut body, sources, &parsers)?;
         let (raw_len, crc) = (body.pos(), body.crc());
         let counted = body.into_inner().finish()?;
         (raw_len, crc, counted.n)
     };
+    out.u64(cat_start)?;
+    out.u64(cat_len)?;
+    out.u32(cat_crc)?;
     out.u64(body_start)?;
     out.u64(body_len)?;
     out.u64(raw_len)?;
@@ -246,9 +258,8 @@ impl<W: Write> Write for Counted<'_, W> {
 
 fn write_body<W: Write>(
     out: &mut Out<W>,
-    tree: &Tree,
     sources: &Sources,
-    ext_src: &[usize],
+    parsers: &[&'static str],
 ) -> io::Result<()> {
     out.var(sources.recs.len() as u64)?;
     for rec in &sources.recs {
@@ -297,9 +308,10 @@ fn write_body<W: Write>(
             }
         }
     }
-    out.var(tree.len() as u64)?;
-    for (e, &src) in tree.exts.iter().zip(ext_src) {
-        write_ext(out, e, src, tree.head_crc(e.id))?;
+    // The formats the catalog's records name, by position + 1.
+    out.var(parsers.len() as u64)?;
+    for p in parsers {
+        out.str(p)?;
     }
     Ok(())
 }
@@ -369,105 +381,3 @@ fn write_stream<W: Write>(out: &mut Out<W>, l: &StreamLayout) -> io::Result<()> 
     }
     Ok(())
 }
-
-fn status_tag(s: Status) -> u8 {
-    match s {
-        Status::Complete => 0,
-        Status::Truncated => 1,
-        Status::Corrupt => 2,
-        Status::Unverified => 3,
-    }
-}
-
-fn write_ext<W: Write>(
-    out: &mut Out<W>,
-    e: &Extraction,
-    src: usize,
-    head_crc: Option<u32>,
-) -> io::Result<()> {
-    out.var(e.parent.map_or(0, |p| p as u64 + 1))?;
-    out.bytes(e.name.raw())?;
-    let (tag, text): (u8, Option<&str>) = match &e.kind {
-        EntryKind::Root => (0, None),
-        EntryKind::Stream => (1, None),
-        EntryKind::File => (2, None),
-        EntryKind::Dir => (3, None),
-        EntryKind::Symlink(t) => (4, Some(t)),
-        EntryKind::HardLink(t) => (5, Some(t)),
-        EntryKind::Device => (6, None),
-        EntryKind::Fifo => (7, None),
-        EntryKind::Other(t) => (8, Some(t)),
-    };
-    out.u8(tag)?;
-    if let Some(t) = text {
-        out.str(t)?;
-    }
-    out.var(src as u64)?;
-    out.u8(match e.form {
-        Form::Own => 0,
-        Form::Window => 1,
-        Form::Deflate => 2,
-    })?;
-    match e.origin {
-        None => out.u8(0)?,
-        Some(r) => {
-            out.u8(1)?;
-            out.var(r.start)?;
-            out.var(r.end)?;
-        }
-    }
-    out.opt(e.declared_size)?;
-    match e.parser {
-        None => out.u8(0)?,
-        Some(p) => {
-            out.u8(1)?;
-            out.str(p)?;
-        }
-    }
-    out.var(e.damage.len() as u64)?;
-    for d in &e.damage {
-        out.u8(status_tag(d.status))?;
-        out.var(d.range.start)?;
-        out.var(d.range.end)?;
-        out.str(&d.reason)?;
-    }
-    let outer = e.outer_damage();
-    out.var(outer.len() as u64)?;
-    for &i in outer {
-        out.var(u64::from(i))?;
-    }
-    let notes = e.notes();
-    out.var(notes.len() as u64)?;
-    for n in notes {
-        out.str(n)?;
-    }
-    let p = e.progress();
-    out.var(p.done)?;
-    out.opt(p.total)?;
-    // Zigzag, so that times before 1970 stay short.
-    out.opt(e.meta.mtime().map(|t| ((t << 1) ^ (t >> 63)) as u64))?;
-    out.opt(e.meta.mode().map(u64::from))?;
-    out.u8(match e.phase {
-        Phase::Waiting => 0,
-        Phase::Parsing => 1,
-        Phase::Done => 2,
-        Phase::Leaf => 3,
-    })?;
-    // What its first bytes were when the parse sniffed them: a reader
-    // checks them before it serves the extraction's bytes.
-    match head_crc {
-        None => out.u8(0),
-        Some(c) => {
-            out.u8(1)?;
-            out.u32(c)
-        }
-    }
-}
-
-/// The statuses in the order of their tags (see `status_tag`).
-pub(super) const STATUSES: [Status; 4] = [
-    Status::Complete,
-    Status::Truncated,
-    Status::Corrupt,
-    Status::Unverified,
-];

@@ -20,7 +20,7 @@ use crate::extraction::{EntryKind, ExtId, Tree};
 
 /// What a directory holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Item {
+pub(crate) enum Item {
     /// A member (a file, or a directory that has an entry of its own).
     Member(ExtId),
     /// A directory only the names of members make: its prefix, ending in
@@ -31,7 +31,7 @@ pub(super) enum Item {
 /// The directories of a container, by prefix ("" for the top, else
 /// `a/b/`), each with what it holds in container order.
 #[derive(Debug, Default)]
-pub(super) struct Dirs {
+pub(crate) struct Dirs {
     map: HashMap<Box<str>, Vec<Item>>,
     /// Members by a hash of their name without a trailing `/`: the first
     /// in container order, or `None` when two names share the hash. A
@@ -77,7 +77,7 @@ fn name_hash(name: &str) -> u64 {
 impl Dirs {
     /// The directories of container `c` (its children's names split at
     /// `/`): one pass over the members.
-    pub(super) fn build(t: &Tree, c: ExtId) -> Dirs {
+    pub(crate) fn build(t: &Tree, c: ExtId) -> Dirs {
         let mut d = Dirs::default();
         d.map.insert("".into(), Vec::new());
         // Where a directory sits in its parent's list, to put its own
@@ -233,7 +233,7 @@ impl Dirs {
     }
 
     /// The name folder listing `item` shows it under.
-    pub(super) fn listed_name(&self, t: &Tree, item: &Item) -> String {
+    pub(crate) fn listed_name(&self, t: &Tree, item: &Item) -> String {
         let given = match item {
             Item::Member(x) => self.member_names.get(x),
             Item::Dir(p) => self.dir_names.get(p),
@@ -246,12 +246,12 @@ impl Dirs {
 
     /// The directory entry that stands for folder `prefix` (ending in
     /// `/`), if the container has one.
-    pub(super) fn dir_member(&self, prefix: &str) -> Option<ExtId> {
+    pub(crate) fn dir_member(&self, prefix: &str) -> Option<ExtId> {
         self.dir_members.get(prefix).copied()
     }
 
     /// Whether some entry is listed under another name than its own.
-    pub(super) fn renames(&self) -> bool {
+    pub(crate) fn renames(&self) -> bool {
         !self.member_names.is_empty() || !self.dir_names.is_empty()
     }
 
@@ -260,7 +260,7 @@ impl Dirs {
     /// names the folders on its way list: `link~1/x` for `link/x` when a
     /// member `link` took `link`. `member` is the member `bare` names, if
     /// it names one.
-    pub(super) fn spell(&self, bare: &str, member: Option<ExtId>) -> String {
+    pub(crate) fn spell(&self, bare: &str, member: Option<ExtId>) -> String {
         let mut out = String::with_capacity(bare.len() + 4);
         let mut start = 0;
         for (i, _) in bare.match_indices('/') {
@@ -286,7 +286,7 @@ impl Dirs {
 
     /// The entry folder `prefix` lists under `name` (see
     /// [`Dirs::listed_name`]).
-    pub(super) fn listed(&self, t: &Tree, prefix: &str, name: &str) -> Option<&Item> {
+    pub(crate) fn listed(&self, t: &Tree, prefix: &str, name: &str) -> Option<&Item> {
         self.items(prefix)?
             .iter()
             .find(|i| self.listed_name(t, i) == name)
@@ -303,7 +303,7 @@ impl Dirs {
     /// The member named `bare` (no trailing `/`): `Ok(None)` if there is
     /// none, `Err(())` if the hash cannot tell (two names share it: look
     /// the slow way).
-    pub(super) fn named(&self, t: &Tree, bare: &str) -> Result<Option<ExtId>, ()> {
+    pub(crate) fn named(&self, t: &Tree, bare: &str) -> Result<Option<ExtId>, ()> {
         match self.by_name.get(&name_hash(bare)) {
             None => Ok(None),
             Some(None) => Err(()),
@@ -319,7 +319,7 @@ impl Dirs {
     }
 
     /// What directory `prefix` holds (`prefix` ends in `/`, or is "").
-    pub(super) fn items(&self, prefix: &str) -> Option<&[Item]> {
+    pub(crate) fn items(&self, prefix: &str) -> Option<&[Item]> {
         self.map.get(prefix).map(Vec::as_slice)
     }
 }
