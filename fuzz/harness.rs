@@ -506,7 +506,16 @@ fn writers(t: &Tree, trace: bool) {
                     valid_json(&out, "pickle --json");
                 }
                 out.clear();
-                report::pickle::text_of(t, id, trace, &mut out).expect("pickle writes");
+                report::pickle::text_of(
+                    t,
+                    id,
+                    report::pickle::ListStyle {
+                        trace,
+                        decimal: trace,
+                    },
+                    &mut out,
+                )
+                .expect("pickle writes");
             }
             Some("safetensors" | "safetensors-index" | "zip" | "onnx") => {
                 out.clear();

@@ -181,6 +181,10 @@ enum Cmd {
         /// memo keys, each cut at 120 characters, with "… N more" for the rest.
         #[arg(long)]
         trace: bool,
+        /// Positions in decimal, as `python -m pickletools` prints them
+        /// (otherwise hex with 0x, as every offset pparse prints).
+        #[arg(long)]
+        decimal: bool,
         /// Exit 3 if loading a pickle would import anything outside the
         /// allowed set (what it would import is listed on stderr).
         #[arg(long)]
@@ -497,13 +501,18 @@ fn run() -> i32 {
             path,
             json,
             trace,
+            decimal,
             check,
-        }) => ml::pickle(&input(file), path.as_deref().unwrap_or(""), json, trace).map(
-            |(status, imports)| {
-                unsafe_imports = check && imports;
-                status
-            },
-        ),
+        }) => ml::pickle(
+            &input(file),
+            path.as_deref().unwrap_or(""),
+            json,
+            pparse::offer::pickle::ListStyle { trace, decimal },
+        )
+        .map(|(status, imports)| {
+            unsafe_imports = check && imports;
+            status
+        }),
         Some(Cmd::Tensors { file, path, json }) => {
             ml::tensors(&input(file), path.as_deref().unwrap_or(""), json)
         }

@@ -6,7 +6,7 @@ use super::common::{Fatal, Input, finish_output, open, report, resolve_final, wa
 use pparse::data::Range;
 use pparse::extraction::Phase;
 use pparse::node::Value;
-use pparse::offer::pickle::Verdict;
+use pparse::offer::pickle::{ListStyle, Verdict};
 use pparse::report::pickle as pickle_report;
 use pparse::status::Status;
 use pparse::view::stepper::pickle_target;
@@ -18,7 +18,7 @@ pub(super) fn pickle(
     input: &Input,
     path: &str,
     json: bool,
-    trace: bool,
+    style: ListStyle,
 ) -> Result<(Status, bool), Fatal> {
     let session = open(input)?;
     let id = resolve_final(&session, path)?;
@@ -54,7 +54,7 @@ pub(super) fn pickle(
         let ranges: Vec<Range> = ranges.iter().map(|r| r.0).collect();
         (offer.list_json)(&*data, &ranges, &mut out)
     } else {
-        (offer.list_text)(&*data, &ranges, trace, &mut out).map(|_| ())
+        (offer.list_text)(&*data, &ranges, style, &mut out).map(|_| ())
     };
     finish_output(r.and_then(|_| out.flush()))?;
     // What loading would import: said on stderr, so stdout stays pickletools'.

@@ -42,9 +42,26 @@ fn json_listing_is_genops() {
 #[test]
 fn text_listing_is_pickletools() {
     for pkl in pickles() {
-        let run = pparse(["pickle".as_ref(), pkl.as_os_str()]);
+        let run = pparse(["pickle".as_ref(), "--decimal".as_ref(), pkl.as_os_str()]);
         assert_eq!(run.code, 0, "{}", pkl.display());
         let got = run.stdout_text();
+        // Without --decimal, positions are hex, as every offset pparse
+        // prints (issue 36): the same listing otherwise.
+        let hex = pparse(["pickle".as_ref(), pkl.as_os_str()]).stdout_text();
+        let as_hex = |line: &str| -> String {
+            match line.split_once(": ") {
+                Some((pos, rest)) if pos.trim().parse::<u64>().is_ok() => {
+                    format!("{:#7x}: {rest}", pos.trim().parse::<u64>().unwrap())
+                }
+                _ => line.to_string(),
+            }
+        };
+        assert_eq!(
+            hex.lines().collect::<Vec<_>>(),
+            got.lines().map(as_hex).collect::<Vec<_>>(),
+            "{}",
+            pkl.display()
+        );
         if let Some(all) = reference(&pkl, "dis_all.txt") {
             // Several pickles: pparse heads each; pickletools.dis, called
             // until the end, prints them one after the other.
@@ -249,7 +266,7 @@ fn damaged_pickles_list_what_pickletools_lists_and_say_why() {
     let refs: Value = serde_json::from_slice(&fixture("pickle/damaged/damaged.json")).unwrap();
     for (name, r) in refs.as_object().unwrap() {
         let path = fixture_path(&format!("pickle/damaged/{name}.pkl"));
-        let text = pparse(["pickle".as_ref(), path.as_os_str()]);
+        let text = pparse(["pickle".as_ref(), "--decimal".as_ref(), path.as_os_str()]);
         let dis = r["dis_stdout"].as_str().unwrap();
         assert!(
             text.stdout_text().starts_with(dis),
@@ -569,9 +586,17 @@ fn trace_of_a_million_nested_lists_is_linear() {
             seen: false,
             tail: Vec::new(),
         };
-        let work = pparse::report::pickle::text_of(&t, 0, true, &mut out)
-            .unwrap()
-            .expect("a pickle");
+        let work = pparse::report::pickle::text_of(
+            &t,
+            0,
+            pparse::report::pickle::ListStyle {
+                trace: true,
+                decimal: false,
+            },
+            &mut out,
+        )
+        .unwrap()
+        .expect("a pickle");
         assert_eq!(work.opcodes, ops, "{name}");
         // An opcode line and three lines of state, then the summary.
         assert_eq!(out.lines, 4 * ops + 1, "{name}");

@@ -21,7 +21,7 @@ pub struct PickleOffer {
     pub list_json: fn(data: &dyn Source, ranges: &[Range], out: &mut dyn Write) -> io::Result<()>,
     /// A listing like `python -m pickletools` of the pickles at `ranges`,
     /// one after the other, with the VM's stack and memo after each opcode
-    /// when `trace`; each range's damage, if any, is said where its
+    /// when `style.trace`; each range's damage, if any, is said where its
     /// listing stops.
     pub list_text: ListText,
     /// Every global that loading the pickle at `range` would import
@@ -39,9 +39,31 @@ pub struct PickleOffer {
 pub type ListText = fn(
     data: &dyn Source,
     ranges: &[(Range, Option<String>)],
-    trace: bool,
+    style: ListStyle,
     out: &mut dyn Write,
 ) -> io::Result<ListingWork>;
+
+/// How a pickle listing is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListStyle {
+    /// The VM's stack and memo after each opcode (`pparse pickle --trace`).
+    pub trace: bool,
+    /// Positions in decimal, as `python -m pickletools` prints them
+    /// (`--decimal`); otherwise in hex with `0x`, as pparse prints every
+    /// offset.
+    pub decimal: bool,
+}
+
+impl ListStyle {
+    /// `pos` as this style writes a position.
+    pub fn pos(&self, pos: u64) -> String {
+        if self.decimal {
+            pos.to_string()
+        } else {
+            format!("{pos:#x}")
+        }
+    }
+}
 
 /// The opcode at `pos` (see [`PickleOffer::opcode`]).
 pub type ReadOpcode =

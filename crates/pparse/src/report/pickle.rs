@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use crate::data::Range;
 use crate::extraction::{ExtId, Extraction, Tree};
-pub use crate::offer::pickle::ListingWork;
 use crate::offer::pickle::PickleOffer;
+pub use crate::offer::pickle::{ListStyle, ListingWork};
 use crate::parsers::format_of;
 use crate::view::stepper;
 
@@ -32,13 +32,13 @@ pub fn json_of(t: &Tree, id: ExtId, out: &mut dyn Write) -> io::Result<bool> {
     Ok(true)
 }
 
-/// `pparse pickle [--trace]` of extraction `id`: the pickletools-like
-/// listing, with the VM's stack and memo after each opcode when `trace`,
-/// and what it took; `Ok(None)` when it holds no pickle.
+/// `pparse pickle [--trace] [--decimal]` of extraction `id`: the
+/// pickletools-like listing written in `style`, and what it took;
+/// `Ok(None)` when it holds no pickle.
 pub fn text_of(
     t: &Tree,
     id: ExtId,
-    trace: bool,
+    style: ListStyle,
     out: &mut dyn Write,
 ) -> io::Result<Option<ListingWork>> {
     let Some(target) = stepper::pickle_target(t, id) else {
@@ -48,7 +48,7 @@ pub fn text_of(
     let Some(o) = offer(e) else {
         return Ok(None);
     };
-    (o.list_text)(&*e.data(), &ranges(e), trace, out).map(Some)
+    (o.list_text)(&*e.data(), &ranges(e), style, out).map(Some)
 }
 
 /// The pickles of an extraction: their ranges and why each one is damaged.

@@ -12,12 +12,12 @@ use super::read::{self, End, VM_LIMIT};
 use super::text;
 use super::vm::Vm;
 use crate::data::{Range, Source};
-use crate::offer::pickle::{ListingWork, OpError, Opcode, PickleOffer, Verdict};
+use crate::offer::pickle::{ListStyle, ListingWork, OpError, Opcode, PickleOffer, Verdict};
 
 /// What pickles offer (see [`PickleOffer`]).
 pub(crate) const OFFER: PickleOffer = PickleOffer {
     list_json: |data, ranges, mut out| list_json(data, ranges, &mut out),
-    list_text: |data, ranges, trace, mut out| list_text(data, ranges, trace, &mut out),
+    list_text: |data, ranges, style, mut out| list_text(data, ranges, style, &mut out),
     imports,
     opcode,
     step: super::step::step,
@@ -154,9 +154,10 @@ const MAX_INDENT: usize = 32;
 fn list_text(
     data: &dyn Source,
     ranges: &[(Range, Option<String>)],
-    trace: bool,
+    style: ListStyle,
     out: &mut impl Write,
 ) -> io::Result<ListingWork> {
+    let trace = style.trace;
     let mut work = ListingWork::default();
     for (i, (r, damage)) in ranges.iter().enumerate() {
         if ranges.len() > 1 {
@@ -176,7 +177,12 @@ fn list_text(
         let end = scan_writing(data, *r, |op: &Op| {
             use std::fmt::Write;
             line.clear();
-            let _ = write!(line, "{:5}: ", op.pos);
+            // pickletools' column, or the same width in hex.
+            let _ = if style.decimal {
+                write!(line, "{:5}: ", op.pos)
+            } else {
+                write!(line, "{:#7x}: ", op.pos)
+            };
             code_repr(op.info.code, &mut line);
             line.push(' ');
             // pickletools indents by open MARKs; past MAX_INDENT the indent
@@ -235,8 +241,10 @@ fn list_text(
             End::Short { .. } | End::Invalid { .. } if damage.is_some() => {
                 writeln!(out, "!!! {}", damage.as_deref().unwrap_or_default())?;
             }
-            End::Short { at, why } => writeln!(out, "!!! pickle cut off at {at}: {why}")?,
-            End::Invalid { at, why } => writeln!(out, "!!! {why} at {at}")?,
+            End::Short { at, why } => {
+                writeln!(out, "!!! pickle cut off at {}: {why}", style.pos(at))?;
+            }
+            End::Invalid { at, why } => writeln!(out, "!!! {why} at {}", style.pos(at))?,
             End::Halted(_) => {}
         }
         work.visited += dis.work + vm.repr_visits();
