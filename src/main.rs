@@ -230,6 +230,19 @@ enum Cmd {
         #[arg(long)]
         stats: bool,
     },
+    /// Run a jq filter over the extraction tree (one compact JSON per line).
+    ///
+    /// `.` is the extraction at PATH (default: FILE itself) as `tree --json`
+    /// writes it, without `children`; `members` is every extraction below
+    /// it, depth first, each made as the filter asks for it, e.g.
+    /// `pparse query FILE 'members | select(.status != "complete") | .path'`.
+    /// jq's language and standard library, by jaq.
+    Query {
+        file: PathBuf,
+        /// The jq filter.
+        filter: String,
+        path: Option<String>,
+    },
     /// Write every leaf extraction below PATH as a file under DIR.
     ///
     /// What pparse can vouch for (intact members, and the recovered part of
@@ -440,7 +453,13 @@ fn run() -> i32 {
     // settings (`Options::fingerprint`).
     let uses_index = matches!(
         cli.cmd,
-        Some(Cmd::Tree { .. } | Cmd::Cat { .. } | Cmd::Extract { .. } | Cmd::Mount { .. })
+        Some(
+            Cmd::Tree { .. }
+                | Cmd::Cat { .. }
+                | Cmd::Extract { .. }
+                | Cmd::Mount { .. }
+                | Cmd::Query { .. }
+        )
     );
     if uses_index && !cli.no_index {
         options.index = match cli.index {
@@ -491,6 +510,9 @@ fn run() -> i32 {
             json,
         }) => nodes(&input(file), path.as_deref().unwrap_or(""), depth, json),
         Some(Cmd::Cat { file, path }) => cat(&input(file), &path),
+        Some(Cmd::Query { file, filter, path }) => {
+            query(&input(file), &filter, path.as_deref().unwrap_or(""))
+        }
         Some(Cmd::Mount {
             file,
             mountpoint,
@@ -673,6 +695,39 @@ fn tree(input: &Input, json: bool, damaged: bool) -> Result<Status, Fatal> {
     };
     finish_output(r.and_then(|_| out.flush()))?;
     Ok(report(&t, &t.subtree(0)))
+}
+
+/// `query`: the filter's outputs, one compact JSON value a line. A filter
+/// that does not compile or fails is an error (exit 2); otherwise the
+/// exit status is 0, whatever the file holds (its status is in the
+/// values).
+fn query(input: &Input, filter: &str, path: &str) -> Result<Status, Fatal> {
+    let q = pparse::report::query::Query::compile(filter)
+        .map_err(|e| Fatal::Error(format!("query: the filter does not compile: {e}")))?;
+    let session = open(input)?;
+    wait(&session, |_| false);
+    let id = resolve_final(&session, path)?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let ran = q.run(&session, id, |line| {
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")
+    });
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(e) => return finish_output(Err(e)).map(|()| Status::Complete),
+    };
+    finish_output(out.flush())?;
+    if let Some(why) = ran.error {
+        // `members` is a stream, not a field of `.`.
+        let hint = if filter.contains(".members") {
+            " (`members` is a stream of the extractions: write `members | …`, not `.members[]`)"
+        } else {
+            ""
+        };
+        return Err(Fatal::Error(format!("query: {why}{hint}")));
+    }
+    Ok(Status::Complete)
 }
 
 /// Levels `nodes` prints at most: each level costs a frame of the writers

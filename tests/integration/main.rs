@@ -27,6 +27,7 @@ mod onnx;
 mod paddle;
 mod pickle;
 mod protobuf;
+mod query;
 mod realworld;
 mod recovery;
 mod remote;

@@ -10,6 +10,7 @@
 mod io_stats;
 pub mod ir;
 pub mod pickle;
+pub mod query;
 pub mod records;
 pub mod tensors;
 pub mod tree;

@@ -296,6 +296,22 @@ fn json_of(t: &Tree, id: ExtId, keep: Option<&[bool]>, out: &mut impl Write) -> 
 
 /// One extraction's object up to the opening of its children.
 fn write_ext_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
+    write_ext_fields(t, id, out)?;
+    write!(out, ",\"children\":[")
+}
+
+/// One extraction as `tree --json` writes it, without its children: what
+/// `pparse query` gives its filters.
+pub fn extraction_json(t: &Tree, id: ExtId) -> String {
+    let mut out = Vec::with_capacity(256);
+    // Writing into memory cannot fail.
+    let _ = write_ext_fields(t, id, &mut out);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// One extraction's fields, after its opening brace.
+fn write_ext_fields(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
     let e = &t.exts[id];
     write!(
         out,
@@ -353,7 +369,7 @@ fn write_ext_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
         }
         write!(out, "]")?;
     }
-    write!(out, ",\"children\":[")
+    Ok(())
 }
 
 /// Nodes as indented lines: name, kind, range, value, status.
