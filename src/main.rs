@@ -451,16 +451,12 @@ fn run() -> i32 {
     // Indexes hold extraction trees, not nodes: the commands that need only
     // the tree use them. The --proto schemas are part of an index's
     // settings (`Options::fingerprint`).
-    let uses_index = matches!(
-        cli.cmd,
-        Some(
-            Cmd::Tree { .. }
-                | Cmd::Cat { .. }
-                | Cmd::Extract { .. }
-                | Cmd::Mount { .. }
-                | Cmd::Query { .. }
-        )
-    );
+    let uses_index = match &cli.cmd {
+        Some(Cmd::Tree { .. } | Cmd::Cat { .. } | Cmd::Extract { .. } | Cmd::Mount { .. }) => true,
+        // An index holds no nodes: a filter that walks them parses.
+        Some(Cmd::Query { filter, .. }) => !filter.contains("nodes"),
+        _ => false,
+    };
     if uses_index && !cli.no_index {
         options.index = match cli.index {
             Some(p) => IndexMode::place(p),

@@ -136,7 +136,7 @@ fn members_are_made_as_the_filter_takes_them() {
             })
             .unwrap();
         assert_eq!(ran.error, None, "{filter}");
-        (ran.members_made, out)
+        (ran.made, out)
     };
     assert_eq!(count("first(members) | .path").0, 1);
     assert_eq!(count("limit(5; members)").0, 5);
@@ -184,4 +184,77 @@ fn a_bad_filter_is_an_error_that_says_where() {
     let run = pparse(["query", f, "error(\"stop\")", "--no-index"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr_text().contains("stop"), "{}", run.stderr_text());
+}
+
+/// `nodes` walks the node tree as `nodes --json` shows it, loading what
+/// the parser left to load on demand and dropping it once walked past: a
+/// walk holds one path, and the tree is as it was after.
+#[test]
+fn nodes_are_walked_loaded_and_dropped_again() {
+    use pparse::node::Children;
+    // A JSON document whose values are loaded on demand.
+    let mut doc = String::from("[");
+    for i in 0..3000 {
+        if i > 0 {
+            doc.push(',');
+        }
+        doc.push_str(&format!(
+            "{{\"id\":{i},\"tags\":[\"a\",\"b\"],\"more\":{{\"x\":[1,2,3]}}}}"
+        ));
+    }
+    doc.push(']');
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("big.json");
+    std::fs::write(&file, &doc).unwrap();
+    let s = pparse::Session::open(&file, pparse::Options::default()).unwrap();
+    s.wait();
+    let unloaded = |s: &pparse::Session| {
+        let t = s.tree();
+        let mut stack: Vec<&pparse::node::Node> = t.exts[0].nodes.iter().collect();
+        let (mut lazy, mut loaded) = (0, 0);
+        while let Some(n) = stack.pop() {
+            match &n.children {
+                Children::Unloaded => lazy += 1,
+                Children::Loaded(c) => {
+                    loaded += c.len();
+                    stack.extend(c.iter());
+                }
+                Children::Leaf => {}
+            }
+        }
+        (lazy, loaded)
+    };
+    let before = unloaded(&s);
+    assert!(before.0 > 0, "no node is loaded on demand: {before:?}");
+    let q = pparse::report::query::Query::compile("[nodes | select(.kind == \"number\")] | length")
+        .unwrap();
+    let mut out = String::new();
+    let ran = q
+        .run(&s, 0, |l| {
+            out = l.to_string();
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(ran.error, None);
+    // 3,000 ids and 9,000 numbers in `x`.
+    assert_eq!(out, "12000");
+    assert!(ran.made > 12000);
+    assert_eq!(unloaded(&s), before, "the walk left nodes loaded");
+    // What the command shows agrees with `nodes --json` read whole.
+    let f = file.to_str().unwrap();
+    let run = pparse(["query", f, "[nodes | select(.depth <= 3) | del(.depth)]"]);
+    let all = pparse(["nodes", f, "--depth", "3", "--json"]);
+    let whole: Value = serde_json::from_slice(&all.stdout).unwrap();
+    let mut want = Vec::new();
+    let mut stack: Vec<&Value> = whole["children"].as_array().unwrap().iter().rev().collect();
+    while let Some(v) = stack.pop() {
+        if let Some(kids) = v["children"].as_array() {
+            stack.extend(kids.iter().rev());
+        }
+        let mut m = v.clone();
+        m.as_object_mut().unwrap().remove("children");
+        m.as_object_mut().unwrap().remove("more");
+        want.push(m);
+    }
+    assert_eq!(lines(&run), vec![Value::Array(want)]);
 }

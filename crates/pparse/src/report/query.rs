@@ -8,7 +8,9 @@
 //! when the filter asks for the next one and dropped once it has passed:
 //! `members | select(.status != "complete") | .path` keeps nothing of the
 //! members it does not print, whatever their number. (jq's own `..` over
-//! `tree --json` needs the whole document in memory first.)
+//! `tree --json` needs the whole document in memory first.) `nodes` is the
+//! node tree of `.`, depth first, as `nodes --json` writes each node
+//! (without children, with its `depth`), loaded as the walk reaches it.
 
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Ctx, DataT, Error, Exn, Vars, data};
@@ -30,7 +32,7 @@ struct Data<'a> {
     lut: &'a jaq_core::Lut<Kind>,
     session: &'a Session,
     top: ExtId,
-    /// Member objects made so far (see [`Ran::members_made`]).
+    /// Member and node objects made so far (see [`Ran::made`]).
     made: std::cell::Cell<u64>,
 }
 
@@ -52,7 +54,16 @@ fn natives() -> impl Iterator<Item = jaq_core::native::Fun<Kind>> {
             let d: &Data = cv.0.data();
             Box::new(Members::new(d))
         });
-    [jaq_core::native::run::<Kind>(members)].into_iter()
+    let nodes: jaq_core::native::Filter<jaq_core::RunPtr<Kind>> =
+        ("nodes", jaq_core::native::v(0), |cv| {
+            let d: &Data = cv.0.data();
+            Box::new(Nodes::new(d))
+        });
+    [
+        jaq_core::native::run::<Kind>(members),
+        jaq_core::native::run::<Kind>(nodes),
+    ]
+    .into_iter()
 }
 
 /// `members`: the extractions below `top`, depth first, one JSON object at
@@ -92,6 +103,84 @@ impl<'a> Iterator for Members<'a> {
             jaq_json::read::parse_single(json.as_bytes())
                 .map_err(|e| Exn::from(Error::str(format!("{e:?}")))),
         )
+    }
+}
+
+/// `nodes`: the node tree of the extraction, depth first, one node at a
+/// time. Children not in memory are loaded when the walk reaches them and
+/// dropped again once it has left them, so a walk holds one path of the
+/// node tree, not the whole of it.
+struct Nodes<'a> {
+    data: &'a Data<'a>,
+    /// Node paths (child indexes from the top-level nodes) to visit, and
+    /// `Leave` marks: past them, what the walk loaded is dropped.
+    stack: Vec<Step>,
+    started: bool,
+}
+
+enum Step {
+    Visit(Vec<usize>),
+    Leave(Vec<usize>),
+}
+
+impl<'a> Nodes<'a> {
+    fn new(data: &'a Data<'a>) -> Self {
+        Nodes {
+            data,
+            stack: Vec::new(),
+            started: false,
+        }
+    }
+}
+
+impl<'a> Iterator for Nodes<'a> {
+    type Item = jaq_core::ValX<'a, Val>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (session, top) = (self.data.session, self.data.top);
+        if !self.started {
+            self.started = true;
+            let n = session.tree().exts.get(top)?.nodes.len();
+            self.stack
+                .extend((0..n).rev().map(|i| Step::Visit(vec![i])));
+        }
+        loop {
+            let path = match self.stack.pop()? {
+                Step::Leave(path) => {
+                    session.unload(top, &path);
+                    continue;
+                }
+                Step::Visit(path) => path,
+            };
+            let unloaded = {
+                let t = session.tree();
+                let node = t.exts[top].nodes[path[0]].descend(&path[1..])?;
+                matches!(node.children, crate::node::Children::Unloaded)
+            };
+            // Loads what the parser left to load on demand; it is dropped
+            // again at `Leave`.
+            if unloaded && session.load(top, &path) {
+                self.stack.push(Step::Leave(path.clone()));
+            }
+            let t = session.tree();
+            let node = t.exts[top].nodes[path[0]].descend(&path[1..])?;
+            let json = super::tree::node_fields_json(node, path.len());
+            let kids = node.loaded_children().len();
+            drop(t);
+            // Nested deeper than any parser makes: not walked further.
+            if path.len() < 4096 {
+                for i in (0..kids).rev() {
+                    let mut p = path.clone();
+                    p.push(i);
+                    self.stack.push(Step::Visit(p));
+                }
+            }
+            self.data.made.set(self.data.made.get() + 1);
+            return Some(
+                jaq_json::read::parse_single(json.as_bytes())
+                    .map_err(|e| Exn::from(Error::str(format!("{e:?}")))),
+            );
+        }
     }
 }
 
@@ -204,7 +293,7 @@ impl Query {
                 }
             }
         }
-        ran.members_made = data.made.get();
+        ran.made = data.made.get();
         Ok(ran)
     }
 }
@@ -214,9 +303,9 @@ impl Query {
 pub struct Ran {
     /// Values the filter output.
     pub outputs: u64,
-    /// Member objects `members` made: only as many as the filter took
-    /// (`first(members)` makes one).
-    pub members_made: u64,
+    /// Objects `members` and `nodes` made: only as many as the filter
+    /// took (`first(members)` makes one).
+    pub made: u64,
     /// The filter's error, where it stopped.
     pub error: Option<String>,
 }

@@ -456,8 +456,38 @@ pub fn nodes_json_close(out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "]}}")
 }
 
+/// One node as `nodes --json` writes it, without its children, and how
+/// deep it is (1: a top-level node): what `pparse query`'s `nodes` gives.
+pub fn node_fields_json(n: &Node, depth: usize) -> String {
+    let mut out = Vec::with_capacity(128);
+    // Writing into memory cannot fail.
+    let _ = write_node_fields(n, &mut out);
+    let _ = write!(out, ",\"depth\":{depth}}}");
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// One node and its loaded children as JSON, `depth` levels.
 pub fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()> {
+    write_node_fields(n, out)?;
+    let kids = n.loaded_children();
+    let more = matches!(n.children, Children::Unloaded) || (depth <= 1 && !kids.is_empty());
+    if more {
+        write!(out, ",\"more\":true")?;
+    }
+    write!(out, ",\"children\":[")?;
+    if depth > 1 {
+        for (i, c) in kids.iter().enumerate() {
+            if i > 0 {
+                write!(out, ",")?;
+            }
+            node_json(c, depth - 1, out)?;
+        }
+    }
+    write!(out, "]}}")
+}
+
+/// A node's own fields, after its opening brace.
+fn write_node_fields(n: &Node, out: &mut impl Write) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":{},\"kind\":{},\"start\":{},\"end\":{}",
@@ -477,19 +507,5 @@ pub fn node_json(n: &Node, depth: usize, out: &mut impl Write) -> io::Result<()>
             json_str(&d.reason)
         )?;
     }
-    let kids = n.loaded_children();
-    let more = matches!(n.children, Children::Unloaded) || (depth <= 1 && !kids.is_empty());
-    if more {
-        write!(out, ",\"more\":true")?;
-    }
-    write!(out, ",\"children\":[")?;
-    if depth > 1 {
-        for (i, c) in kids.iter().enumerate() {
-            if i > 0 {
-                write!(out, ",")?;
-            }
-            node_json(c, depth - 1, out)?;
-        }
-    }
-    write!(out, "]}}")
+    Ok(())
 }
