@@ -1207,3 +1207,39 @@ fn a_missing_tensor_reads_as_dashes() {
         "{screen}"
     );
 }
+
+/// `:` runs a jq filter over the selected extraction, as `pparse query`
+/// does, in the background; its outputs fill a panel, the inspector shows
+/// the selected one whole, and a filter that does not compile says where.
+#[test]
+fn a_query_runs_over_the_selection() {
+    let mut h = Harness::open("nested.tar.gz", fixture("nested.tar.gz"));
+    h.keys(":members | select(.kind == \"dir\") | .path<Enter>");
+    let s = h.screen();
+    assert!(s.contains("Query"), "{s}");
+    assert!(s.contains("\"nested.tar/a/\"") && s.contains("done"), "{s}");
+    // The same lines as the command gives.
+    let panel = match h.app.panel() {
+        pparse_explorer::app::Panel::Query(p) => p.lines().to_vec(),
+        _ => panic!("no query panel"),
+    };
+    let f = fixture_path("nested.tar.gz");
+    let run = pparse([
+        "query",
+        f.to_str().unwrap(),
+        "members | select(.kind == \"dir\") | .path",
+        "--no-index",
+    ]);
+    assert_eq!(
+        panel,
+        run.stdout_text()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    );
+    // `:` offers the last filter again; a broken one is refused with where.
+    h.keys(":");
+    assert!(h.screen().contains("select(.kind"), "{}", h.screen());
+    h.keys("<C-u>members | (<Enter>");
+    assert!(h.screen().contains("does not compile"), "{}", h.screen());
+}

@@ -72,6 +72,7 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
             PromptKind::Goto => "go to offset (0x1f, 4096, +16, -0x10): ",
             PromptKind::Export => "write the tensor as .npy to (a new file): ",
             PromptKind::Save => "save to (a new file; Ctrl-U clears): ",
+            PromptKind::Query => "jq filter (. the selection, members, nodes; Ctrl-U clears): ",
             PromptKind::Search => match app.focus {
                 Pane::Hex => "search bytes (1f 8b) or text: ",
                 _ => "search names and values: ",

@@ -50,6 +50,8 @@ pub enum Action {
     Metrics,
     /// Open a program's diagnostics (`E`).
     Problems,
+    /// Run a jq filter over the selected extraction (`:`).
+    Query,
     /// Go to the op that defines the selected value (`D`).
     Definition,
     /// Go to the next use of the selected value (`u`).
@@ -167,6 +169,11 @@ pub const HELP: &[(&str, Action, &str)] = &[
         "Paddle program: its errors, each with its line and a caret",
     ),
     (
+        ":",
+        Action::Query,
+        "jq filter over the selected extraction, as pparse query (members, nodes)",
+    ),
+    (
         "D",
         Action::Definition,
         "Paddle program: go to the op that defines the selected value",
@@ -238,6 +245,7 @@ pub fn action(k: KeyEvent) -> Option<Action> {
         KeyCode::Char('e') => Action::Export,
         KeyCode::Char('M') => Action::Metrics,
         KeyCode::Char('E') => Action::Problems,
+        KeyCode::Char(':') => Action::Query,
         KeyCode::Char('D') => Action::Definition,
         KeyCode::Char('u') => Action::NextUse,
         KeyCode::Char('U') => Action::PrevUse,
@@ -344,6 +352,7 @@ mod tests {
                 KeyCode::Char('e'),
                 KeyCode::Char('M'),
                 KeyCode::Char('E'),
+                KeyCode::Char(':'),
                 KeyCode::Char('D'),
                 KeyCode::Char('u'),
                 KeyCode::Char('?'),

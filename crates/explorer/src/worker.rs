@@ -45,6 +45,8 @@ pub enum To {
     Metrics,
     /// The diagnostics panel.
     Problems,
+    /// The query panel.
+    Query,
 }
 
 /// What a job made, of the type its part of the explorer reads.

@@ -20,6 +20,7 @@ impl App {
                         PromptKind::Search => self.start_search(text),
                         PromptKind::Export => self.export(&text),
                         PromptKind::Save => self.save(&text),
+                        PromptKind::Query => self.start_query(text),
                     }
                 }
                 KeyCode::Backspace => {
@@ -99,6 +100,7 @@ impl App {
             Action::Tensors => self.toggle_tensors(),
             Action::Metrics => self.toggle_metrics(),
             Action::Problems => self.toggle_problems(),
+            Action::Query => self.prompt(PromptKind::Query, self.last_query.clone()),
             Action::Definition => self.definition(),
             Action::NextUse => self.step_use(true),
             Action::PrevUse => self.step_use(false),

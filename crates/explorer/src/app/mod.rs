@@ -30,6 +30,7 @@ use super::panes::inspector::Inspector;
 use super::panes::metrics::MetricsPanel;
 use super::panes::nodes::NodePane;
 use super::panes::problems::ProblemsPanel;
+use super::panes::query::QueryPanel;
 use super::panes::stepper::Stepper;
 use super::panes::tensors::TensorPanel;
 use super::save::{self, Chosen, SaveEvent, Saving};
@@ -69,6 +70,8 @@ pub enum PromptKind {
     Export,
     /// Where to save the selection (see `App::saving`).
     Save,
+    /// A jq filter to run over the selected extraction.
+    Query,
 }
 
 /// What the Nodes pane shows instead of the node tree.
@@ -85,6 +88,8 @@ pub enum Panel {
     Metrics(Box<MetricsPanel>),
     /// A program's diagnostics (`E`), each with its source line and caret.
     Problems(Box<ProblemsPanel>),
+    /// A jq filter's outputs (`:`).
+    Query(Box<QueryPanel>),
 }
 
 impl Panel {
@@ -95,6 +100,7 @@ impl Panel {
             Panel::Tensors(p) => Some(&**p),
             Panel::Metrics(p) => Some(&**p),
             Panel::Problems(p) => Some(&**p),
+            Panel::Query(p) => Some(&**p),
             Panel::None => None,
         }
     }
@@ -104,6 +110,7 @@ impl Panel {
             Panel::Tensors(p) => Some(&mut **p),
             Panel::Metrics(p) => Some(&mut **p),
             Panel::Problems(p) => Some(&mut **p),
+            Panel::Query(p) => Some(&mut **p),
             Panel::None => None,
         }
     }
@@ -191,6 +198,8 @@ pub struct App {
     to_save: Option<Chosen>,
     /// A save under way.
     pub(super) saving: Option<Saving>,
+    /// The last filter run (`:` offers it again).
+    pub(super) last_query: String,
     /// Text copied and not yet sent to the terminal (OSC 52).
     clipboard: Option<String>,
     drag: Drag,
@@ -235,6 +244,7 @@ impl App {
             help_top: 0,
             to_save: None,
             saving: None,
+            last_query: String::new(),
             clipboard: None,
             drag: Drag::default(),
             metric_budget: pparse::offer::metrics::SERIES_BUDGET,

@@ -99,6 +99,19 @@ impl App {
         }
     }
 
+    /// Runs `filter` over the selected extraction in the query panel.
+    pub(super) fn start_query(&mut self, filter: String) {
+        self.last_query = filter.clone();
+        match QueryPanel::start(&self.session, &self.worker, self.ext(), filter) {
+            Ok(p) => {
+                self.close_panel();
+                self.panel = Panel::Query(Box::new(p));
+                self.focus = Pane::Nodes;
+            }
+            Err(e) => self.say(format!("the filter does not compile: {e}")),
+        }
+    }
+
     /// Opens the diagnostics of the selected program text, or closes them.
     pub(super) fn toggle_problems(&mut self) {
         if matches!(self.panel, Panel::Problems(_)) {

@@ -42,7 +42,7 @@ impl App {
                 }
                 Err(p) => p,
             },
-            To::Stepper | To::Tensors | To::Metrics | To::Problems => {
+            To::Stepper | To::Tensors | To::Metrics | To::Problems | To::Query => {
                 let cx = cx!(self, Pane::Nodes);
                 // A panel closed (or replaced) since: its late results
                 // have nobody to go to, as it asked.

@@ -8,5 +8,6 @@ pub mod inspector;
 pub mod metrics;
 pub mod nodes;
 pub mod problems;
+pub mod query;
 pub mod stepper;
 pub mod tensors;
