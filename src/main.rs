@@ -701,8 +701,14 @@ fn query(input: &Input, filter: &str, path: &str) -> Result<Status, Fatal> {
     let q = pparse::report::query::Query::compile(filter)
         .map_err(|e| Fatal::Error(format!("query: the filter does not compile: {e}")))?;
     let session = open(input)?;
-    wait(&session, |_| false);
-    let id = resolve_final(&session, path)?;
+    // A session read from an index is over at once, and its members are
+    // read from the index's records: its tree is not built for them.
+    let id = if session.is_finished() && path.is_empty() {
+        0
+    } else {
+        wait(&session, |_| false);
+        resolve_final(&session, path)?
+    };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let ran = q.run(&session, id, |line| {

@@ -81,6 +81,14 @@ fn a_query_sees_what_tree_json_shows() {
         assert_eq!(lines(&run), vec![root], "{f}");
         let run = pparse(["query", f, "members", "--no-index"]);
         assert_eq!(lines(&run), members_of(&doc), "{f}");
+        // Through an index (the second run reads the members from its
+        // records, without a tree): the same.
+        let index = tmp.path().join("q.pidx");
+        let _ = std::fs::remove_file(&index);
+        for _ in 0..2 {
+            let idx = pparse(["query", f, "members", "--index", index.to_str().unwrap()]);
+            assert_eq!(idx.stdout, run.stdout, "{f}: {}", idx.stderr_text());
+        }
         let damaged = "members | select(.status != \"complete\") | .path";
         let run = pparse(["query", f, damaged, "--no-index"]);
         let want: Vec<Value> = members_of(&doc)
@@ -152,6 +160,31 @@ fn members_are_made_as_the_filter_takes_them() {
     })
     .unwrap();
     assert_eq!(got, (n - 1).to_string());
+    // Opened from an index, `members` reads the index's records: the tree
+    // is never built, and the members are the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = pparse::Options {
+        index: pparse::parsers::IndexMode::At(tmp.path().join("i.pidx")),
+        ..pparse::Options::default()
+    };
+    let file = fixture_path("many-gnu.tar.gz");
+    pparse::Session::open(&file, opts.clone()).unwrap().wait();
+    let r = pparse::Session::open(&file, opts).unwrap();
+    assert!(r.from_index() && !r.tree_is_built());
+    let q = pparse::report::query::Query::compile("[members | .path]").unwrap();
+    let (mut a, mut b) = (String::new(), String::new());
+    q.run(&r, 0, |l| {
+        a = l.to_string();
+        Ok(())
+    })
+    .unwrap();
+    assert!(!r.tree_is_built(), "the query built the tree");
+    q.run(&s, 0, |l| {
+        b = l.to_string();
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(a, b);
 }
 
 /// A filter that does not compile says where (exit 2); one that fails

@@ -12,8 +12,9 @@
 //! records, with the same checks.
 //!
 //! ```text
-//! head     n, slots, names length, extras length   (u64 each)
+//! head     n, slots, names length, extras length, children (u64 each)
 //! records  n × 80 bytes, by ExtId (see `Rec`)
+//! kids     every extraction's children, in order, as u32 ExtIds
 //! table    slots × u32: ExtId + 1 of a member, by the hash of its parent
 //!          and its name in PATH form without a trailing `/` (0: empty);
 //!          open addressing, linear probing
@@ -51,7 +52,7 @@ const STATUSES: [crate::status::Status; 4] = [
 /// Bytes of one record.
 pub(super) const REC: usize = 80;
 /// Bytes of the head.
-const HEAD: usize = 32;
+const HEAD: usize = 40;
 /// `parent` of the root.
 const NO_PARENT: u32 = u32::MAX;
 /// `extra` of an extraction without extras.
@@ -172,6 +173,9 @@ pub(super) fn write<W: Write>(
         blob.opt(p.total)?;
     }
     out.u64(extras.len() as u64)?;
+    let kids_len: usize = tree.exts.iter().map(|e| e.children.len()).sum();
+    out.u64(kids_len as u64)?;
+    let mut kids_at = 0u32;
     let mut next_extra = extra_offs.iter().peekable();
     for (e, &src) in tree.exts.iter().zip(ext_src) {
         let mut r = [0u8; REC];
@@ -228,6 +232,8 @@ pub(super) fn write<W: Write>(
         if e.phase == Phase::Leaf {
             flags |= LEAF;
         }
+        put32(&mut r, 76, kids_at);
+        kids_at += e.children.len() as u32;
         r[72] = kind_tag(&e.kind).0;
         r[73] = match e.form {
             Form::Own => 0,
@@ -247,6 +253,11 @@ pub(super) fn write<W: Write>(
             },
         };
         out.raw(&r)?;
+    }
+    for e in &tree.exts {
+        for &c in &e.children {
+            out.u32(c as u32)?;
+        }
     }
     for &slot in &table {
         out.u32(slot)?;
@@ -324,6 +335,8 @@ pub struct Catalog {
     file_at: u64,
     n: usize,
     slots: usize,
+    kids_at: usize,
+    kids_len: usize,
     table_at: usize,
     names_at: usize,
     extras_at: usize,
@@ -363,11 +376,13 @@ impl Catalog {
             .ok_or_else(|| Invalid("has a catalog past its end".into()))?;
         let mut h = In::new(sec);
         let (n, slots, names_len, extras_len) = (h.u64()?, h.u64()?, h.u64()?, h.u64()?);
+        let kids_len = h.u64()?;
         let bad = || Invalid("has a catalog whose parts do not add up".into());
         let size = |x: u64, k: u64| x.checked_mul(k).ok_or_else(bad);
         let total = [
             HEAD as u64,
             size(n, REC as u64)?,
+            size(kids_len, 4)?,
             size(slots, 4)?,
             names_len,
             extras_len,
@@ -379,7 +394,8 @@ impl Catalog {
             return Err(bad());
         }
         let (n, slots) = (n as usize, slots as usize);
-        let table_at = at + HEAD + n * REC;
+        let kids_at = at + HEAD + n * REC;
+        let table_at = kids_at + kids_len as usize * 4;
         let names_at = table_at + slots * 4;
         let extras_at = names_at + names_len as usize;
         Ok(Catalog {
@@ -388,6 +404,8 @@ impl Catalog {
             file_at,
             n,
             slots,
+            kids_at,
+            kids_len: kids_len as usize,
             table_at,
             names_at,
             extras_at,
@@ -756,6 +774,23 @@ impl Catalog {
         } else {
             0
         }
+    }
+
+    /// The children of `id`, in container order: those of the kids array
+    /// that name `id` as their parent (a forged array names others, which
+    /// are left out).
+    pub(crate) fn children_of(&self, id: ExtId) -> Vec<ExtId> {
+        if id >= self.n {
+            return Vec::new();
+        }
+        let r = self.at + HEAD + id * REC;
+        let start = self.u32_at(r + 76) as usize;
+        let count = self.rec(id).kids as usize;
+        let end = start.saturating_add(count).min(self.kids_len);
+        (start.min(end)..end)
+            .map(|k| self.u32_at(self.kids_at + k * 4) as usize)
+            .filter(|&c| c < self.n && c > id && self.rec(c).parent == Some(id))
+            .collect()
     }
 
     /// Whether `id`'s folders list an entry under a name of its own (see

@@ -82,12 +82,53 @@ impl<'a> Members<'a> {
             started: false,
         }
     }
+
+    /// The next member read from the records of the index the session
+    /// was opened from, without its tree: a query over an indexed archive
+    /// of any size holds one member and the walk's stack.
+    fn next_cataloged(&mut self, cat: &crate::index::Catalog) -> Option<String> {
+        if !self.started {
+            self.started = true;
+            self.stack
+                .extend(cat.children_of(self.data.top).into_iter().rev());
+        }
+        let id = self.stack.pop()?;
+        self.stack.extend(cat.children_of(id).into_iter().rev());
+        let chain = cat.chain(id).ok()?;
+        let path = chain_path(&chain);
+        Some(super::tree::extraction_json_of(chain.last()?, &path))
+    }
+}
+
+/// The PATH of the last of `chain`, an extraction and its ancestors from
+/// the root down.
+fn chain_path(chain: &[crate::extraction::Extraction]) -> String {
+    chain
+        .iter()
+        .skip(1)
+        .map(|e| e.display_name())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The session's catalog, when the filter can read members from it (the
+/// tree was not built: reading it would build it).
+fn catalog_only(session: &Session) -> Option<&crate::index::Catalog> {
+    session.catalog().filter(|_| !session.tree_is_built())
 }
 
 impl<'a> Iterator for Members<'a> {
     type Item = jaq_core::ValX<'a, Val>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(cat) = catalog_only(self.data.session) {
+            let json = self.next_cataloged(cat)?;
+            self.data.made.set(self.data.made.get() + 1);
+            return Some(
+                jaq_json::read::parse_single(json.as_bytes())
+                    .map_err(|e| Exn::from(Error::str(format!("{e:?}")))),
+            );
+        }
         let t = self.data.session.tree();
         if !self.started {
             self.started = true;
@@ -256,13 +297,24 @@ impl Query {
         mut each: impl FnMut(&str) -> std::io::Result<()>,
     ) -> std::io::Result<Ran> {
         let mut ran = Ran::default();
-        let input = {
-            let t = session.tree();
-            if t.exts.get(id).is_none() {
-                ran.error = Some(format!("no extraction {id}"));
-                return Ok(ran);
+        let input = match catalog_only(session) {
+            Some(cat) => cat.chain(id).ok().and_then(|chain| {
+                Some(super::tree::extraction_json_of(
+                    chain.last()?,
+                    &chain_path(&chain),
+                ))
+            }),
+            None => {
+                let t = session.tree();
+                t.exts
+                    .get(id)
+                    .is_some()
+                    .then(|| super::tree::extraction_json(&t, id))
             }
-            super::tree::extraction_json(&t, id)
+        };
+        let Some(input) = input else {
+            ran.error = Some(format!("no extraction {id}"));
+            return Ok(ran);
         };
         let input = match jaq_json::read::parse_single(input.as_bytes()) {
             Ok(v) => v,

@@ -303,21 +303,30 @@ fn write_ext_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
 /// One extraction as `tree --json` writes it, without its children: what
 /// `pparse query` gives its filters.
 pub fn extraction_json(t: &Tree, id: ExtId) -> String {
+    extraction_json_of(&t.exts[id], &t.path_of(id))
+}
+
+/// [`extraction_json`] of `e`, whose PATH is `path`.
+pub(crate) fn extraction_json_of(e: &Extraction, path: &str) -> String {
     let mut out = Vec::with_capacity(256);
     // Writing into memory cannot fail.
-    let _ = write_ext_fields(t, id, &mut out);
+    let _ = write_ext_fields_of(e, path, &mut out);
     out.push(b'}');
     String::from_utf8(out).unwrap_or_default()
 }
 
 /// One extraction's fields, after its opening brace.
 fn write_ext_fields(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<()> {
-    let e = &t.exts[id];
+    write_ext_fields_of(&t.exts[id], &t.path_of(id), out)
+}
+
+/// [`write_ext_fields`] of `e`, whose PATH is `path`.
+fn write_ext_fields_of(e: &Extraction, path: &str, out: &mut impl Write) -> io::Result<()> {
     write!(
         out,
         "{{\"name\":{},\"path\":{},\"parser\":{},\"kind\":{},\"size\":{},\"status\":\"{}\"",
         json_str(&e.display_name()),
-        json_str(&t.path_of(id)),
+        json_str(path),
         e.parser.map_or("null".to_string(), json_str),
         json_str(e.kind.as_str()),
         json_u64(e.size()),
