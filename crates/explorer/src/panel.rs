@@ -254,6 +254,20 @@ pub fn scroll_to(offset: &mut usize, i: usize, page: usize) {
     }
 }
 
+/// The item a click `y` rows into a list lands on, when the list shows
+/// `page` items of `per` rows each from [`first_row`]; `None` past its end.
+pub fn clicked_item(
+    offset: usize,
+    selected: usize,
+    len: usize,
+    page: usize,
+    y: u16,
+    per: usize,
+) -> Option<usize> {
+    let i = first_row(offset, selected, len, page) + y as usize / per.max(1);
+    (i < len).then_some(i)
+}
+
 /// The first row drawn of a list of `len` rows in `rows` rows: `offset`,
 /// unless that leaves the end short or `selected` out of view (after a
 /// resize).

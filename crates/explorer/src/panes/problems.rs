@@ -126,12 +126,9 @@ impl Component for ProblemsPanel {
     fn click(&mut self, at: Position, cx: &Cx) -> Reply {
         let len = self.problems.as_ref().map_or(0, Vec::len);
         let page = (cx.rows / ROWS).max(1);
-        let top = panel::first_row(self.offset, self.selected, len, page);
-        let i = top + at.y as usize / ROWS;
-        if i < len {
-            self.select(i, cx.rows)
-        } else {
-            Reply::default()
+        match panel::clicked_item(self.offset, self.selected, len, page, at.y, ROWS) {
+            Some(i) => self.select(i, cx.rows),
+            None => Reply::default(),
         }
     }
 

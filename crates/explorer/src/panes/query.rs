@@ -139,13 +139,9 @@ impl Component for QueryPanel {
 
     fn click(&mut self, at: Position, cx: &Cx) -> Reply {
         let len = self.lines.len();
-        let page = cx.rows.max(1);
-        let top = panel::first_row(self.offset, self.selected, len, page);
-        let i = top + at.y as usize;
-        if i < len {
-            self.select(i, cx.rows)
-        } else {
-            Reply::default()
+        match panel::clicked_item(self.offset, self.selected, len, cx.rows.max(1), at.y, 1) {
+            Some(i) => self.select(i, cx.rows),
+            None => Reply::default(),
         }
     }
 
