@@ -179,6 +179,15 @@ fn members_are_made_as_the_filter_takes_them() {
     })
     .unwrap();
     assert!(!r.tree_is_built(), "the query built the tree");
+    // An index holds no nodes: `nodes` says so rather than being empty.
+    let q_nodes = pparse::report::query::Query::compile("[nodes] | length").unwrap();
+    let ran = q_nodes.run(&r, 0, |_| Ok(())).unwrap();
+    assert!(
+        ran.error
+            .as_deref()
+            .is_some_and(|e| e.contains("holds no nodes")),
+        "{ran:?}"
+    );
     q.run(&s, 0, |l| {
         b = l.to_string();
         Ok(())

@@ -181,6 +181,13 @@ impl<'a> Iterator for Nodes<'a> {
         let (session, top) = (self.data.session, self.data.top);
         if !self.started {
             self.started = true;
+            // A tree read back from an index holds no nodes: an empty
+            // stream would say the extraction has none.
+            if session.from_index() {
+                return Some(Err(Exn::from(Error::str(
+                    "nodes: this session was read from an index, which holds no nodes; open the file without one",
+                ))));
+            }
             let n = session.tree().exts.get(top)?.nodes.len();
             self.stack
                 .extend((0..n).rev().map(|i| Step::Visit(vec![i])));
