@@ -98,6 +98,10 @@ struct Cli {
     /// chrome://tracing open it).
     #[arg(long, global = true, value_name = "FILE")]
     trace_io: Option<PathBuf>,
+    /// Threads that decode one large gzip or deflate stream (default: the
+    /// cores available; 1 decodes on one thread).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 /// `--depth`: a count of levels. Negative numbers reach this parser (not
@@ -432,6 +436,9 @@ fn run() -> i32 {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
+    if let Some(n) = cli.threads {
+        pparse::data::inflate::parallel::set_threads(n as usize);
+    }
     let mut options = Options::default();
     for p in &cli.proto {
         if let Err(e) = options.schemas.add_proto_file(p) {

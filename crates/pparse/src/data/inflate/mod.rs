@@ -16,6 +16,8 @@
 //! So a 600 GB decoded stream costs a few MB of checkpoint table in RAM, a few
 //! GB of windows on disk, and the cache budget.
 
+mod marked;
+pub mod parallel;
 pub mod resync;
 mod windows;
 pub(crate) use windows::forget_in_child as windows_forget_in_child;
@@ -694,7 +696,41 @@ pub struct Inflater {
     rec: Option<Box<resync::Recover>>,
     /// Unknown output ranges found and not yet taken.
     unknown: Vec<(u64, u64)>,
+    /// Workers decoding pieces ahead (see [`parallel`]), once started.
+    ahead: Option<Box<parallel::Ahead>>,
+    /// Whether starting them was considered (at the first run).
+    ahead_tried: bool,
+    /// How to decode ahead: `None` for [`parallel::Plan::default_now`].
+    plan: Option<parallel::Plan>,
+    /// A piece taken from them and being appended.
+    taken: Option<Taken>,
 }
+
+/// A piece from the workers, being appended at a run's pace.
+struct Taken {
+    piece: Box<parallel::Piece>,
+    /// The 32 KiB of output before the piece.
+    before: Vec<u8>,
+    /// Bytes of it appended.
+    pos: usize,
+    /// Its block ends passed.
+    blocks: usize,
+}
+
+impl Taken {
+    /// The 32 KiB of output before the piece's byte `at`.
+    fn window_at(&self, at: usize) -> Vec<u8> {
+        let bytes = &self.piece.bytes[..at];
+        let from_bytes = bytes.len().min(WINDOW_LEN);
+        let mut w = Vec::with_capacity(WINDOW_LEN);
+        let from_before = (WINDOW_LEN - from_bytes).min(self.before.len());
+        w.extend_from_slice(&self.before[self.before.len() - from_before..]);
+        w.extend_from_slice(&bytes[bytes.len() - from_bytes..]);
+        w
+    }
+}
+
+const WINDOW_LEN: usize = zlib::WINDOW;
 
 /// Where decoding at input bit `bit` starts: the input byte, and the bits
 /// of the byte before it that are still to be read (a checkpoint's form).
@@ -748,6 +784,10 @@ impl Inflater {
             block_starts: std::collections::VecDeque::from([0]),
             rec: None,
             unknown: Vec::new(),
+            ahead: None,
+            ahead_tried: false,
+            plan: None,
+            taken: None,
         }
     }
 
@@ -792,6 +832,19 @@ impl Inflater {
         self.limit = Some(limit);
     }
 
+    /// Decodes ahead on `plan.threads` threads (see [`parallel`]) rather
+    /// than as `--threads` says; before the first run.
+    pub fn set_plan(&mut self, plan: parallel::Plan) {
+        self.plan = Some(plan);
+    }
+
+    /// Pieces decoded ahead that were taken, and those decoded here
+    /// instead (their start was no block start the decoding here reached,
+    /// or they did not decode): what tests check the parallel path by.
+    pub fn pieces(&self) -> (u64, u64) {
+        self.ahead.as_ref().map_or((0, 0), |a| (a.taken, a.passed))
+    }
+
     /// The stream it appends to.
     pub fn source(&self) -> &Arc<InflateSource> {
         &self.src
@@ -833,10 +886,30 @@ impl Inflater {
             }
         }
         let input = self.src.input.clone();
+        if !std::mem::replace(&mut self.ahead_tried, true) && self.limit.is_none() {
+            let plan = self.plan.unwrap_or_else(parallel::Plan::default_now);
+            self.ahead = parallel::Ahead::start(&input, self.inbuf.pos, plan).map(Box::new);
+        }
         let mut made = 0u64;
         loop {
             if made >= budget {
                 return InflateEvent::Progress;
+            }
+            if self.taken.is_some() {
+                match self.append_taken(budget - made) {
+                    (_, Some(event)) => {
+                        if !matches!(event, InflateEvent::Progress)
+                            && let Some(a) = &self.ahead
+                        {
+                            a.stop();
+                        }
+                        return event;
+                    }
+                    (n, None) => {
+                        made += n;
+                        continue;
+                    }
+                }
             }
             if let Err(e) = self.inbuf.refill(&*input) {
                 return InflateEvent::Error {
@@ -901,6 +974,28 @@ impl Inflater {
                 if self.produced - self.last_point >= self.src.span && s.code == Code::Ok {
                     self.checkpoint();
                 }
+                if let Some(ahead) = &mut self.ahead {
+                    let bit = self.inbuf.pos * 8 - (self.z.data_type() & 7) as u64;
+                    if let Some(piece) = ahead.at_boundary(bit) {
+                        let mut before = Vec::new();
+                        self.z.dictionary(&mut before);
+                        let mut piece = piece;
+                        if piece.resolve(&before) {
+                            self.taken = Some(Taken {
+                                piece,
+                                before,
+                                pos: 0,
+                                blocks: 0,
+                            });
+                            continue;
+                        }
+                    }
+                }
+            }
+            if !matches!(s.code, Code::Ok | Code::BufError)
+                && let Some(a) = &self.ahead
+            {
+                a.stop();
             }
             if self.inbuf.pos - self.released >= 16 << 20 {
                 input.release(self.released, self.inbuf.pos);
@@ -1003,21 +1098,12 @@ impl Inflater {
                         self.point_at(input, bits);
                     }
                     if clean {
-                        self.z = RawInflate::new();
-                        if bits > 0 {
-                            let mut b = [0u8; 1];
-                            let ok =
-                                super::source::read_exact_at(&*self.src.input, input - 1, &mut b);
-                            if !matches!(ok, Ok(true)) {
-                                return Some(InflateEvent::Error {
-                                    at: input,
-                                    message: "input unreadable at the resync point".into(),
-                                });
-                            }
-                            self.z.prime(bits, b[0] >> (8 - bits));
+                        let window = std::mem::take(&mut self.window);
+                        let resumed = self.resume_at(input, bits, &window);
+                        self.window = window;
+                        if let Err(e) = resumed {
+                            return Some(e);
                         }
-                        self.z.set_dictionary(&self.window);
-                        self.inbuf.reset(input);
                         self.released = self.released.min(input);
                         self.rec = None;
                         return None;
@@ -1043,6 +1129,101 @@ impl Inflater {
                 }
             }
         }
+    }
+
+    /// Appends up to `budget` bytes of the piece taken from the workers,
+    /// passing its block ends as decoding them here would (checkpoints
+    /// where they are due), and at its end resumes zlib after it. Returns
+    /// the bytes appended, and an event if the run ends with one.
+    fn append_taken(&mut self, budget: u64) -> (u64, Option<InflateEvent>) {
+        let Some(mut t) = self.taken.take() else {
+            return (0, None);
+        };
+        let mut made = 0u64;
+        loop {
+            // Block ends at this offset.
+            while let Some(&(at, bit)) = t.piece.blocks.get(t.blocks)
+                && at == t.pos
+            {
+                t.blocks += 1;
+                if self.block_starts.len() == BLOCK_RING {
+                    self.block_starts.pop_front();
+                }
+                self.block_starts.push_back(self.produced);
+                if self.produced - self.last_point >= self.src.span {
+                    self.window = t.window_at(t.pos);
+                    let (input, bits) = split_bit(bit);
+                    self.point_at(input, bits);
+                }
+            }
+            let len = t.piece.bytes.len();
+            if t.pos == len {
+                break;
+            }
+            if made >= budget {
+                self.taken = Some(t);
+                return (made, Some(InflateEvent::Progress));
+            }
+            let next = t.piece.blocks.get(t.blocks).map_or(len, |b| b.0);
+            let to = next.min(t.pos + OUT_BUF);
+            let bytes = &t.piece.bytes[t.pos..to];
+            self.crc.update(bytes);
+            self.src.append(bytes);
+            self.produced += bytes.len() as u64;
+            made += bytes.len() as u64;
+            t.pos = to;
+        }
+        let end = t.piece.end;
+        let ended = t.piece.ended;
+        let window = t.window_at(t.piece.bytes.len());
+        if let Some(a) = &self.ahead {
+            a.recycle(*t.piece);
+        }
+        if ended {
+            self.inbuf.reset(end);
+            return (made, Some(InflateEvent::End { in_end: end }));
+        }
+        let (input, bits) = split_bit(end);
+        // The next piece may start right here.
+        if let Some(mut piece) = self.ahead.as_mut().and_then(|a| a.at_boundary(end))
+            && piece.resolve(&window)
+        {
+            self.taken = Some(Taken {
+                piece,
+                before: window,
+                pos: 0,
+                blocks: 0,
+            });
+            return (made, None);
+        }
+        if let Err(e) = self.resume_at(input, bits, &window) {
+            return (made, Some(e));
+        }
+        if input - self.released >= 16 << 20 {
+            self.src.input.release(self.released, input);
+            self.released = input;
+        }
+        (made, None)
+    }
+
+    /// Makes zlib decode on from a block start (`input` and the bits of
+    /// the byte before it still to read), with `window` before it.
+    fn resume_at(&mut self, input: u64, bits: u8, window: &[u8]) -> Result<(), InflateEvent> {
+        self.z = RawInflate::new();
+        if bits > 0 {
+            let mut b = [0u8; 1];
+            let ok = super::source::read_exact_at(&*self.src.input, input - 1, &mut b);
+            if !matches!(ok, Ok(true)) {
+                return Err(InflateEvent::Error {
+                    at: input,
+                    message: "input unreadable at the resync point".into(),
+                });
+            }
+            self.z.prime(bits, b[0] >> (8 - bits));
+        }
+        self.z.set_dictionary(window);
+        self.inbuf.reset(input);
+        Ok(())
     }
 
     /// The decoder needs bytes it does not have: `None` if more input has

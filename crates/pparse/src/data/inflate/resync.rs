@@ -33,27 +33,27 @@ const UNKNOWN: u16 = 0x100;
 /// Input read at once.
 const IN_CHUNK: usize = 256 * 1024;
 /// Bits one length/distance pair can take at most (15+5+15+13).
-const MAX_SYMBOL_BITS: u64 = 48;
+pub(super) const MAX_SYMBOL_BITS: u64 = 48;
 /// Bytes a block header can take at most (a dynamic one: 3+14+57 bits and
 /// 316 code lengths of up to 14 bits each).
-const MAX_HEADER_BYTES: usize = 600;
+pub(super) const MAX_HEADER_BYTES: usize = 600;
 /// Unknown runs closer than this are reported as one.
 const MERGE_GAP: u64 = 64;
 /// Most unknown runs kept apart; past it, runs merge into one.
 const MAX_RUNS: usize = 4096;
 
-const LEN_BASE: [u16; 29] = [
+pub(super) const LEN_BASE: [u16; 29] = [
     3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
     163, 195, 227, 258,
 ];
-const LEN_EXTRA: [u8; 29] = [
+pub(super) const LEN_EXTRA: [u8; 29] = [
     0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
 ];
-const DIST_BASE: [u16; 30] = [
+pub(super) const DIST_BASE: [u16; 30] = [
     1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
     2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
 ];
-const DIST_EXTRA: [u8; 30] = [
+pub(super) const DIST_EXTRA: [u8; 30] = [
     0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
     13,
 ];
@@ -65,16 +65,16 @@ const CL_ORDER: [usize; 19] = [
 /// Bits of a byte slice, least significant first, from a bit offset.
 /// Reads past the end give zeros and set `over`, so a caller that may be
 /// at the true end of its input checks `over` before it uses a symbol.
-struct Bits<'a> {
+pub(super) struct Bits<'a> {
     b: &'a [u8],
     next: usize,
-    acc: u64,
-    n: u32,
-    over: bool,
+    pub(super) acc: u64,
+    pub(super) n: u32,
+    pub(super) over: bool,
 }
 
 impl<'a> Bits<'a> {
-    fn new(b: &'a [u8], bit: u64) -> Bits<'a> {
+    pub(super) fn new(b: &'a [u8], bit: u64) -> Bits<'a> {
         let mut r = Bits {
             b,
             next: (bit / 8) as usize,
@@ -86,7 +86,17 @@ impl<'a> Bits<'a> {
         r
     }
     #[inline]
-    fn refill(&mut self) {
+    pub(super) fn refill(&mut self) {
+        // Eight bytes at once where there are eight: the bytes past what
+        // `n` counts land where the next refill puts them again.
+        if let Some(w) = self.b.get(self.next..self.next + 8) {
+            let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            self.acc |= w << self.n;
+            let k = (63 - self.n) / 8;
+            self.next += k as usize;
+            self.n += k * 8;
+            return;
+        }
         while self.n <= 56 {
             match self.b.get(self.next) {
                 Some(&x) => {
@@ -106,7 +116,7 @@ impl<'a> Bits<'a> {
         (self.acc & ((1u64 << k) - 1)) as u32
     }
     #[inline]
-    fn consume(&mut self, k: u32) {
+    pub(super) fn consume(&mut self, k: u32) {
         if self.n < k {
             self.refill();
         }
@@ -120,17 +130,17 @@ impl<'a> Bits<'a> {
         self.n -= k;
     }
     #[inline]
-    fn take(&mut self, k: u32) -> u32 {
+    pub(super) fn take(&mut self, k: u32) -> u32 {
         let v = self.peek(k);
         self.consume(k);
         v
     }
     /// Bit offset in the slice of the next unread bit.
-    fn pos(&self) -> u64 {
+    pub(super) fn pos(&self) -> u64 {
         self.next as u64 * 8 - self.n as u64
     }
     /// Bits left in the slice.
-    fn left(&self) -> u64 {
+    pub(super) fn left(&self) -> u64 {
         self.b.len().saturating_sub(self.next) as u64 * 8 + self.n as u64
     }
 }
@@ -138,9 +148,9 @@ impl<'a> Bits<'a> {
 /// A canonical Huffman code as a lookup table indexed by the next
 /// `bits` input bits; an entry is `symbol | length << 9`, length 0 for a
 /// bit pattern no code starts with (incomplete codes).
-struct Huff {
-    table: Vec<u16>,
-    bits: u32,
+pub(super) struct Huff {
+    pub(super) table: Vec<u16>,
+    pub(super) bits: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -208,7 +218,7 @@ impl Huff {
 
     /// The next symbol, or `None` for a pattern that is no code.
     #[inline]
-    fn decode(&self, r: &mut Bits) -> Option<u16> {
+    pub(super) fn decode(&self, r: &mut Bits) -> Option<u16> {
         let e = self.table[r.peek(self.bits) as usize];
         let len = (e >> 9) as u32;
         if len == 0 {
@@ -219,7 +229,7 @@ impl Huff {
     }
 }
 
-fn fixed() -> &'static (Huff, Huff) {
+pub(super) fn fixed() -> &'static (Huff, Huff) {
     static FIXED: OnceLock<(Huff, Huff)> = OnceLock::new();
     FIXED.get_or_init(|| {
         let mut l = [0u8; 288];
@@ -233,7 +243,7 @@ fn fixed() -> &'static (Huff, Huff) {
 
 /// Reads a dynamic block's header after its 3 type bits: the two codes,
 /// or why they are invalid (zlib's words).
-fn dynamic_header(r: &mut Bits) -> Result<(Huff, Huff), &'static str> {
+pub(super) fn dynamic_header(r: &mut Bits) -> Result<(Huff, Huff), &'static str> {
     let hlit = r.take(5) as usize + 257;
     let hdist = r.take(5) as usize + 1;
     let hclen = r.take(4) as usize + 4;
@@ -932,7 +942,7 @@ pub fn find_block(
             });
         }
         while rel < lim {
-            if let Some(at) = candidate(b, base * 8, rel, &mut memo) {
+            if let Some(at) = candidate(b, base * 8, rel, &mut memo, true) {
                 let at = base * 8 + at;
                 let scanned = (base * 8 + rel).saturating_sub(from);
                 let allowed = scanned
@@ -965,12 +975,55 @@ pub fn find_block(
     })
 }
 
+/// The first input bit in `[from, end)` (bits) where a dynamic-Huffman or
+/// stored block may start by the cheap checks alone: no trial decode, for
+/// a caller that decodes from there anyway and tries the next one when
+/// that fails (see `parallel`). Fixed-Huffman blocks are passed over: a
+/// decoder without the window cannot tell whether it is in step with
+/// their symbols (see [`fixed_sync`]), and they are most of the finder's
+/// work on bytes where no block starts. The input must be final.
+pub(super) fn next_candidate(input: &Data, from: u64, end: u64) -> io::Result<Option<u64>> {
+    let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
+    let mut memo = FixedMemo::new();
+    let mut bit = from;
+    let len = input.available();
+    while bit < end {
+        let base = bit / 8;
+        if base >= len {
+            return Ok(None);
+        }
+        let got = input.read_at(base, &mut buf)?;
+        let b = &buf[..got];
+        let last = base + got as u64 >= len;
+        let lim = if last {
+            got
+        } else {
+            got.saturating_sub(MAX_HEADER_BYTES)
+        } as u64
+            * 8;
+        let lim = lim.min(end - base * 8);
+        let mut rel = bit - base * 8;
+        while rel < lim {
+            if let Some(at) = candidate(b, base * 8, rel, &mut memo, false) {
+                return Ok(Some(base * 8 + at));
+            }
+            rel += 1;
+        }
+        if last || rel == bit - base * 8 {
+            return Ok(None);
+        }
+        bit = base * 8 + rel;
+    }
+    Ok(None)
+}
+
 /// Where a block may start for a scan at bit `rel` of `b`, after the
-/// cheap checks and before a trial decode: `rel` itself for a dynamic
+/// cheap checks and before a trial decode (fixed-Huffman blocks only if
+/// `fixed`): `rel` itself for a dynamic
 /// header or a fixed-Huffman run that decodes [`FIXED_PROOF`] symbols (or
 /// to the end of `b`); for a stored block whose `LEN`, `NLEN` are at byte
 /// `rel / 8`, its header's bit in the byte before.
-fn candidate(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> Option<u64> {
+fn candidate(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo, fixed: bool) -> Option<u64> {
     if rel.is_multiple_of(8) {
         let i = (rel / 8) as usize;
         if i >= 1 && i + 4 <= b.len() {
@@ -990,7 +1043,7 @@ fn candidate(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> Option<u64>
         None => Bits::new(b, rel).peek(17),
     };
     if (head >> 1) & 3 == 1 {
-        return fixed_run_holds(b, base, rel, memo).then_some(rel);
+        return (fixed && fixed_run_holds(b, base, rel, memo)).then_some(rel);
     }
     // BTYPE = 2 (dynamic), HLIT <= 29, HDIST <= 29.
     if (head >> 1) & 3 != 2 || (head >> 3) & 31 > 29 || (head >> 8) & 31 > 29 {

@@ -1,0 +1,783 @@
+//! One deflate stream decoded on several threads (rapidgzip's idea).
+//!
+//! The input is cut into pieces of [`PIECE_IN`] bytes. A worker looks for
+//! the first bit in its piece where a dynamic or stored block may start
+//! (`resync::next_candidate`; fixed-Huffman blocks are passed over) and
+//! decodes from there without the window before it (`marked`): a byte
+//! that copies the unknown window is kept as a marker naming the window
+//! byte it copies. A candidate that does not decode a block is followed by
+//! the next. Once 32 KiB of output hold no marker the window is known,
+//! and zlib decodes on. The worker stops at the first block end at or past
+//! its piece's end.
+//!
+//! Nothing a worker made is believed on its own. The [`Inflater`] decodes
+//! in order, as it does on one thread, and takes a piece only when its own
+//! exact decoding stands at a block end at the very bit where the piece
+//! starts: then that bit is a block start, and the bytes before it are the
+//! window its markers name. Where a worker started at a bit that is no
+//! block start, or found none, the Inflater decodes through that piece
+//! itself, so a piece never puts a wrong byte in the stream; it only ever
+//! saves time.
+//!
+//! [`Inflater`]: super::Inflater
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::marked::{self, MARK};
+use super::resync;
+use super::zlib::{Code, RawInflate};
+use crate::data::source::{Data, Recipe, read_exact_at};
+
+/// Input bytes per piece.
+pub const PIECE_IN: u64 = 4 << 20;
+/// Output a piece may decode to; past it the worker gives the piece up
+/// (the Inflater decodes it itself, within its own budgets): pieces in
+/// flight stay a few tens of MiB whatever the compression ratio.
+const PIECE_OUT_MAX: usize = 48 << 20;
+/// Pieces the stream must have left for workers to be worth starting.
+const MIN_PIECES: u64 = 3;
+
+/// Threads that decode one stream: 0 until set, which means the cores
+/// available.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many threads decode one deflate stream; 1 decodes on the
+/// thread that asks for the bytes only (`--threads`).
+pub fn set_threads(n: usize) {
+    THREADS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// How many threads decode one deflate stream (see [`set_threads`]).
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// How a stream is decoded ahead: by how many threads, in pieces of how
+/// many input bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Worker threads; below 2, none.
+    pub threads: usize,
+    /// Input bytes per piece.
+    pub piece: u64,
+}
+
+impl Plan {
+    /// [`threads`] workers, pieces of [`PIECE_IN`].
+    pub fn default_now() -> Plan {
+        Plan {
+            threads: threads(),
+            piece: PIECE_IN,
+        }
+    }
+}
+
+/// What a worker decoded of one piece.
+pub(crate) struct Piece {
+    /// Input bit just after its last block, a block boundary; when
+    /// `ended`, the input byte just after the stream.
+    pub end: u64,
+    /// Whether the stream's last block ends it.
+    pub ended: bool,
+    /// Its bytes: the first are to be filled from `marked` (see
+    /// [`Piece::resolve`]).
+    pub bytes: Vec<u8>,
+    /// The 32 KiB window as markers, then the output before the window was
+    /// known: bytes below 0x100, and `MARK | i` for byte `i` of the window.
+    pub marked: Vec<u16>,
+    /// Each block end in it that is not the stream's: the output offset in
+    /// the piece and the input bit.
+    pub blocks: Vec<(usize, u64)>,
+}
+
+impl Piece {
+    /// Fills the marked bytes from `window`, the 32 KiB of output before
+    /// the piece; `false` if `window` is shorter or a value names no byte.
+    pub(crate) fn resolve(&mut self, window: &[u8]) -> bool {
+        let marked = self.marked.get(resync::WINDOW..).unwrap_or_default();
+        if marked.is_empty() {
+            return true;
+        }
+        if window.len() < resync::WINDOW {
+            return false;
+        }
+        // Every value's byte, by lookup: bytes are themselves, markers
+        // their window byte (the marking decoder writes nothing else).
+        let mut table = vec![0u8; 1 << 16];
+        for (v, t) in table.iter_mut().enumerate().take(0x100) {
+            *t = v as u8;
+        }
+        table[MARK as usize..].copy_from_slice(&window[..resync::WINDOW]);
+        for (b, &v) in self.bytes.iter_mut().zip(marked) {
+            *b = table[v as usize];
+        }
+        true
+    }
+}
+
+/// The state of one piece.
+enum Slot {
+    /// A worker looks for its first block.
+    Finding,
+    /// A worker decodes from this bit.
+    Decoding(u64),
+    /// Done: where it started, if a block was found, and what it made,
+    /// if decoding reached the piece's end.
+    Done(Option<u64>, Option<Box<Piece>>),
+}
+
+struct State {
+    /// Pieces claimed and not yet taken, by index.
+    slots: std::collections::BTreeMap<u64, Slot>,
+    /// The next piece a worker claims.
+    next: u64,
+    /// Workers claim pieces below this only: the consumer's next piece
+    /// plus the threads, so pieces in flight stay few.
+    horizon: u64,
+}
+
+/// Spare byte buffers and marker buffers.
+type Pool = (Vec<Vec<u8>>, Vec<Vec<u16>>);
+
+struct Shared {
+    input: Data,
+    /// Input bytes per piece.
+    piece: u64,
+    /// Pieces `first..end` are decoded ahead.
+    end: u64,
+    state: Mutex<State>,
+    cv: Condvar,
+    stop: AtomicBool,
+    /// Buffers of pieces taken, for the next ones: no page is faulted in
+    /// and cleared again for every piece.
+    pool: Mutex<Pool>,
+}
+
+/// Workers decoding one stream's pieces ahead of its [`Inflater`]. Dropping
+/// it stops them.
+///
+/// [`Inflater`]: super::Inflater
+pub(crate) struct Ahead {
+    shared: Arc<Shared>,
+    /// The next piece the consumer may take.
+    next: u64,
+    threads: u64,
+    /// The process it was started in: a forked child has no workers.
+    pid: u32,
+    /// Pieces taken, and pieces the consumer decoded itself.
+    pub(crate) taken: u64,
+    pub(crate) passed: u64,
+}
+
+/// Whether reading `d` at random costs no more than reading the file: the
+/// file itself, memory, or a window of them; not decoded bytes, which
+/// workers would decode again.
+fn cheap_to_read(d: &Data) -> bool {
+    match d.recipe() {
+        Recipe::File => true,
+        Recipe::Opaque => d.as_slice().is_some(),
+        Recipe::Slice { of, .. } => cheap_to_read(of),
+        Recipe::Inflate { .. } | Recipe::Blocks { .. } => false,
+    }
+}
+
+impl Ahead {
+    /// Starts workers for the stream whose exact decoding is at input byte
+    /// `at`, if it is worth it: more than one thread, the whole input there
+    /// and cheap to read, and enough of it left.
+    pub(crate) fn start(input: &Data, at: u64, plan: Plan) -> Option<Ahead> {
+        let Plan { threads, piece } = plan;
+        if threads < 2 || !input.is_final() || !cheap_to_read(input) {
+            return None;
+        }
+        let len = input.available();
+        if piece == 0 || len.saturating_sub(at) < MIN_PIECES * piece {
+            return None;
+        }
+        let first = at / piece + 1;
+        let end = len.div_ceil(piece);
+        let shared = Arc::new(Shared {
+            input: input.clone(),
+            piece,
+            end,
+            state: Mutex::new(State {
+                slots: Default::default(),
+                next: first,
+                horizon: first + threads as u64 + 1,
+            }),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            pool: Mutex::new((Vec::new(), Vec::new())),
+        });
+        let mut spawned = 0;
+        for _ in 0..threads {
+            let s = shared.clone();
+            let ok = std::thread::Builder::new()
+                .name("pparse-inflate".into())
+                .spawn(move || work(&s));
+            spawned += ok.is_ok() as usize;
+        }
+        if spawned == 0 {
+            return None;
+        }
+        Some(Ahead {
+            shared,
+            next: first,
+            threads: threads as u64,
+            pid: std::process::id(),
+            taken: 0,
+            passed: 0,
+        })
+    }
+
+    /// The consumer's exact decoding stands at a block end at input bit
+    /// `at`: the piece that starts there, if one does and was decoded.
+    /// Waits for the workers when the answer depends on them. Pieces the
+    /// consumer has passed are dropped.
+    pub(crate) fn at_boundary(&mut self, at: u64) -> Option<Box<Piece>> {
+        if self.next >= self.shared.end || at < self.next * self.shared.piece * 8 {
+            return None;
+        }
+        if self.pid != std::process::id() || self.shared.stop.load(Ordering::Relaxed) {
+            self.next = self.shared.end;
+            return None;
+        }
+        let shared = self.shared.clone();
+        let sh = &*shared;
+        let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if self.next >= sh.end || at < self.next * sh.piece * 8 {
+                return None;
+            }
+            // Where does the next piece start?
+            let start = match st.slots.get(&self.next) {
+                None | Some(Slot::Finding) => {
+                    st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                Some(Slot::Decoding(s)) => Some(*s),
+                Some(Slot::Done(s, _)) => *s,
+            };
+            match start {
+                Some(s) if at < s => return None,
+                Some(s) if at == s => {
+                    if let Some(Slot::Decoding(_)) = st.slots.get(&self.next) {
+                        st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    }
+                    let piece = match st.slots.remove(&self.next) {
+                        Some(Slot::Done(_, p)) => p,
+                        _ => None,
+                    };
+                    self.advance(&mut st);
+                    if piece.is_some() {
+                        self.taken += 1;
+                    } else {
+                        self.passed += 1;
+                    }
+                    return piece;
+                }
+                // Passed, or no block found: the consumer decodes it.
+                _ => {
+                    st.slots.remove(&self.next);
+                    self.advance(&mut st);
+                    self.passed += 1;
+                }
+            }
+        }
+    }
+
+    /// Gives a piece's buffers back for the next pieces.
+    pub(crate) fn recycle(&self, piece: Piece) {
+        let Piece {
+            mut bytes, marked, ..
+        } = piece;
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let keep = self.threads as usize + 2;
+        if pool.0.len() < keep {
+            // Kept initialised to its capacity (see `decode`).
+            bytes.resize(bytes.capacity(), 0);
+            pool.0.push(bytes);
+        }
+        if pool.1.len() < keep {
+            pool.1.push(marked);
+        }
+    }
+
+    fn advance(&mut self, st: &mut State) {
+        self.next += 1;
+        st.horizon = self.next + self.threads + 1;
+        // A worker still on a piece now passed finishes it for nothing;
+        // its result is dropped when it is stored.
+        let next = self.next;
+        st.slots.retain(|&k, _| k >= next);
+        self.shared.cv.notify_all();
+    }
+}
+
+impl Ahead {
+    /// Stops the workers: the stream ended, or decoding it failed.
+    pub(crate) fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let _guard = self.shared.state.lock();
+        self.shared.cv.notify_all();
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A worker: claims pieces in order and decodes them, until stopped or
+/// none is left.
+fn work(sh: &Shared) {
+    loop {
+        let k = {
+            let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if sh.stop.load(Ordering::Relaxed) || st.next >= sh.end {
+                    return;
+                }
+                if st.next < st.horizon {
+                    break;
+                }
+                st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            let k = st.next;
+            st.next += 1;
+            st.slots.insert(k, Slot::Finding);
+            k
+        };
+        // A panic is a bug, but must not leave the consumer waiting.
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| piece(sh, k)));
+        store(sh, k, done.unwrap_or(Slot::Done(None, None)));
+    }
+}
+
+/// Finds where piece `k` starts and decodes it: from the first bit that
+/// passes the cheap checks of a block start, else the next one, until one
+/// decodes a block.
+fn piece(sh: &Shared, k: u64) -> Slot {
+    let until = (k + 1) * sh.piece * 8;
+    let mut from = k * sh.piece * 8;
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            return Slot::Done(None, None);
+        }
+        let Ok(Some(start)) = resync::next_candidate(&sh.input, from, until) else {
+            return Slot::Done(None, None);
+        };
+        store(sh, k, Slot::Decoding(start));
+        match decode(sh, start, until) {
+            Ok(Ok(piece)) => return Slot::Done(Some(start), Some(Box::new(piece))),
+            // No block decodes from there: the next candidate.
+            Ok(Err(marked::Failed::Invalid(0))) => from = start + 1,
+            _ => return Slot::Done(Some(start), None),
+        }
+    }
+}
+
+/// Sets piece `k`'s slot, unless the consumer has passed it.
+fn store(sh: &Shared, k: u64, slot: Slot) {
+    let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = st.slots.get_mut(&k) {
+        *s = slot;
+    }
+    sh.cv.notify_all();
+}
+
+/// Decodes from the block at input bit `start` to the first block end at
+/// or after bit `until` (or the stream's end). `None`: the bits do not
+/// decode that far, the output grew past [`PIECE_OUT_MAX`], or the
+/// consumer stopped the workers.
+fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marked::Failed>> {
+    let (mut bytes, marks) = {
+        let mut pool = sh.pool.lock().unwrap_or_else(|e| e.into_inner());
+        (
+            pool.0.pop().unwrap_or_default(),
+            pool.1.pop().unwrap_or_default(),
+        )
+    };
+    // Until the window is known: the marking decoder.
+    let found = marked::decode(&sh.input, start, until, PIECE_OUT_MAX, &sh.stop, marks)?;
+    let (out, stop) = match found {
+        Ok(done) => done,
+        Err(f) => return Ok(Err(f)),
+    };
+    let marked::Output {
+        values: marked,
+        mut blocks,
+    } = out;
+    // `bytes` is initialised to its capacity; `used` of it are the piece's.
+    if bytes.len() < 3 * sh.piece as usize {
+        bytes.resize(3 * sh.piece as usize, 0);
+    }
+    let mut used = marked.len() - resync::WINDOW;
+    if bytes.len() < used {
+        bytes.resize(used, 0);
+    }
+    let piece = |marked: Vec<u16>, mut bytes: Vec<u8>, used, blocks, end, ended| {
+        bytes.truncate(used);
+        Ok(Piece {
+            end,
+            ended,
+            bytes,
+            marked,
+            blocks,
+        })
+    };
+    let bit = match stop {
+        marked::Stop::Until(bit) => return Ok(piece(marked, bytes, used, blocks, bit, false)),
+        marked::Stop::End(byte) => return Ok(piece(marked, bytes, used, blocks, byte, true)),
+        marked::Stop::Clean(bit) => bit,
+    };
+    // The window is known: zlib from this block on, after room for the
+    // marked bytes.
+    let window: Vec<u8> = marked[marked.len() - resync::WINDOW..]
+        .iter()
+        .map(|&v| v as u8)
+        .collect();
+    let (mut pos, bits) = super::split_bit(bit);
+    let mut z = RawInflate::new();
+    if bits > 0 {
+        let mut b = [0u8; 1];
+        if !read_exact_at(&*sh.input, pos - 1, &mut b)? {
+            return Ok(Err(marked::Failed::Limit));
+        }
+        z.prime(bits, b[0] >> (8 - bits));
+    }
+    z.set_dictionary(&window);
+    let mut inbuf = vec![0u8; 256 << 10];
+    const STEP: usize = 256 << 10;
+    // Calls in a row that made no progress: zlib always makes some with
+    // input and room, so a second one means it is stuck.
+    let mut idle = 0;
+    loop {
+        if sh.stop.load(Ordering::Relaxed) || used > PIECE_OUT_MAX {
+            return Ok(Err(marked::Failed::Limit));
+        }
+        let n = sh.input.read_at(pos, &mut inbuf)?;
+        if n == 0 {
+            return Ok(Err(marked::Failed::Limit));
+        }
+        let mut lo = 0;
+        while lo < n {
+            if bytes.len() - used < STEP {
+                bytes.resize(bytes.len() * 2, 0);
+            }
+            let s = z.inflate(&inbuf[lo..n], &mut bytes[used..], true);
+            used += s.produced;
+            lo += s.consumed;
+            pos += s.consumed as u64;
+            if z.at_block_boundary() {
+                let bit = pos * 8 - (z.data_type() & 7) as u64;
+                blocks.push((used, bit));
+                if bit >= until {
+                    return Ok(piece(marked, bytes, used, blocks, bit, false));
+                }
+            }
+            match s.code {
+                Code::StreamEnd => return Ok(piece(marked, bytes, used, blocks, pos, true)),
+                Code::DataError => return Ok(Err(marked::Failed::Limit)),
+                Code::Ok | Code::BufError if s.consumed == 0 && s.produced == 0 => {
+                    idle += 1;
+                    if idle > 1 {
+                        return Ok(Err(marked::Failed::Limit));
+                    }
+                }
+                Code::Ok | Code::BufError => idle = 0,
+            }
+            if used > PIECE_OUT_MAX {
+                return Ok(Err(marked::Failed::Limit));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::MemSource;
+    use crate::data::inflate::{InflateEvent, InflateSource, Inflater, WindowStore};
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// Bytes that compress as files do: lines of words, copies from far
+    /// back (so pieces begin with markers), binary runs, and stretches of
+    /// noise (so some blocks are stored).
+    fn corpus(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let words = [
+            "tensor",
+            "block",
+            "window",
+            "marker",
+            "stream",
+            "piece",
+            "zlib",
+            "deflate",
+            "the",
+            "of",
+            "a",
+            "checkpoint",
+            "index",
+            "member",
+            "archive",
+            "0x1f8b",
+            "\n",
+            "  ",
+        ];
+        let mut out = Vec::with_capacity(len + 4096);
+        while out.len() < len {
+            match next() % 16 {
+                0 if out.len() > 40_000 => {
+                    // A copy from 20-32 KiB back: reaches into the window.
+                    let d = 20_000 + (next() % 12_000) as usize;
+                    let n = 50 + (next() % 400) as usize;
+                    let from = out.len() - d;
+                    for i in 0..n {
+                        out.push(out[from + i]);
+                    }
+                }
+                1 => out.extend((0..(next() % 300) as usize).map(|_| next() as u8)),
+                2 => out.extend(std::iter::repeat_n(
+                    (next() % 4) as u8,
+                    (next() % 200) as usize,
+                )),
+                3 if next() % 64 == 0 => {
+                    out.extend((0..20_000).map(|_| next() as u8));
+                }
+                _ => {
+                    out.extend_from_slice(words[(next() % words.len() as u64) as usize].as_bytes());
+                    out.push(b' ');
+                }
+            }
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Runs `cmd` with `input` on stdin; its stdout, or `None` if the tool
+    /// is not installed.
+    fn pipe(cmd: &str, args: &[&str], input: &[u8]) -> Option<Vec<u8>> {
+        let mut child = Command::new(cmd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let data = input.to_vec();
+        let feeder = std::thread::spawn(move || stdin.write_all(&data));
+        let out = child.wait_with_output().ok()?;
+        feeder.join().ok()?.ok()?;
+        assert!(out.status.success(), "{cmd} {args:?} failed");
+        Some(out.stdout)
+    }
+
+    /// The raw deflate stream inside a gzip file written without a name.
+    fn gzip_body(gz: &[u8]) -> Vec<u8> {
+        assert_eq!(&gz[..3], &[0x1f, 0x8b, 8]);
+        assert_eq!(gz[3], 0, "no optional header fields");
+        gz[10..gz.len() - 8].to_vec()
+    }
+
+    /// Python's zlib: a raw deflate stream at `level` with `strategy`,
+    /// flushed with `flush` every 128 KiB as pigz does (`""`: never).
+    fn python_zlib(data: &[u8], level: u32, strategy: &str, flush: &str) -> Vec<u8> {
+        let script = format!(
+            "import sys, zlib\n\
+             d = sys.stdin.buffer.read()\n\
+             c = zlib.compressobj({level}, zlib.DEFLATED, -15, 8, zlib.{strategy})\n\
+             out = []\n\
+             for i in range(0, len(d), 131072):\n\
+             \x20   out.append(c.compress(d[i:i + 131072]))\n\
+             \x20   if '{flush}': out.append(c.flush(getattr(zlib, '{flush}') if '{flush}' else 0))\n\
+             out.append(c.flush())\n\
+             sys.stdout.buffer.write(b''.join(out))\n"
+        );
+        pipe("python3", &["-c", &script], data).expect("python3 is needed by the tests")
+    }
+
+    /// What decoding `raw` with `plan` made: the CRC of each 64 KiB chunk
+    /// the first pass appended, the checkpoints with their windows, and
+    /// the pieces taken and passed.
+    struct Decoded {
+        chunk_crcs: Vec<u32>,
+        points: Vec<(u64, u64, u8, Vec<u8>)>,
+        pieces: (u64, u64),
+    }
+
+    fn decode(raw: &[u8], plan: Plan) -> Decoded {
+        let input: Data = Arc::new(MemSource::new(raw.to_vec()));
+        let src = InflateSource::with_span(input, "test", 64 << 10);
+        let mut inf = Inflater::new(src.clone(), 0);
+        inf.set_plan(plan);
+        loop {
+            match inf.run(1 << 20) {
+                InflateEvent::Progress => {}
+                InflateEvent::End { in_end } => {
+                    assert_eq!(
+                        in_end,
+                        raw.len() as u64,
+                        "the stream ends at the input's end"
+                    );
+                    break;
+                }
+                e => panic!("unexpected {e:?}"),
+            }
+        }
+        src.finish();
+        let layout = src.layout().expect("finished");
+        let mut points = Vec::new();
+        for seg in &layout.segments {
+            for p in &seg.points {
+                let mut w = Vec::new();
+                if let Some(slot) = p.window {
+                    src.read(slot, &mut w).expect("window");
+                }
+                points.push((p.out, p.input, p.bits, w));
+            }
+        }
+        Decoded {
+            chunk_crcs: layout.chunk_crcs,
+            points,
+            pieces: inf.pieces(),
+        }
+    }
+
+    fn crcs(data: &[u8]) -> Vec<u32> {
+        data.chunks(64 << 10).map(crc32fast::hash).collect()
+    }
+
+    const PIECES: Plan = Plan {
+        threads: 2,
+        piece: 48 << 10,
+    };
+    const SERIAL: Plan = Plan {
+        threads: 1,
+        piece: 48 << 10,
+    };
+
+    /// Streams from GNU gzip at every level, from pigz where it is
+    /// installed, and from Python's zlib with each strategy (fixed codes
+    /// only, stored blocks only, pigz's flushes): decoded on two threads
+    /// in small pieces, every byte is the input's, and the checkpoints
+    /// (with their windows) are those of decoding on one thread.
+    #[test]
+    fn pieces_decode_every_writers_streams_as_one_thread_does() {
+        let data = corpus(3 << 20, 7);
+        let mut streams: Vec<(String, Vec<u8>)> = Vec::new();
+        for level in 1..=9 {
+            let gz = pipe("gzip", &[&format!("-{level}"), "-n", "-c"], &data)
+                .expect("gzip is needed by the tests");
+            streams.push((format!("gzip -{level}"), gzip_body(&gz)));
+        }
+        for args in [&["-6", "-n", "-c"][..], &["-i", "-n", "-c"][..]] {
+            match pipe("pigz", args, &data) {
+                Some(gz) => streams.push((format!("pigz {args:?}"), gzip_body(&gz))),
+                None => eprintln!("pigz is not installed: its streams are not checked"),
+            }
+        }
+        for (level, strategy, flush) in [
+            (6, "Z_DEFAULT_STRATEGY", ""),
+            (6, "Z_FILTERED", ""),
+            (6, "Z_HUFFMAN_ONLY", ""),
+            (6, "Z_RLE", ""),
+            (6, "Z_FIXED", ""),
+            (0, "Z_DEFAULT_STRATEGY", ""),
+            (6, "Z_DEFAULT_STRATEGY", "Z_SYNC_FLUSH"),
+            (9, "Z_DEFAULT_STRATEGY", "Z_FULL_FLUSH"),
+        ] {
+            let raw = python_zlib(&data, level, strategy, flush);
+            streams.push((format!("zlib level {level} {strategy} {flush}"), raw));
+        }
+        let want = crcs(&data);
+        for (name, raw) in &streams {
+            let one = decode(raw, SERIAL);
+            let two = decode(raw, PIECES);
+            assert_eq!(one.chunk_crcs, want, "{name}: one thread");
+            assert_eq!(two.chunk_crcs, want, "{name}: pieces");
+            assert!(one.points.len() > 10, "{name}: checkpoints were taken");
+            assert_eq!(two.points, one.points, "{name}: the same checkpoints");
+            assert_eq!(one.pieces, (0, 0), "{name}");
+            // Fixed-Huffman blocks prove no start: no piece is taken there.
+            if strategy_has_starts(name) {
+                assert!(
+                    two.pieces.0 > raw.len() as u64 / PIECES.piece / 2,
+                    "{name}: pieces were taken ({:?} of {})",
+                    two.pieces,
+                    raw.len() as u64 / PIECES.piece
+                );
+            }
+        }
+    }
+
+    fn strategy_has_starts(name: &str) -> bool {
+        !name.contains("Z_FIXED")
+    }
+
+    /// A stream of stored blocks that hold another deflate stream: a
+    /// worker starting in a piece finds the inner stream's blocks, which
+    /// decode, but no block of the outer stream starts there. Those pieces
+    /// are never taken; the bytes are the input's.
+    #[test]
+    fn pieces_that_decode_but_start_nowhere_in_the_stream_are_not_taken() {
+        let inner = python_zlib(&corpus(2 << 20, 11), 6, "Z_DEFAULT_STRATEGY", "");
+        let outer = python_zlib(&inner, 0, "Z_DEFAULT_STRATEGY", "");
+        let two = decode(&outer, PIECES);
+        assert_eq!(two.chunk_crcs, crcs(&inner));
+        assert_eq!(two.points, decode(&outer, SERIAL).points);
+        // Stored blocks start every 64 KiB or so; the inner stream's
+        // blocks are found first in most pieces, and those are passed.
+        assert!(two.pieces.1 > 0, "pieces passed: {:?}", two.pieces);
+    }
+
+    /// Decodes until an event that is not progress: the event, the bytes
+    /// produced and their CRC.
+    fn until_event(raw: &[u8], plan: Plan) -> (InflateEvent, u64, u32) {
+        let input: Data = Arc::new(MemSource::new(raw.to_vec()));
+        let src = InflateSource::with_span(input, "test", 64 << 10);
+        let mut inf = Inflater::new(src.clone(), 0);
+        inf.set_plan(plan);
+        loop {
+            match inf.run(1 << 20) {
+                InflateEvent::Progress => {}
+                e => return (e, inf.produced(), inf.crc()),
+            }
+        }
+    }
+
+    /// Damage, a cut, or zeros late in a stream: decoding in pieces ends
+    /// with the event decoding on one thread ends with, at the same byte,
+    /// after the same bytes.
+    #[test]
+    fn damage_ends_pieces_as_it_ends_one_thread() {
+        let gz = pipe("gzip", &["-6", "-n", "-c"], &corpus(3 << 20, 5)).expect("gzip");
+        let raw = gzip_body(&gz);
+        let at = raw.len() * 3 / 4;
+        let mut flipped = raw.clone();
+        flipped[at] ^= 0x10;
+        let mut zeroed = raw.clone();
+        zeroed[at..at + 4096].fill(0);
+        let cut = raw[..at].to_vec();
+        for (name, bad) in [("flipped", flipped), ("zeroed", zeroed), ("cut", cut)] {
+            let one = until_event(&bad, SERIAL);
+            let two = until_event(&bad, PIECES);
+            assert_eq!(two, one, "{name}");
+        }
+    }
+}
