@@ -720,7 +720,7 @@ struct Taken {
 impl Taken {
     /// The 32 KiB of output before the piece's byte `at`.
     fn window_at(&self, at: usize) -> Vec<u8> {
-        let bytes = &self.piece.bytes[..at];
+        let bytes = &self.piece.bytes()[..at];
         let from_bytes = bytes.len().min(WINDOW_LEN);
         let mut w = Vec::with_capacity(WINDOW_LEN);
         let from_before = (WINDOW_LEN - from_bytes).min(self.before.len());
@@ -981,6 +981,7 @@ impl Inflater {
                         self.z.dictionary(&mut before);
                         let mut piece = piece;
                         if piece.resolve(&before) {
+                            piece.crc_after(&mut self.crc);
                             self.taken = Some(Taken {
                                 piece,
                                 before,
@@ -1156,7 +1157,7 @@ impl Inflater {
                     self.point_at(input, bits);
                 }
             }
-            let len = t.piece.bytes.len();
+            let len = t.piece.bytes().len();
             if t.pos == len {
                 break;
             }
@@ -1166,8 +1167,7 @@ impl Inflater {
             }
             let next = t.piece.blocks.get(t.blocks).map_or(len, |b| b.0);
             let to = next.min(t.pos + OUT_BUF);
-            let bytes = &t.piece.bytes[t.pos..to];
-            self.crc.update(bytes);
+            let bytes = &t.piece.bytes()[t.pos..to];
             self.src.append(bytes);
             self.produced += bytes.len() as u64;
             made += bytes.len() as u64;
@@ -1175,7 +1175,7 @@ impl Inflater {
         }
         let end = t.piece.end;
         let ended = t.piece.ended;
-        let window = t.window_at(t.piece.bytes.len());
+        let window = t.window_at(t.piece.bytes().len());
         if let Some(a) = &self.ahead {
             a.recycle(*t.piece);
         }
@@ -1188,6 +1188,7 @@ impl Inflater {
         if let Some(mut piece) = self.ahead.as_mut().and_then(|a| a.at_boundary(end))
             && piece.resolve(&window)
         {
+            piece.crc_after(&mut self.crc);
             self.taken = Some(Taken {
                 piece,
                 before: window,

@@ -84,9 +84,13 @@ pub(crate) struct Piece {
     pub end: u64,
     /// Whether the stream's last block ends it.
     pub ended: bool,
-    /// Its bytes: the first are to be filled from `marked` (see
+    /// Its bytes are `bytes[..len]` (the buffer past them is kept for
+    /// the next piece); the first are to be filled from `marked` (see
     /// [`Piece::resolve`]).
-    pub bytes: Vec<u8>,
+    bytes: Vec<u8>,
+    len: usize,
+    /// The CRC-32 of its bytes after the marked ones.
+    exact_crc: u32,
     /// The 32 KiB window as markers, then the output before the window was
     /// known: bytes below 0x100, and `MARK | i` for byte `i` of the window.
     pub marked: Vec<u16>,
@@ -96,6 +100,23 @@ pub(crate) struct Piece {
 }
 
 impl Piece {
+    /// Its bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Adds its bytes to `crc`, once resolved: the marked ones, then the
+    /// CRC the worker computed of the rest.
+    pub(crate) fn crc_after(&self, crc: &mut crc32fast::Hasher) {
+        let marked = self.marked.len().saturating_sub(resync::WINDOW);
+        crc.update(&self.bytes[..marked]);
+        let rest = (self.len - marked) as u64;
+        crc.combine(&crc32fast::Hasher::new_with_initial_len(
+            self.exact_crc,
+            rest,
+        ));
+    }
+
     /// Fills the marked bytes from `window`, the 32 KiB of output before
     /// the piece; `false` if `window` is shorter or a value names no byte.
     pub(crate) fn resolve(&mut self, window: &[u8]) -> bool {
@@ -113,7 +134,7 @@ impl Piece {
             *t = v as u8;
         }
         table[MARK as usize..].copy_from_slice(&window[..resync::WINDOW]);
-        for (b, &v) in self.bytes.iter_mut().zip(marked) {
+        for (b, &v) in self.bytes[..self.len].iter_mut().zip(marked) {
             *b = table[v as usize];
         }
         true
@@ -132,8 +153,11 @@ enum Slot {
 }
 
 struct State {
-    /// Pieces claimed and not yet taken, by index.
-    slots: std::collections::BTreeMap<u64, Slot>,
+    /// Pieces claimed and not yet taken, by index, with the attempt.
+    slots: std::collections::BTreeMap<u64, (u32, Slot)>,
+    /// Where pieces not yet started must start: the end of the piece
+    /// before, decoded first.
+    hints: std::collections::BTreeMap<u64, u64>,
     /// The next piece a worker claims.
     next: u64,
     /// Workers claim pieces below this only: the consumer's next piece
@@ -207,6 +231,7 @@ impl Ahead {
             end,
             state: Mutex::new(State {
                 slots: Default::default(),
+                hints: Default::default(),
                 next: first,
                 horizon: first + threads as u64 + 1,
             }),
@@ -255,7 +280,7 @@ impl Ahead {
                 return None;
             }
             // Where does the next piece start?
-            let start = match st.slots.get(&self.next) {
+            let start = match st.slots.get(&self.next).map(|s| &s.1) {
                 None | Some(Slot::Finding) => {
                     st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
                     continue;
@@ -266,12 +291,12 @@ impl Ahead {
             match start {
                 Some(s) if at < s => return None,
                 Some(s) if at == s => {
-                    if let Some(Slot::Decoding(_)) = st.slots.get(&self.next) {
+                    if let Some((_, Slot::Decoding(_))) = st.slots.get(&self.next) {
                         st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
                         continue;
                     }
                     let piece = match st.slots.remove(&self.next) {
-                        Some(Slot::Done(_, p)) => p,
+                        Some((_, Slot::Done(_, p))) => p,
                         _ => None,
                     };
                     self.advance(&mut st);
@@ -294,14 +319,10 @@ impl Ahead {
 
     /// Gives a piece's buffers back for the next pieces.
     pub(crate) fn recycle(&self, piece: Piece) {
-        let Piece {
-            mut bytes, marked, ..
-        } = piece;
+        let Piece { bytes, marked, .. } = piece;
         let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
         let keep = self.threads as usize + 2;
         if pool.0.len() < keep {
-            // Kept initialised to its capacity (see `decode`).
-            bytes.resize(bytes.capacity(), 0);
             pool.0.push(bytes);
         }
         if pool.1.len() < keep {
@@ -316,6 +337,7 @@ impl Ahead {
         // its result is dropped when it is stored.
         let next = self.next;
         st.slots.retain(|&k, _| k >= next);
+        st.hints.retain(|&k, _| k >= next);
         self.shared.cv.notify_all();
     }
 }
@@ -339,7 +361,7 @@ impl Drop for Ahead {
 /// none is left.
 fn work(sh: &Shared) {
     loop {
-        let k = {
+        let (k, attempt) = {
             let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 if sh.stop.load(Ordering::Relaxed) || st.next >= sh.end {
@@ -352,42 +374,100 @@ fn work(sh: &Shared) {
             }
             let k = st.next;
             st.next += 1;
-            st.slots.insert(k, Slot::Finding);
-            k
+            st.slots.insert(k, (0, Slot::Finding));
+            (k, 0)
         };
-        // A panic is a bug, but must not leave the consumer waiting.
-        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| piece(sh, k)));
-        store(sh, k, done.unwrap_or(Slot::Done(None, None)));
+        let mut job = Some((k, attempt, None));
+        while let Some((k, attempt, from)) = job {
+            // A panic is a bug, but must not leave the consumer waiting.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                piece(sh, k, attempt, from)
+            }));
+            let slot = done.unwrap_or(Slot::Done(None, None));
+            let end = match &slot {
+                Slot::Done(_, Some(p)) if !p.ended => Some(p.end),
+                _ => None,
+            };
+            store(sh, k, attempt, slot);
+            job = end.and_then(|e| follow(sh, k + 1, e));
+        }
     }
 }
 
-/// Finds where piece `k` starts and decodes it: from the first bit that
-/// passes the cheap checks of a block start, else the next one, until one
-/// decodes a block.
-fn piece(sh: &Shared, k: u64) -> Slot {
+/// Piece `k` ended at a block end at bit `end`, which the next piece must
+/// start at if piece `k` is the stream's. If the next piece started before
+/// it (at bits that are no block start of the stream, whose decoding fell
+/// into step with the stream's later: it decodes, but is never taken), or
+/// found no start, it is decoded again from `end`: the job to do, with its
+/// attempt. If the next piece is still looking for its start, it is told.
+fn follow(sh: &Shared, k: u64, end: u64) -> Option<(u64, u32, Option<u64>)> {
+    let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+    if k >= sh.end {
+        return None;
+    }
+    let redo = match st.slots.get(&k) {
+        None => {
+            if k >= st.next {
+                st.hints.insert(k, end);
+            }
+            return None;
+        }
+        Some((_, Slot::Finding)) => {
+            st.hints.insert(k, end);
+            return None;
+        }
+        Some((attempt, Slot::Decoding(s) | Slot::Done(Some(s), _))) => {
+            (*s < end).then_some(*attempt)
+        }
+        Some((attempt, Slot::Done(None, _))) => Some(*attempt),
+    };
+    let attempt = redo? + 1;
+    st.slots.insert(k, (attempt, Slot::Decoding(end)));
+    sh.cv.notify_all();
+    Some((k, attempt, Some(end)))
+}
+
+/// Finds where piece `k` starts and decodes it (attempt `attempt`): from
+/// `from` if given (the end of the piece before), else from the first bit
+/// that passes the cheap checks of a block start, or the next one, until
+/// one decodes a block.
+fn piece(sh: &Shared, k: u64, attempt: u32, from: Option<u64>) -> Slot {
     let until = (k + 1) * sh.piece * 8;
-    let mut from = k * sh.piece * 8;
+    let mut scan = k * sh.piece * 8;
     loop {
         if sh.stop.load(Ordering::Relaxed) {
             return Slot::Done(None, None);
         }
-        let Ok(Some(start)) = resync::next_candidate(&sh.input, from, until) else {
-            return Slot::Done(None, None);
+        let start = match from {
+            Some(b) => b,
+            None => {
+                let found = resync::next_candidate(&sh.input, scan, until);
+                let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+                // The piece before ended meanwhile: start where it did.
+                match (st.hints.remove(&k), found) {
+                    (Some(h), _) => h,
+                    (None, Ok(Some(s))) => s,
+                    (None, _) => return Slot::Done(None, None),
+                }
+            }
         };
-        store(sh, k, Slot::Decoding(start));
+        store(sh, k, attempt, Slot::Decoding(start));
         match decode(sh, start, until) {
             Ok(Ok(piece)) => return Slot::Done(Some(start), Some(Box::new(piece))),
-            // No block decodes from there: the next candidate.
-            Ok(Err(marked::Failed::Invalid(0))) => from = start + 1,
+            // No block decodes from a candidate: the next one.
+            Ok(Err(marked::Failed::Invalid(0))) if from.is_none() => scan = start + 1,
             _ => return Slot::Done(Some(start), None),
         }
     }
 }
 
-/// Sets piece `k`'s slot, unless the consumer has passed it.
-fn store(sh: &Shared, k: u64, slot: Slot) {
+/// Sets attempt `attempt` of piece `k`'s slot, unless the consumer has passed
+/// the piece or a later attempt replaced it.
+fn store(sh: &Shared, k: u64, attempt: u32, slot: Slot) {
     let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = st.slots.get_mut(&k) {
+    if let Some((g, s)) = st.slots.get_mut(&k)
+        && *g == attempt
+    {
         *s = slot;
     }
     sh.cv.notify_all();
@@ -415,7 +495,8 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
         values: marked,
         mut blocks,
     } = out;
-    // `bytes` is initialised to its capacity; `used` of it are the piece's.
+    // `used` bytes of `bytes` are the piece's; the rest is room, written
+    // (and so initialised) once per buffer.
     if bytes.len() < 3 * sh.piece as usize {
         bytes.resize(3 * sh.piece as usize, 0);
     }
@@ -423,12 +504,14 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
     if bytes.len() < used {
         bytes.resize(used, 0);
     }
-    let piece = |marked: Vec<u16>, mut bytes: Vec<u8>, used, blocks, end, ended| {
-        bytes.truncate(used);
+    let piece = |marked: Vec<u16>, bytes: Vec<u8>, used: usize, blocks, end, ended| {
+        let exact_crc = crc32fast::hash(&bytes[marked.len() - resync::WINDOW..used]);
         Ok(Piece {
             end,
             ended,
             bytes,
+            len: used,
+            exact_crc,
             marked,
             blocks,
         })
@@ -619,6 +702,8 @@ mod tests {
         chunk_crcs: Vec<u32>,
         points: Vec<(u64, u64, u8, Vec<u8>)>,
         pieces: (u64, u64),
+        /// The CRC-32 of the stream as the decoder summed it.
+        crc: u32,
     }
 
     fn decode(raw: &[u8], plan: Plan) -> Decoded {
@@ -656,6 +741,7 @@ mod tests {
             chunk_crcs: layout.chunk_crcs,
             points,
             pieces: inf.pieces(),
+            crc: inf.crc(),
         }
     }
 
@@ -711,6 +797,7 @@ mod tests {
             let two = decode(raw, PIECES);
             assert_eq!(one.chunk_crcs, want, "{name}: one thread");
             assert_eq!(two.chunk_crcs, want, "{name}: pieces");
+            assert_eq!(two.crc, crc32fast::hash(&data), "{name}: the stream's CRC");
             assert!(one.points.len() > 10, "{name}: checkpoints were taken");
             assert_eq!(two.points, one.points, "{name}: the same checkpoints");
             assert_eq!(one.pieces, (0, 0), "{name}");
