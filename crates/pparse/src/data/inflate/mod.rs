@@ -34,7 +34,7 @@ pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, Wind
 use super::growth;
 use super::source::{Data, Recipe, Source};
 use super::stats::Counted;
-use zlib::{Code, RawInflate};
+use zlib::{Code, RawInflate, split_bit};
 
 /// Cache granularity of decoded bytes.
 pub const CHUNK: u64 = 64 * 1024;
@@ -731,15 +731,6 @@ impl Taken {
 }
 
 const WINDOW_LEN: usize = zlib::WINDOW;
-
-/// Where decoding at input bit `bit` starts: the input byte, and the bits
-/// of the byte before it that are still to be read (a checkpoint's form).
-fn split_bit(bit: u64) -> (u64, u8) {
-    match (bit % 8) as u8 {
-        0 => (bit / 8, 0),
-        k => (bit / 8 + 1, 8 - k),
-    }
-}
 
 /// Block starts remembered for [`Inflater::suspect_from`].
 const BLOCK_RING: usize = 64;

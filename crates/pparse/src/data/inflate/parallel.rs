@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::marked::{self, MARK};
 use super::resync;
-use super::zlib::{Code, RawInflate};
+use super::zlib::{Code, RawInflate, split_bit};
 use crate::data::source::{Data, Recipe, read_exact_at};
 
 /// Input bytes per piece.
@@ -36,6 +36,9 @@ pub const PIECE_IN: u64 = 4 << 20;
 /// (the Inflater decodes it itself, within its own budgets): pieces in
 /// flight stay a few tens of MiB whatever the compression ratio.
 const PIECE_OUT_MAX: usize = 48 << 20;
+/// Marker buffers larger than this (values) are not kept for the next
+/// piece: most pieces have their window after a few hundred KiB.
+const MARKED_KEPT: usize = 2 << 20;
 /// Pieces the stream must have left for workers to be worth starting.
 const MIN_PIECES: u64 = 3;
 
@@ -161,7 +164,8 @@ struct State {
     /// The next piece a worker claims.
     next: u64,
     /// Workers claim pieces below this only: the consumer's next piece
-    /// plus the threads, so pieces in flight stay few.
+    /// plus the threads and one, so pieces in flight stay few (one being
+    /// appended, one per thread, and one done ahead).
     horizon: u64,
 }
 
@@ -321,11 +325,12 @@ impl Ahead {
     pub(crate) fn recycle(&self, piece: Piece) {
         let Piece { bytes, marked, .. } = piece;
         let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let keep = self.threads as usize + 2;
+        let keep = self.threads as usize + 1;
         if pool.0.len() < keep {
             pool.0.push(bytes);
         }
-        if pool.1.len() < keep {
+        // A piece marked whole grew its buffer to twice its bytes: not kept.
+        if pool.1.len() < keep && marked.capacity() <= MARKED_KEPT {
             pool.1.push(marked);
         }
     }
@@ -527,7 +532,7 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
         .iter()
         .map(|&v| v as u8)
         .collect();
-    let (mut pos, bits) = super::split_bit(bit);
+    let (mut pos, bits) = split_bit(bit);
     let mut z = RawInflate::new();
     if bits > 0 {
         let mut b = [0u8; 1];

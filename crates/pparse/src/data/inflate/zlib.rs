@@ -14,6 +14,16 @@ use libz_rs_sys as z;
 /// Size of the deflate history window.
 pub const WINDOW: usize = 32 * 1024;
 
+/// Where decoding at input bit `bit` starts: the input byte, and the bits
+/// of the byte before it that are still to be read (a checkpoint's form,
+/// and what [`RawInflate::prime`] takes).
+pub fn split_bit(bit: u64) -> (u64, u8) {
+    match (bit % 8) as u8 {
+        0 => (bit / 8, 0),
+        k => (bit / 8 + 1, 8 - k),
+    }
+}
+
 /// Result of one [`RawInflate::inflate`] call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {

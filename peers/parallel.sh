@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One gzip stream decoded on 1 and 2 threads (issue 37), beside the
+# decoders people use on the same file.
+#
+# The input: a tar.gz made here of this machine's /usr/lib/x86_64-linux-gnu
+# and /usr/lib/python3 (GNU tar, gzip -6; about 730 MB decoded, 240 MB
+# compressed), kept in $BENCH_DIR/usr.tar.gz for later runs. Each command
+# runs RUNS times; the table has the best wall time, the user CPU time of
+# that run, and its peak RSS (GNU time), and the decoded rate.
+#
+#   pparse tree --no-index --threads 1 | 2     list every member
+#   pparse cat  --no-index --threads 1 | 2     the last member's bytes (checked
+#                                              against GNU tar's)
+#   rapidgzip -d -P1 | -P2, pigz -d, gzip -d   decode to /dev/null
+#   bsdtar -tzf, GNU tar -tzf                  list every member
+#
+# Needs: GNU tar, gzip, /usr/bin/time; pigz, bsdtar (libarchive-tools) and
+# rapidgzip (RAPIDGZIP=/path, default: the bench venv's) where installed;
+# rows of missing tools are left out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
+RUNS=${RUNS:-3}
+RAPIDGZIP=${RAPIDGZIP:-$PWD/target/bench-venv/bin/rapidgzip}
+mkdir -p "$BENCH_DIR"
+GZ=$BENCH_DIR/usr.tar.gz
+if [[ ! -s $GZ ]]; then
+  tar cf - -C /usr lib/x86_64-linux-gnu lib/python3 2> /dev/null | gzip -6 > "$GZ.part"
+  mv "$GZ.part" "$GZ"
+fi
+cargo build --release --quiet --bin pparse
+PPARSE=$PWD/target/release/pparse
+decoded=$(gzip -dc "$GZ" | wc -c)
+last=$(tar tzf "$GZ" | grep -v '/$' | tail -1)
+want=$(tar xzOf "$GZ" "$last" | md5sum | cut -d' ' -f1)
+for t in 1 2; do
+  got=$("$PPARSE" cat --no-index --threads "$t" "$GZ" "usr.tar/$last" | md5sum | cut -d' ' -f1)
+  [[ $got == "$want" ]] || { echo "pparse cat --threads $t: the last member differs from tar's" >&2; exit 1; }
+done
+cmp <("$PPARSE" tree --no-index --threads 1 "$GZ") <("$PPARSE" tree --no-index --threads 2 "$GZ") \
+  || { echo "tree differs between 1 and 2 threads" >&2; exit 1; }
+
+echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git rev-parse --short HEAD), $(nproc) cores;" \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $GZ: $(stat -c %s "$GZ") bytes, $decoded decoded; last member $last"
+echo
+echo "| command | threads | wall time (best of $RUNS) | user CPU | peak RSS | decoded MB/s |"
+echo "|---|---|---|---|---|---|"
+row() {  # LABEL THREADS CMD...
+  local label=$1 threads=$2 best="" user="" rss=""
+  shift 2
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e %U %M" -o "$BENCH_DIR/time" "$@" > /dev/null 2>&1
+    read -r e u m < "$BENCH_DIR/time"
+    if [[ -z $best ]] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$e user=$u rss=$m
+    fi
+  done
+  echo "| $label | $threads | $best s | $user s | $((rss / 1024)) MiB |" \
+       "$(awk -v d="$decoded" -v t="$best" 'BEGIN { printf "%.0f", d / t / 1e6 }') |"
+}
+for t in 1 2; do
+  row "pparse tree --no-index" "$t" "$PPARSE" tree --no-index --threads "$t" "$GZ"
+done
+for t in 1 2; do
+  row "pparse cat --no-index (last member)" "$t" "$PPARSE" cat --no-index --threads "$t" "$GZ" "usr.tar/$last"
+done
+if [[ -x $RAPIDGZIP ]]; then
+  for t in 1 2; do
+    row "rapidgzip -d -P$t" "$t" "$RAPIDGZIP" -d -P "$t" -c "$GZ"
+  done
+fi
+if command -v pigz > /dev/null; then
+  row "pigz -d" "1 (+ 3 for I/O and CRC)" pigz -d -c "$GZ"
+fi
+row "gzip -d" 1 gzip -d -c "$GZ"
+if command -v bsdtar > /dev/null; then
+  row "bsdtar -tzf" 1 bsdtar -tzf "$GZ"
+fi
+row "GNU tar -tzf" "1 (+ gzip)" tar -tzf "$GZ"
