@@ -38,6 +38,7 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] = &[
     ("gzip", gzip),
     ("deflate_resync", deflate_resync),
+    ("deflate_pieces", deflate_pieces),
     ("tar", tar),
     ("zip", zip),
     ("json", json),
@@ -1314,4 +1315,40 @@ pub fn deflate_resync(data: &[u8]) {
             assert_eq!(s.produced, out.len(), "lengths differ from bit {bit}");
         }
     }
+}
+
+/// Raw deflate decoded on one thread and in pieces on worker threads: the
+/// same event, bytes, CRC and checkpoints, whatever the bits. The first
+/// byte sets the piece size, from 1/64 to 1/4 of the input. Pieces start
+/// where a block may start and decode without the window; the decoding in
+/// order takes one only at a block end at its first bit.
+pub fn deflate_pieces(data: &[u8]) {
+    use pparse::data::inflate::parallel::Plan;
+    use pparse::data::inflate::{InflateEvent, InflateSource, Inflater};
+    let Some((&k, raw)) = data.split_first() else {
+        return;
+    };
+    let piece = 16 + raw.len() as u64 * (k as u64 % 16 + 1) / 64;
+    let run = |threads: usize| {
+        let src: pparse::data::Data =
+            std::sync::Arc::new(pparse::data::MemSource::new(raw.to_vec()));
+        let out = InflateSource::with_span(src, "fuzz", 4096);
+        let mut inf = Inflater::new(out.clone(), 0);
+        inf.set_plan(Plan { threads, piece });
+        let event = loop {
+            match inf.run(1 << 20) {
+                InflateEvent::Progress => {}
+                e => break e,
+            }
+        };
+        out.finish();
+        let layout = out.layout().expect("finished");
+        let points: Vec<_> = layout
+            .segments
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| (p.out, p.input, p.bits)))
+            .collect();
+        (event, inf.produced(), inf.crc(), layout.chunk_crcs, points)
+    };
+    assert_eq!(run(2), run(1), "pieces and one thread disagree");
 }

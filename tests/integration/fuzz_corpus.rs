@@ -70,6 +70,7 @@ replays! {
     index,
     index_forged,
     deflate_resync,
+    deflate_pieces,
     bzip2,
     xz,
     zstd,
