@@ -706,11 +706,14 @@ impl GzipParser {
             return None;
         };
         let mut t = [0u8; 8];
+        // "Final" first: read after the bytes, it could say the input is
+        // complete when the read missed its last bytes.
+        let fin = self.data.is_final();
         let n = self.data.read_at(at, &mut t).unwrap_or(0);
         let m = self.members;
         let out_end = out_start + size;
         if n < 8 {
-            if !self.data.is_final() {
+            if !fin {
                 return Some(Step::Blocked);
             }
             self.cut_off(
@@ -1034,8 +1037,8 @@ impl GzipParser {
         };
         let (mut bit, lost, start, why) = (*bit, *lost, *start, why.clone());
         let (mut member, mut members_to) = (*member, *members_to);
-        let avail = self.data.available();
         let fin = self.data.is_final();
+        let avail = self.data.available();
         // Blocks are looked for only where members were looked for first.
         if member.is_none() && members_to < avail {
             match self.next_member(members_to, cx.budget.max(1 << 20)) {
