@@ -39,6 +39,9 @@ const PIECE_OUT_MAX: usize = 48 << 20;
 /// Marker buffers larger than this (values) are not kept for the next
 /// piece: most pieces have their window after a few hundred KiB.
 const MARKED_KEPT: usize = 2 << 20;
+/// Byte buffers of more than this many times a piece's input are not
+/// kept for the next piece.
+const BYTES_KEPT: usize = 4;
 /// Pieces the stream must have left for workers to be worth starting.
 const MIN_PIECES: u64 = 3;
 
@@ -324,9 +327,14 @@ impl Ahead {
     /// Gives a piece's buffers back for the next pieces.
     pub(crate) fn recycle(&self, piece: Piece) {
         let Piece { bytes, marked, .. } = piece;
+        if self.pid != std::process::id() {
+            return;
+        }
         let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
         let keep = self.threads as usize + 1;
-        if pool.0.len() < keep {
+        // A buffer that grew for a piece of a high ratio is not kept: the
+        // pool holds what most pieces need, not the most any did.
+        if pool.0.len() < keep && bytes.capacity() <= BYTES_KEPT * self.shared.piece as usize {
             pool.0.push(bytes);
         }
         // A piece marked whole grew its buffer to twice its bytes: not kept.
@@ -351,6 +359,11 @@ impl Ahead {
     /// Stops the workers: the stream ended, or decoding it failed.
     pub(crate) fn stop(&self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+        // In a forked child the workers are gone, and a lock one of them
+        // held at the fork stays held: nothing to wake, nothing to take.
+        if self.pid != std::process::id() {
+            return;
+        }
         let _guard = self.shared.state.lock();
         self.shared.cv.notify_all();
     }
@@ -558,7 +571,11 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
         let mut lo = 0;
         while lo < n {
             if bytes.len() - used < STEP {
-                bytes.resize(bytes.len() * 2, 0);
+                // By half: a piece that needs more than its first room
+                // rarely needs twice it, and the buffer is kept.
+                let more = bytes.len() / 2;
+                bytes.reserve_exact(more);
+                bytes.resize(bytes.len() + more, 0);
             }
             let s = z.inflate(&inbuf[lo..n], &mut bytes[used..], true);
             used += s.produced;
