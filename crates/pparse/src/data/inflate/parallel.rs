@@ -728,11 +728,18 @@ mod tests {
         crc: u32,
     }
 
-    fn decode(raw: &[u8], plan: Plan) -> Decoded {
+    /// A decoder of `raw` that decodes ahead as `plan` says, with a
+    /// checkpoint every 64 KiB.
+    fn inflater(raw: &[u8], plan: Plan) -> (Arc<InflateSource>, Inflater) {
         let input: Data = Arc::new(MemSource::new(raw.to_vec()));
         let src = InflateSource::with_span(input, "test", 64 << 10);
         let mut inf = Inflater::new(src.clone(), 0);
         inf.set_plan(plan);
+        (src, inf)
+    }
+
+    fn decode(raw: &[u8], plan: Plan) -> Decoded {
+        let (src, mut inf) = inflater(raw, plan);
         loop {
             match inf.run(1 << 20) {
                 InflateEvent::Progress => {}
@@ -858,10 +865,7 @@ mod tests {
     /// Decodes until an event that is not progress: the event, the bytes
     /// produced and their CRC.
     fn until_event(raw: &[u8], plan: Plan) -> (InflateEvent, u64, u32) {
-        let input: Data = Arc::new(MemSource::new(raw.to_vec()));
-        let src = InflateSource::with_span(input, "test", 64 << 10);
-        let mut inf = Inflater::new(src.clone(), 0);
-        inf.set_plan(plan);
+        let (_src, mut inf) = inflater(raw, plan);
         loop {
             match inf.run(1 << 20) {
                 InflateEvent::Progress => {}
