@@ -2,7 +2,7 @@
 //!
 //! The input is cut into pieces of [`PIECE_IN`] bytes. A worker looks for
 //! the first bit in its piece where a dynamic or stored block may start
-//! (`resync::next_candidate`; fixed-Huffman blocks are passed over) and
+//! (`resync::Candidates`; fixed-Huffman blocks are passed over) and
 //! decodes from there without the window before it (`marked`): a byte
 //! that copies the unknown window is kept as a marker naming the window
 //! byte it copies. A candidate that does not decode a block is followed by
@@ -452,6 +452,7 @@ fn follow(sh: &Shared, k: u64, end: u64) -> Option<(u64, u32, Option<u64>)> {
 fn piece(sh: &Shared, k: u64, attempt: u32, from: Option<u64>) -> Slot {
     let until = (k + 1) * sh.piece * 8;
     let mut scan = k * sh.piece * 8;
+    let mut candidates = resync::Candidates::new();
     loop {
         if sh.stop.load(Ordering::Relaxed) {
             return Slot::Done(None, None);
@@ -459,7 +460,7 @@ fn piece(sh: &Shared, k: u64, attempt: u32, from: Option<u64>) -> Slot {
         let start = match from {
             Some(b) => b,
             None => {
-                let found = resync::next_candidate(&sh.input, scan, until);
+                let found = candidates.next(&sh.input, scan, until);
                 let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
                 // The piece before ended meanwhile: start where it did.
                 match (st.hints.remove(&k), found) {

@@ -975,46 +975,79 @@ pub fn find_block(
     })
 }
 
-/// The first input bit in `[from, end)` (bits) where a dynamic-Huffman or
-/// stored block may start by the cheap checks alone: no trial decode, for
-/// a caller that decodes from there anyway and tries the next one when
-/// that fails (see `parallel`). Fixed-Huffman blocks are passed over: a
-/// decoder without the window cannot tell whether it is in step with
-/// their symbols (see [`fixed_sync`]), and they are most of the finder's
-/// work on bytes where no block starts. The input must be final.
-pub(super) fn next_candidate(input: &Data, from: u64, end: u64) -> io::Result<Option<u64>> {
-    let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
-    let mut memo = FixedMemo::new();
-    let mut bit = from;
-    let len = input.available();
-    while bit < end {
-        let base = bit / 8;
-        if base >= len {
-            return Ok(None);
+/// Finds the bits where a dynamic-Huffman or stored block may start by
+/// the cheap checks alone: no trial decode, for a caller that decodes from
+/// there anyway and asks for the next one when that fails (see
+/// `parallel`). Fixed-Huffman blocks are passed over: a decoder without
+/// the window cannot tell whether it is in step with their symbols (see
+/// [`fixed_sync`]), and they are most of the finder's work on bytes where
+/// no block starts. The input read is kept, so asking again from just
+/// after a candidate reads nothing twice. The input must be final.
+pub(super) struct Candidates {
+    buf: Vec<u8>,
+    /// Input offset of `buf[0]`, and the bytes of `buf` that hold input.
+    base: u64,
+    got: usize,
+    /// Never used: fixed-Huffman runs are not looked at.
+    memo: FixedMemo,
+}
+
+impl Candidates {
+    pub(super) fn new() -> Candidates {
+        Candidates {
+            buf: vec![0u8; IN_CHUNK + MAX_HEADER_BYTES],
+            base: 0,
+            got: 0,
+            memo: FixedMemo {
+                seen: Vec::new(),
+                path: Vec::new(),
+                walk: Vec::new(),
+            },
         }
-        let got = input.read_at(base, &mut buf)?;
-        let b = &buf[..got];
-        let last = base + got as u64 >= len;
-        let lim = if last {
-            got
-        } else {
-            got.saturating_sub(MAX_HEADER_BYTES)
-        } as u64
-            * 8;
-        let lim = lim.min(end - base * 8);
-        let mut rel = bit - base * 8;
-        while rel < lim {
-            if let Some(at) = candidate(b, base * 8, rel, &mut memo, false) {
-                return Ok(Some(base * 8 + at));
-            }
-            rel += 1;
-        }
-        if last || rel == bit - base * 8 {
-            return Ok(None);
-        }
-        bit = base * 8 + rel;
     }
-    Ok(None)
+
+    /// The first candidate bit in `[from, end)` (bits).
+    pub(super) fn next(&mut self, input: &Data, from: u64, end: u64) -> io::Result<Option<u64>> {
+        let len = input.available();
+        let mut bit = from;
+        while bit < end {
+            let base = bit / 8;
+            if base >= len {
+                return Ok(None);
+            }
+            // Read only when the bytes held do not cover `bit` with a
+            // header's worth after it.
+            let held = self.base + self.got as u64;
+            let covered =
+                base >= self.base && (base + MAX_HEADER_BYTES as u64 <= held || held >= len);
+            if !covered {
+                self.got = input.read_at(base, &mut self.buf)?;
+                self.base = base;
+            }
+            let b = &self.buf[..self.got];
+            let last = self.base + self.got as u64 >= len;
+            let lim = if last {
+                self.got
+            } else {
+                self.got.saturating_sub(MAX_HEADER_BYTES)
+            } as u64
+                * 8;
+            let lim = lim.min(end - self.base * 8);
+            let start = bit - self.base * 8;
+            let mut rel = start;
+            while rel < lim {
+                if let Some(at) = candidate(b, self.base * 8, rel, &mut self.memo, false) {
+                    return Ok(Some(self.base * 8 + at));
+                }
+                rel += 1;
+            }
+            if last || rel == start {
+                return Ok(None);
+            }
+            bit = self.base * 8 + rel;
+        }
+        Ok(None)
+    }
 }
 
 /// Where a block may start for a scan at bit `rel` of `b`, after the
