@@ -98,8 +98,8 @@ struct Cli {
     /// chrome://tracing open it).
     #[arg(long, global = true, value_name = "FILE")]
     trace_io: Option<PathBuf>,
-    /// Threads that decode one large gzip or deflate stream (default: the
-    /// cores available; 1 decodes on one thread).
+    /// Threads that decode one large gzip or deflate stream (default 1;
+    /// more is faster on a plain tar.gz but costs memory, see docs/limits.md).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
 }
