@@ -98,8 +98,8 @@ struct Cli {
     /// chrome://tracing open it).
     #[arg(long, global = true, value_name = "FILE")]
     trace_io: Option<PathBuf>,
-    /// Threads that decode one large gzip or deflate stream (default 1;
-    /// more is faster on a plain tar.gz but costs memory, see docs/limits.md).
+    /// Threads that decode one large gzip or deflate stream (default: the
+    /// cores available; 1 decodes on one thread).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
 }
@@ -436,9 +436,11 @@ fn run() -> i32 {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
-    if let Some(n) = cli.threads {
-        pparse::data::inflate::parallel::set_threads(n as usize);
-    }
+    // The library decodes on the asking thread unless told (a process of a
+    // DataLoader pool should not start a thread per core); the command
+    // uses every core.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    pparse::data::inflate::parallel::set_threads(cli.threads.map_or(cores, |n| n as usize));
     let mut options = Options::default();
     for p in &cli.proto {
         if let Err(e) = options.schemas.add_proto_file(p) {

@@ -91,6 +91,80 @@ fn big_archive(dir: &Path, files: usize, size: usize) -> (PathBuf, PathBuf) {
     (tar, src)
 }
 
+/// Decoding on several threads (`--threads`) changes nothing but the
+/// time: the same tree, the same index file byte for byte, the same bytes
+/// of a late member; and the workers did decode most of it.
+#[test]
+fn threads_give_the_tree_index_and_bytes_of_one_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut rng = Rng::new(37);
+    // Stored blocks (noise) and dynamic ones (text), 15 MB of gzip: the
+    // three pieces of 4 MiB that workers need.
+    for i in 0..8 {
+        let mut body = Vec::new();
+        if i % 2 == 0 {
+            body.resize(3_000_000, 0);
+            rng.fill(&mut body);
+        } else {
+            while body.len() < 2_000_000 {
+                let w = rng.below(5000);
+                body.extend_from_slice(format!("w{w} ").as_bytes());
+            }
+        }
+        std::fs::write(src.join(format!("f{i}")), &body).unwrap();
+    }
+    let tar = tmp.path().join("t.tar.gz");
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "tar -C {} --sort=name -cf - . | gzip -6 > {}",
+            src.display(),
+            tar.display()
+        ))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "GNU tar and gzip are needed to make the archive");
+    assert!(std::fs::metadata(&tar).unwrap().len() > 13 << 20);
+    let t = tar.to_str().unwrap();
+    let run = |threads: &str, index: &str| {
+        let i = tmp.path().join(index);
+        let r = pparse([
+            "tree",
+            "--threads",
+            threads,
+            t,
+            "--index",
+            i.to_str().unwrap(),
+            "--io-stats",
+            "--json",
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr_text());
+        (r.stdout.clone(), io_json(&r), std::fs::read(i).unwrap())
+    };
+    let (tree1, io1, index1) = run("1", "one.pidx");
+    let (tree2, io2, index2) = run("2", "two.pidx");
+    assert!(tree1 == tree2, "the trees differ");
+    assert!(index1 == index2, "the index files differ");
+    assert_eq!(io1["decoded_ahead"], 0, "{io1}");
+    let (decoded, ahead) = (
+        io2["decoded"].as_u64().unwrap(),
+        io2["decoded_ahead"].as_u64().unwrap(),
+    );
+    assert_eq!(decoded, io1["decoded"].as_u64().unwrap());
+    // The first piece is the consumer's own, and the last may be too
+    // short to start: the workers' part is most of the rest.
+    assert!(ahead > decoded / 3, "{io2}");
+    let want = std::fs::read(src.join("f7")).unwrap();
+    for threads in ["1", "2"] {
+        let r = pparse(["cat", "--threads", threads, "--no-index", t, "t.tar/./f7"]);
+        assert_eq!(r.code, 0, "{}", r.stderr_text());
+        assert!(r.stdout == want, "cat with {threads} threads");
+    }
+}
+
 /// The files the index tests index: archives and compressed streams of
 /// every kind, and damaged copies (written into `tmp`).
 fn indexed_files(tmp: &Path) -> Vec<PathBuf> {

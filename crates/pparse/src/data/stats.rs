@@ -33,6 +33,7 @@ pub struct Counters {
     file_read: AtomicU64,
     decoded: AtomicU64,
     redecoded: AtomicU64,
+    ahead: AtomicU64,
     from_cache: AtomicU64,
     decode_ns: AtomicU64,
     wait_ns: AtomicU64,
@@ -48,6 +49,7 @@ impl Counters {
             file_read: AtomicU64::new(0),
             decoded: AtomicU64::new(0),
             redecoded: AtomicU64::new(0),
+            ahead: AtomicU64::new(0),
             from_cache: AtomicU64::new(0),
             decode_ns: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
@@ -60,6 +62,7 @@ impl Counters {
             file_read: self.file_read.load(Relaxed),
             decoded: self.decoded.load(Relaxed),
             redecoded: self.redecoded.load(Relaxed),
+            ahead: self.ahead.load(Relaxed),
             from_cache: self.from_cache.load(Relaxed),
             decoding: Duration::from_nanos(self.decode_ns.load(Relaxed)),
             waiting: Duration::from_nanos(self.wait_ns.load(Relaxed)),
@@ -134,6 +137,8 @@ pub struct IoStats {
     pub decoded: u64,
     /// Bytes decoded again from checkpoints.
     pub redecoded: u64,
+    /// Bytes of `decoded` that worker threads decoded ahead (`--threads`).
+    pub ahead: u64,
     /// Bytes that reads of decoded streams found in the cache.
     pub from_cache: u64,
     /// Time spent decoding (both kinds).
@@ -152,6 +157,7 @@ impl IoStats {
             file_read: self.file_read + o.file_read,
             decoded: self.decoded + o.decoded,
             redecoded: self.redecoded + o.redecoded,
+            ahead: self.ahead + o.ahead,
             from_cache: self.from_cache + o.from_cache,
             decoding: self.decoding + o.decoding,
             waiting: self.waiting + o.waiting,
@@ -181,6 +187,12 @@ pub fn decoded(to: Option<&Counters>, n: u64, took: Duration, again: bool) {
     } else {
         Event::Decode(n, took)
     });
+}
+
+/// `n` of the bytes decoded (counted by [`decoded`]) came from a piece
+/// that a worker thread decoded ahead.
+pub fn decoded_ahead(to: Option<&Counters>, n: u64) {
+    Counters::add(to, |c| &c.ahead, n);
 }
 
 /// `n` bytes served from the cache of decoded chunks.

@@ -28,6 +28,7 @@ pub fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
             "file_read": s.file_read,
             "decoded": s.decoded,
             "redecoded": s.redecoded,
+            "decoded_ahead": s.ahead,
             "from_cache": s.from_cache,
             "cache_budget": budget,
             "decode_seconds": s.decoding.as_secs_f64(),
@@ -46,9 +47,13 @@ pub fn io_stats(s: &crate::data::stats::IoStats, json: bool) -> String {
         return serde_json::json!({ "io": o }).to_string();
     }
     let mut line = format!(
-        "pparse: io: read {} B from the file; decoded {} B, re-decoded {} B from checkpoints; {} B from the cache (budget {}); decoding {:.3} s, waiting {:.3} s",
+        "pparse: io: read {} B from the file; decoded {} B{}, re-decoded {} B from checkpoints; {} B from the cache (budget {}); decoding {:.3} s, waiting {:.3} s",
         thousands(s.file_read),
         thousands(s.decoded),
+        match s.ahead {
+            0 => String::new(),
+            n => format!(" ({} B of it ahead, on other threads)", thousands(n)),
+        },
         thousands(s.redecoded),
         thousands(s.from_cache),
         crate::util::human(budget),

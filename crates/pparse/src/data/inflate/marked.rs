@@ -10,6 +10,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::pages::Pages;
 use super::resync::{
     self, Bits, DIST_BASE, DIST_EXTRA, Huff, LEN_BASE, LEN_EXTRA, MAX_HEADER_BYTES,
     MAX_SYMBOL_BITS, WINDOW,
@@ -32,14 +33,6 @@ pub(super) enum Stop {
     Clean(u64),
     /// The stream's last block ended; the stream ends at this input byte.
     End(u64),
-}
-
-/// The output of [`decode`]: `WINDOW` markers, then the piece's values.
-pub(super) struct Output {
-    /// Values: below 0x100 a byte, else `MARK | i`.
-    pub values: Vec<u16>,
-    /// Block ends: output offset (after the markers) and input bit.
-    pub blocks: Vec<(usize, u64)>,
 }
 
 /// Input bytes from some offset, read on as decoding needs them.
@@ -75,21 +68,51 @@ pub(super) enum Failed {
 }
 
 /// Decodes from the block header at input bit `start` until a block ends
-/// at or past bit `until`, the window becomes known, or the stream ends.
-/// `out` is a buffer to reuse.
+/// at or past bit `until`, the window becomes known, or the stream ends,
+/// into `out` (cleared first; it holds what was decoded, whatever the
+/// answer). Returns the block ends and where it stopped.
 pub(super) fn decode(
     data: &Data,
     start: u64,
     until: u64,
     max_out: usize,
     stop: &AtomicBool,
-    out: Vec<u16>,
-) -> io::Result<Result<(Output, Stop), Failed>> {
+    out: &mut Pages<u16>,
+) -> io::Result<Result<(Blocks, Stop), Failed>> {
     let mut blocks = Vec::new();
-    match run(data, start, until, max_out, stop, &mut blocks, out)? {
-        Some((values, end)) => Ok(Ok((Output { values, blocks }, end))),
+    // Room for the most it may make: its checks come before each symbol
+    // and block, so one more copy, or a stored block, may pass them.
+    out.clear();
+    let room = out.spare(WINDOW + max_out + (1 << 16) + 512);
+    let mut o = Out { buf: room, len: 0 };
+    let done = run(data, start, until, max_out, stop, &mut blocks, &mut o);
+    let len = o.len;
+    out.advance(len);
+    match done? {
+        Some(end) => Ok(Ok((blocks, end))),
         None if stop.load(Ordering::Relaxed) => Ok(Err(Failed::Limit)),
         None => Ok(Err(Failed::Invalid(blocks.len()))),
+    }
+}
+
+/// Block ends: output offset (after the markers) and input bit.
+pub(super) type Blocks = Vec<(usize, u64)>;
+
+/// The output being made: `buf[..len]`, in room that holds the most it
+/// may make (so a push never checks for room).
+struct Out<'a> {
+    buf: &'a mut [u16],
+    len: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn push(&mut self, v: u16) {
+        self.buf[self.len] = v;
+        self.len += 1;
+    }
+    fn values(&self) -> &[u16] {
+        &self.buf[..self.len]
     }
 }
 
@@ -100,23 +123,24 @@ fn run(
     until: u64,
     max_out: usize,
     stop: &AtomicBool,
-    blocks: &mut Vec<(usize, u64)>,
-    mut out: Vec<u16>,
-) -> io::Result<Option<(Vec<u16>, Stop)>> {
+    blocks: &mut Blocks,
+    out: &mut Out,
+) -> io::Result<Option<Stop>> {
     let mut input = Input {
         data,
         buf: Vec::new(),
         start: start / 8,
     };
     input.more()?;
-    out.clear();
-    out.extend((0..WINDOW as u16).map(|i| MARK | i));
+    for i in 0..WINDOW as u16 {
+        out.push(MARK | i);
+    }
     // Output scanned for markers, and the end of the last one found.
     let mut scanned = WINDOW;
     let mut marker_end = WINDOW;
     let mut bit = start;
     loop {
-        if stop.load(Ordering::Relaxed) || out.len() - WINDOW > max_out {
+        if stop.load(Ordering::Relaxed) || out.len - WINDOW > max_out {
             return Ok(None);
         }
         // The header, with the bytes it can take.
@@ -145,18 +169,16 @@ fn run(
                         return Ok(None);
                     }
                 }
-                out.extend(
-                    input.buf[from..from + len as usize]
-                        .iter()
-                        .map(|&b| b as u16),
-                );
+                for &b in &input.buf[from..from + len as usize] {
+                    out.push(b as u16);
+                }
                 bit = input.start * 8 + (from as u64 + len as u64) * 8;
                 true
             }
             1 => {
                 let (lit, dist) = resync::fixed();
                 bit = input.start * 8 + r.pos();
-                codes(&mut input, &mut bit, lit, dist, &mut out, max_out, stop)?
+                codes(&mut input, &mut bit, lit, dist, out, max_out, stop)?
             }
             2 => {
                 let Ok(c) = resync::dynamic_header(&mut r) else {
@@ -166,7 +188,7 @@ fn run(
                     return Ok(None);
                 }
                 bit = input.start * 8 + r.pos();
-                codes(&mut input, &mut bit, &c.0, &c.1, &mut out, max_out, stop)?
+                codes(&mut input, &mut bit, &c.0, &c.1, out, max_out, stop)?
             }
             _ => return Ok(None),
         };
@@ -174,18 +196,18 @@ fn run(
             return Ok(None);
         }
         if last {
-            return Ok(Some((out, Stop::End(bit.div_ceil(8)))));
+            return Ok(Some(Stop::End(bit.div_ceil(8))));
         }
-        blocks.push((out.len() - WINDOW, bit));
+        blocks.push((out.len - WINDOW, bit));
         if bit >= until {
-            return Ok(Some((out, Stop::Until(bit))));
+            return Ok(Some(Stop::Until(bit)));
         }
-        if let Some(i) = out[scanned..].iter().rposition(|&v| v >= 0x100) {
+        if let Some(i) = out.values()[scanned..].iter().rposition(|&v| v >= 0x100) {
             marker_end = scanned + i + 1;
         }
-        scanned = out.len();
-        if out.len() - marker_end >= WINDOW {
-            return Ok(Some((out, Stop::Clean(bit))));
+        scanned = out.len;
+        if out.len - marker_end >= WINDOW {
+            return Ok(Some(Stop::Clean(bit)));
         }
         // Drop input behind: keep the buffer near its read size.
         let byte = (bit / 8 - input.start) as usize;
@@ -204,12 +226,15 @@ fn codes(
     bit: &mut u64,
     lit: &Huff,
     dist: &Huff,
-    out: &mut Vec<u16>,
+    out: &mut Out,
     max_out: usize,
     stop: &AtomicBool,
 ) -> io::Result<bool> {
+    // Past this many values it gives up: checked before every symbol, so
+    // the output passes it by one copy at most.
+    let most = WINDOW + max_out;
     loop {
-        if stop.load(Ordering::Relaxed) || out.len() - WINDOW > max_out {
+        if stop.load(Ordering::Relaxed) || out.len > most {
             return Ok(false);
         }
         let at_end = input.at_end();
@@ -219,6 +244,9 @@ fn codes(
         let (lt, lmask) = (&lit.table[..], (1u64 << lit.bits) - 1);
         let (dt, dmask) = (&dist.table[..], (1u64 << dist.bits) - 1);
         loop {
+            if out.len > most {
+                return Ok(false);
+            }
             if r.left() < MAX_SYMBOL_BITS {
                 if !at_end {
                     break;
@@ -275,9 +303,6 @@ fn codes(
             r.acc >>= xd;
             r.n -= xd;
             copy(out, d, n)?;
-            if out.len() - WINDOW > max_out {
-                return Ok(false);
-            }
         }
         if r.over {
             return Ok(false);
@@ -298,16 +323,17 @@ fn codes(
 /// Appends the `len` values that start `d` back; `Err` past the output's
 /// start (its window markers included).
 #[inline]
-fn copy(out: &mut Vec<u16>, d: usize, len: usize) -> io::Result<()> {
-    if d > out.len() || d == 0 {
+fn copy(out: &mut Out, d: usize, len: usize) -> io::Result<()> {
+    if d > out.len || d == 0 {
         return Err(io::ErrorKind::InvalidData.into());
     }
-    let from = out.len() - d;
+    let from = out.len - d;
     if d >= len {
-        out.extend_from_within(from..from + len);
+        out.buf.copy_within(from..from + len, out.len);
+        out.len += len;
     } else {
         for i in 0..len {
-            let v = out[from + i];
+            let v = out.buf[from + i];
             out.push(v);
         }
     }
@@ -317,12 +343,7 @@ fn copy(out: &mut Vec<u16>, d: usize, len: usize) -> io::Result<()> {
 /// One symbol near the end of the input, every read checked: `Some(true)`
 /// at the end-of-block code, `Some(false)` after a literal or a copy,
 /// `None` for an invalid code or bits past the end.
-fn slow_symbol(
-    r: &mut Bits,
-    lit: &Huff,
-    dist: &Huff,
-    out: &mut Vec<u16>,
-) -> io::Result<Option<bool>> {
+fn slow_symbol(r: &mut Bits, lit: &Huff, dist: &Huff, out: &mut Out) -> io::Result<Option<bool>> {
     let Some(sym) = lit.decode(r) else {
         return Ok(None);
     };
@@ -348,7 +369,7 @@ fn slow_symbol(
         return Ok(None);
     }
     let d = DIST_BASE[ds as usize] as usize + r.take(DIST_EXTRA[ds as usize] as u32) as usize;
-    if r.over || d > out.len() {
+    if r.over || d > out.len {
         return Ok(None);
     }
     copy(out, d, len)?;

@@ -17,6 +17,7 @@
 //! GB of windows on disk, and the cache budget.
 
 mod marked;
+mod pages;
 pub mod parallel;
 pub mod resync;
 mod windows;
@@ -1159,6 +1160,7 @@ impl Inflater {
             let next = t.piece.blocks.get(t.blocks).map_or(len, |b| b.0);
             let to = next.min(t.pos + OUT_BUF);
             let bytes = &t.piece.bytes()[t.pos..to];
+            super::stats::decoded_ahead(self.src.counters.as_deref(), bytes.len() as u64);
             self.src.append(bytes);
             self.produced += bytes.len() as u64;
             made += bytes.len() as u64;
@@ -1175,6 +1177,13 @@ impl Inflater {
             return (made, Some(InflateEvent::End { in_end: end }));
         }
         let (input, bits) = split_bit(end);
+        // The file pages behind are done with, whether the next piece is
+        // taken too or zlib resumes (pieces taken in a row never reach the
+        // release in the serial loop).
+        if input - self.released >= 16 << 20 {
+            self.src.input.release(self.released, input);
+            self.released = input;
+        }
         // The next piece may start right here.
         if let Some(mut piece) = self.ahead.as_mut().and_then(|a| a.at_boundary(end))
             && piece.resolve(&window)
@@ -1190,10 +1199,6 @@ impl Inflater {
         }
         if let Err(e) = self.resume_at(input, bits, &window) {
             return (made, Some(e));
-        }
-        if input - self.released >= 16 << 20 {
-            self.src.input.release(self.released, input);
-            self.released = input;
         }
         (made, None)
     }

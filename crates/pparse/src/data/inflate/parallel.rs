@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::marked::{self, MARK};
+use super::pages::Pages;
 use super::resync;
 use super::zlib::{Code, RawInflate, split_bit};
 use crate::data::source::{Data, Recipe, read_exact_at};
@@ -44,10 +45,12 @@ const MARKED_KEPT: usize = 2 << 20;
 const BYTES_KEPT: usize = 4;
 /// Pieces the stream must have left for workers to be worth starting.
 const MIN_PIECES: u64 = 3;
+/// Output zlib is given room for at once.
+const STEP: usize = 256 << 10;
 
-/// Threads that decode one stream: 1 until set. Not the cores available
-/// yet: on a 1.7 GB tar.gz of `/usr` with 23,000 nested `.gz` files, two
-/// threads peaked at 2 GB where one takes 480 MB (docs/limits.md).
+/// Threads that decode one stream: 1 until set. A library in the
+/// processes of a data loader's pool must not start a thread per core in
+/// each; the command line sets the cores available.
 static THREADS: AtomicUsize = AtomicUsize::new(1);
 
 /// Sets how many threads decode one deflate stream; 1 decodes on the
@@ -94,14 +97,19 @@ pub(crate) struct Piece {
     pub ended: bool,
     /// Its bytes are `bytes[..len]` (the buffer past them is kept for
     /// the next piece); the first are to be filled from `marked` (see
-    /// [`Piece::resolve`]).
-    bytes: Vec<u8>,
+    /// [`Piece::resolve`]). Empty when the piece is marked `whole`.
+    bytes: Pages<u8>,
     len: usize,
+    /// Whether every byte of it was decoded with markers: its bytes are
+    /// then resolved into `marked`'s own buffer (two bytes per value, so
+    /// byte `i` never overwrites a value not read yet), and no second
+    /// buffer of its size is held.
+    whole: bool,
     /// The CRC-32 of its bytes after the marked ones.
     exact_crc: u32,
     /// The 32 KiB window as markers, then the output before the window was
     /// known: bytes below 0x100, and `MARK | i` for byte `i` of the window.
-    pub marked: Vec<u16>,
+    pub(super) marked: Pages<u16>,
     /// Each block end in it that is not the stream's: the output offset in
     /// the piece and the input bit.
     pub blocks: Vec<(usize, u64)>,
@@ -110,14 +118,18 @@ pub(crate) struct Piece {
 impl Piece {
     /// Its bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        if self.whole {
+            &bytemuck::cast_slice::<u16, u8>(&self.marked[..])[..self.len]
+        } else {
+            &self.bytes[..self.len]
+        }
     }
 
     /// Adds its bytes to `crc`, once resolved: the marked ones, then the
     /// CRC the worker computed of the rest.
     pub(crate) fn crc_after(&self, crc: &mut crc32fast::Hasher) {
         let marked = self.marked.len().saturating_sub(resync::WINDOW);
-        crc.update(&self.bytes[..marked]);
+        crc.update(&self.bytes()[..marked]);
         let rest = (self.len - marked) as u64;
         crc.combine(&crc32fast::Hasher::new_with_initial_len(
             self.exact_crc,
@@ -142,6 +154,17 @@ impl Piece {
             *t = v as u8;
         }
         table[MARK as usize..].copy_from_slice(&window[..resync::WINDOW]);
+        if self.whole {
+            // In place: byte `i` is written at offset `i`, value `i` read
+            // from offset `2 * (WINDOW + i)`, always ahead of it.
+            let raw = bytemuck::cast_slice_mut::<u16, u8>(&mut self.marked[..]);
+            for i in 0..self.len {
+                let at = 2 * (resync::WINDOW + i);
+                let v = u16::from_ne_bytes([raw[at], raw[at + 1]]);
+                raw[i] = table[v as usize];
+            }
+            return true;
+        }
         for (b, &v) in self.bytes[..self.len].iter_mut().zip(marked) {
             *b = table[v as usize];
         }
@@ -175,7 +198,7 @@ struct State {
 }
 
 /// Spare byte buffers and marker buffers.
-type Pool = (Vec<Vec<u8>>, Vec<Vec<u16>>);
+type Pool = (Vec<Pages<u8>>, Vec<Pages<u16>>);
 
 struct Shared {
     input: Data,
@@ -189,6 +212,28 @@ struct Shared {
     /// Buffers of pieces taken, for the next ones: no page is faulted in
     /// and cleared again for every piece.
     pool: Mutex<Pool>,
+    /// Buffers of each kind the pool keeps.
+    keep: usize,
+}
+
+impl Shared {
+    /// Keeps a piece's buffers for the next pieces, as many as are in
+    /// flight at once.
+    fn give_back(&self, bytes: Pages<u8>, marked: Pages<u16>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        // A buffer written far for a piece of a high ratio is not kept:
+        // the pool holds the pages most pieces need, not the most any did.
+        if bytes.capacity() > 0
+            && pool.0.len() < self.keep
+            && bytes.written() <= BYTES_KEPT * self.piece as usize
+        {
+            pool.0.push(bytes);
+        }
+        // Nor is the buffer of a piece marked whole, its size in values.
+        if marked.capacity() > 0 && pool.1.len() < self.keep && marked.written() <= MARKED_KEPT {
+            pool.1.push(marked);
+        }
+    }
 }
 
 /// Workers decoding one stream's pieces ahead of its [`Inflater`]. Dropping
@@ -247,6 +292,7 @@ impl Ahead {
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
             pool: Mutex::new((Vec::new(), Vec::new())),
+            keep: threads + 1,
         });
         let mut spawned = 0;
         for _ in 0..threads {
@@ -332,17 +378,7 @@ impl Ahead {
         if self.pid != std::process::id() {
             return;
         }
-        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let keep = self.threads as usize + 1;
-        // A buffer that grew for a piece of a high ratio is not kept: the
-        // pool holds what most pieces need, not the most any did.
-        if pool.0.len() < keep && bytes.capacity() <= BYTES_KEPT * self.shared.piece as usize {
-            pool.0.push(bytes);
-        }
-        // A piece marked whole grew its buffer to twice its bytes: not kept.
-        if pool.1.len() < keep && marked.capacity() <= MARKED_KEPT {
-            pool.1.push(marked);
-        }
+        self.shared.give_back(bytes, marked);
     }
 
     fn advance(&mut self, st: &mut State) {
@@ -495,59 +531,119 @@ fn store(sh: &Shared, k: u64, attempt: u32, slot: Slot) {
 }
 
 /// Decodes from the block at input bit `start` to the first block end at
-/// or after bit `until` (or the stream's end). `None`: the bits do not
+/// or after bit `until` (or the stream's end). `Err`: the bits do not
 /// decode that far, the output grew past [`PIECE_OUT_MAX`], or the
 /// consumer stopped the workers.
 fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marked::Failed>> {
-    let (mut bytes, marks) = {
+    let (mut bytes, mut marked) = {
         let mut pool = sh.pool.lock().unwrap_or_else(|e| e.into_inner());
         (
             pool.0.pop().unwrap_or_default(),
             pool.1.pop().unwrap_or_default(),
         )
     };
+    let made = decode_into(sh, start, until, &mut bytes, &mut marked);
+    match made {
+        Ok(Ok(Made {
+            end,
+            ended,
+            blocks,
+            used,
+            exact_crc,
+        })) => {
+            // Marked to its end: its bytes are resolved in `marked`'s
+            // buffer, and the byte buffer is not needed.
+            let whole = used.is_none();
+            if whole {
+                sh.give_back(std::mem::take(&mut bytes), Pages::new());
+            }
+            let len = used.unwrap_or(marked.len() - resync::WINDOW);
+            Ok(Ok(Piece {
+                end,
+                ended,
+                bytes,
+                len,
+                whole,
+                exact_crc,
+                marked,
+                blocks,
+            }))
+        }
+        Ok(Err(failed)) => {
+            sh.give_back(bytes, marked);
+            Ok(Err(failed))
+        }
+        Err(e) => {
+            sh.give_back(bytes, marked);
+            Err(e)
+        }
+    }
+}
+
+/// What [`decode_into`] made: where it ended, its block ends, and how
+/// many bytes of the byte buffer are the piece's (`None`: it was marked
+/// to its end, and the byte buffer holds nothing) with the CRC of those
+/// after the marked ones.
+struct Made {
+    end: u64,
+    ended: bool,
+    blocks: marked::Blocks,
+    used: Option<usize>,
+    exact_crc: u32,
+}
+
+/// [`decode`] into the buffers given.
+fn decode_into(
+    sh: &Shared,
+    start: u64,
+    until: u64,
+    bytes: &mut Pages<u8>,
+    marked: &mut Pages<u16>,
+) -> io::Result<Result<Made, marked::Failed>> {
     // Until the window is known: the marking decoder.
-    let found = marked::decode(&sh.input, start, until, PIECE_OUT_MAX, &sh.stop, marks)?;
-    let (out, stop) = match found {
+    let found = marked::decode(&sh.input, start, until, PIECE_OUT_MAX, &sh.stop, marked)?;
+    let (mut blocks, stop) = match found {
         Ok(done) => done,
         Err(f) => return Ok(Err(f)),
     };
-    let marked::Output {
-        values: marked,
-        mut blocks,
-    } = out;
-    // `used` bytes of `bytes` are the piece's; the rest is room, written
-    // (and so initialised) once per buffer.
-    if bytes.len() < 3 * sh.piece as usize {
-        bytes.resize(3 * sh.piece as usize, 0);
-    }
-    let mut used = marked.len() - resync::WINDOW;
-    if bytes.len() < used {
-        bytes.resize(used, 0);
-    }
-    let piece = |marked: Vec<u16>, bytes: Vec<u8>, used: usize, blocks, end, ended| {
-        let exact_crc = crc32fast::hash(&bytes[marked.len() - resync::WINDOW..used]);
-        Ok(Piece {
-            end,
-            ended,
-            bytes,
-            len: used,
-            exact_crc,
-            marked,
-            blocks,
-        })
-    };
     let bit = match stop {
-        marked::Stop::Until(bit) => return Ok(piece(marked, bytes, used, blocks, bit, false)),
-        marked::Stop::End(byte) => return Ok(piece(marked, bytes, used, blocks, byte, true)),
+        marked::Stop::Until(bit) => {
+            return Ok(Ok(Made {
+                end: bit,
+                ended: false,
+                blocks,
+                used: None,
+                exact_crc: 0,
+            }));
+        }
+        marked::Stop::End(byte) => {
+            return Ok(Ok(Made {
+                end: byte,
+                ended: true,
+                blocks,
+                used: None,
+                exact_crc: 0,
+            }));
+        }
         marked::Stop::Clean(bit) => bit,
     };
     // The window is known: zlib from this block on, after room for the
-    // marked bytes.
-    let window: Vec<u8> = marked[marked.len() - resync::WINDOW..]
-        .iter()
-        .map(|&v| v as u8)
-        .collect();
+    // marked bytes (filled when the piece is resolved). Room for the most
+    // a piece may make, so the buffer never moves.
+    let first = marked.len() - resync::WINDOW;
+    bytes.clear();
+    bytes.spare(PIECE_OUT_MAX + 2 * STEP);
+    bytes.advance(first);
+    let done = |bytes: &Pages<u8>, blocks, end, ended| {
+        Ok(Ok(Made {
+            end,
+            ended,
+            blocks,
+            used: Some(bytes.len()),
+            exact_crc: crc32fast::hash(&bytes[first..]),
+        }))
+    };
+    let window: Vec<u8> = marked[first..].iter().map(|&v| v as u8).collect();
     let (mut pos, bits) = split_bit(bit);
     let mut z = RawInflate::new();
     if bits > 0 {
@@ -559,12 +655,11 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
     }
     z.set_dictionary(&window);
     let mut inbuf = vec![0u8; 256 << 10];
-    const STEP: usize = 256 << 10;
     // Calls in a row that made no progress: zlib always makes some with
     // input and room, so a second one means it is stuck.
     let mut idle = 0;
     loop {
-        if sh.stop.load(Ordering::Relaxed) || used > PIECE_OUT_MAX {
+        if sh.stop.load(Ordering::Relaxed) || bytes.len() > PIECE_OUT_MAX {
             return Ok(Err(marked::Failed::Limit));
         }
         let n = sh.input.read_at(pos, &mut inbuf)?;
@@ -573,26 +668,19 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
         }
         let mut lo = 0;
         while lo < n {
-            if bytes.len() - used < STEP {
-                // By half: a piece that needs more than its first room
-                // rarely needs twice it, and the buffer is kept.
-                let more = bytes.len() / 2;
-                bytes.reserve_exact(more);
-                bytes.resize(bytes.len() + more, 0);
-            }
-            let s = z.inflate(&inbuf[lo..n], &mut bytes[used..], true);
-            used += s.produced;
+            let s = z.inflate(&inbuf[lo..n], bytes.spare(STEP), true);
+            bytes.advance(s.produced);
             lo += s.consumed;
             pos += s.consumed as u64;
             if z.at_block_boundary() {
                 let bit = pos * 8 - (z.data_type() & 7) as u64;
-                blocks.push((used, bit));
+                blocks.push((bytes.len(), bit));
                 if bit >= until {
-                    return Ok(piece(marked, bytes, used, blocks, bit, false));
+                    return done(bytes, blocks, bit, false);
                 }
             }
             match s.code {
-                Code::StreamEnd => return Ok(piece(marked, bytes, used, blocks, pos, true)),
+                Code::StreamEnd => return done(bytes, blocks, pos, true),
                 Code::DataError => return Ok(Err(marked::Failed::Limit)),
                 Code::Ok | Code::BufError if s.consumed == 0 && s.produced == 0 => {
                     idle += 1;
@@ -602,7 +690,7 @@ fn decode(sh: &Shared, start: u64, until: u64) -> io::Result<Result<Piece, marke
                 }
                 Code::Ok | Code::BufError => idle = 0,
             }
-            if used > PIECE_OUT_MAX {
+            if bytes.len() > PIECE_OUT_MAX {
                 return Ok(Err(marked::Failed::Limit));
             }
         }
