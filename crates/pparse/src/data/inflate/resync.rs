@@ -1111,17 +1111,35 @@ fn precode_complete(b: &[u8], rel: u64) -> bool {
     // bits left after the shift.
     let w = u128::from_le_bytes(w) >> (rel % 8);
     let hclen = ((w >> 13) & 15) as u32 + 4;
-    let mut lens = w >> 17;
-    let mut sum = 0u32;
-    for _ in 0..hclen {
-        let l = (lens & 7) as u32;
-        lens >>= 3;
-        if l != 0 {
-            sum += 128 >> l;
-        }
-    }
+    // The lengths' 12 to 57 bits, summed four lengths at a time.
+    let lens = (w >> 17) as u64 & ((1u64 << (3 * hclen)) - 1);
+    let t = &KRAFT4;
+    let sum = t[(lens & 0xfff) as usize]
+        + t[(lens >> 12 & 0xfff) as usize]
+        + t[(lens >> 24 & 0xfff) as usize]
+        + t[(lens >> 36 & 0xfff) as usize]
+        + t[(lens >> 48 & 0xfff) as usize];
     sum == 128
 }
+
+/// The Kraft sum, in 128ths, of four 3-bit code lengths by their 12 bits
+/// (a length of 0 is no code).
+static KRAFT4: [u16; 4096] = {
+    let mut t = [0u16; 4096];
+    let mut i = 0;
+    while i < 4096 {
+        let mut k = 0;
+        while k < 4 {
+            let l = (i >> (3 * k)) & 7;
+            if l != 0 {
+                t[i] += 128 >> l;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
 
 /// Bits from a symbol start within which the next one starts: a fixed
 /// code's longest length/distance pair (8+5 and 5+13 bits).
