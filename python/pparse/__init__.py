@@ -40,6 +40,8 @@ from ._pparse import Damage, DamagedError, Error, NoContent, NotAContainer, NotF
 __all__ = [
     "open",
     "io_stats",
+    "set_threads",
+    "threads",
     "manifest",
     "trace_io",
     "Source",
@@ -117,9 +119,24 @@ def trace_io(path: Union[str, "os.PathLike[str]"]) -> Iterator[None]:
         _pparse.trace_io_stop()
 
 
+def set_threads(n: int) -> None:
+    """Decode one large gzip stream of an opened file on ``n`` threads
+    (``pparse --threads``), for every source of this process opened
+    after. The default, 1, decodes on the thread that reads: keep it in the
+    worker processes of a DataLoader or Dask pool, which already use the
+    cores. The bytes are the same either way."""
+    _pparse.set_threads(n)
+
+
+def threads() -> int:
+    """The threads :func:`set_threads` set (1 by default)."""
+    return _pparse.threads()
+
+
 def io_stats() -> Dict[str, Union[int, float]]:
     """This process's work so far, as ``pparse --io-stats`` prints it:
-    ``file_read``, ``decoded``, ``redecoded`` and ``from_cache`` (bytes),
+    ``file_read``, ``decoded`` (``decoded_ahead`` of it by worker threads,
+    see :func:`set_threads`), ``redecoded`` and ``from_cache`` (bytes),
     ``decoding_s`` and ``waiting_s`` (seconds), and what remote objects
     cost: ``remote_requests`` and ``remote_bytes`` (object bytes fetched).
     The counts only grow: take the difference over what you measure."""

@@ -388,10 +388,29 @@ fn stats_dict<'py>(
     d.set_item("file_read", s.file_read)?;
     d.set_item("decoded", s.decoded)?;
     d.set_item("redecoded", s.redecoded)?;
+    d.set_item("decoded_ahead", s.ahead)?;
     d.set_item("from_cache", s.from_cache)?;
     d.set_item("decoding_s", s.decoding.as_secs_f64())?;
     d.set_item("waiting_s", s.waiting.as_secs_f64())?;
     Ok(d)
+}
+
+/// How many threads decode one large gzip stream of an opened file (see
+/// `pparse --threads`), for this process: 1 (the default) decodes on the
+/// thread that reads. A process of a data loader's pool should keep 1.
+#[pyfunction]
+fn set_threads(n: usize) -> PyResult<()> {
+    if n == 0 {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    pparse::data::inflate::parallel::set_threads(n);
+    Ok(())
+}
+
+/// The threads set by `set_threads`.
+#[pyfunction]
+fn threads() -> usize {
+    pparse::data::inflate::parallel::threads()
 }
 
 /// Starts writing this process's I/O trace to `path`, as Chrome
@@ -994,6 +1013,8 @@ fn _pparse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(io_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads, m)?)?;
     m.add_function(wrap_pyfunction!(trace_io_start, m)?)?;
     m.add_function(wrap_pyfunction!(trace_io_stop, m)?)?;
     m.add_class::<Source>()?;
