@@ -77,6 +77,12 @@ fn big_archive(dir: &Path, files: usize, size: usize) -> (PathBuf, PathBuf) {
         std::fs::write(src.join(name), &body).unwrap();
     }
     let tar = dir.join("big.tar.gz");
+    tar_gz(&src, &tar);
+    (tar, src)
+}
+
+/// `src`'s files as a tar.gz made by GNU tar and gzip -6.
+fn tar_gz(src: &Path, tar: &Path) {
     let ok = Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -88,7 +94,6 @@ fn big_archive(dir: &Path, files: usize, size: usize) -> (PathBuf, PathBuf) {
         .unwrap()
         .success();
     assert!(ok, "GNU tar and gzip are needed to make the archive");
-    (tar, src)
 }
 
 /// Decoding on several threads (`--threads`) changes nothing but the
@@ -116,17 +121,7 @@ fn threads_give_the_tree_index_and_bytes_of_one_thread() {
         std::fs::write(src.join(format!("f{i}")), &body).unwrap();
     }
     let tar = tmp.path().join("t.tar.gz");
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "tar -C {} --sort=name -cf - . | gzip -6 > {}",
-            src.display(),
-            tar.display()
-        ))
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "GNU tar and gzip are needed to make the archive");
+    tar_gz(&src, &tar);
     assert!(std::fs::metadata(&tar).unwrap().len() > 13 << 20);
     let t = tar.to_str().unwrap();
     let run = |threads: &str, index: &str| {

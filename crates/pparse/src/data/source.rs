@@ -12,6 +12,11 @@ pub trait Source: Send + Sync + 'static {
     /// Number of bytes that can be read now.
     fn available(&self) -> u64;
     /// True once no more bytes will ever arrive: `available()` is the final length.
+    ///
+    /// Ask it *before* `available()` or a read whose shortness it is to
+    /// judge: bytes may arrive in between, and a length or a short read
+    /// taken before a `true` may be older than the end (a complete file
+    /// then looks cut off). Read first, the answer is safe either way.
     fn is_final(&self) -> bool;
     /// Reads bytes at `offset` into `buf`; returns how many were read, which is
     /// less than `buf.len()` only at the end of the available bytes.

@@ -749,6 +749,120 @@ mod tests {
         assert_eq!(t.status_of(0), Status::Complete);
     }
 
+    /// A file whose last bytes arrive, and which is then complete, at the
+    /// `k`-th time something looks how far it goes: the `k`-th call of
+    /// `available()`, just after it answered, or the `k`-th read that
+    /// stopped short. A parser that learns the length (or reads short) and
+    /// then asks whether the file is final takes a complete file for a cut
+    /// one at some `k`.
+    struct ArrivesAtLook {
+        all: Vec<u8>,
+        shown: std::sync::atomic::AtomicUsize,
+        looks: std::sync::atomic::AtomicUsize,
+        k: usize,
+    }
+
+    impl ArrivesAtLook {
+        fn look(&self) {
+            if self.looks.fetch_add(1, Ordering::SeqCst) + 1 == self.k {
+                self.reveal();
+            }
+        }
+        fn reveal(&self) {
+            self.shown.store(self.all.len(), Ordering::SeqCst);
+        }
+    }
+
+    impl Source for ArrivesAtLook {
+        fn available(&self) -> u64 {
+            let n = self.shown.load(Ordering::SeqCst) as u64;
+            self.look();
+            n
+        }
+        fn is_final(&self) -> bool {
+            self.shown.load(Ordering::SeqCst) == self.all.len()
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let shown = self.shown.load(Ordering::SeqCst);
+            let n = buf.len().min(shown.saturating_sub(offset as usize));
+            buf[..n].copy_from_slice(&self.all[offset as usize..offset as usize + n]);
+            if n < buf.len() {
+                self.look();
+            }
+            Ok(n)
+        }
+        fn describe(&self) -> &'static str {
+            "arriving"
+        }
+    }
+
+    /// Whatever moment a file's last bytes arrive at, once it is complete
+    /// every parser gives what it gives on the whole file at once.
+    #[test]
+    fn the_moment_the_last_bytes_arrive_changes_nothing() {
+        let files = [
+            "nested.tar.gz",
+            "ustar.tar",
+            "json/nested.json",
+            "safetensors/metadata.safetensors",
+            "gguf/model.gguf",
+            "compress/small.xz",
+            "npy/c8_le.npy",
+            "msgpack/types.msgpack",
+            "onnx/attrs.onnx",
+            "wandb/current-core.wandb",
+            "paddle/b2-cnn.txt",
+            "plain.zip",
+            "multi.gz",
+            "pax.tar",
+            "compress/nested.tar.bz2",
+            "compress/nested.tar.xz",
+            "compress/nested.tar.zst",
+            "npy/compressed.npz",
+            "torch/dtypes.pt",
+            "pickle/hand_inst_obj.pkl",
+            "jar/sym.jar",
+        ];
+        let mut wrong = Vec::new();
+        for file in files {
+            let all = fixture(file);
+            let name = file.rsplit('/').next().unwrap();
+            let reference = {
+                let s = Session::from_bytes(name, all.clone(), Options::default());
+                s.wait();
+                listing(&s.tree())
+            };
+            let n = all.len();
+            for cut in [n - 1, n / 2] {
+                for k in 1..=16 {
+                    let src = Arc::new(ArrivesAtLook {
+                        all: all.clone(),
+                        shown: std::sync::atomic::AtomicUsize::new(cut),
+                        looks: Default::default(),
+                        k,
+                    });
+                    let s =
+                        Session::start(Name::from(name), src.clone() as Data, Options::default());
+                    // Nobody looked for a while: the parsers wait for bytes
+                    // they will not ask about again; they come.
+                    let mut last = usize::MAX;
+                    s.wait_until(|_| {
+                        let now = src.looks.load(Ordering::SeqCst);
+                        if now == last {
+                            src.reveal();
+                        }
+                        last = now;
+                        false
+                    });
+                    if listing(&s.tree()) != reference {
+                        wrong.push(format!("{file}: cut at {cut}, arrived at look {k}"));
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
     /// Every extraction's path, size and status, in path order (the order
     /// in which extractions are found depends on how the bytes arrive).
     fn listing(t: &Tree) -> Vec<(String, u64, Status)> {

@@ -457,6 +457,9 @@ impl Engine {
     /// are not there yet, else notes it as a leaf or makes it a parse job.
     fn sniff_now(&mut self, mut job: Job, depth: u32, started: &mut Started) {
         let id = job.ext;
+        // Seen before the sniff, as a step's is: bytes that arrive during
+        // it make the parked child runnable again.
+        let seen = (job.data.available(), job.data.is_final());
         let sniffed = self.sniff(&job, depth);
         if let Some((of, crc)) = self.head_crc.take()
             && of == id
@@ -466,7 +469,6 @@ impl Engine {
         }
         match sniffed {
             None => {
-                let seen = (job.data.available(), job.data.is_final());
                 self.wait_on(job.feed, id);
                 self.parked.insert(
                     id,
@@ -652,6 +654,8 @@ impl Engine {
 
     fn sniff_job(&mut self, ext: ExtId) {
         let job = &self.jobs[&ext];
+        // Taken before the sniff (see `sniff_now`).
+        let snap = (job.data.available(), job.data.is_final());
         let sniffed = self.sniff(job, job.depth);
         if let Some((of, crc)) = self.head_crc.take()
             && of == ext
@@ -661,7 +665,6 @@ impl Engine {
         }
         match sniffed {
             None => {
-                let snap = (job.data.available(), job.data.is_final());
                 self.jobs.get_mut(&ext).expect("job").blocked_at = Some(snap);
                 self.settle(ext);
             }

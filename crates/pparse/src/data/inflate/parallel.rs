@@ -606,27 +606,21 @@ fn decode_into(
         Ok(done) => done,
         Err(f) => return Ok(Err(f)),
     };
-    let bit = match stop {
-        marked::Stop::Until(bit) => {
-            return Ok(Ok(Made {
-                end: bit,
-                ended: false,
-                blocks,
-                used: None,
-                exact_crc: 0,
-            }));
-        }
-        marked::Stop::End(byte) => {
-            return Ok(Ok(Made {
-                end: byte,
-                ended: true,
-                blocks,
-                used: None,
-                exact_crc: 0,
-            }));
-        }
-        marked::Stop::Clean(bit) => bit,
+    let (end, ended) = match stop {
+        marked::Stop::Until(bit) | marked::Stop::Clean(bit) => (bit, false),
+        marked::Stop::End(byte) => (byte, true),
     };
+    if !matches!(stop, marked::Stop::Clean(_)) {
+        // Marked to its end.
+        return Ok(Ok(Made {
+            end,
+            ended,
+            blocks,
+            used: None,
+            exact_crc: 0,
+        }));
+    }
+    let bit = end;
     // The window is known: zlib from this block on, after room for the
     // marked bytes (filled when the piece is resolved). Room for the most
     // a piece may make, so the buffer never moves.

@@ -783,8 +783,8 @@ impl TarParser {
     }
 
     fn zero_block(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let avail = self.data.available();
         let fin = self.data.is_final();
+        let avail = self.data.available();
         // Count the run of zero blocks.
         let mut end = at;
         while end + BLOCK <= avail {
@@ -876,9 +876,11 @@ impl TarParser {
                     );
                     return None;
                 }
+                // Final before the length (see `Source::is_final`).
+                let fin = self.data.is_final();
                 let avail = self.data.available();
                 if data_at.saturating_add(h.size) > avail {
-                    if !self.data.is_final() {
+                    if !fin {
                         return Some(Step::Blocked);
                     }
                     let r = Range::new(entry_start, avail);
@@ -1033,8 +1035,8 @@ impl TarParser {
         };
         let (from, lost, why) = (*from, *lost, why.clone());
         let phase = lost % BLOCK;
-        let avail = self.data.available();
         let fin = self.data.is_final();
+        let avail = self.data.available();
         let data = self.data.clone();
         let finder = memmem::Finder::new(b"ustar");
         let mut pos = from;

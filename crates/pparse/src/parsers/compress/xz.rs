@@ -171,12 +171,11 @@ impl XzParser {
     /// Up to `n` bytes at `at`, or what the step should do.
     fn need(&mut self, at: u64, n: usize) -> Result<Vec<u8>, Option<Step>> {
         let data = self.core.data.clone();
+        // Final before the read (see `Source::is_final`).
+        let fin = data.is_final();
         match view(&*data, at, n, &mut self.core.scratch) {
             Ok(b) if b.len() >= n => Ok(b.to_vec()),
-            Ok(b) if !self.core.data.is_final() => {
-                let _ = b;
-                Err(Some(Step::Blocked))
-            }
+            Ok(_) if !fin => Err(Some(Step::Blocked)),
             Ok(b) => Ok(b.to_vec()),
             Err(_) => Err(None),
         }
@@ -594,8 +593,9 @@ impl XzParser {
     }
 
     fn index(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let avail = self.core.data.available();
+        // Final before the length (see `Source::is_final`).
         let fin = self.core.data.is_final();
+        let avail = self.core.data.available();
         let want = (avail - at.min(avail)).min(MAX_INDEX as u64) as usize;
         let data = self.core.data.clone();
         let Ok(b) = view(&*data, at, want, &mut self.core.scratch) else {

@@ -914,8 +914,9 @@ impl Parser for StParser {
                 }
                 State::Tensors { lay, order, next } => {
                     let src = &*self.data;
-                    let avail = src.available();
+                    // Final before the length (see `Source::is_final`).
                     let fin = src.is_final();
+                    let avail = src.available();
                     let mut pushed = 0;
                     while *next < order.len() && pushed < 4096 {
                         let t = &lay.tensors[order[*next]];
@@ -1001,8 +1002,9 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     };
     let src = &*e.data();
     let lay = read_layout(src);
-    let avail = src.available();
+    // Final before the length (see `Source::is_final`).
     let fin = src.is_final();
+    let avail = src.available();
     let mut order: Vec<&Info> = lay.tensors.iter().collect();
     order.sort_by_key(|t| (!t.placed(), t.begin, t.end));
     order

@@ -760,8 +760,10 @@ const SCAN_STEP: u64 = 256 * 1024;
 /// record) begins at `at`: where an entry's deflate data may end.
 fn record_at(data: &Data, at: u64) -> bool {
     let mut b = [0u8; 4];
+    // Final before the read (see `Source::is_final`).
+    let fin = data.is_final();
     match data.read_at(at, &mut b) {
-        Ok(0) => data.is_final(),
+        Ok(0) => fin,
         Ok(4) => b[..2] == *b"PK" && matches!([b[2], b[3]], [3, 4] | [7, 8] | [1, 2] | [5 | 6, 6]),
         _ => false,
     }

@@ -137,8 +137,9 @@ impl PirParser {
 
 impl Parser for PirParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        let avail = self.data.available();
+        // Final before the length (see `Source::is_final`).
         let fin = self.data.is_final();
+        let avail = self.data.available();
         if self.pos >= avail {
             return if fin { Step::Done } else { Step::Blocked };
         }

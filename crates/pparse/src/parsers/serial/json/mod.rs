@@ -364,9 +364,11 @@ impl Parser for JsonParser {
                 Event::Problem(d) => cx.damage(d),
             };
             let pos = scan.pos();
+            // Final before the length (see `Source::is_final`).
+            let fin = src.is_final();
             let avail = src.available();
             if pos >= avail {
-                if !src.is_final() {
+                if !fin {
                     cx.progress(pos, None);
                     return Step::Blocked;
                 }

@@ -264,8 +264,9 @@ impl Parser for MsgpackParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let data = self.data.clone();
         let src: &dyn Source = &*data;
-        let avail = src.available();
+        // Final before the length (see `Source::is_final`).
         let fin = src.is_final();
+        let avail = src.available();
         let mut cur = Cursor::new(src);
         let start = self.at;
         let mut values = 0;

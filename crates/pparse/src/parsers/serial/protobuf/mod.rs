@@ -94,9 +94,10 @@ impl TopLevel {
     ) -> Step {
         let data = cx.data.clone();
         let src: &dyn Source = &*data;
-        let avail = src.available();
+        // Final before the length (see `Source::is_final`).
         let fin = src.is_final();
-        let mut scan = Scanner::new(src, Range::new(self.pos, avail));
+        let avail = src.available();
+        let mut scan = Scanner::within(src, Range::new(self.pos, avail), avail);
         for _ in 0..FIELDS_PER_STEP {
             let Some(item) = scan.next() else {
                 cx.progress(self.pos, Some(avail));

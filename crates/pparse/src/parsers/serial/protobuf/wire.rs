@@ -203,7 +203,13 @@ impl<'a, B: Bytes + ?Sized> Scanner<'a, B> {
     /// Scans `range`. A range reaching past the readable bytes is cut there
     /// and its last field is reported as truncated.
     pub(crate) fn new(bytes: &'a B, range: Range) -> Self {
-        let size = bytes.size();
+        Self::within(bytes, range, bytes.size())
+    }
+
+    /// Scans `range` of bytes that are `size` long: a caller that judged
+    /// the length once (bytes may be arriving) gives the same one here, so
+    /// a field cut at it is truncated, not corrupt.
+    pub(crate) fn within(bytes: &'a B, range: Range, size: u64) -> Self {
         let end = range.end.min(size);
         let fast = bytes
             .slice()
