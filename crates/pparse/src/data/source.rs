@@ -18,6 +18,12 @@ pub trait Source: Send + Sync + 'static {
     /// taken before a `true` may be older than the end (a complete file
     /// then looks cut off). Read first, the answer is safe either way.
     fn is_final(&self) -> bool;
+    /// How many bytes there are now, and whether that is all: read in the
+    /// order that is safe while bytes arrive (see [`Source::is_final`]).
+    fn extent(&self) -> (u64, bool) {
+        let fin = self.is_final();
+        (self.available(), fin)
+    }
     /// Reads bytes at `offset` into `buf`; returns how many were read, which is
     /// less than `buf.len()` only at the end of the available bytes.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;

@@ -533,8 +533,7 @@ impl InputBuf {
         if self.lo < self.hi {
             return Fill::Bytes;
         }
-        let fin = input.is_final();
-        let avail = input.available();
+        let (avail, fin) = input.extent();
         if self.pos >= avail {
             return if fin { Fill::Eof } else { Fill::Wait };
         }

@@ -487,8 +487,7 @@ impl Recover {
     fn fill(&mut self, want: usize) -> io::Result<bool> {
         let at = self.bit / 8;
         let have_end = self.buf_start + self.buf.len() as u64;
-        let fin = self.input.is_final();
-        let avail = self.input.available();
+        let (avail, fin) = self.input.extent();
         if at >= self.buf_start && at + want as u64 <= have_end {
             return Ok(true);
         }
@@ -911,8 +910,7 @@ pub fn find_block(
     let mut spent = 0u64;
     while bit < stop.saturating_mul(8) {
         let base = bit / 8;
-        let fin = input.is_final();
-        let avail = input.available();
+        let (avail, fin) = input.extent();
         if base >= avail {
             return Ok(if fin {
                 Found::Nothing

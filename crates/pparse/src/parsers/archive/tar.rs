@@ -676,8 +676,7 @@ impl TarParser {
 
     fn header_step(&mut self, cx: &mut StepCx) -> Option<Step> {
         let at = self.pos;
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         if at >= avail || avail - at < BLOCK {
             if !fin {
                 return Some(Step::Blocked);
@@ -783,8 +782,7 @@ impl TarParser {
     }
 
     fn zero_block(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         // Count the run of zero blocks.
         let mut end = at;
         while end + BLOCK <= avail {
@@ -876,9 +874,7 @@ impl TarParser {
                     );
                     return None;
                 }
-                // Final before the length (see `Source::is_final`).
-                let fin = self.data.is_final();
-                let avail = self.data.available();
+                let (avail, fin) = self.data.extent();
                 if data_at.saturating_add(h.size) > avail {
                     if !fin {
                         return Some(Step::Blocked);
@@ -1035,8 +1031,7 @@ impl TarParser {
         };
         let (from, lost, why) = (*from, *lost, why.clone());
         let phase = lost % BLOCK;
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let finder = memmem::Finder::new(b"ustar");
         let mut pos = from;

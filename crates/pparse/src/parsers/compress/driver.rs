@@ -185,8 +185,7 @@ pub(super) trait BlockFormat {
         let Some(t) = Self::TRAILER else {
             return Some(self.finish(cx));
         };
-        let fin = self.core().data.is_final();
-        let avail = self.core().data.available();
+        let (avail, fin) = self.core().data.extent();
         let data = self.core().data.clone();
         // Right after a stream, another stream's header is the likely
         // next thing: a short read, not a megabyte per stream.

@@ -593,9 +593,7 @@ impl XzParser {
     }
 
     fn index(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        // Final before the length (see `Source::is_final`).
-        let fin = self.core.data.is_final();
-        let avail = self.core.data.available();
+        let (avail, fin) = self.core.data.extent();
         let want = (avail - at.min(avail)).min(MAX_INDEX as u64) as usize;
         let data = self.core.data.clone();
         let Ok(b) = view(&*data, at, want, &mut self.core.scratch) else {
@@ -770,8 +768,7 @@ impl BlockFormat for XzParser {
     fn find_next(&mut self, cx: &mut StepCx, from: u64, lost: u64) -> Scan<At> {
         const WIN: usize = 1 << 20;
         const MARGIN: usize = 1024 + 12;
-        let fin = self.core.data.is_final();
-        let avail = self.core.data.available();
+        let (avail, fin) = self.core.data.extent();
         let data = self.core.data.clone();
         let align = self.stream_start % 4;
         let mut pos = from + (4 + align - from % 4) % 4;

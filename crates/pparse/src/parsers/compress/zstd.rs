@@ -150,8 +150,7 @@ impl ZstdParser {
     }
 
     fn frame(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let fin = self.core.data.is_final();
-        let avail = self.core.data.available();
+        let (avail, fin) = self.core.data.extent();
         if at >= avail && fin {
             return Some(self.finish(cx));
         }
@@ -518,8 +517,7 @@ impl BlockFormat for ZstdParser {
 
     /// The next frame magic or skippable frame that decodes.
     fn find_next(&mut self, cx: &mut StepCx, from: u64, _lost: u64) -> Scan<At> {
-        let fin = self.core.data.is_final();
-        let avail = self.core.data.available();
+        let (avail, fin) = self.core.data.extent();
         let data = self.core.data.clone();
         let mut pos = from;
         let mut scanned = 0u64;

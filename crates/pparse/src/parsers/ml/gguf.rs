@@ -1078,9 +1078,7 @@ fn info_fields(src: &dyn Source, be: bool, wide: bool, r: Range) -> Vec<Node> {
 impl Parser for GgufParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let src = &*self.data;
-        // Final before the length (see `Source::is_final`).
-        let fin = src.is_final();
-        let avail = src.available();
+        let (avail, fin) = src.extent();
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Header => {
                 if !fin && avail < self.tried.saturating_mul(2).max(1 << 16) {

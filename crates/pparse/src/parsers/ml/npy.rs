@@ -787,9 +787,7 @@ fn data_damage(h: &Header, data: Range, avail: u64, fin: bool) -> Option<Damage>
 impl Parser for NpyParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let src = &*self.data;
-        // Final before the length (see `Source::is_final`).
-        let fin = src.is_final();
-        let avail = src.available();
+        let (avail, fin) = src.extent();
         let mut done = 0;
         loop {
             if self.at >= avail && fin {
@@ -983,9 +981,7 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         return Vec::new();
     };
     let src = &*e.data();
-    // Final before the length (see `Source::is_final`).
-    let fin = src.is_final();
-    let avail = src.available();
+    let (avail, fin) = src.extent();
     let name = e.name.to_string();
     let name = if e.parent.is_none() {
         std::path::Path::new(&name)

@@ -914,9 +914,7 @@ impl Parser for StParser {
                 }
                 State::Tensors { lay, order, next } => {
                     let src = &*self.data;
-                    // Final before the length (see `Source::is_final`).
-                    let fin = src.is_final();
-                    let avail = src.available();
+                    let (avail, fin) = src.extent();
                     let mut pushed = 0;
                     while *next < order.len() && pushed < 4096 {
                         let t = &lay.tensors[order[*next]];
@@ -1002,9 +1000,7 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     };
     let src = &*e.data();
     let lay = read_layout(src);
-    // Final before the length (see `Source::is_final`).
-    let fin = src.is_final();
-    let avail = src.available();
+    let (avail, fin) = src.extent();
     let mut order: Vec<&Info> = lay.tensors.iter().collect();
     order.sort_by_key(|t| (!t.placed(), t.begin, t.end));
     order

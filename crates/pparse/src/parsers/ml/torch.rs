@@ -84,8 +84,7 @@ impl Parser for LegacyParser {
         if self.done {
             return Step::Done;
         }
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         while self.index < PICKLES.len() {
             let start = self.pos;

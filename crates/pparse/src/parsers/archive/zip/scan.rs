@@ -32,8 +32,7 @@ impl ZipParser {
     /// Looks for the next valid local header from `scan_pos`, for one
     /// budget; a directory record or the end of the bytes ends the scan.
     pub(super) fn scan(&mut self, cx: &mut StepCx) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let mut scanned = 0u64;
         while self.scan_pos < avail && scanned < cx.budget {
@@ -241,8 +240,7 @@ impl ZipParser {
         let Work::StoredScan(s) = &mut cur.work else {
             return Outcome::Done(Ok(()));
         };
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let start = cur.data;
         let zip64 = cur.local.zip64;

@@ -356,8 +356,7 @@ impl ZipParser {
     }
 
     fn run_work(&mut self, cur: &mut Current, budget: u64) -> Outcome {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         match &mut cur.work {
             Work::None => Outcome::Done(Ok(())),
             Work::Stored { pos, end, hasher } => {

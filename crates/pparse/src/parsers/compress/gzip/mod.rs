@@ -387,8 +387,7 @@ impl GzipParser {
     /// Looks for the next member that parses and decodes, from `from`,
     /// scanning at most `budget` bytes.
     fn next_member(&mut self, from: u64, budget: u64) -> MemberScan {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let finder = memmem::Finder::new(&MAGIC);
         let mut pos = from;
@@ -424,8 +423,7 @@ impl GzipParser {
     }
 
     fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let bytes = match view(&*data, at, HEADER_WINDOW, &mut self.scratch) {
             Ok(b) => b,
@@ -919,8 +917,7 @@ impl GzipParser {
         let State::After { at, pad } = self.state else {
             return None;
         };
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let mut p = at;
         let mut scanned = 0;
@@ -1037,8 +1034,7 @@ impl GzipParser {
         };
         let (mut bit, lost, start, why) = (*bit, *lost, *start, why.clone());
         let (mut member, mut members_to) = (*member, *members_to);
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         // Blocks are looked for only where members were looked for first.
         if member.is_none() && members_to < avail {
             match self.next_member(members_to, cx.budget.max(1 << 20)) {

@@ -137,9 +137,7 @@ impl PirParser {
 
 impl Parser for PirParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        // Final before the length (see `Source::is_final`).
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         if self.pos >= avail {
             return if fin { Step::Done } else { Step::Blocked };
         }

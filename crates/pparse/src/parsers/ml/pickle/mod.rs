@@ -201,8 +201,7 @@ impl Parser for PickleParser {
         if self.done {
             return Step::Done;
         }
-        let fin = self.data.is_final();
-        let avail = self.data.available();
+        let (avail, fin) = self.data.extent();
         let data = self.data.clone();
         let mut used = 0u64;
         while used < cx.budget {

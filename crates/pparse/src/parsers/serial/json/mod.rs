@@ -364,9 +364,7 @@ impl Parser for JsonParser {
                 Event::Problem(d) => cx.damage(d),
             };
             let pos = scan.pos();
-            // Final before the length (see `Source::is_final`).
-            let fin = src.is_final();
-            let avail = src.available();
+            let (avail, fin) = src.extent();
             if pos >= avail {
                 if !fin {
                     cx.progress(pos, None);

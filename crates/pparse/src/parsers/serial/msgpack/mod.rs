@@ -264,9 +264,7 @@ impl Parser for MsgpackParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let data = self.data.clone();
         let src: &dyn Source = &*data;
-        // Final before the length (see `Source::is_final`).
-        let fin = src.is_final();
-        let avail = src.available();
+        let (avail, fin) = src.extent();
         let mut cur = Cursor::new(src);
         let start = self.at;
         let mut values = 0;

@@ -94,9 +94,7 @@ impl TopLevel {
     ) -> Step {
         let data = cx.data.clone();
         let src: &dyn Source = &*data;
-        // Final before the length (see `Source::is_final`).
-        let fin = src.is_final();
-        let avail = src.available();
+        let (avail, fin) = src.extent();
         let mut scan = Scanner::within(src, Range::new(self.pos, avail), avail);
         for _ in 0..FIELDS_PER_STEP {
             let Some(item) = scan.next() else {

@@ -75,9 +75,7 @@ impl Parser for LogParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
         let data = cx.data.clone();
         let src: &dyn Source = &*data;
-        // Final before the length (see `Source::is_final`).
-        let fin = src.is_final();
-        let avail = src.available();
+        let (avail, fin) = src.extent();
         if self.reader.is_none() {
             // The layout is judged from the first blocks: wait for them.
             if !fin && avail < 16 * BLOCK + 7 {
