@@ -13,9 +13,12 @@
 #                                              against GNU tar's)
 #   rapidgzip -d -P1 | -P2, pigz -d, gzip -d   decode to /dev/null
 #   bsdtar -tzf, GNU tar -tzf                  list every member
+#   ratarmountcore, parallelization 1 | 2      builds its index (it lists
+#                                              every member too)
 #
 # Needs: GNU tar, gzip, /usr/bin/time; pigz, bsdtar (libarchive-tools) and
-# rapidgzip (RAPIDGZIP=/path, default: the bench venv's) where installed;
+# rapidgzip and ratarmount (RAPIDGZIP=/path, RATARMOUNT_PY=/path/to/python;
+# default: the bench venv's, pip install rapidgzip ratarmount) where installed;
 # rows of missing tools are left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,3 +84,14 @@ if command -v bsdtar > /dev/null; then
   row "bsdtar -tzf" 1 bsdtar -tzf "$GZ"
 fi
 row "GNU tar -tzf" "1 (+ gzip)" tar -tzf "$GZ"
+RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
+if [[ -x $RM_PY ]]; then
+  for p in 1 2; do
+    row "ratarmountcore builds its index" "$p" "$RM_PY" -c "
+import os, tempfile
+from ratarmountcore.mountsource.formats.tar import SQLiteIndexedTar
+d = tempfile.mkdtemp()
+SQLiteIndexedTar('$GZ', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'), parallelization=$p)
+"
+  done
+fi

@@ -98,8 +98,9 @@ struct Cli {
     /// chrome://tracing open it).
     #[arg(long, global = true, value_name = "FILE")]
     trace_io: Option<PathBuf>,
-    /// Threads that decode one large gzip or deflate stream (default: the
-    /// cores available; 1 decodes on one thread).
+    /// Threads that decode one large gzip or deflate stream, or the blocks
+    /// of a bzip2, xz or zstd stream (default: the cores available; 1
+    /// decodes on one thread).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
 }
@@ -440,7 +441,7 @@ fn run() -> i32 {
     // DataLoader pool should not start a thread per core); the command
     // uses every core.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    pparse::data::inflate::parallel::set_threads(cli.threads.map_or(cores, |n| n as usize));
+    pparse::data::workers::set_threads(cli.threads.map_or(cores, |n| n as usize));
     let mut options = Options::default();
     for p in &cli.proto {
         if let Err(e) = options.schemas.add_proto_file(p) {

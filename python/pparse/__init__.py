@@ -120,8 +120,9 @@ def trace_io(path: Union[str, "os.PathLike[str]"]) -> Iterator[None]:
 
 
 def set_threads(n: int) -> None:
-    """Decode one large gzip stream of an opened file on ``n`` threads
-    (``pparse --threads``), for every source of this process opened
+    """Decode one large gzip stream of an opened file, or its bzip2, xz
+    or zstd blocks, on ``n`` threads (``pparse --threads``), for every
+    source of this process opened
     after. The default, 1, decodes on the thread that reads: keep it in the
     worker processes of a DataLoader or Dask pool, which already use the
     cores. The bytes are the same either way."""

@@ -403,14 +403,14 @@ fn set_threads(n: usize) -> PyResult<()> {
     if n == 0 {
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
-    pparse::data::inflate::parallel::set_threads(n);
+    pparse::data::workers::set_threads(n);
     Ok(())
 }
 
 /// The threads set by `set_threads`.
 #[pyfunction]
 fn threads() -> usize {
-    pparse::data::inflate::parallel::threads()
+    pparse::data::workers::threads()
 }
 
 /// Starts writing this process's I/O trace to `path`, as Chrome

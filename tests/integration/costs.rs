@@ -639,3 +639,45 @@ fn locating_soft_damage_costs_about_a_pass() {
         members.len()
     );
 }
+
+/// 5,000 gzip members in a row (bgzip writes one per 64 KiB), of 1–2 KB
+/// each: each member costs a read of about twice its own bytes (its
+/// header, and its decoder's reads, which double from 512 bytes and end
+/// past it), not of a megabyte after it (a look for the next member's magic, the longest
+/// header a member may have, and 64 KiB of input for its decoder were read
+/// at every member: 1.3 MB each).
+#[test]
+fn many_gzip_members_cost_a_read_of_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut file = Vec::new();
+    let mut want = Vec::new();
+    let mut rng = Rng::new(5);
+    for i in 0..5_000 {
+        let mut text = format!("member {i}:");
+        while text.len() < 3_000 + i % 2_000 {
+            text.push_str(&format!(" w{}", rng.below(3_000)));
+        }
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut z, text.as_bytes()).unwrap();
+        file.extend_from_slice(&z.finish().unwrap());
+        want.extend_from_slice(text.as_bytes());
+    }
+    let f = write(tmp.path(), "members.gz", &file);
+    let run = pparse([
+        "tree".as_ref(),
+        f.as_os_str(),
+        "--no-index".as_ref(),
+        "--io-stats".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let read = io_json(&run)["file_read"].as_u64().unwrap();
+    assert!(
+        read <= 3 * file.len() as u64,
+        "read {read} B of a {} B file",
+        file.len()
+    );
+    let run = pparse(["cat".as_ref(), f.as_os_str(), "members".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    assert!(run.stdout == want);
+}

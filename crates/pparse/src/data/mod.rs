@@ -24,6 +24,7 @@ mod guard;
 pub mod inflate;
 mod mem;
 mod mmap;
+mod pages;
 mod per_process;
 mod readahead;
 mod regular;
@@ -32,6 +33,7 @@ mod slice;
 mod source;
 pub mod stats;
 pub mod trace;
+pub mod workers;
 
 pub use blocks::{Block, BlockCodec, BlockReader, BlockSource, Fill, InputBuf, Pull, Pumped};
 pub use cache::ChunkCache;

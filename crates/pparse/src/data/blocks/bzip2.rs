@@ -6,7 +6,7 @@
 
 use std::io;
 
-use crate::data::{Block, BlockCodec, BlockReader, Data, Pull, Source, view};
+use crate::data::{Block, BlockCodec, BlockReader, Data, Pull, Range, Source, view};
 
 pub(crate) const BLOCK_MAGIC: u64 = 0x3141_5926_5359;
 pub(crate) const EOS_MAGIC: u64 = 0x1772_4538_5090;
@@ -556,6 +556,47 @@ impl BlockCodec for Codec {
             error: None,
             start_bit: s,
         }))
+    }
+
+    /// The block whose magic ends this one, up to the next magic; after an
+    /// end-of-stream marker, the first block of a stream that follows it
+    /// at once (pbzip2 writes a stream per block).
+    fn next_block(&self, input: &dyn Source, block: &Block) -> Option<Block> {
+        let [_, e] = block.aux;
+        let start = match bits_at(input, e, 48)? {
+            BLOCK_MAGIC => e,
+            EOS_MAGIC => {
+                let at = e.checked_add(80)?.div_ceil(8);
+                let mut head = [0u8; 4];
+                if !crate::data::read_exact_at(input, at, &mut head).ok()?
+                    || &head[..3] != b"BZh"
+                    || !(b'1'..=b'9').contains(&head[3])
+                {
+                    return None;
+                }
+                let bit = (at + 4) * 8;
+                (bits_at(input, bit, 48)? == BLOCK_MAGIC).then_some(bit)?
+            }
+            _ => return None,
+        };
+        // The first pass's scan: the next magic, within the longest block.
+        let mut scratch = Vec::new();
+        let mut from = start + 48;
+        let end = loop {
+            match find_magic(input, from, 1 << 20, &mut scratch) {
+                Found::Magic(m) => break m,
+                Found::Upto(next) if next > from && next - start <= MAX_BLOCK_BYTES * 8 => {
+                    from = next;
+                }
+                Found::Upto(_) => return None,
+            }
+        };
+        (end - start <= MAX_BLOCK_BYTES * 8).then_some(Block {
+            input: Range::new(start / 8, start / 8),
+            out_start: 0,
+            out_len: 0,
+            aux: [start, end],
+        })
     }
 }
 

@@ -28,7 +28,9 @@
 //! evicted chunk read out of order), never memory beyond the cache and the
 //! decoder's own window.
 
+mod ahead;
 pub(crate) mod bzip2;
+mod codec;
 pub(crate) mod xz;
 pub(crate) mod zstd;
 
@@ -38,6 +40,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+use self::codec::OUT_BUF;
+pub use self::codec::{BlockCodec, BlockReader, Pull};
 use super::cache::{Chunk, ChunkCache};
 use super::growth;
 pub use super::source::Block;
@@ -46,35 +50,10 @@ use super::stats::Counted;
 
 /// Cache granularity of decoded bytes.
 pub const CHUNK: u64 = 64 * 1024;
-/// Output buffer of one reader call.
-const OUT_BUF: usize = 64 * 1024;
 /// Input read size for one decoder call.
 const IN_BUF: usize = 64 * 1024;
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1 << 40);
-
-/// What one [`BlockReader::read`] call gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pull {
-    /// This many bytes were written at the start of the buffer (never 0).
-    Out(usize),
-    /// The block ended where its format says it ends.
-    End,
-    /// The input has no more bytes yet but is still growing.
-    NeedInput,
-    /// The input ended for good inside the block.
-    Truncated,
-    /// The block's data is invalid here.
-    Error(String),
-}
-
-/// A decoder of one block, pulled for output.
-pub trait BlockReader: Send {
-    /// Decodes more of the block into `out` (never empty).
-    fn read(&mut self, out: &mut [u8]) -> Pull;
-    /// Input offset of the first compressed byte not yet consumed.
-    fn input_pos(&self) -> u64;
-}
 
 /// Labels a stream of blocks may carry (labels are static strings).
 const LABELS: [&str; 7] = [
@@ -86,14 +65,6 @@ const LABELS: [&str; 7] = [
     "zstd entry",
     "xz entry",
 ];
-
-/// How a format decodes one of its blocks.
-pub trait BlockCodec: Send + Sync + 'static {
-    /// Its name, by which an index finds it again.
-    fn name(&self) -> &'static str;
-    /// A reader at the start of `block`, over the compressed bytes `input`.
-    fn open(&self, input: &Data, block: &Block) -> io::Result<Box<dyn BlockReader>>;
-}
 
 struct Tail {
     /// Decoded offset of `buf[0]`, a multiple of [`CHUNK`].
@@ -114,7 +85,10 @@ pub struct BlockSource {
     /// The session's I/O counters, from `input`.
     counters: Counted,
     input: Data,
-    codec: Box<dyn BlockCodec>,
+    codec: Arc<dyn BlockCodec>,
+    /// Workers decoding the blocks ahead of the first pass, once it opens
+    /// its first block with more than one thread set.
+    ahead: Mutex<AheadState>,
     blocks: RwLock<Vec<Block>>,
     tail: Mutex<Tail>,
     avail: AtomicU64,
@@ -127,6 +101,18 @@ pub struct BlockSource {
     /// Whether chunks decoded again are checked against `chunk_crcs`: a
     /// stream read back from an index, whose blocks could be moved.
     checks_chunks: bool,
+}
+
+/// Whether workers decode a stream's blocks ahead.
+enum AheadState {
+    /// Not yet asked: the first block the first pass opens decides.
+    Unasked,
+    On(ahead::Ahead),
+    /// None were started.
+    Off,
+    /// They were, and the stream is complete: blocks taken from them, and
+    /// blocks the first pass decoded itself.
+    Ended(u64, u64),
 }
 
 /// What [`BlockSource::pump`] ended with.
@@ -147,7 +133,8 @@ impl BlockSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             counters: input.counters().cloned(),
             input,
-            codec,
+            codec: Arc::from(codec),
+            ahead: Mutex::new(AheadState::Unasked),
             blocks: RwLock::new(Vec::new()),
             tail: Mutex::new(Tail {
                 start: 0,
@@ -197,7 +184,8 @@ impl BlockSource {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             counters: input.counters().cloned(),
             input,
-            codec,
+            codec: Arc::from(codec),
+            ahead: Mutex::new(AheadState::Off),
             blocks: RwLock::new(blocks),
             tail: Mutex::new(Tail {
                 start: out - out % CHUNK,
@@ -219,6 +207,9 @@ impl BlockSource {
 
     /// A reader at the start of a block whose compressed bytes start at
     /// `input_start` (the first pass uses it before [`Self::begin_block`]).
+    /// With more than one thread set ([`crate::data::workers`]), the
+    /// blocks after it are decoded ahead, and a block decoded ahead is
+    /// read from what a worker made of it.
     pub fn open(&self, input_start: u64, aux: [u64; 2]) -> io::Result<Box<dyn BlockReader>> {
         let b = Block {
             input: Range::new(input_start, input_start),
@@ -226,7 +217,32 @@ impl BlockSource {
             out_len: 0,
             aux,
         };
+        {
+            let mut ahead = self.ahead.lock();
+            if let AheadState::Unasked = *ahead {
+                let threads = crate::data::workers::threads();
+                *ahead = match ahead::Ahead::start(&self.input, self.codec.clone(), threads) {
+                    Some(a) => AheadState::On(a),
+                    None => AheadState::Off,
+                };
+            }
+            if let AheadState::On(a) = &mut *ahead
+                && let Some(r) = a.take(&b)
+            {
+                return Ok(r);
+            }
+        }
         self.codec.open(&self.input, &b)
+    }
+
+    /// Blocks read from what workers decoded ahead, and blocks the first
+    /// pass decoded itself while workers ran.
+    pub fn ahead_counts(&self) -> (u64, u64) {
+        match &*self.ahead.lock() {
+            AheadState::On(a) => (a.taken, a.passed),
+            AheadState::Ended(taken, passed) => (*taken, *passed),
+            _ => (0, 0),
+        }
     }
 
     /// Starts a block whose compressed bytes start at `input_start`; its
@@ -308,6 +324,14 @@ impl BlockSource {
 
     /// Marks the stream complete: no more output will be appended.
     pub fn finish(&self) {
+        // No more blocks to open: the workers go.
+        {
+            let mut ahead = self.ahead.lock();
+            if let AheadState::On(a) = &*ahead {
+                a.stop();
+                *ahead = AheadState::Ended(a.taken, a.passed);
+            }
+        }
         let mut t = self.tail.lock();
         if !t.buf.is_empty() {
             self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));

@@ -6,7 +6,9 @@
 
 use std::io;
 
-use crate::data::{Block, BlockCodec, BlockReader, Data, Fill, InputBuf, Pull, view};
+use crate::data::{
+    Block, BlockCodec, BlockReader, Data, Fill, InputBuf, Pull, Range, Source, view,
+};
 
 /// xz's CRC-64 (ECMA-182, reflected).
 pub(crate) const CRC64_TABLE: [u64; 256] = {
@@ -302,6 +304,27 @@ impl BlockCodec for Codec {
             dict: dict_note,
             error: None,
         }))
+    }
+
+    /// The block after this one, when its header gives its compressed
+    /// size (xz -T and most multi-block writers do): past the padding and
+    /// the check, whose size is the one a valid block header follows.
+    fn next_block(&self, input: &dyn Source, block: &Block) -> Option<Block> {
+        let at = block.input.start;
+        let mut buf = Vec::new();
+        let h = parse_block_header(view(input, at, 1024, &mut buf).ok()?).ok()?;
+        let data_end = at.checked_add(h.len as u64)?.checked_add(h.csize?)?;
+        let padded = data_end.checked_add((4 - (data_end - at) % 4) % 4)?;
+        [8u64, 4, 32, 0].into_iter().find_map(|check| {
+            let next = padded + check;
+            let b = view(input, next, 1024, &mut buf).ok()?;
+            parse_block_header(b).is_ok().then_some(Block {
+                input: Range::new(next, next),
+                out_start: 0,
+                out_len: 0,
+                aux: [0, 0],
+            })
+        })
     }
 }
 

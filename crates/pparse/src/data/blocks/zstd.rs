@@ -5,7 +5,46 @@
 
 use std::io;
 
-use crate::data::{Block, BlockCodec, BlockReader, Data, Fill, InputBuf, Pull};
+use crate::data::{Block, BlockCodec, BlockReader, Data, Fill, InputBuf, Pull, Range, Source};
+
+/// A zstd frame's magic number.
+pub(crate) const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Where a frame whose first block header is at `at` ends, by its block
+/// headers (RFC 8878 §3.1.1.2), with its checksum; `None` when a block
+/// is reserved, oversized or cut.
+pub(crate) fn frame_end(data: &dyn Source, mut at: u64, checksum: bool) -> Option<u64> {
+    let avail = data.available();
+    loop {
+        let mut h = [0u8; 3];
+        if data.read_at(at, &mut h).ok()? < 3 {
+            return None;
+        }
+        let v = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let (last, kind, size) = (v & 1 == 1, (v >> 1) & 3, u64::from(v >> 3));
+        if size > 128 * 1024 {
+            return None;
+        }
+        let body = match kind {
+            0 | 2 => size,
+            1 => 1,
+            _ => return None,
+        };
+        at = at.checked_add(3 + body)?;
+        if at > avail {
+            return None;
+        }
+        if last {
+            return at
+                .checked_add(if checksum { 4 } else { 0 })
+                .filter(|&e| e <= avail);
+        }
+    }
+}
+
+pub(crate) fn is_skippable(b: &[u8]) -> bool {
+    b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
+}
 
 /// Decodes one zstd frame with the reference decoder (also a zip entry's).
 pub(crate) struct Codec;
@@ -30,6 +69,37 @@ impl BlockCodec for Codec {
             error: None,
         }))
     }
+
+    /// The frame after this one (found by its block headers), past any
+    /// skippable frames (pzstd writes one before each frame).
+    fn next_block(&self, input: &dyn Source, block: &Block) -> Option<Block> {
+        let mut at = frame_after(input, block.input.start)?;
+        loop {
+            let mut b = [0u8; 18];
+            let n = input.read_at(at, &mut b).ok()?;
+            let head = &b[..n];
+            if is_skippable(head) && n >= 8 {
+                let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+                at = at.checked_add(8 + u64::from(size))?;
+                continue;
+            }
+            return head.starts_with(&MAGIC).then_some(Block {
+                input: Range::new(at, at),
+                out_start: 0,
+                out_len: 0,
+                aux: [0, 0],
+            });
+        }
+    }
+}
+
+/// Where the frame whose magic is at `at` ends, by its header and block
+/// headers.
+fn frame_after(input: &dyn Source, at: u64) -> Option<u64> {
+    let mut b = [0u8; 18];
+    let n = input.read_at(at, &mut b).ok()?;
+    let h = parse_frame_header(&b[..n])?;
+    frame_end(input, at + h.len as u64, h.checksum)
 }
 
 pub(crate) struct FrameReader {

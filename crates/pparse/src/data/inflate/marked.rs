@@ -10,11 +10,11 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::pages::Pages;
 use super::resync::{
     self, Bits, DIST_BASE, DIST_EXTRA, Huff, LEN_BASE, LEN_EXTRA, MAX_HEADER_BYTES,
     MAX_SYMBOL_BITS, WINDOW,
 };
+use crate::data::pages::Pages;
 use crate::data::source::Data;
 
 /// The flag of a value that stands for byte `v & 0x7fff` of the window

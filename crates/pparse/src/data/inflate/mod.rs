@@ -17,7 +17,6 @@
 //! GB of windows on disk, and the cache budget.
 
 mod marked;
-mod pages;
 pub mod parallel;
 pub mod resync;
 mod windows;
@@ -594,7 +593,14 @@ struct InBuf {
     lo: usize,
     hi: usize,
     pos: u64,
+    /// The next read's size: it starts small and doubles to [`IN_BUF`],
+    /// so that a stream of 50 bytes (one of thousands of gzip members in
+    /// a row) reads about its own bytes, not 64 KiB after them.
+    next: usize,
 }
+
+/// The first read of an [`InBuf`].
+const IN_FIRST: usize = 512;
 
 impl InBuf {
     /// An empty buffer: it grows (to [`IN_BUF`] at most) to what the input
@@ -606,6 +612,7 @@ impl InBuf {
             lo: 0,
             hi: 0,
             pos,
+            next: IN_FIRST,
         }
     }
     fn is_empty(&self) -> bool {
@@ -620,7 +627,8 @@ impl InBuf {
         if self.pos >= avail {
             return Ok(false);
         }
-        let want = (avail - self.pos).min(IN_BUF as u64) as usize;
+        let want = (avail - self.pos).min(self.next as u64) as usize;
+        self.next = (self.next * 2).min(IN_BUF);
         if self.buf.len() < want {
             self.buf.resize(want, 0);
         }
@@ -703,6 +711,9 @@ pub struct Inflater {
     ahead_tried: bool,
     /// How to decode ahead: `None` for [`parallel::Plan::default_now`].
     plan: Option<parallel::Plan>,
+    /// The input offset the stream (or the decoding after a resync)
+    /// began at.
+    began: u64,
     /// A piece taken from them and being appended.
     taken: Option<Taken>,
 }
@@ -778,6 +789,7 @@ impl Inflater {
             unknown: Vec::new(),
             ahead: None,
             ahead_tried: false,
+            began: start,
             plan: None,
             taken: None,
         }
@@ -837,6 +849,11 @@ impl Inflater {
         self.ahead.as_ref().map_or((0, 0), |a| (a.taken, a.passed))
     }
 
+    /// Whether workers were started for this stream.
+    pub fn has_workers(&self) -> bool {
+        self.ahead.is_some()
+    }
+
     /// The stream it appends to.
     pub fn source(&self) -> &Arc<InflateSource> {
         &self.src
@@ -869,6 +886,24 @@ impl Inflater {
         event
     }
 
+    /// Starts workers (see [`parallel`]) once the stream has shown itself
+    /// long enough for them, at most once.
+    fn try_ahead(&mut self, input: &Data) {
+        if self.limit.is_some() {
+            self.ahead_tried = true;
+            return;
+        }
+        let plan = self.plan.unwrap_or_else(parallel::Plan::default_now);
+        // Only once the stream has shown itself longer than a quarter
+        // piece (1 MiB): in a file of many small gzip members (bgzip's,
+        // 64 KiB each), workers started at every member would look for
+        // block starts in pieces that the member's end makes useless.
+        if plan.threads < 2 || self.inbuf.pos.saturating_sub(self.began) >= plan.piece / 4 {
+            self.ahead_tried = true;
+            self.ahead = parallel::Ahead::start(input, self.inbuf.pos, plan).map(Box::new);
+        }
+    }
+
     fn run_inner(&mut self, budget: u64) -> InflateEvent {
         if self.rec.is_some() {
             match self.run_recover(budget) {
@@ -878,14 +913,13 @@ impl Inflater {
             }
         }
         let input = self.src.input.clone();
-        if !std::mem::replace(&mut self.ahead_tried, true) && self.limit.is_none() {
-            let plan = self.plan.unwrap_or_else(parallel::Plan::default_now);
-            self.ahead = parallel::Ahead::start(&input, self.inbuf.pos, plan).map(Box::new);
-        }
         let mut made = 0u64;
         loop {
             if made >= budget {
                 return InflateEvent::Progress;
+            }
+            if !self.ahead_tried {
+                self.try_ahead(&input);
             }
             if self.taken.is_some() {
                 match self.append_taken(budget - made) {

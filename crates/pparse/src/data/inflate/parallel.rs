@@ -22,14 +22,15 @@
 //! [`Inflater`]: super::Inflater
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::marked::{self, MARK};
-use super::pages::Pages;
 use super::resync;
 use super::zlib::{Code, RawInflate, split_bit};
-use crate::data::source::{Data, Recipe, read_exact_at};
+use crate::data::pages::Pages;
+use crate::data::source::{Data, read_exact_at};
+use crate::data::workers::{cheap_to_read, threads};
 
 /// Input bytes per piece.
 pub const PIECE_IN: u64 = 4 << 20;
@@ -47,26 +48,6 @@ const BYTES_KEPT: usize = 4;
 const MIN_PIECES: u64 = 3;
 /// Output zlib is given room for at once.
 const STEP: usize = 256 << 10;
-
-/// Threads that decode one stream: 1 until set. A library in the
-/// processes of a data loader's pool must not start a thread per core in
-/// each; the command line sets the cores available.
-static THREADS: AtomicUsize = AtomicUsize::new(1);
-
-/// Sets how many threads decode one deflate stream; 1 decodes on the
-/// thread that asks for the bytes only (`--threads`).
-pub fn set_threads(n: usize) {
-    THREADS.store(n.max(1), Ordering::Relaxed);
-}
-
-/// How many threads decode one deflate stream (see [`set_threads`]).
-pub fn threads() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-        // (0 is never stored: `set_threads` takes at least 1.)
-    }
-}
 
 /// How a stream is decoded ahead: by how many threads, in pieces of how
 /// many input bytes.
@@ -250,18 +231,6 @@ pub(crate) struct Ahead {
     /// Pieces taken, and pieces the consumer decoded itself.
     pub(crate) taken: u64,
     pub(crate) passed: u64,
-}
-
-/// Whether reading `d` at random costs no more than reading the file: the
-/// file itself, memory, or a window of them; not decoded bytes, which
-/// workers would decode again.
-fn cheap_to_read(d: &Data) -> bool {
-    match d.recipe() {
-        Recipe::File => true,
-        Recipe::Opaque => d.as_slice().is_some(),
-        Recipe::Slice { of, .. } => cheap_to_read(of),
-        Recipe::Inflate { .. } | Recipe::Blocks { .. } => false,
-    }
 }
 
 impl Ahead {
@@ -945,6 +914,54 @@ mod tests {
         // Stored blocks start every 64 KiB or so; the inner stream's
         // blocks are found first in most pieces, and those are passed.
         assert!(two.pieces.1 > 0, "pieces passed: {:?}", two.pieces);
+    }
+
+    /// Streams one after another in one source, as a gzip file's members
+    /// are decoded: workers start for a stream once it has gone on for a
+    /// piece, never for one shorter (a file of many small members,
+    /// bgzip's, started two threads at each); each stream's bytes are
+    /// right either way.
+    #[test]
+    fn workers_start_for_long_streams_only() {
+        let (big_text, small_text) = (corpus(1 << 20, 3), corpus(20 << 10, 4));
+        let big = python_zlib(&big_text, 6, "Z_DEFAULT_STRATEGY", "");
+        let small = python_zlib(&small_text, 6, "Z_DEFAULT_STRATEGY", "");
+        assert!(big.len() as u64 >= 4 * PIECES.piece && (small.len() as u64) < PIECES.piece);
+        let order = [
+            (&big, &big_text),
+            (&small, &small_text),
+            (&small, &small_text),
+            (&big, &big_text),
+        ];
+        let raw: Vec<u8> = order.iter().flat_map(|s| s.0.iter().copied()).collect();
+        let want: Vec<u8> = order.iter().flat_map(|s| s.1.iter().copied()).collect();
+        let input: Data = Arc::new(MemSource::new(raw));
+        let src = InflateSource::with_span(input, "test", 64 << 10);
+        let mut at = 0u64;
+        let mut started = Vec::new();
+        for (stream, _) in order {
+            let mut inf = Inflater::new(src.clone(), at);
+            inf.set_plan(PIECES);
+            let end = loop {
+                match inf.run(16 << 10) {
+                    InflateEvent::Progress => {}
+                    InflateEvent::End { in_end } => break in_end,
+                    e => panic!("{e:?}"),
+                }
+            };
+            assert_eq!(end, at + stream.len() as u64);
+            started.push(inf.has_workers());
+            assert_eq!(inf.has_workers(), inf.pieces().0 > 0);
+            at = end;
+        }
+        src.finish();
+        assert_eq!(started, [true, false, false, true]);
+        let mut got = vec![0; want.len()];
+        assert_eq!(
+            crate::data::Source::read_at(&*src, 0, &mut got).unwrap(),
+            want.len()
+        );
+        assert!(got == want);
     }
 
     /// Decodes until an event that is not progress: the event, the bytes

@@ -34,7 +34,6 @@ pub(crate) static FORMAT: Format = Format {
     offers: Offers::NONE,
 };
 
-const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Output a resync candidate must decode without error to be accepted.
 const TRIAL_OUTPUT: usize = 64 * 1024;
 const NAMES: &[(&str, &str)] = &[(".tzst", ".tar"), (".zstd", ""), (".zst", "")];
@@ -64,7 +63,7 @@ fn found_extent(data: &Data) -> Option<u64> {
             let Some(h) = parse_frame_header(head) else {
                 return Some(avail);
             };
-            frame_end(data, at + h.len as u64, h.checksum)
+            frame_end(&**data, at + h.len as u64, h.checksum)
         } else {
             // Not a frame: the stream ended at the last whole one.
             return Some(at);
@@ -78,42 +77,6 @@ fn found_extent(data: &Data) -> Option<u64> {
             return Some(at);
         }
     }
-}
-
-/// Where a frame whose first block header is at `at` ends, by its block
-/// headers (RFC 8878 §3.1.1.2), with its checksum; `None` when a block
-/// is reserved, oversized or cut.
-fn frame_end(data: &Data, mut at: u64, checksum: bool) -> Option<u64> {
-    let avail = data.available();
-    loop {
-        let mut h = [0u8; 3];
-        if data.read_at(at, &mut h).ok()? < 3 {
-            return None;
-        }
-        let v = u32::from_le_bytes([h[0], h[1], h[2], 0]);
-        let (last, kind, size) = (v & 1 == 1, (v >> 1) & 3, u64::from(v >> 3));
-        if size > 128 * 1024 {
-            return None;
-        }
-        let body = match kind {
-            0 | 2 => size,
-            1 => 1,
-            _ => return None,
-        };
-        at = at.checked_add(3 + body)?;
-        if at > avail {
-            return None;
-        }
-        if last {
-            return at
-                .checked_add(if checksum { 4 } else { 0 })
-                .filter(|&e| e <= avail);
-        }
-    }
-}
-
-fn is_skippable(b: &[u8]) -> bool {
-    b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
 }
 
 /// A frame or skippable frame magic, or a `.zst`/`.tzst` name (damage at

@@ -184,6 +184,8 @@ fn parse_header(b: &[u8]) -> Result<Header, HeaderError> {
     Ok(h)
 }
 
+/// What is read of a member header first (see [`HEADER_WINDOW`]).
+const HEADER_FIRST: usize = 512;
 /// Longest possible header, so one read always covers it.
 const HEADER_WINDOW: usize = 10 + 2 + 65535 + 2 * (MAX_STRING + 1) + 2;
 
@@ -425,7 +427,15 @@ impl GzipParser {
     fn header(&mut self, cx: &mut StepCx, at: u64) -> Option<Step> {
         let (avail, fin) = self.data.extent();
         let data = self.data.clone();
-        let bytes = match view(&*data, at, HEADER_WINDOW, &mut self.scratch) {
+        // Nearly every header fits in a few bytes: the longest one it may
+        // be is read only when those are too few, not at every member (a
+        // bgzip file has one every 64 KiB).
+        let short = match view(&*data, at, HEADER_FIRST, &mut self.scratch) {
+            Ok(b) => b.len() == HEADER_FIRST && matches!(parse_header(b), Err(HeaderError::Short)),
+            Err(_) => true,
+        };
+        let len = if short { HEADER_WINDOW } else { HEADER_FIRST };
+        let bytes = match view(&*data, at, len, &mut self.scratch) {
             Ok(b) => b,
             Err(e) => {
                 cx.damage(Damage::corrupt(
@@ -922,7 +932,10 @@ impl GzipParser {
         let mut p = at;
         let mut scanned = 0;
         while p < avail && scanned < cx.budget {
-            let Ok(bytes) = view(&*data, p, 1 << 20, &mut self.scratch) else {
+            // Right after a member, the next member's magic is the likely
+            // thing: a short read, not a megabyte per member.
+            let len = if p == pad { 64 } else { 1 << 20 };
+            let Ok(bytes) = view(&*data, p, len, &mut self.scratch) else {
                 return Some(self.finish(cx));
             };
             if p == pad {

@@ -1,5 +1,6 @@
 //! A growable buffer in an anonymous memory mapping of its own: the
-//! buffers of [`super::parallel`]'s pieces.
+//! buffers of what workers decode ahead (`inflate::parallel`'s pieces,
+//! `blocks::ahead`'s blocks).
 //!
 //! A piece's output is tens of MiB, made and freed by worker threads. On
 //! the heap, such buffers stayed in those threads' arenas after they were
@@ -16,7 +17,7 @@ use bytemuck::Pod;
 use memmap2::MmapMut;
 
 /// Values of `T` in a mapping: `len` of them, in room for `capacity`.
-pub(super) struct Pages<T> {
+pub(crate) struct Pages<T> {
     map: Option<MmapMut>,
     len: usize,
     /// The most values ever held: how far its pages were written.
@@ -26,7 +27,7 @@ pub(super) struct Pages<T> {
 
 impl<T: Pod> Pages<T> {
     /// An empty buffer that maps nothing yet.
-    pub(super) fn new() -> Pages<T> {
+    pub(crate) fn new() -> Pages<T> {
         Pages {
             map: None,
             len: 0,
@@ -36,20 +37,20 @@ impl<T: Pod> Pages<T> {
     }
 
     /// Values it can hold without moving.
-    pub(super) fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.map
             .as_ref()
             .map_or(0, |m| m.len() / std::mem::size_of::<T>())
     }
 
     /// The most values it ever held (its pages written so far).
-    pub(super) fn written(&self) -> usize {
+    pub(crate) fn written(&self) -> usize {
         self.written
     }
 
     /// Makes room for `cap` values in all, moving the values to a larger
     /// mapping if this one is smaller.
-    fn reserve(&mut self, cap: usize) {
+    pub(crate) fn reserve(&mut self, cap: usize) {
         if cap <= self.capacity() {
             return;
         }
@@ -68,13 +69,13 @@ impl<T: Pod> Pages<T> {
     }
 
     /// Forgets its values, keeping its room and written pages.
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.len = 0;
     }
 
     /// The `n` values after its last, to be written and then kept with
     /// [`Pages::advance`]: zero, or what an earlier use left there.
-    pub(super) fn spare(&mut self, n: usize) -> &mut [T] {
+    pub(crate) fn spare(&mut self, n: usize) -> &mut [T] {
         let want = self.len.saturating_add(n);
         if want > self.capacity() {
             self.reserve(want.max(self.capacity().saturating_mul(2)));
@@ -84,7 +85,7 @@ impl<T: Pod> Pages<T> {
     }
 
     /// Keeps `n` more values, written through [`Pages::spare`].
-    pub(super) fn advance(&mut self, n: usize) {
+    pub(crate) fn advance(&mut self, n: usize) {
         assert!(self.len + n <= self.capacity());
         self.len += n;
         self.written = self.written.max(self.len);

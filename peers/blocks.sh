@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Block-compressed tars decoded on 1 and 2 threads (issue 37, item 2),
+# beside the decoders people use on the same files.
+#
+# The input: the tar of parallel.sh (this machine's /usr/lib/x86_64-linux-gnu
+# and /usr/lib/python3, about 730 MB), compressed once and kept in
+# $BENCH_DIR:
+#   usr.tar.bz2   lbzip2 -9 (900 kB blocks, one stream: what bzip2 -9 writes)
+#   usr.tar.xz    xz -T2 -6 (blocks of 24 MiB, their sizes in their headers)
+#   usr.tar.zst   pzstd -p2 -3 (independent frames)
+#   usr.1.tar.zst zstd -T2 -3 (one frame: nothing to decode side by side)
+# Each command runs RUNS times; the table has the best wall time, the
+# user CPU time of that run, its peak RSS (GNU time) and the decoded rate.
+#
+#   pparse tree --no-index --threads 1 | 2    list every member
+#   pparse cat --no-index --threads 1 | 2     the last member's bytes (checked
+#                                             against GNU tar's)
+#   the format's decoders to /dev/null, bsdtar -tf, GNU tar -tf,
+#   ratarmountcore building its index (parallelization 1 | 2)
+#
+# Needs: GNU tar, bzip2, xz, zstd, /usr/bin/time; lbzip2, pbzip2, pzstd,
+# bsdtar (libarchive-tools) and ratarmount (RATARMOUNT_PY=/path/to/python
+# with it installed, default: the bench venv's) where installed; rows of
+# missing tools are left out. FORMATS="bz2 xz zst" picks the files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
+RUNS=${RUNS:-3}
+RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
+FORMATS=${FORMATS:-bz2 xz zst 1.zst}
+mkdir -p "$BENCH_DIR"
+TAR=$BENCH_DIR/usr.tar
+if [[ ! -s $TAR ]]; then
+  tar cf "$TAR.part" -C /usr lib/x86_64-linux-gnu lib/python3 2> /dev/null || true
+  mv "$TAR.part" "$TAR"
+fi
+make() {  # FILE COMMAND...
+  local f=$1
+  shift
+  [[ -s $f ]] || { "$@" < "$TAR" > "$f.part" && mv "$f.part" "$f"; }
+}
+have() { command -v "$1" > /dev/null; }
+cargo build --release --quiet --bin pparse
+PPARSE=$PWD/target/release/pparse
+decoded=$(stat -c %s "$TAR")
+last=$(tar tf "$TAR" | grep -v '/$' | tail -1)
+want=$(tar xOf "$TAR" "$last" | md5sum | cut -d' ' -f1)
+
+echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git rev-parse --short HEAD), $(nproc) cores;" \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $TAR: $decoded bytes; last member $last"
+row() {  # LABEL THREADS CMD...
+  local label=$1 threads=$2 best="" user="" rss=""
+  shift 2
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e %U %M" -o "$BENCH_DIR/time" "$@" > /dev/null 2>&1
+    read -r e u m < "$BENCH_DIR/time"
+    if [[ -z $best ]] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$e user=$u rss=$m
+    fi
+  done
+  echo "| $label | $threads | $best s | $user s | $((rss / 1024)) MiB |" \
+       "$(awk -v d="$decoded" -v t="$best" 'BEGIN { printf "%.0f", d / t / 1e6 }') |"
+}
+ratarmount_rows() {  # FILE
+  [[ -x $RM_PY ]] || return 0
+  for p in 1 2; do
+    row "ratarmountcore builds its index" "$p" "$RM_PY" -c "
+import os, sys, tempfile
+from ratarmountcore.mountsource.formats.tar import SQLiteIndexedTar
+d = tempfile.mkdtemp()
+SQLiteIndexedTar('$1', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'), parallelization=$p)
+"
+  done
+}
+
+for fmt in $FORMATS; do
+  f=$BENCH_DIR/usr.tar.${fmt#1.}
+  [[ $fmt == 1.zst ]] && f=$BENCH_DIR/usr.1.tar.zst
+  case $fmt in
+    bz2) have lbzip2 && make "$f" lbzip2 -9 -n 2 || make "$f" bzip2 -9 ;;
+    xz) make "$f" xz -T2 -6 ;;
+    zst) have pzstd && make "$f" pzstd -p 2 -3 -c || continue ;;
+    1.zst) make "$f" zstd -T2 -3 -c ;;
+  esac
+  name=$(basename "$f")
+  inner=${name%.*}
+  for t in 1 2; do
+    got=$("$PPARSE" cat --no-index --threads "$t" "$f" "$inner/$last" | md5sum | cut -d' ' -f1)
+    [[ $got == "$want" ]] || { echo "pparse cat --threads $t $name: the last member differs from tar's" >&2; exit 1; }
+  done
+  cmp <("$PPARSE" tree --no-index --threads 1 "$f") <("$PPARSE" tree --no-index --threads 2 "$f") \
+    || { echo "$name: tree differs between 1 and 2 threads" >&2; exit 1; }
+  echo
+  echo "## $name: $(stat -c %s "$f") bytes"
+  echo
+  echo "| command | threads | wall time (best of $RUNS) | user CPU | peak RSS | decoded MB/s |"
+  echo "|---|---|---|---|---|---|"
+  for t in 1 2; do
+    row "pparse tree --no-index" "$t" "$PPARSE" tree --no-index --threads "$t" "$f"
+  done
+  for t in 1 2; do
+    row "pparse cat --no-index (last member)" "$t" "$PPARSE" cat --no-index --threads "$t" "$f" "$inner/$last"
+  done
+  case $fmt in
+    bz2)
+      row "bzip2 -d" 1 bzip2 -dc "$f"
+      if have lbzip2; then
+        for t in 1 2; do row "lbzip2 -d -n$t" "$t" lbzip2 -dc -n "$t" "$f"; done
+      fi
+      if have pbzip2; then
+        for t in 1 2; do row "pbzip2 -d -p$t" "$t" pbzip2 -dc -p"$t" "$f"; done
+      fi
+      tarflag=-j ;;
+    xz)
+      for t in 1 2; do row "xz -d -T$t" "$t" xz -dc -T"$t" "$f"; done
+      tarflag=-J ;;
+    *)
+      row "zstd -d" 1 zstd -dcq "$f"
+      if have pzstd; then
+        for t in 1 2; do row "pzstd -d -p$t" "$t" pzstd -dcq -p "$t" "$f"; done
+      fi
+      tarflag=--zstd ;;
+  esac
+  if have bsdtar; then
+    row "bsdtar -tf" 1 bsdtar -tf "$f"
+  fi
+  row "GNU tar -tf $tarflag" "1 (+ decoder)" tar "$tarflag" -tf "$f"
+  ratarmount_rows "$f"
+done
