@@ -9,6 +9,8 @@
 #   usr.tar.xz    xz -T2 -6 (blocks of 24 MiB, their sizes in their headers)
 #   usr.tar.zst   pzstd -p2 -3 (independent frames)
 #   usr.1.tar.zst zstd -T2 -3 (one frame: nothing to decode side by side)
+#   usr.bgzf.tar.gz  bgzip -@2 (BGZF: gzip members of 64 KiB that give
+#                 their size)
 # Each command runs RUNS times; the table has the best wall time, the
 # user CPU time of that run, its peak RSS (GNU time) and the decoded rate.
 #
@@ -19,15 +21,16 @@
 #   ratarmountcore building its index (parallelization 1 | 2)
 #
 # Needs: GNU tar, bzip2, xz, zstd, /usr/bin/time; lbzip2, pbzip2, pzstd,
-# bsdtar (libarchive-tools) and ratarmount (RATARMOUNT_PY=/path/to/python
-# with it installed, default: the bench venv's) where installed; rows of
-# missing tools are left out. FORMATS="bz2 xz zst" picks the files.
+# bgzip (tabix), bsdtar (libarchive-tools) and ratarmount
+# (RATARMOUNT_PY=/path/to/python with it installed, default: the bench
+# venv's) where installed; rows of missing tools are left out. FORMATS="bz2 xz zst 1.zst bgz" picks the
+# files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
 RUNS=${RUNS:-3}
 RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
-FORMATS=${FORMATS:-bz2 xz zst 1.zst}
+FORMATS=${FORMATS:-bz2 xz zst 1.zst bgz}
 mkdir -p "$BENCH_DIR"
 TAR=$BENCH_DIR/usr.tar
 if [[ ! -s $TAR ]]; then
@@ -75,13 +78,13 @@ SQLiteIndexedTar('$1', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'
 }
 
 for fmt in $FORMATS; do
-  f=$BENCH_DIR/usr.tar.${fmt#1.}
-  [[ $fmt == 1.zst ]] && f=$BENCH_DIR/usr.1.tar.zst
   case $fmt in
-    bz2) have lbzip2 && make "$f" lbzip2 -9 -n 2 || make "$f" bzip2 -9 ;;
-    xz) make "$f" xz -T2 -6 ;;
-    zst) have pzstd && make "$f" pzstd -p 2 -3 -c || continue ;;
-    1.zst) make "$f" zstd -T2 -3 -c ;;
+    bz2) f=$BENCH_DIR/usr.tar.bz2
+      have lbzip2 && make "$f" lbzip2 -9 -n 2 || make "$f" bzip2 -9 ;;
+    xz) f=$BENCH_DIR/usr.tar.xz; make "$f" xz -T2 -6 ;;
+    zst) f=$BENCH_DIR/usr.tar.zst; have pzstd && make "$f" pzstd -p 2 -3 -c || continue ;;
+    1.zst) f=$BENCH_DIR/usr.1.tar.zst; make "$f" zstd -T2 -3 -c ;;
+    bgz) f=$BENCH_DIR/usr.bgzf.tar.gz; have bgzip && make "$f" bgzip -@ 2 -c || continue ;;
   esac
   name=$(basename "$f")
   inner=${name%.*}
@@ -115,6 +118,10 @@ for fmt in $FORMATS; do
     xz)
       for t in 1 2; do row "xz -d -T$t" "$t" xz -dc -T"$t" "$f"; done
       tarflag=-J ;;
+    bgz)
+      for t in 1 2; do row "bgzip -d -@$t" "$t" bgzip -dc -@ "$t" "$f"; done
+      row "gzip -d" 1 gzip -dc "$f"
+      tarflag=-z ;;
     *)
       row "zstd -d" 1 zstd -dcq "$f"
       if have pzstd; then

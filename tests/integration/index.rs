@@ -218,7 +218,8 @@ fn threads_give_the_tree_index_and_bytes_of_one_thread() {
 
 /// The same for the formats of independent blocks, decoded a block per
 /// worker: bzip2 blocks (bzip2's and lbzip2's, and pbzip2's stream per
-/// block), xz blocks (xz -T2) and zstd frames (pzstd).
+/// block), xz blocks (xz -T2), zstd frames (pzstd) and BGZF's gzip
+/// members (bgzip).
 #[test]
 fn threads_decode_blocks_frames_and_streams_as_one_thread_does() {
     let tmp = tempfile::tempdir().unwrap();
@@ -230,6 +231,7 @@ fn threads_decode_blocks_frames_and_streams_as_one_thread_does() {
         ("pbzip2.tar.bz2", "pbzip2 -p2 -c", false),
         ("xz.tar.xz", "xz -T2 --block-size=1MiB -3", true),
         ("pzstd.tar.zst", "pzstd -p 2 -3 -c", false),
+        ("bgzip.tar.gz", "bgzip -c", false),
     ];
     let mut missing = Vec::new();
     for (name, compress, required) in writers {

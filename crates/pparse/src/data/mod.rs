@@ -15,6 +15,7 @@
 //! a source that is not final yields and is stepped again later; if the source
 //! is final, the bytes will never come: the input is truncated.
 
+mod ahead;
 pub mod blocks;
 mod cache;
 pub mod checkpoints;

@@ -107,7 +107,7 @@ pub struct BlockSource {
 enum AheadState {
     /// Not yet asked: the first block the first pass opens decides.
     Unasked,
-    On(ahead::Ahead),
+    On(crate::data::ahead::Ahead<ahead::Blocks>),
     /// None were started.
     Off,
     /// They were, and the stream is complete: blocks taken from them, and
@@ -220,16 +220,21 @@ impl BlockSource {
         {
             let mut ahead = self.ahead.lock();
             if let AheadState::Unasked = *ahead {
+                let blocks = ahead::Blocks {
+                    input: self.input.clone(),
+                    codec: self.codec.clone(),
+                    counters: self.counters.clone(),
+                };
                 let threads = crate::data::workers::threads();
-                *ahead = match ahead::Ahead::start(&self.input, self.codec.clone(), threads) {
+                *ahead = match crate::data::ahead::Ahead::start(&self.input, blocks, threads) {
                     Some(a) => AheadState::On(a),
                     None => AheadState::Off,
                 };
             }
             if let AheadState::On(a) = &mut *ahead
-                && let Some(r) = a.take(&b)
+                && let Some(r) = a.take(&(input_start, aux))
             {
-                return Ok(r);
+                return Ok(Box::new(r));
             }
         }
         self.codec.open(&self.input, &b)

@@ -17,6 +17,7 @@
 //! GB of windows on disk, and the cache budget.
 
 mod marked;
+pub(crate) mod members;
 pub mod parallel;
 pub mod resync;
 mod windows;
@@ -34,6 +35,7 @@ pub use super::checkpoints::{Checkpoint, Segment, StreamLayout, WindowSlot, Wind
 use super::growth;
 use super::source::{Data, Recipe, Source};
 use super::stats::Counted;
+use members::Member;
 use zlib::{Code, RawInflate, split_bit};
 
 /// Cache granularity of decoded bytes.
@@ -714,6 +716,9 @@ pub struct Inflater {
     /// The input offset the stream (or the decoding after a resync)
     /// began at.
     began: u64,
+    /// A gzip member a worker decoded ahead, and how much of it is
+    /// appended (see [`Inflater::new_member`]).
+    made: Option<Box<(Member, usize)>>,
     /// A piece taken from them and being appended.
     taken: Option<Taken>,
 }
@@ -757,6 +762,49 @@ impl Inflater {
         Inflater::new_in_segment(src, start)
     }
 
+    /// Starts a gzip member's deflate stream at input offset `start`, as
+    /// [`Inflater::new`] does; `made`, the member as a worker decoded it
+    /// ahead (`members.rs`), is appended instead of decoding it here when
+    /// it starts at `start` and is shorter than a checkpoint span (decoding
+    /// here would make no checkpoint in it either).
+    pub(crate) fn new_member(
+        src: Arc<InflateSource>,
+        start: u64,
+        made: Option<Member>,
+    ) -> Inflater {
+        let mut me = Inflater::new(src, start);
+        if let Some(m) = made
+            && m.body == start
+            && (m.bytes.len() as u64) < me.src.span
+        {
+            me.made = Some(Box::new((m, 0)));
+            me.ahead_tried = true;
+        }
+        me
+    }
+
+    /// Appends the member a worker decoded, up to `budget` bytes at a
+    /// time, and ends where it ended.
+    fn run_made(&mut self, budget: u64) -> InflateEvent {
+        let Some(made) = &mut self.made else {
+            return InflateEvent::Progress;
+        };
+        let (m, pos) = &mut **made;
+        let n = (m.bytes.len() - *pos).min(budget.min(usize::MAX as u64) as usize);
+        let bytes = &m.bytes[*pos..*pos + n];
+        self.crc.update(bytes);
+        self.src.append(bytes);
+        self.produced += n as u64;
+        *pos += n;
+        if *pos < m.bytes.len() {
+            return InflateEvent::Progress;
+        }
+        let in_end = m.in_end;
+        self.made = None;
+        self.inbuf.reset(in_end);
+        InflateEvent::End { in_end }
+    }
+
     /// Starts decoding `src`'s input at the block that begins at input bit
     /// `bit`, found after damage ([`resync::find_block`]): the 32 KiB
     /// before it are unknown, so the bytes that copy them are zeros and are
@@ -790,6 +838,7 @@ impl Inflater {
             ahead: None,
             ahead_tried: false,
             began: start,
+            made: None,
             plan: None,
             taken: None,
         }
@@ -905,6 +954,9 @@ impl Inflater {
     }
 
     fn run_inner(&mut self, budget: u64) -> InflateEvent {
+        if self.made.is_some() {
+            return self.run_made(budget);
+        }
         if self.rec.is_some() {
             match self.run_recover(budget) {
                 Some(e) => return e,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
+use crate::data::inflate::members::MembersAhead;
 use crate::data::inflate::resync;
 use crate::data::inflate::zlib::{Code, RawInflate};
 use crate::data::{ChunkCache, Data, InflateEvent, InflateSource, Inflater, Range, Source, view};
@@ -274,6 +275,10 @@ struct GzipParser {
     /// A run of the member's decoding on the engine's helper thread: the
     /// inflater, what the run ended with, and what it had produced before.
     running: Option<Background<(Box<Inflater>, InflateEvent, u64)>>,
+    /// Workers decoding a BGZF file's members ahead, once the first
+    /// member header says it is one.
+    members_ahead: Option<MembersAhead>,
+    members_tried: bool,
 }
 
 /// How far a scan for the next member got.
@@ -302,6 +307,8 @@ impl GzipParser {
             stream_name: String::new(),
             chain: Some(Chain::START),
             running: None,
+            members_ahead: None,
+            members_tried: false,
         }
     }
 
@@ -497,11 +504,18 @@ impl GzipParser {
                 );
                 let out = self.out.clone().expect("child created above");
                 let out_start = out.available();
+                // A BGZF file's members are decoded ahead on worker
+                // threads (`--threads`); what they made is used only
+                // where this member starts.
+                if !std::mem::replace(&mut self.members_tried, true) {
+                    self.members_ahead = MembersAhead::start(&self.data, at);
+                }
+                let made = self.members_ahead.as_mut().and_then(|m| m.take(at));
                 self.state = State::Body {
                     node,
                     start: at,
                     out_start,
-                    inflater: Some(Box::new(Inflater::new(out, at + h.len as u64))),
+                    inflater: Some(Box::new(Inflater::new_member(out, at + h.len as u64, made))),
                     recovered: false,
                 };
                 None
