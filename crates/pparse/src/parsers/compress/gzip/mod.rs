@@ -43,10 +43,15 @@ pub(crate) static FORMAT: Format = Format {
 const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Longest FNAME or FCOMMENT accepted; longer means a damaged header.
 const MAX_STRING: usize = 64 * 1024;
-/// Compressed bytes left in a member from which its decoding runs on the
-/// engine's helper thread (a small member decodes faster than it is
-/// handed off).
+/// Compressed bytes left in the file from which a member's decoding runs
+/// on the engine's helper thread, once the member has gone on for
+/// [`OFFLOAD_AFTER`] (a small member decodes faster than it is handed off:
+/// a file of many, bgzip's of 64 KiB, spent an eighth of its time in the
+/// hand-offs).
 const OFFLOAD_INPUT: u64 = 1 << 20;
+/// Compressed bytes of a member decoded on the engine's thread before the
+/// rest may be handed off.
+const OFFLOAD_AFTER: u64 = 256 << 10;
 /// How many times the cache's budget a stream decoded on the helper
 /// thread may run ahead of the parsers reading it (128 MiB with the
 /// default 32 MiB cache): the parsers work in bursts (a jar's entries, a
@@ -279,6 +284,8 @@ struct GzipParser {
     /// member header says it is one.
     members_ahead: Option<MembersAhead>,
     members_tried: bool,
+    /// The file's pages before this offset were let go of.
+    released: u64,
 }
 
 /// How far a scan for the next member got.
@@ -309,6 +316,7 @@ impl GzipParser {
             running: None,
             members_ahead: None,
             members_tried: false,
+            released: 0,
         }
     }
 
@@ -546,7 +554,8 @@ impl GzipParser {
                     return Some(self.finish(cx));
                 }
                 let left = self.data.available().saturating_sub(i.input_pos());
-                if left >= OFFLOAD_INPUT && self.data.is_final() && cx.depth == 0 {
+                let long = i.input_pos().saturating_sub(start) >= OFFLOAD_AFTER;
+                if long && left >= OFFLOAD_INPUT && self.data.is_final() && cx.depth == 0 {
                     let budget = BACKGROUND_BUDGET.min(cx.decode_left);
                     let lead = LEAD * ChunkCache::global().budget() as u64;
                     // A long stream decodes on the helper thread while the
@@ -751,6 +760,13 @@ impl GzipParser {
                 ],
             );
             return Some(self.finish(cx));
+        }
+        // The file's pages behind this member are done with. A member's
+        // decoder lets go of what it passed every 16 MiB, which most
+        // members never reach: a file of many (bgzip's) stayed resident.
+        if (at + 8).saturating_sub(self.released) >= 16 << 20 {
+            self.data.release(self.released, at + 8);
+            self.released = at + 8;
         }
         let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let stored_size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
