@@ -27,6 +27,7 @@
 # files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source peers/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
 RUNS=${RUNS:-3}
 RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
@@ -37,7 +38,7 @@ if [[ ! -s $TAR ]]; then
   tar cf "$TAR.part" -C /usr lib/x86_64-linux-gnu lib/python3 2> /dev/null || true
   mv "$TAR.part" "$TAR"
 fi
-make() {  # FILE COMMAND...
+compress_once() {  # FILE COMMAND...
   local f=$1
   shift
   [[ -s $f ]] || { "$@" < "$TAR" > "$f.part" && mv "$f.part" "$f"; }
@@ -52,39 +53,15 @@ want=$(tar xOf "$TAR" "$last" | md5sum | cut -d' ' -f1)
 echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git rev-parse --short HEAD), $(nproc) cores;" \
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $TAR: $decoded bytes; last member $last"
-row() {  # LABEL THREADS CMD...
-  local label=$1 threads=$2 best="" user="" rss=""
-  shift 2
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %U %M" -o "$BENCH_DIR/time" "$@" > /dev/null 2>&1
-    read -r e u m < "$BENCH_DIR/time"
-    if [[ -z $best ]] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-      best=$e user=$u rss=$m
-    fi
-  done
-  echo "| $label | $threads | $best s | $user s | $((rss / 1024)) MiB |" \
-       "$(awk -v d="$decoded" -v t="$best" 'BEGIN { printf "%.0f", d / t / 1e6 }') |"
-}
-ratarmount_rows() {  # FILE
-  [[ -x $RM_PY ]] || return 0
-  for p in 1 2; do
-    row "ratarmountcore builds its index" "$p" "$RM_PY" -c "
-import os, sys, tempfile
-from ratarmountcore.mountsource.formats.tar import SQLiteIndexedTar
-d = tempfile.mkdtemp()
-SQLiteIndexedTar('$1', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'), parallelization=$p)
-"
-  done
-}
 
 for fmt in $FORMATS; do
   case $fmt in
     bz2) f=$BENCH_DIR/usr.tar.bz2
-      have lbzip2 && make "$f" lbzip2 -9 -n 2 || make "$f" bzip2 -9 ;;
-    xz) f=$BENCH_DIR/usr.tar.xz; make "$f" xz -T2 -6 ;;
-    zst) f=$BENCH_DIR/usr.tar.zst; have pzstd && make "$f" pzstd -p 2 -3 -c || continue ;;
-    1.zst) f=$BENCH_DIR/usr.1.tar.zst; make "$f" zstd -T2 -3 -c ;;
-    bgz) f=$BENCH_DIR/usr.bgzf.tar.gz; have bgzip && make "$f" bgzip -@ 2 -c || continue ;;
+      have lbzip2 && compress_once "$f" lbzip2 -9 -n 2 || compress_once "$f" bzip2 -9 ;;
+    xz) f=$BENCH_DIR/usr.tar.xz; compress_once "$f" xz -T2 -6 ;;
+    zst) f=$BENCH_DIR/usr.tar.zst; have pzstd && compress_once "$f" pzstd -p 2 -3 -c || continue ;;
+    1.zst) f=$BENCH_DIR/usr.1.tar.zst; compress_once "$f" zstd -T2 -3 -c ;;
+    bgz) f=$BENCH_DIR/usr.bgzf.tar.gz; have bgzip && compress_once "$f" bgzip -@ 2 -c || continue ;;
   esac
   name=$(basename "$f")
   inner=${name%.*}
@@ -97,41 +74,34 @@ for fmt in $FORMATS; do
   echo
   echo "## $name: $(stat -c %s "$f") bytes"
   echo
-  echo "| command | threads | wall time (best of $RUNS) | user CPU | peak RSS | decoded MB/s |"
-  echo "|---|---|---|---|---|---|"
-  for t in 1 2; do
-    row "pparse tree --no-index" "$t" "$PPARSE" tree --no-index --threads "$t" "$f"
-  done
-  for t in 1 2; do
-    row "pparse cat --no-index (last member)" "$t" "$PPARSE" cat --no-index --threads "$t" "$f" "$inner/$last"
-  done
+  pparse_rows "$f" "$inner/$last"
   case $fmt in
     bz2)
-      row "bzip2 -d" 1 bzip2 -dc "$f"
+      best_row "bzip2 -d" 1 bzip2 -dc "$f"
       if have lbzip2; then
-        for t in 1 2; do row "lbzip2 -d -n$t" "$t" lbzip2 -dc -n "$t" "$f"; done
+        for t in 1 2; do best_row "lbzip2 -d -n$t" "$t" lbzip2 -dc -n "$t" "$f"; done
       fi
       if have pbzip2; then
-        for t in 1 2; do row "pbzip2 -d -p$t" "$t" pbzip2 -dc -p"$t" "$f"; done
+        for t in 1 2; do best_row "pbzip2 -d -p$t" "$t" pbzip2 -dc -p"$t" "$f"; done
       fi
       tarflag=-j ;;
     xz)
-      for t in 1 2; do row "xz -d -T$t" "$t" xz -dc -T"$t" "$f"; done
+      for t in 1 2; do best_row "xz -d -T$t" "$t" xz -dc -T"$t" "$f"; done
       tarflag=-J ;;
     bgz)
-      for t in 1 2; do row "bgzip -d -@$t" "$t" bgzip -dc -@ "$t" "$f"; done
-      row "gzip -d" 1 gzip -dc "$f"
+      for t in 1 2; do best_row "bgzip -d -@$t" "$t" bgzip -dc -@ "$t" "$f"; done
+      best_row "gzip -d" 1 gzip -dc "$f"
       tarflag=-z ;;
     *)
-      row "zstd -d" 1 zstd -dcq "$f"
+      best_row "zstd -d" 1 zstd -dcq "$f"
       if have pzstd; then
-        for t in 1 2; do row "pzstd -d -p$t" "$t" pzstd -dcq -p "$t" "$f"; done
+        for t in 1 2; do best_row "pzstd -d -p$t" "$t" pzstd -dcq -p "$t" "$f"; done
       fi
       tarflag=--zstd ;;
   esac
   if have bsdtar; then
-    row "bsdtar -tf" 1 bsdtar -tf "$f"
+    best_row "bsdtar -tf" 1 bsdtar -tf "$f"
   fi
-  row "GNU tar -tf $tarflag" "1 (+ decoder)" tar "$tarflag" -tf "$f"
+  best_row "GNU tar -tf $tarflag" "1 (+ decoder)" tar "$tarflag" -tf "$f"
   ratarmount_rows "$f"
 done

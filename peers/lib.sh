@@ -12,6 +12,15 @@
 # median NAME RUNS CMD...
 #                     RUNS runs of bench as "NAME runK", then the median run as NAME.
 # wandb_log          the large W&B log of peers/wandb.sh, made once (see below).
+# best_row LABEL THREADS CMD...
+#                     RUNS runs under GNU time; one table row with the best wall time,
+#                     that run's user CPU and peak RSS, and $decoded bytes per second.
+# pparse_rows FILE MEMBER
+#                     the table's head, then best_row for `pparse tree` and `pparse cat
+#                     MEMBER` of FILE with 1 and 2 threads ($PPARSE).
+# ratarmount_rows FILE
+#                     best_row for ratarmountcore building FILE's index with
+#                     parallelization 1 and 2, when $RM_PY has it.
 
 bench() {
   local name=$1; shift
@@ -90,4 +99,41 @@ wandb_log() {
     read -r _ _ _ _ NREC _ _ < "$meta"
     echo "  $gen, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) / 1e9 }') s"
   fi
+}
+
+best_row() {
+  local label=$1 threads=$2 best="" user="" rss=""
+  shift 2
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e %U %M" -o "$BENCH_DIR/time" "$@" > /dev/null 2>&1
+    read -r e u m < "$BENCH_DIR/time"
+    if [[ -z $best ]] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$e user=$u rss=$m
+    fi
+  done
+  echo "| $label | $threads | $best s | $user s | $((rss / 1024)) MiB |" \
+       "$(awk -v d="$decoded" -v t="$best" 'BEGIN { printf "%.0f", d / t / 1e6 }') |"
+}
+
+ratarmount_rows() {
+  [[ -x $RM_PY ]] || return 0
+  for p in 1 2; do
+    best_row "ratarmountcore builds its index" "$p" "$RM_PY" -c "
+import os, tempfile
+from ratarmountcore.mountsource.formats.tar import SQLiteIndexedTar
+d = tempfile.mkdtemp()
+SQLiteIndexedTar('$1', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'), parallelization=$p)
+"
+  done
+}
+
+pparse_rows() {
+  echo "| command | threads | wall time (best of $RUNS) | user CPU | peak RSS | decoded MB/s |"
+  echo "|---|---|---|---|---|---|"
+  for t in 1 2; do
+    best_row "pparse tree --no-index" "$t" "$PPARSE" tree --no-index --threads "$t" "$1"
+  done
+  for t in 1 2; do
+    best_row "pparse cat --no-index (last member)" "$t" "$PPARSE" cat --no-index --threads "$t" "$1" "$2"
+  done
 }

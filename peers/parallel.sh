@@ -22,9 +22,11 @@
 # rows of missing tools are left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source peers/lib.sh
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}
 RUNS=${RUNS:-3}
 RAPIDGZIP=${RAPIDGZIP:-$PWD/target/bench-venv/bin/rapidgzip}
+RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
 mkdir -p "$BENCH_DIR"
 # GZ=/path/to/other.tar.gz times another tar.gz (issue 37 names the 10 GB
 # one of `BIG=1 peers/index.sh`, $BENCH_DIR/big10.tar.gz).
@@ -50,48 +52,18 @@ echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git rev-parse --short HEAD), 
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $GZ: $(stat -c %s "$GZ") bytes, $decoded decoded; last member $last"
 echo
-echo "| command | threads | wall time (best of $RUNS) | user CPU | peak RSS | decoded MB/s |"
-echo "|---|---|---|---|---|---|"
-row() {  # LABEL THREADS CMD...
-  local label=$1 threads=$2 best="" user="" rss=""
-  shift 2
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %U %M" -o "$BENCH_DIR/time" "$@" > /dev/null 2>&1
-    read -r e u m < "$BENCH_DIR/time"
-    if [[ -z $best ]] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-      best=$e user=$u rss=$m
-    fi
-  done
-  echo "| $label | $threads | $best s | $user s | $((rss / 1024)) MiB |" \
-       "$(awk -v d="$decoded" -v t="$best" 'BEGIN { printf "%.0f", d / t / 1e6 }') |"
-}
-for t in 1 2; do
-  row "pparse tree --no-index" "$t" "$PPARSE" tree --no-index --threads "$t" "$GZ"
-done
-for t in 1 2; do
-  row "pparse cat --no-index (last member)" "$t" "$PPARSE" cat --no-index --threads "$t" "$GZ" "$TAR/$last"
-done
+pparse_rows "$GZ" "$TAR/$last"
 if [[ -x $RAPIDGZIP ]]; then
   for t in 1 2; do
-    row "rapidgzip -d -P$t" "$t" "$RAPIDGZIP" -d -P "$t" -c "$GZ"
+    best_row "rapidgzip -d -P$t" "$t" "$RAPIDGZIP" -d -P "$t" -c "$GZ"
   done
 fi
 if command -v pigz > /dev/null; then
-  row "pigz -d" "1 (+ 3 for I/O and CRC)" pigz -d -c "$GZ"
+  best_row "pigz -d" "1 (+ 3 for I/O and CRC)" pigz -d -c "$GZ"
 fi
-row "gzip -d" 1 gzip -d -c "$GZ"
+best_row "gzip -d" 1 gzip -d -c "$GZ"
 if command -v bsdtar > /dev/null; then
-  row "bsdtar -tzf" 1 bsdtar -tzf "$GZ"
+  best_row "bsdtar -tzf" 1 bsdtar -tzf "$GZ"
 fi
-row "GNU tar -tzf" "1 (+ gzip)" tar -tzf "$GZ"
-RM_PY=${RATARMOUNT_PY:-$PWD/target/bench-venv/bin/python}
-if [[ -x $RM_PY ]]; then
-  for p in 1 2; do
-    row "ratarmountcore builds its index" "$p" "$RM_PY" -c "
-import os, tempfile
-from ratarmountcore.mountsource.formats.tar import SQLiteIndexedTar
-d = tempfile.mkdtemp()
-SQLiteIndexedTar('$GZ', writeIndex=True, indexFilePath=os.path.join(d, 'i.sqlite'), parallelization=$p)
-"
-  done
-fi
+best_row "GNU tar -tzf" "1 (+ gzip)" tar -tzf "$GZ"
+ratarmount_rows "$GZ"

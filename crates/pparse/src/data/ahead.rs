@@ -111,14 +111,7 @@ impl<P: Plan> Ahead<P> {
             stop: AtomicBool::new(false),
             horizon: threads + 1,
         });
-        let mut spawned = 0;
-        for _ in 0..threads {
-            let s = shared.clone();
-            let ok = std::thread::Builder::new()
-                .name("pparse-ahead".into())
-                .spawn(move || work(&s));
-            spawned += ok.is_ok() as usize;
-        }
+        let spawned = super::workers::spawn(threads, "pparse-ahead", &shared, work::<P>);
         (spawned > 0).then(|| Ahead {
             shared,
             pid: std::process::id(),

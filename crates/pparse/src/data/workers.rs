@@ -7,6 +7,7 @@
 //! where the first pass, decoding in order, would have made the very same
 //! bytes, and is otherwise dropped.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::source::{Data, Recipe};
@@ -37,4 +38,24 @@ pub(crate) fn cheap_to_read(d: &Data) -> bool {
         Recipe::Slice { of, .. } => cheap_to_read(of),
         Recipe::Inflate { .. } | Recipe::Blocks { .. } => false,
     }
+}
+
+/// Starts `threads` threads named `name`, each running `work` on
+/// `shared`; how many started (a thread that cannot be started is one
+/// fewer worker, not an error).
+pub(crate) fn spawn<T: Send + Sync + 'static>(
+    threads: usize,
+    name: &str,
+    shared: &Arc<T>,
+    work: fn(&T),
+) -> usize {
+    (0..threads)
+        .filter(|_| {
+            let s = shared.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || work(&s))
+                .is_ok()
+        })
+        .count()
 }

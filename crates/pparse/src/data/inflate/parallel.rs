@@ -263,14 +263,7 @@ impl Ahead {
             pool: Mutex::new((Vec::new(), Vec::new())),
             keep: threads + 1,
         });
-        let mut spawned = 0;
-        for _ in 0..threads {
-            let s = shared.clone();
-            let ok = std::thread::Builder::new()
-                .name("pparse-inflate".into())
-                .spawn(move || work(&s));
-            spawned += ok.is_ok() as usize;
-        }
+        let spawned = crate::data::workers::spawn(threads, "pparse-inflate", &shared, work);
         if spawned == 0 {
             return None;
         }
