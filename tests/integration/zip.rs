@@ -751,3 +751,51 @@ fn a_jars_deflated_directories_are_directories() {
         assert!(a == b, "{jar}: the same bytes");
     }
 }
+
+/// A directory record of zeros after its signature (what a damaged
+/// stream's lost bytes become when a zip inside it is recovered: an empty
+/// name, offset 0, no CRC, no size) names no entry: the intact local
+/// header at offset 0 is not condemned by it, that entry stays complete
+/// and exact (its data checked against its own header's CRC), no entry is
+/// made of the record, and the directory's damage is reported. It used to
+/// mark the first entry corrupt and list an entry with an empty name.
+#[test]
+fn a_directory_record_of_zeros_does_not_condemn_the_entry_it_points_at() {
+    let made = python(
+        "import io, struct, sys, zipfile\n\
+         z = io.BytesIO()\n\
+         with zipfile.ZipFile(z, 'w', zipfile.ZIP_DEFLATED) as zf:\n\
+         \x20   for n in ['first.txt', 'second.txt', 'third.txt']:\n\
+         \x20       zf.writestr(n, (n + ' line\\n') * 2000)\n\
+         b = bytearray(z.getvalue())\n\
+         end = b.rfind(b'PK\\x05\\x06')\n\
+         cd = struct.unpack('<I', b[end + 16:end + 20])[0]\n\
+         b[cd + 4:cd + 46 + len('first.txt')] = bytes(42 + len('first.txt'))\n\
+         sys.stdout.buffer.write(bytes(b))",
+    );
+    let session = parse_named("zeros.zip", made, "a directory record of zeros");
+    let t = session.tree();
+    let kids: Vec<String> = t.exts[0]
+        .children
+        .iter()
+        .map(|&k| t.exts[k].name.to_string())
+        .collect();
+    assert_eq!(kids, ["first.txt", "second.txt", "third.txt"]);
+    for name in ["first.txt", "second.txt", "third.txt"] {
+        let id = t.resolve(name).unwrap();
+        assert_eq!(t.status_of(id), Status::Complete, "{name}");
+        assert_eq!(
+            read_all(&t, id),
+            format!("{name} line\n").repeat(2000).into_bytes()
+        );
+    }
+    assert_eq!(t.status_of(0), Status::Corrupt);
+    assert!(
+        t.root()
+            .damage
+            .iter()
+            .any(|d| d.reason.contains("has an empty name")),
+        "{:?}",
+        t.root().damage
+    );
+}

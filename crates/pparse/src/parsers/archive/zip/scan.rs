@@ -347,16 +347,37 @@ impl ZipParser {
                 .and_modify(|(_, many)| *many = true)
                 .or_insert((&c.name, false));
         }
+        // A record whose name is empty names no entry: a zero-length name
+        // is what a record's zeroed fields give (a zip inside a damaged
+        // stream, whose lost bytes come back as zeros). It condemns no
+        // local header that has a name, and is not listed as an entry.
+        let mut nameless = std::collections::HashSet::new();
         for e in &mut self.entries {
-            if listed
-                .get(&e.lfh)
-                .is_some_and(|(n, many)| !many && *n != e.name.as_slice())
-            {
+            let Some(&(n, false)) = listed.get(&e.lfh) else {
+                continue;
+            };
+            if n == e.name.as_slice() {
+                continue;
+            }
+            if n.is_empty() && !e.name.is_empty() {
+                nameless.insert(e.lfh);
+                cx.damage(Damage::corrupt(
+                    dir.range,
+                    format!(
+                        "the directory's record for the entry at {:#x} ({}) has an empty name: the record is damaged",
+                        e.lfh,
+                        escape_bytes(&e.name)
+                    ),
+                ));
+            } else {
                 e.suspect = true;
             }
         }
         for c in dir.records {
             let lfh = shifted(c.offset, self.shift);
+            if c.name.is_empty() && nameless.contains(&lfh) {
+                continue;
+            }
             if let Some(&i) = self.by_offset.get(&lfh) {
                 if self.entries[i].suspect {
                     let child = self.entries[i].child;
