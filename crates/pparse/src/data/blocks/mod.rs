@@ -219,6 +219,15 @@ impl BlockSource {
         };
         {
             let mut ahead = self.ahead.lock();
+            // Workers start only where a second block is known to follow:
+            // a stream of one block (a zip's bzip2 or zstd entry, of which
+            // there may be thousands) has nothing to decode ahead.
+            if let AheadState::Unasked = *ahead
+                && (crate::data::workers::threads() < 2
+                    || self.codec.next_block(&*self.input, &b).is_none())
+            {
+                *ahead = AheadState::Off;
+            }
             if let AheadState::Unasked = *ahead {
                 let blocks = ahead::Blocks {
                     input: self.input.clone(),

@@ -515,7 +515,9 @@ impl GzipParser {
                 // A BGZF file's members are decoded ahead on worker
                 // threads (`--threads`); what they made is used only
                 // where this member starts.
-                if !std::mem::replace(&mut self.members_tried, true) {
+                // From the second member: a file of one member (thousands
+                // of small `.gz` in a tar) has nothing to decode ahead.
+                if self.members >= 2 && !std::mem::replace(&mut self.members_tried, true) {
                     self.members_ahead = MembersAhead::start(&self.data, at);
                 }
                 let made = self.members_ahead.as_mut().and_then(|m| m.take(at));
