@@ -12,8 +12,10 @@
 # HARD=N and SOFT=N: damaged copies of each kind (default 5 each).
 # Then the same tar as `bzip2 -9`, HARD+SOFT damaged copies, read back by
 # pparse, bzip2 + GNU tar, bzip2recover + bzip2 + GNU tar, bsdtar and
-# 7-Zip. PARTS="gzip" or PARTS="bzip2" runs one part only; FILL=zeros
-# damages with zeros instead of random bytes; FINDER=0 skips the finder.
+# 7-Zip. PARTS="gzip" or PARTS="bzip2" runs one part only (PARTS=finder:
+# the finder only); FILL=zeros damages with zeros instead of random bytes;
+# FINDER=0 skips the finder. The finder alone, without the parse around
+# it: `cargo bench --bench finder`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/pparse-bench}/recovery

@@ -10,10 +10,8 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::resync::{
-    self, Bits, DIST_BASE, DIST_EXTRA, Huff, LEN_BASE, LEN_EXTRA, MAX_HEADER_BYTES,
-    MAX_SYMBOL_BITS, WINDOW,
-};
+use super::codes::{DIST_BASE, DIST_EXTRA, LEN_BASE, LEN_EXTRA};
+use super::resync::{self, Bits, Huff, MAX_HEADER_BYTES, MAX_SYMBOL_BITS, WINDOW};
 use crate::data::pages::Pages;
 use crate::data::source::Data;
 

@@ -16,10 +16,12 @@
 //! So a 600 GB decoded stream costs a few MB of checkpoint table in RAM, a few
 //! GB of windows on disk, and the cache budget.
 
+mod codes;
 mod marked;
 pub(crate) mod members;
 pub mod parallel;
 pub mod resync;
+mod sieve;
 mod windows;
 pub(crate) use windows::forget_in_child as windows_forget_in_child;
 pub mod zlib;

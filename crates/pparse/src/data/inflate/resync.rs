@@ -22,6 +22,8 @@
 use std::io;
 use std::sync::OnceLock;
 
+use super::codes::{CL_ORDER, DIST_BASE, DIST_EXTRA, LEN_BASE, LEN_EXTRA};
+use super::sieve::{FIXED_PROOF, Sieve, precode_complete, stored_header_bits};
 use crate::data::source::Data;
 
 /// Size of the deflate window.
@@ -41,26 +43,6 @@ pub(super) const MAX_HEADER_BYTES: usize = 600;
 const MERGE_GAP: u64 = 64;
 /// Most unknown runs kept apart; past it, runs merge into one.
 const MAX_RUNS: usize = 4096;
-
-pub(super) const LEN_BASE: [u16; 29] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
-    163, 195, 227, 258,
-];
-pub(super) const LEN_EXTRA: [u8; 29] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-];
-pub(super) const DIST_BASE: [u16; 30] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-];
-pub(super) const DIST_EXTRA: [u8; 30] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13,
-];
-/// The order code-length code lengths are sent in.
-const CL_ORDER: [usize; 19] = [
-    16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
-];
 
 /// Bits of a byte slice, least significant first, from a bit offset.
 /// Reads past the end give zeros and set `over`, so a caller that may be
@@ -805,9 +787,6 @@ pub enum Found {
 
 /// Output a candidate must decode to without two block ends to be believed.
 const CONFIRM_OUT: u64 = 1 << 20;
-/// Fixed-Huffman symbols that count as one piece of evidence: random bits
-/// get that far with a chance of about e^-20.
-const FIXED_PROOF: u64 = 1024;
 
 /// Whether decoding from input bit `bit` holds up. Random bits pass as
 /// fixed-Huffman blocks for a while (about 36 symbols on average: 2% of
@@ -905,6 +884,7 @@ pub fn find_block(
     let stop = end.min((from / 8).saturating_add(budget.max(1)));
     let mut buf = vec![0u8; IN_CHUNK + MAX_HEADER_BYTES];
     let mut memo = FixedMemo::new();
+    let mut sieve = Sieve::new(true);
     let mut bit = from;
     // Input bits trial-decoded so far.
     let mut spent = 0u64;
@@ -939,10 +919,18 @@ pub fn find_block(
                 Found::Nothing
             });
         }
+        sieve.reset();
         while rel < lim {
-            if let Some(at) = candidate(b, base * 8, rel, &mut memo, true) {
+            let q = rel & !63;
+            for r in positions(sieve.word(b, base, q), q, rel, lim) {
+                let Some(at) = candidate(b, base * 8, r, &mut memo, true) else {
+                    continue;
+                };
                 let at = base * 8 + at;
-                let scanned = (base * 8 + rel).saturating_sub(from);
+                if at < from {
+                    continue;
+                }
+                let scanned = (base * 8 + r).saturating_sub(from);
                 let allowed = scanned
                     .saturating_mul(TRIAL_PER_BIT)
                     .saturating_add(TRIAL_ALLOWANCE);
@@ -956,10 +944,10 @@ pub fn find_block(
                     Verdict::Holds => return Ok(Found::Block(at)),
                     Verdict::Fails => memo.failed(),
                     Verdict::OverBudget => memo.walk.clear(),
-                    Verdict::NeedInput => return Ok(Found::NeedInput(base * 8 + rel)),
+                    Verdict::NeedInput => return Ok(Found::NeedInput(base * 8 + r)),
                 }
             }
-            rel += 1;
+            rel = (q + 64).min(lim);
         }
         bit = base * 8 + rel;
         if !more && rel >= got as u64 * 8 {
@@ -981,31 +969,36 @@ pub fn find_block(
 /// [`fixed_sync`]), and they are most of the finder's work on bytes where
 /// no block starts. The input read is kept, so asking again from just
 /// after a candidate reads nothing twice. The input must be final.
-pub(super) struct Candidates {
+pub struct Candidates {
     buf: Vec<u8>,
     /// Input offset of `buf[0]`, and the bytes of `buf` that hold input.
     base: u64,
     got: usize,
     /// Never used: fixed-Huffman runs are not looked at.
     memo: FixedMemo,
+    sieve: Sieve,
+}
+
+impl Default for Candidates {
+    fn default() -> Candidates {
+        Candidates::new()
+    }
 }
 
 impl Candidates {
-    pub(super) fn new() -> Candidates {
+    /// A finder with nothing read yet.
+    pub fn new() -> Candidates {
         Candidates {
             buf: vec![0u8; IN_CHUNK + MAX_HEADER_BYTES],
             base: 0,
             got: 0,
-            memo: FixedMemo {
-                seen: Vec::new(),
-                path: Vec::new(),
-                walk: Vec::new(),
-            },
+            memo: FixedMemo::none(),
+            sieve: Sieve::new(false),
         }
     }
 
     /// The first candidate bit in `[from, end)` (bits).
-    pub(super) fn next(&mut self, input: &Data, from: u64, end: u64) -> io::Result<Option<u64>> {
+    pub fn next(&mut self, input: &Data, from: u64, end: u64) -> io::Result<Option<u64>> {
         let len = input.available();
         let mut bit = from;
         while bit < end {
@@ -1017,7 +1010,7 @@ impl Candidates {
             // header's worth after it.
             let held = self.base + self.got as u64;
             let covered =
-                base >= self.base && (base + MAX_HEADER_BYTES as u64 <= held || held >= len);
+                base >= self.base && (base + (MAX_HEADER_BYTES as u64) < held || held >= len);
             if !covered {
                 self.got = input.read_at(base, &mut self.buf)?;
                 self.base = base;
@@ -1034,10 +1027,17 @@ impl Candidates {
             let start = bit - self.base * 8;
             let mut rel = start;
             while rel < lim {
-                if let Some(at) = candidate(b, self.base * 8, rel, &mut self.memo, false) {
-                    return Ok(Some(self.base * 8 + at));
+                let q = rel & !63;
+                for r in positions(self.sieve.word(b, self.base, q), q, rel, lim) {
+                    // A stored block's header is before its `LEN`, where
+                    // it is found: one before `from` was given before.
+                    if let Some(at) = candidate(b, self.base * 8, r, &mut self.memo, false)
+                        && self.base * 8 + at >= from
+                    {
+                        return Ok(Some(self.base * 8 + at));
+                    }
                 }
-                rel += 1;
+                rel = (q + 64).min(lim);
             }
             if last || rel == start {
                 return Ok(None);
@@ -1046,6 +1046,23 @@ impl Candidates {
         }
         Ok(None)
     }
+}
+
+/// The positions of `mask` (bit `j` for bit `q + j`) in `from..to`, in
+/// order.
+fn positions(mask: u64, q: u64, from: u64, to: u64) -> impl Iterator<Item = u64> {
+    let lo = from.saturating_sub(q).min(64);
+    let hi = to.saturating_sub(q).min(64);
+    let keep = (u64::MAX.checked_shl(lo as u32).unwrap_or(0))
+        & (u64::MAX.checked_shr((64 - hi) as u32).unwrap_or(0));
+    let mut m = mask & keep;
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let j = m.trailing_zeros() as u64;
+            m &= m - 1;
+            q + j
+        })
+    })
 }
 
 /// Where a block may start for a scan at bit `rel` of `b`, after the
@@ -1092,52 +1109,6 @@ fn candidate(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo, fixed: bool) -
         _ => None,
     }
 }
-
-/// Whether the dynamic block header at bit `rel` of `b` has a complete
-/// code-length code (its lengths' Kraft sum is exactly 1), as
-/// [`dynamic_header`] requires, read from one 128-bit load; `true` when
-/// `b` ends too soon to tell (the full check then decides).
-#[inline]
-fn precode_complete(b: &[u8], rel: u64) -> bool {
-    let i = (rel / 8) as usize;
-    let Some(bytes) = b.get(i..i + 16) else {
-        return true;
-    };
-    let mut w = [0u8; 16];
-    w.copy_from_slice(bytes);
-    // 17 header bits, then up to 19 lengths of 3 bits: 74 of the 121
-    // bits left after the shift.
-    let w = u128::from_le_bytes(w) >> (rel % 8);
-    let hclen = ((w >> 13) & 15) as u32 + 4;
-    // The lengths' 12 to 57 bits, summed four lengths at a time.
-    let lens = (w >> 17) as u64 & ((1u64 << (3 * hclen)) - 1);
-    let t = &KRAFT4;
-    let sum = t[(lens & 0xfff) as usize]
-        + t[(lens >> 12 & 0xfff) as usize]
-        + t[(lens >> 24 & 0xfff) as usize]
-        + t[(lens >> 36 & 0xfff) as usize]
-        + t[(lens >> 48 & 0xfff) as usize];
-    sum == 128
-}
-
-/// The Kraft sum, in 128ths, of four 3-bit code lengths by their 12 bits
-/// (a length of 0 is no code).
-static KRAFT4: [u16; 4096] = {
-    let mut t = [0u16; 4096];
-    let mut i = 0;
-    while i < 4096 {
-        let mut k = 0;
-        while k < 4 {
-            let l = (i >> (3 * k)) & 7;
-            if l != 0 {
-                t[i] += 128 >> l;
-            }
-            k += 1;
-        }
-        i += 1;
-    }
-    t
-};
 
 /// Bits from a symbol start within which the next one starts: a fixed
 /// code's longest length/distance pair (8+5 and 5+13 bits).
@@ -1284,15 +1255,28 @@ impl FixedMemo {
             walk: Vec::new(),
         }
     }
+    /// One that remembers nothing: every run is decoded to its end.
+    fn none() -> FixedMemo {
+        FixedMemo {
+            seen: Vec::new(),
+            path: Vec::new(),
+            walk: Vec::new(),
+        }
+    }
     fn get(&self, state: u64) -> Option<u32> {
-        let (k, left) = self.seen[memo_slot(state)];
+        let &(k, left) = self.seen.get(memo_slot(state))?;
         (k == state + 1).then_some(left)
+    }
+    fn set(seen: &mut [(u64, u32)], state: u64, left: u32) {
+        if let Some(e) = seen.get_mut(memo_slot(state)) {
+            *e = (state + 1, left);
+        }
     }
     /// Records that the run under way stopped after `total` symbols.
     fn settle(&mut self, total: u64) {
         for &(st, at) in &self.path {
             let left = total.saturating_sub(at).min(u32::MAX as u64) as u32;
-            self.seen[memo_slot(st)] = (st + 1, left);
+            FixedMemo::set(&mut self.seen, st, left);
         }
         self.path.clear();
     }
@@ -1303,7 +1287,7 @@ impl FixedMemo {
     fn held(&mut self) {
         self.walk.clear();
         for &(st, _) in &self.path {
-            self.seen[memo_slot(st)] = (st + 1, u32::MAX);
+            FixedMemo::set(&mut self.seen, st, u32::MAX);
             self.walk.push(st);
         }
         self.path.clear();
@@ -1317,7 +1301,7 @@ impl FixedMemo {
     /// cost a trial decode to their end per candidate: quadratic.
     fn failed(&mut self) {
         for &st in &self.walk {
-            self.seen[memo_slot(st)] = (st + 1, 0);
+            FixedMemo::set(&mut self.seen, st, 0);
         }
         self.walk.clear();
     }
@@ -1407,15 +1391,6 @@ fn fixed_run_holds(b: &[u8], base: u64, rel: u64, memo: &mut FixedMemo) -> bool 
             true
         }
     }
-}
-
-/// Whether the byte before a stored block's LEN can hold its header: three
-/// bits `x00` somewhere, then zero padding (as every writer pads).
-fn stored_header_bits(prev: u8) -> Option<u32> {
-    (0..6).find(|&k| {
-        let hdr = (prev >> k) & 0b111;
-        hdr & 0b110 == 0 && (prev as u32) >> (k + 3) == 0
-    })
 }
 
 #[cfg(test)]
@@ -1636,6 +1611,129 @@ mod tests {
         let (out, ev) = decode_all(&mut d);
         assert!(out.is_empty());
         assert_eq!(ev, Event::Truncated);
+    }
+
+    /// Fixed-Huffman blocks written bit by bit as RFC 1951 §3.2.6 says:
+    /// `blocks` blocks of `per` symbols (literals of `text`, and every
+    /// seventh a copy of 3 bytes from 1 back), the last one final. Gives
+    /// the stream and the bit where each block starts.
+    fn fixed_stream(text: &[u8], blocks: usize, per: usize) -> (Vec<u8>, Vec<u64>) {
+        let mut out = Vec::new();
+        let (mut acc, mut n) = (0u64, 0u32);
+        let mut bits = 0u64;
+        let mut put = |v: u32, k: u32, msb_first: bool, out: &mut Vec<u8>| {
+            let v = if msb_first {
+                v.reverse_bits() >> (32 - k)
+            } else {
+                v
+            };
+            acc |= (v as u64) << n;
+            n += k;
+            bits += k as u64;
+            while n >= 8 {
+                out.push(acc as u8);
+                acc >>= 8;
+                n -= 8;
+            }
+            bits
+        };
+        let lit = |c: u32| match c {
+            0..=143 => (0x30 + c, 8),
+            144..=255 => (0x190 + c - 144, 9),
+            256..=279 => (c - 256, 7),
+            _ => (0xc0 + c - 280, 8),
+        };
+        let mut starts = Vec::new();
+        let mut t = text.iter().cycle();
+        for k in 0..blocks {
+            starts.push(put(0, 0, false, &mut out));
+            put(u32::from(k + 1 == blocks), 1, false, &mut out);
+            put(1, 2, false, &mut out);
+            for i in 0..per {
+                if i % 7 == 6 {
+                    let (c, l) = lit(257);
+                    put(c, l, true, &mut out);
+                    put(0, 5, true, &mut out);
+                } else {
+                    let (c, l) = lit(*t.next().unwrap() as u32);
+                    put(c, l, true, &mut out);
+                }
+            }
+            let (c, l) = lit(256);
+            put(c, l, true, &mut out);
+        }
+        if n > 0 {
+            out.push(acc as u8);
+        }
+        (out, starts)
+    }
+
+    /// Every bit the full checks take as a candidate, the sieve gives (it
+    /// may give more: the full checks go on where it stops). Its
+    /// fixed-Huffman counts are exact: on random bytes it lets through
+    /// only runs that reach the end of the bytes. Checked on random bytes,
+    /// on zlib's dynamic blocks and on fixed-Huffman blocks.
+    #[test]
+    fn the_sieve_gives_every_bit_the_full_checks_take() {
+        let mut x = 7u64;
+        let random: Vec<u8> = (0..48 * 1024)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (x >> 33) as u8
+            })
+            .collect();
+        let (fixed, starts) = fixed_stream(&sample(4096), 3, 1100);
+        let dynamic = deflate(&sample(40_000), 6);
+        let stored = deflate(&sample(40_000), 0);
+        for (name, b) in [
+            ("random", &random),
+            ("fixed", &fixed),
+            ("dynamic", &dynamic),
+            ("stored", &stored),
+        ] {
+            let mut sieve = Sieve::new(true);
+            let (mut taken, mut fixed_extra) = (0, 0);
+            let nbits = b.len() as u64 * 8;
+            let mut word = 0;
+            for rel in 0..nbits {
+                if rel % 64 == 0 {
+                    word = sieve.word(b, 0, rel);
+                }
+                let given = word >> (rel % 64) & 1 == 1;
+                let full = candidate(b, 0, rel, &mut FixedMemo::none(), true).is_some();
+                assert!(given || !full, "{name}: bit {rel} passes the full checks");
+                taken += usize::from(full);
+                let head = Bits::new(b, rel).peek(3);
+                if given && !full && (head >> 1) & 3 == 1 {
+                    fixed_extra += 1;
+                }
+            }
+            match name {
+                "random" => assert!(fixed_extra < 1000, "{fixed_extra} fixed let through"),
+                "fixed" => {
+                    for &s in &starts {
+                        assert!(candidate(b, 0, s, &mut FixedMemo::none(), true).is_some());
+                    }
+                }
+                _ => assert!(taken > 0, "{name}"),
+            }
+        }
+    }
+
+    /// Candidates are found past the first read: a stored block after
+    /// 1 MiB of zeros (which hold no candidate, checked), as parallel
+    /// decoding meets it in a piece of big blocks.
+    #[test]
+    fn candidates_are_found_past_the_first_read() {
+        let mut b = vec![0u8; 1 << 20];
+        let mut c = Candidates::new();
+        let end = b.len() as u64 * 8;
+        assert_eq!(c.next(&mem(b.clone()), 0, end).unwrap(), None);
+        b.extend_from_slice(&deflate(&sample(100), 0));
+        b.extend_from_slice(&[0x55; 64]);
+        let end = b.len() as u64 * 8;
+        let found = Candidates::new().next(&mem(b), 0, end).unwrap();
+        assert_eq!(found, Some(1 << 23));
     }
 
     #[test]
