@@ -900,6 +900,15 @@ impl Inflater {
         self.ahead.as_ref().map_or((0, 0), |a| (a.taken, a.passed))
     }
 
+    /// Holds the workers decoding ahead (`on`) while the caller waits
+    /// for the readers of this stream instead of decoding: they begin no
+    /// new piece until it decodes again (see `parallel::Ahead::pause`).
+    pub fn hold_workers(&self, on: bool) {
+        if let Some(a) = &self.ahead {
+            a.pause(on);
+        }
+    }
+
     /// Whether workers were started for this stream.
     pub fn has_workers(&self) -> bool {
         self.ahead.is_some()

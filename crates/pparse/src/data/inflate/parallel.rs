@@ -190,6 +190,9 @@ struct Shared {
     state: Mutex<State>,
     cv: Condvar,
     stop: AtomicBool,
+    /// The consumer waits for the readers of its output (see
+    /// [`Ahead::pause`]): no new piece is begun.
+    paused: AtomicBool,
     /// Buffers of pieces taken, for the next ones: no page is faulted in
     /// and cleared again for every piece.
     pool: Mutex<Pool>,
@@ -260,6 +263,7 @@ impl Ahead {
             }),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
             pool: Mutex::new((Vec::new(), Vec::new())),
             keep: threads + 1,
         });
@@ -289,6 +293,8 @@ impl Ahead {
             self.next = self.shared.end;
             return None;
         }
+        // Decoding again: a piece it waits for must be begun.
+        self.pause(false);
         let shared = self.shared.clone();
         let sh = &*shared;
         let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -331,6 +337,23 @@ impl Ahead {
                     self.passed += 1;
                 }
             }
+        }
+    }
+
+    /// While `on`, workers begin no new piece (those under way finish):
+    /// the consumer is held back by the readers of its output, which are
+    /// then the bottleneck, and a worker's decoding without the window
+    /// costs more CPU than the consumer's own, CPU those readers could
+    /// use. On a tar.gz of many small `.gz` files on two cores, workers
+    /// that went on made listing slower than one thread.
+    pub(crate) fn pause(&self, on: bool) {
+        if self.pid != std::process::id() || self.shared.paused.load(Ordering::Relaxed) == on {
+            return;
+        }
+        self.shared.paused.store(on, Ordering::Relaxed);
+        if !on {
+            let _guard = self.shared.state.lock();
+            self.shared.cv.notify_all();
         }
     }
 
@@ -385,7 +408,7 @@ fn work(sh: &Shared) {
                 if sh.stop.load(Ordering::Relaxed) || st.next >= sh.end {
                     return;
                 }
-                if st.next < st.horizon {
+                if st.next < st.horizon && !sh.paused.load(Ordering::Relaxed) {
                     break;
                 }
                 st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -786,8 +809,15 @@ mod tests {
     }
 
     fn decode(raw: &[u8], plan: Plan) -> Decoded {
+        decode_with(raw, plan, |_, _| {})
+    }
+
+    /// [`decode`], calling `between` with the Inflater and the run's
+    /// number before each run.
+    fn decode_with(raw: &[u8], plan: Plan, mut between: impl FnMut(&Inflater, u64)) -> Decoded {
         let (src, mut inf) = inflater(raw, plan);
-        loop {
+        for k in 0.. {
+            between(&inf, k);
             match inf.run(1 << 20) {
                 InflateEvent::Progress => {}
                 InflateEvent::End { in_end } => {
@@ -819,6 +849,26 @@ mod tests {
             pieces: inf.pieces(),
             crc: inf.crc(),
         }
+    }
+
+    /// Workers held while the consumer waits for its readers, released
+    /// before it decodes again or not (its next piece releases them):
+    /// the bytes and checkpoints are one thread's, pieces are still
+    /// taken, and nothing waits for ever.
+    #[test]
+    fn held_workers_change_nothing_but_who_decodes() {
+        let data = corpus(3 << 20, 5);
+        let raw = python_zlib(&data, 6, "Z_DEFAULT_STRATEGY", "");
+        let one = decode(&raw, SERIAL);
+        let held = decode_with(&raw, PIECES, |inf, k| {
+            inf.hold_workers(true);
+            if k % 2 == 0 {
+                inf.hold_workers(false);
+            }
+        });
+        assert_eq!(held.chunk_crcs, crcs(&data));
+        assert_eq!(held.points, one.points);
+        assert!(held.pieces.0 > 0, "pieces taken: {:?}", held.pieces);
     }
 
     fn crcs(data: &[u8]) -> Vec<u32> {

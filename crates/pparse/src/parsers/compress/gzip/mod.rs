@@ -577,13 +577,18 @@ impl GzipParser {
                                 return (i, event, before);
                             }
                             // Ahead of the parsers that read the stream by
-                            // LEAD: wait for them (the cache holds the lead).
+                            // LEAD: wait for them (the cache holds the lead),
+                            // and so do the workers decoding ahead.
+                            if feeds.lead() >= lead {
+                                i.hold_workers(true);
+                            }
                             while feeds.lead() >= lead {
                                 if ctl.stopped() {
                                     return (i, event, before);
                                 }
                                 std::thread::sleep(std::time::Duration::from_micros(200));
                             }
+                            i.hold_workers(false);
                         }
                     }));
                     return Some(Step::Blocked);
