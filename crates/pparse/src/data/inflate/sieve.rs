@@ -6,9 +6,9 @@
 //! that pass the checks that cost nothing per candidate:
 //!
 //! * dynamic-Huffman headers: the block type and the two counts, from a
-//!   few shifts and ands of a 128-bit load (bit-parallel, as a SIMD
-//!   lane would), so three positions in four are out before anything is
-//!   looked at one by one;
+//!   few shifts and ands of a 128-bit load (64 positions in one word), so
+//!   three positions in four are out before anything is looked at one by
+//!   one;
 //! * stored blocks: `LEN` is `!NLEN` at a byte boundary, after a byte
 //!   that can hold the header;
 //! * fixed-Huffman blocks: the run of symbols from the header decodes
@@ -21,7 +21,7 @@
 //!
 //! The caller checks every position given in full (`resync::candidate`):
 //! the sieve may give a position the full checks turn down, never the
-//! other way round, which the tests below check at every bit.
+//! other way round, which `resync`'s tests check at every bit.
 
 use super::codes::{DIST_EXTRA, LEN_EXTRA};
 
