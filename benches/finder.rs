@@ -21,6 +21,11 @@ use pparse::data::inflate::resync::{Candidates, Found, find_block};
 use pparse::data::{Data, MemSource};
 
 fn main() {
+    // `cargo test --all-targets` runs bench targets too, without `--bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("finder: run with `cargo bench --bench finder`");
+        return;
+    }
     let mib: usize = std::env::var("MIB")
         .ok()
         .and_then(|v| v.parse().ok())
