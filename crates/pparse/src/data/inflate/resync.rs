@@ -919,7 +919,6 @@ pub fn find_block(
                 Found::Nothing
             });
         }
-        sieve.reset();
         while rel < lim {
             let q = rel & !63;
             for r in positions(sieve.word(b, base, q), q, rel, lim) {

@@ -152,12 +152,6 @@ impl Sieve {
         }
     }
 
-    /// Forgets the window: the buffer the next call gives holds other
-    /// bytes.
-    pub(super) fn reset(&mut self) {
-        self.window = None;
-    }
-
     /// The positions among bits `q..q + 64` of `b` (`q` a multiple of 64)
     /// where a block may start or, for a stored block, where its `LEN` may
     /// be (as `resync::candidate` reads them): bit `j` for bit `q + j`.
