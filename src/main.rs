@@ -79,7 +79,7 @@ struct Cli {
     no_index: bool,
     /// Memory for decoded chunks, shared by every reader (e.g. 64M, 1G;
     /// default 32M, or $PPARSE_CACHE_MB megabytes); a gzip file decoded
-    /// ahead on a second thread keeps up to 6x more.
+    /// ahead on a second thread keeps up to 3x more while it is parsed.
     #[arg(
         long,
         value_name = "SIZE",

@@ -992,14 +992,30 @@ fn an_index_of_a_deep_chain_is_refused_in_time() {
 /// The seed of the `index_forged` fuzz target is the body of a real index
 /// of its file, read back whole: the fuzzer starts from an index that is
 /// believed, and mutates the ranges, sizes and depths in it. (Rewrite it
-/// after a change of the index format: see fuzz/README.md.)
+/// after a change of what an index holds: `PPARSE_WRITE_FUZZ_SEED=1 cargo
+/// test the_forged_index_fuzz_seed`, see fuzz/README.md.)
 #[test]
 fn the_forged_index_fuzz_seed_is_a_real_index() {
-    let body = std::fs::read(concat!(
+    let seed_path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/fuzz/corpus/index_forged/nested_tar_gz"
-    ))
-    .unwrap();
+    );
+    if std::env::var_os("PPARSE_WRITE_FUZZ_SEED").is_some() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("nested.tar.gz");
+        std::fs::write(&file, fixture("nested.tar.gz")).unwrap();
+        let index = tmp.path().join("nested.pidx");
+        let run = pparse([
+            "tree",
+            file.to_str().unwrap(),
+            "--index",
+            index.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0);
+        let seed = pparse::index::fuzz_seed(&std::fs::read(&index).unwrap()).unwrap();
+        std::fs::write(seed_path, seed).unwrap();
+    }
+    let body = std::fs::read(seed_path).unwrap();
     let root: pparse::data::Data =
         std::sync::Arc::new(pparse::data::MemSource::new(fixture("nested.tar.gz")));
     let cat = pparse::index::fuzz_catalog(&body, root, pparse::name::Name::from("nested.tar.gz"))

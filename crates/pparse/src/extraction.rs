@@ -16,6 +16,17 @@ use crate::status::{Damage, Status, worst};
 /// Index of an extraction in its [`Tree`].
 pub type ExtId = usize;
 
+/// Pushes onto a list that most records keep short (a stream's one child,
+/// a gzip file's one member node): one slot at a time up to four, then by
+/// doubling. A first push would otherwise reserve four slots, and a tar of
+/// a million small `.gz` members would pay for three empty ones each.
+pub(crate) fn push_tight<T>(v: &mut ThinVec<T>, x: T) {
+    if v.len() == v.capacity() && v.len() < 4 {
+        v.reserve_exact(1);
+    }
+    v.push(x);
+}
+
 /// What an extraction is in its container.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryKind {
@@ -272,6 +283,25 @@ impl Extraction {
     /// See [`Extra::outer_damage`].
     pub fn outer_damage(&self) -> &[u32] {
         self.extra.as_ref().map_or(&[], |x| &x.outer_damage)
+    }
+    /// Drops what only a parse in progress needs (its progress), and the
+    /// out-of-line part when nothing else is in it: a nested stream done
+    /// parsing then holds no 112-byte box for a counter nobody reads. The
+    /// root keeps its progress, which front ends show.
+    pub(crate) fn settle_extra(&mut self) {
+        if self.id == 0 {
+            return;
+        }
+        if let Some(x) = &mut self.extra {
+            x.progress = Progress::default();
+            if x.file.is_none()
+                && x.outer_damage.is_empty()
+                && x.notes.is_empty()
+                && x.like.is_none()
+            {
+                self.extra = None;
+            }
+        }
     }
     /// The rarely set parts, created on first use.
     pub fn extra_mut(&mut self) -> &mut Extra {

@@ -198,6 +198,10 @@ pub(super) struct Engine {
     helper: Option<Helper>,
     /// Work handed off and not done yet: the job, and the stream it feeds.
     in_flight: Vec<(ExtId, Arc<InflateSource>)>,
+    /// Streams ever decoded on the helper thread: each keeps a window of
+    /// its last decoded chunks for the parsers behind it, let go of once
+    /// the parse is over (see [`InflateSource::release_ahead`]).
+    decoded_ahead: Vec<std::sync::Weak<InflateSource>>,
     /// Jobs whose handed-off work is done: stepped before any other, so
     /// that a decoder is given its next run while the engine parses what
     /// it made.
@@ -283,6 +287,7 @@ impl Engine {
             ext_count: 1,
             helper: None,
             in_flight: Vec::new(),
+            decoded_ahead: Vec::new(),
             urgent: VecDeque::new(),
             guard,
             head_crc: std::cell::Cell::new(None),
@@ -342,6 +347,14 @@ impl Engine {
     fn hand_off(&mut self, ext: ExtId, work: Vec<crate::parsers::api::BackgroundWork>) {
         for w in work {
             let helper = self.helper.get_or_insert_with(Helper::start);
+            // A stream runs on the helper in many runs; it is listed once.
+            if !self
+                .decoded_ahead
+                .last()
+                .is_some_and(|d| std::ptr::eq(d.as_ptr(), Arc::as_ptr(&w.feeds)))
+            {
+                self.decoded_ahead.push(Arc::downgrade(&w.feeds));
+            }
             if helper.work.send((ext, w.work, w.stop)).is_ok() {
                 self.in_flight.push((ext, w.feeds));
             } else {
@@ -580,6 +593,12 @@ impl Engine {
         // now on reaches readers directly.
         for (_, feeds) in self.in_flight.drain(..) {
             feeds.stage(false);
+        }
+        // Nothing parses any more: no window is needed ahead of a reader.
+        for d in self.decoded_ahead.drain(..) {
+            if let Some(feeds) = d.upgrade() {
+                feeds.release_ahead();
+            }
         }
         if self.shared.cancel.load(Ordering::Acquire) {
             return;
@@ -845,6 +864,7 @@ impl Engine {
                     } else {
                         Phase::Done
                     };
+                    e.settle_extra();
                     clamp_ranges(e);
                 }
             }

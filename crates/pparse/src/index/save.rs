@@ -12,26 +12,15 @@ use crate::data::inflate::{Segment, StreamLayout};
 use crate::data::{Data, Range, Recipe};
 use crate::extraction::{Phase, Tree};
 
-/// How a source is made, with its inputs as indexes into the table.
+/// How a source is made, with its inputs as indexes into the table. A
+/// decoded stream keeps only its source: its layout (checkpoints, CRCs)
+/// is asked for again when it is written, so that an index of a million
+/// small `.gz` members never holds a million layouts at once.
 enum Rec {
     File,
-    Slice {
-        of: usize,
-        range: Range,
-    },
-    Inflate {
-        of: usize,
-        layout: StreamLayout,
-        data: Data,
-    },
-    Blocks {
-        of: usize,
-        codec: &'static str,
-        label: &'static str,
-        blocks: Vec<crate::data::Block>,
-        /// CRC-32 of each 64 KiB of decoded bytes.
-        chunk_crcs: Vec<u32>,
-    },
+    Slice { of: usize, range: Range },
+    Inflate { of: usize, data: Data },
+    Blocks { of: usize, data: Data },
 }
 
 /// The sources under a tree, inputs before what is made of them, each once.
@@ -61,27 +50,21 @@ impl Sources {
                 of: self.add(of, depth + 1)?,
                 range,
             },
-            Recipe::Blocks {
-                input,
-                codec,
-                label,
-                blocks,
-            } => {
-                let (blocks, chunk_crcs) =
-                    blocks.ok_or("a decoded stream was not decoded to its end")?;
+            Recipe::Blocks { input, blocks, .. } => {
+                if blocks.is_none() {
+                    return Err("a decoded stream was not decoded to its end".into());
+                }
                 Rec::Blocks {
-                    blocks,
-                    chunk_crcs,
                     of: self.add(input, depth + 1)?,
-                    codec,
-                    label,
+                    data: d.clone(),
                 }
             }
             Recipe::Inflate { input, stream, .. } => {
-                let layout = stream.ok_or("a decoded stream was not decoded to its end")?;
+                if stream.is_none() {
+                    return Err("a decoded stream was not decoded to its end".into());
+                }
                 Rec::Inflate {
                     of: self.add(input, depth + 1)?,
-                    layout,
                     data: d.clone(),
                 }
             }
@@ -159,7 +142,7 @@ fn write_to(
     }
     let file = file.try_clone().map_err(|e| e.to_string())?;
     let mut out = Out::new(BufWriter::with_capacity(1 << 20, file));
-    write_all(&mut out, key, settings, tree, &mut sources, &ext_src)
+    write_all(&mut out, key, settings, tree, &sources, &ext_src)
         .map_err(|e| format!("cannot write the index: {e}"))?;
     let mut w = out.into_inner();
     w.flush().map_err(|e| e.to_string())?;
@@ -171,7 +154,7 @@ fn write_all<W: Write>(
     key: &FileKey,
     settings: &str,
     tree: &Tree,
-    sources: &mut Sources,
+    sources: &Sources,
     ext_src: &[usize],
 ) -> io::Result<()> {
     out.raw(MAGIC)?;
@@ -183,22 +166,27 @@ fn write_all<W: Write>(
     out.u32(key.mtime_nanos)?;
     out.u64(key.change)?;
     out.raw(&key.sample)?;
-    // Windows first: the body records where each one went.
+    // Windows first: the body records where each one went, in the order
+    // the streams' points come (see `write_body`).
+    let mut slots = Vec::new();
     let mut raw = Vec::new();
     let mut packed = Vec::new();
-    for rec in &mut sources.recs {
-        let Rec::Inflate { layout, data, .. } = rec else {
+    for rec in &sources.recs {
+        let Rec::Inflate { data, .. } = rec else {
             continue;
         };
-        let Recipe::Inflate { windows, .. } = data.recipe() else {
+        let Recipe::Inflate {
+            stream: Some(layout),
+            windows,
+            ..
+        } = data.recipe()
+        else {
             continue;
         };
-        for seg in &mut layout.segments {
-            for p in &mut seg.points {
-                if let Some(slot) = p.window {
-                    windows.read(slot, &mut raw)?;
-                    p.window = Some(put_window(out, &raw, &mut packed)?);
-                }
+        for p in layout.segments.iter().flat_map(|s| &s.points) {
+            if let Some(slot) = p.window {
+                windows.read(slot, &mut raw)?;
+                slots.push(put_window(out, &raw, &mut packed)?);
             }
         }
     }
@@ -217,7 +205,7 @@ fn write_all<W: Write>(
         let enc =
             flate2::write::DeflateEncoder::new(Counted::new(out), flate2::Compression::new(6));
         let mut body = Out::new(enc);
-        write_body(&mut body, sources, &parsers)?;
+        write_body(&mut body, sources, &slots, &parsers)?;
         let (raw_len, crc) = (body.pos(), body.crc());
         let counted = body.into_inner().finish()?;
         (raw_len, crc, counted.n)
@@ -259,8 +247,11 @@ impl<W: Write> Write for Counted<'_, W> {
 fn write_body<W: Write>(
     out: &mut Out<W>,
     sources: &Sources,
+    slots: &[crate::data::inflate::WindowSlot],
     parsers: &[&'static str],
 ) -> io::Result<()> {
+    let changed = || io::Error::other("a decoded stream changed while its index was written");
+    let mut slots = slots.iter();
     out.var(sources.recs.len() as u64)?;
     for rec in &sources.recs {
         match rec {
@@ -271,24 +262,40 @@ fn write_body<W: Write>(
                 out.var(range.start)?;
                 out.var(range.end)?;
             }
-            Rec::Inflate { of, layout, .. } => {
+            Rec::Inflate { of, data } => {
+                let Recipe::Inflate {
+                    stream: Some(mut layout),
+                    ..
+                } = data.recipe()
+                else {
+                    return Err(changed());
+                };
+                // Each window's place in this file, from the first pass.
+                for p in layout.segments.iter_mut().flat_map(|s| &mut s.points) {
+                    if p.window.is_some() {
+                        p.window = Some(*slots.next().ok_or_else(changed)?);
+                    }
+                }
                 out.u8(2)?;
                 out.var(*of as u64)?;
-                write_stream(out, layout)?;
+                write_stream(out, &layout)?;
             }
-            Rec::Blocks {
-                of,
-                codec,
-                label,
-                blocks,
-                chunk_crcs,
-            } => {
+            Rec::Blocks { of, data } => {
+                let Recipe::Blocks {
+                    codec,
+                    label,
+                    blocks: Some((blocks, chunk_crcs)),
+                    ..
+                } = data.recipe()
+                else {
+                    return Err(changed());
+                };
                 out.u8(3)?;
                 out.var(*of as u64)?;
                 out.str(codec)?;
                 out.str(label)?;
                 out.var(blocks.len() as u64)?;
-                for b in blocks {
+                for b in &blocks {
                     for v in [
                         b.input.start,
                         b.input.end,
@@ -302,7 +309,7 @@ fn write_body<W: Write>(
                 }
                 // Each chunk's CRC-32, checked as a reader decodes it again.
                 out.var(chunk_crcs.len() as u64)?;
-                for &c in chunk_crcs {
+                for &c in &chunk_crcs {
                     out.u32(c)?;
                 }
             }

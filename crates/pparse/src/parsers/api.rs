@@ -384,8 +384,9 @@ impl<'a> StepCx<'a> {
     /// Appends a top-level node; returns its index for later edits.
     pub fn push_node(&mut self, node: Node) -> usize {
         let me = self.me;
-        self.edits
-            .push(Box::new(move |t: &mut Tree| t.exts[me].nodes.push(node)));
+        self.edits.push(Box::new(move |t: &mut Tree| {
+            crate::extraction::push_tight(&mut t.exts[me].nodes, node);
+        }));
         self.node_count += 1;
         self.node_count - 1
     }
@@ -529,7 +530,7 @@ impl<'a> StepCx<'a> {
             debug_assert_eq!(t.exts.len(), id);
             let index = t.exts[me].children.len();
             t.damage_count += spec.damage.len();
-            t.exts[me].children.push(id);
+            crate::extraction::push_tight(&mut t.exts[me].children, id);
             t.exts.push(crate::extraction::Extraction {
                 id,
                 parent: Some(me),
