@@ -43,7 +43,13 @@ fn entries(session: &Session, id: usize) -> (Vec<(u64, u64, String)>, usize) {
                 let Children::Loaded(kids) = &t.exts[id].nodes[i].children else {
                     panic!("group {i} has no children after a load");
                 };
-                assert_eq!(kids.len(), 1024, "a group holds 1024 entries");
+                let n = &t.exts[id].nodes[i];
+                assert_eq!(
+                    n.value,
+                    Some(pparse::node::Value::UInt(kids.len() as u64)),
+                    "a group says how many entries it holds"
+                );
+                assert!(kids.len() <= 1024, "a group holds at most 1024 entries");
                 for k in kids {
                     assert_eq!(k.kind, "entry");
                     out.push((k.range.start, k.range.end, k.name.to_string()));
@@ -111,6 +117,60 @@ fn check(archive: &str, list: &str) {
         for ((start, _, name), w) in got.iter().zip(&whole) {
             assert_eq!((*start, name.trim_end_matches('/')), (w.0, w.3.as_str()));
         }
+    }
+}
+
+/// Entries of 96 KiB: a run reaches the 16 MiB a group may span after 169
+/// of them, and is one group; the last 131 stay entry by entry. (Such runs
+/// were all entry by entry: a tar of 25 KiB files held a node for every
+/// fourth member.)
+#[test]
+fn a_run_of_entries_cut_by_its_span_is_one_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("mid.tar");
+    let script = format!(
+        "import io, tarfile\n\
+         with tarfile.open({p:?}, 'w', format=tarfile.GNU_FORMAT) as t:\n    \
+             for i in range(300):\n        \
+                 info = tarfile.TarInfo(f'd/f{{i:03}}.bin')\n        \
+                 info.size = 96 * 1024\n        \
+                 t.addfile(info, io.BytesIO(bytes([i % 251]) * info.size))\n\
+         with tarfile.open({p:?}) as t:\n    \
+             for m in t.getmembers():\n        \
+                 print(m.offset, m.offset_data, m.size, m.name)\n",
+        p = path.display().to_string()
+    );
+    let list = String::from_utf8(crate::util::python(&script)).unwrap();
+    let want: Vec<(u64, u64, u64, String)> = list
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, ' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(want.len(), 300);
+    let session = parse("mid.tar", std::fs::read(&path).unwrap());
+    let (got, groups) = entries(&session, 0);
+    assert_eq!(groups, 1);
+    assert_eq!(
+        session.tree().exts[0]
+            .nodes
+            .iter()
+            .filter(|n| n.kind == "entry")
+            .count(),
+        131
+    );
+    assert_eq!(got.len(), want.len());
+    for ((start, end, name), (off, data, size, wname)) in got.iter().zip(&want) {
+        assert_eq!(
+            (*start, *end, name.as_str()),
+            (*off, data + size.div_ceil(512) * 512, wname.as_str())
+        );
     }
 }
 

@@ -39,8 +39,14 @@ const BLOCK: u64 = 512;
 /// each) for a view that shows a screenful; a group costs one node and is
 /// rebuilt from its headers when opened.
 const GROUP: usize = 1024;
-/// Entries spanning more than this are not grouped: big members are few.
+/// A group spans at most this many bytes of the archive: opening it reads
+/// its headers, and in a decoded stream bytes that far apart may be
+/// decoded again.
 const GROUP_SPAN: u64 = 16 << 20;
+/// A run of entries that reaches [`GROUP_SPAN`] with fewer entries than
+/// this stays entry by entry: such entries average 256 KiB or more, few
+/// enough per byte to keep.
+const MIN_GROUP: usize = 64;
 /// Longest GNU long name or PAX header accepted; longer is treated as damage.
 const MAX_META: u64 = 1 << 20;
 
@@ -624,26 +630,51 @@ impl TarParser {
         // that rebuilds a group does not replay it, so such entries stay
         // one by one (GNU tar writes no such header).
         let groupable = clean && self.global.name.is_none() && self.global.size.is_none();
-        let first = self.run.first().map_or(node.range.start, |n| n.range.start);
-        if !groupable || node.range.end.saturating_sub(first) > GROUP_SPAN {
-            // Big members: few nodes per byte, nothing to save.
+        if !groupable {
             self.flush(cx);
             self.entries += 1;
             cx.push_node(node);
             return;
         }
+        let first = self.run.first().map_or(node.range.start, |n| n.range.start);
+        if node.range.end.saturating_sub(first) > GROUP_SPAN {
+            // The run ends before this entry: a group when it is long
+            // enough (a tar of 25 KiB files cut every 650 entries held
+            // every entry's node), else entry by entry.
+            if self.run.len() >= MIN_GROUP {
+                self.push_group(cx);
+            } else {
+                self.flush(cx);
+            }
+            if node.range.len() > GROUP_SPAN {
+                // A big member: few nodes per byte, nothing to save.
+                self.entries += 1;
+                cx.push_node(node);
+                return;
+            }
+        }
         self.run.push(node);
         if self.run.len() == GROUP {
-            let r = Range::new(first, self.run[GROUP - 1].range.end);
-            let from = self.entries;
-            self.entries += GROUP as u64;
-            self.run.clear();
-            cx.push_node(
-                Node::new("entries", format!("entries {from}–{}", self.entries - 1), r)
-                    .uint(GROUP as u64)
-                    .lazy(),
-            );
+            self.push_group(cx);
         }
+    }
+
+    /// Pushes the entries of the current run as one lazy `entries` node,
+    /// which [`load`] rebuilds from the headers it spans.
+    fn push_group(&mut self, cx: &mut StepCx) {
+        let (Some(first), Some(last)) = (self.run.first(), self.run.last()) else {
+            return;
+        };
+        let r = Range::new(first.range.start, last.range.end);
+        let n = self.run.len();
+        let from = self.entries;
+        self.entries += n as u64;
+        self.run.clear();
+        cx.push_node(
+            Node::new("entries", format!("entries {from}–{}", self.entries - 1), r)
+                .uint(n as u64)
+                .lazy(),
+        );
     }
 
     /// Ends the parse, reporting a member or header cut off by the end.
