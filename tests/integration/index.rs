@@ -1000,29 +1000,7 @@ fn the_forged_index_fuzz_seed_is_a_real_index() {
         env!("CARGO_MANIFEST_DIR"),
         "/fuzz/corpus/index_forged/nested_tar_gz"
     );
-    if std::env::var_os("PPARSE_WRITE_FUZZ_SEED").is_some() {
-        let tmp = tempfile::tempdir().unwrap();
-        let file = tmp.path().join("nested.tar.gz");
-        std::fs::write(&file, fixture("nested.tar.gz")).unwrap();
-        let index = tmp.path().join("nested.pidx");
-        let run = pparse([
-            "tree",
-            file.to_str().unwrap(),
-            "--index",
-            index.to_str().unwrap(),
-        ]);
-        assert_eq!(run.code, 0);
-        let seed = pparse::index::fuzz_seed(&std::fs::read(&index).unwrap()).unwrap();
-        std::fs::write(seed_path, seed).unwrap();
-    }
-    let body = std::fs::read(seed_path).unwrap();
-    let root: pparse::data::Data =
-        std::sync::Arc::new(pparse::data::MemSource::new(fixture("nested.tar.gz")));
-    let cat = pparse::index::fuzz_catalog(&body, root, pparse::name::Name::from("nested.tar.gz"))
-        .expect("the seed is read back");
-    let tree = cat.tree().unwrap();
-    assert!(tree.len() > 20 && tree.head_crc(1).is_some());
-    // It is the index a parse writes now.
+    // The index a parse writes now.
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("nested.tar.gz");
     std::fs::write(&file, fixture("nested.tar.gz")).unwrap();
@@ -1035,6 +1013,17 @@ fn the_forged_index_fuzz_seed_is_a_real_index() {
     ]);
     assert_eq!(run.code, 0);
     let seed = pparse::index::fuzz_seed(&std::fs::read(&index).unwrap()).unwrap();
+    if std::env::var_os("PPARSE_WRITE_FUZZ_SEED").is_some() {
+        std::fs::write(seed_path, &seed).unwrap();
+    }
+    let body = std::fs::read(seed_path).unwrap();
+    let root: pparse::data::Data =
+        std::sync::Arc::new(pparse::data::MemSource::new(fixture("nested.tar.gz")));
+    let cat = pparse::index::fuzz_catalog(&body, root, pparse::name::Name::from("nested.tar.gz"))
+        .expect("the seed is read back");
+    let tree = cat.tree().unwrap();
+    assert!(tree.len() > 20 && tree.head_crc(1).is_some());
+    // It is the index a parse writes now.
     assert_eq!(
         seed.len(),
         body.len(),
