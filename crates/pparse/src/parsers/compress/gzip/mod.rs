@@ -57,8 +57,9 @@ const OFFLOAD_AFTER: u64 = 256 << 10;
 /// default 32 MiB cache): the parsers work in bursts (a jar's entries, a
 /// run of small `.gz` files) while the decoder runs evenly, and a lead
 /// that covers a burst keeps both busy (16 MiB slowed the 10 GB tar.gz
-/// of `peers/index.sh` by a fifth; 64 and 128 MiB took the same time). Those bytes are kept out of the
-/// cache (see `data::inflate::AHEAD_WINDOW`).
+/// of `peers/index.sh` by a fifth; 64 and 128 MiB took the same time).
+/// Those bytes are kept out of the cache (see
+/// `data::inflate::AHEAD_WINDOW`).
 const LEAD: u64 = 2;
 /// Output of one run on the helper thread, after which the new bytes are
 /// published.
