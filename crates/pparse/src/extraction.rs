@@ -553,6 +553,32 @@ fn kept_crc(crc: u32) -> u32 {
 }
 
 impl Tree {
+    /// Keeps a smaller source of the same bytes ([`Source::settled`]) for
+    /// `id` and each of its children whose parse is over, who hold their
+    /// own bytes and contain nothing: called when `id`'s parse ends or
+    /// finds no format, after which no parser holds those bytes.
+    /// Extractions with children are left alone, as theirs hold the same
+    /// source.
+    ///
+    /// [`Source::settled`]: crate::data::Source::settled
+    pub(crate) fn settle_sources(&mut self, id: ExtId) {
+        let n = self.exts[id].children.len();
+        for k in 0..=n {
+            let x = if k < n { self.exts[id].children[k] } else { id };
+            let e = &mut self.exts[x];
+            if x == 0
+                || e.form != Form::Own
+                || !matches!(e.phase, Phase::Done | Phase::Leaf)
+                || !e.children.is_empty()
+            {
+                continue;
+            }
+            if let Some(small) = e.bytes.settled() {
+                e.bytes = small;
+            }
+        }
+    }
+
     /// The extraction of the opened file.
     pub fn root(&self) -> &Extraction {
         &self.exts[0]

@@ -65,6 +65,13 @@ pub trait Source: Send + Sync + 'static {
     fn counters(&self) -> Option<&Arc<Counters>> {
         None
     }
+    /// The same bytes in a smaller source, once these are final: the tree
+    /// keeps it in their place when nothing parses them any more, so that a
+    /// decoder's state is let go when its stream ends (a tar of many small
+    /// `.gz` files; see `Tree::settle_sources`).
+    fn settled(&self) -> Option<Data> {
+        None
+    }
 }
 
 /// How a [`Source`] is made of other sources.

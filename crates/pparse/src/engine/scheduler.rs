@@ -699,7 +699,10 @@ impl Engine {
                 job.blocked_at = None;
             }
             Some(None) => {
-                self.shared.tree.write().exts[job.ext].phase = Phase::Leaf;
+                let mut t = self.shared.tree.write();
+                t.exts[job.ext].phase = Phase::Leaf;
+                t.settle_sources(job.ext);
+                drop(t);
                 self.remove(ext);
             }
             Some(Some(Sniffed { format, by_name })) => {
@@ -866,6 +869,7 @@ impl Engine {
                     };
                     e.settle_extra();
                     clamp_ranges(e);
+                    t.settle_sources(ext);
                 }
             }
         }
@@ -966,6 +970,7 @@ impl Started {
         }
         for id in self.leaves {
             t.exts[id].phase = Phase::Leaf;
+            t.settle_sources(id);
         }
         for (id, name) in self.parsing {
             t.exts[id].parser = Some(name);

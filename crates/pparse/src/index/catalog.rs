@@ -226,7 +226,7 @@ pub(super) fn write<W: Write>(
             _ => NO_EXTRA,
         };
         put64(&mut r, 64, extra);
-        if !e.children.is_empty() && crate::extraction::dirs::Dirs::build(tree, e.id).renames() {
+        if !e.children.is_empty() && crate::extraction::dirs::Dirs::renames_in(tree, e.id) {
             flags |= RENAMES;
         }
         if e.phase == Phase::Leaf {

@@ -21,6 +21,7 @@ mod marked;
 pub(crate) mod members;
 pub mod parallel;
 pub mod resync;
+mod settled;
 mod sieve;
 mod windows;
 pub(crate) use windows::forget_in_child as windows_forget_in_child;
@@ -282,9 +283,20 @@ impl InflateSource {
         layout: StreamLayout,
         store: Option<Arc<dyn WindowStore>>,
     ) -> Arc<InflateSource> {
+        let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+        Self::restored_as(key, input, layout, store)
+    }
+
+    /// [`InflateSource::restored`] under cache key `key`.
+    fn restored_as(
+        key: u64,
+        input: Data,
+        layout: StreamLayout,
+        store: Option<Arc<dyn WindowStore>>,
+    ) -> Arc<InflateSource> {
         let label = Self::known_label(layout.label).unwrap_or("deflate");
         Arc::new(InflateSource {
-            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            key,
             counters: input.counters().cloned(),
             input,
             segments: RwLock::new(layout.segments),
@@ -589,6 +601,9 @@ impl Source for InflateSource {
         let seg = segs.iter().rev().find(|s| s.out_start <= offset)?;
         let p = seg.points.iter().rev().find(|p| p.out <= offset)?;
         Some((self.input.clone(), p.input, p.out == offset))
+    }
+    fn settled(&self) -> Option<Data> {
+        self.compact()
     }
     fn recipe(&self) -> Recipe<'_> {
         if self.recovered.load(Ordering::Relaxed) {
