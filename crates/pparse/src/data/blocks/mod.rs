@@ -324,9 +324,11 @@ impl BlockSource {
             if t.buf.len() == CHUNK as usize {
                 self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
                 let idx = t.start / CHUNK;
-                ChunkCache::global().insert((self.key, idx), Chunk::copy_of(&t.buf));
+                // The full buffer becomes the chunk (see `InflateSource`'s
+                // `append`).
+                let buf = std::mem::replace(&mut t.buf, Vec::with_capacity(CHUNK as usize));
+                ChunkCache::global().insert((self.key, idx), Arc::new(Chunk::from_vec(buf)));
                 t.start += CHUNK;
-                t.buf.clear();
             }
         }
         if let Some(b) = self.blocks.write().last_mut() {

@@ -486,7 +486,11 @@ impl InflateSource {
             if t.buf.len() == CHUNK as usize {
                 let idx = t.start / CHUNK;
                 self.chunk_crcs.lock().push(crc32fast::hash(&t.buf));
-                let full = Chunk::copy_of(&t.buf);
+                // The full buffer becomes the chunk, not a copy of it: every
+                // decoded byte is copied once fewer. The stream is long, so
+                // the next buffer is made whole at once.
+                let buf = std::mem::replace(&mut t.buf, Vec::with_capacity(CHUNK as usize));
+                let full = Arc::new(Chunk::from_vec(buf));
                 if self.staged.load(Ordering::Acquire) {
                     self.ahead.lock().push_back((idx, full));
                     self.trim_ahead();
@@ -494,7 +498,6 @@ impl InflateSource {
                     ChunkCache::global().insert((self.key, idx), full);
                 }
                 t.start += CHUNK;
-                t.buf.clear();
             }
         }
         if let Some(s) = self.segments.write().last_mut() {
