@@ -61,6 +61,24 @@ pub(super) fn forget_in_child() {
     CACHE.forget_in_child();
 }
 
+impl ChunkCache {
+    /// Gives the pages of freed heap memory back to the system, where the
+    /// allocator can (glibc's `malloc_trim`). Chunks are 64 KiB, below
+    /// glibc's mapping threshold, so the window a decoder kept ahead lives
+    /// in the heap; freed when a parse ends, its pages stayed counted
+    /// against a session that goes on (an index being written, the
+    /// explorer): 40 MiB of peak RSS on the 10 GB tar.gz of
+    /// `peers/index.sh`.
+    pub(crate) fn return_freed_pages() {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases memory already free; it takes
+        // the allocator's own locks.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
 /// A process-wide LRU of decoded chunks with a byte budget.
 ///
 /// Decoded streams put what they produce here so that parsers reading just

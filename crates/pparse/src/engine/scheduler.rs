@@ -595,10 +595,15 @@ impl Engine {
             feeds.stage(false);
         }
         // Nothing parses any more: no window is needed ahead of a reader.
+        let mut released = false;
         for d in self.decoded_ahead.drain(..) {
             if let Some(feeds) = d.upgrade() {
                 feeds.release_ahead();
+                released = true;
             }
+        }
+        if released {
+            crate::data::ChunkCache::return_freed_pages();
         }
         if self.shared.cancel.load(Ordering::Acquire) {
             return;
