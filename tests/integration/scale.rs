@@ -486,3 +486,51 @@ fn a_small_gz_in_a_tar_costs_under_800_bytes() {
     let each = big.saturating_sub(small) / 10_000;
     assert!(each <= 800, "{each} B per member ({small} B, then {big} B)");
 }
+
+/// Every nested `.gz` of a tar, read back after the whole tree is parsed,
+/// when its stream has settled into a small source (one checkpoint) or
+/// not (past the 4 MiB between checkpoints): the bytes are those Python's
+/// gzip module wrote, whether the chunks are still cached or decoded
+/// again, and each is complete.
+#[test]
+fn nested_streams_read_back_after_they_settle() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("settle.tar.gz");
+    let script = format!(
+        "import gzip, hashlib, io, json, random, tarfile\n\
+         sums = {{}}\n\
+         with tarfile.open({p:?}, 'w:gz') as t:\n    \
+             for i in range(1200):\n        \
+                 if i % 400 == 7:\n            \
+                     r = random.Random(i)\n            \
+                     n = 6_000_000 if i == 7 else 200_000\n            \
+                     body = bytes(r.choice(b'abcdefghijklmnopqrstuvwxyz \\n') for _ in range(n))\n        \
+                 else:\n            \
+                     body = f'line {{i}}\\n'.encode() * (1 + i % 5)\n        \
+                 gz = gzip.compress(body, mtime=0)\n        \
+                 info = tarfile.TarInfo(f'd{{i % 20}}/f{{i}}.txt.gz')\n        \
+                 info.size = len(gz)\n        \
+                 t.addfile(info, io.BytesIO(gz))\n        \
+                 sums[f'settle.tar/d{{i % 20}}/f{{i}}.txt.gz/f{{i}}.txt'] = hashlib.sha256(body).hexdigest()\n\
+         print(json.dumps(sums))\n",
+        p = path.display().to_string()
+    );
+    let sums: std::collections::BTreeMap<String, String> =
+        serde_json::from_slice(&python(&script)).unwrap();
+    let fs = pparse::fs::Fs::new(&path).unwrap();
+    let listed = fs.list("", true).unwrap();
+    let streams: Vec<_> = listed
+        .iter()
+        .filter(|e| sums.contains_key(&e.path))
+        .collect();
+    assert_eq!(streams.len(), sums.len());
+    // Read in reverse, so that the first reads are of streams whose chunks
+    // the cache no longer holds.
+    for e in streams.iter().rev() {
+        assert_eq!(e.status, pparse::Status::Complete, "{}", e.path);
+        let mut got = Vec::new();
+        fs.open(&e.path).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(sha_hex(&got), sums[&e.path], "{}", e.path);
+    }
+}
