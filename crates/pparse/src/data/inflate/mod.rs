@@ -250,23 +250,7 @@ impl InflateSource {
     /// no decoder, buffer or checkpoint: a zip of a million small entries
     /// keeps none for entries nobody reads again.
     pub fn checked(input: Data, len: u64) -> Arc<InflateSource> {
-        let start = Checkpoint {
-            out: 0,
-            input: 0,
-            bits: 0,
-            window: None,
-        };
-        let layout = StreamLayout {
-            label: "deflate",
-            span: SPAN,
-            len,
-            segments: vec![Segment {
-                out_start: 0,
-                out_end: len,
-                points: vec![start],
-            }],
-            chunk_crcs: Vec::new(),
-        };
+        let layout = from_start("deflate", SPAN, len, 0, Vec::new());
         let mut s = Self::restored(input, layout, None);
         // The entry was checked to make exactly `len` bytes: a read that
         // reaches its end checks that the deflate data ends there too, so
@@ -617,6 +601,34 @@ impl Source for InflateSource {
             stream: InflateSource::layout(self),
             windows: self,
         }
+    }
+}
+
+/// The layout of a stream `len` bytes long whose one checkpoint is its
+/// start, at input offset `input`: what a decoder needs to make it again
+/// from there (a zip entry checked once, a settled stream).
+fn from_start(
+    label: &'static str,
+    span: u64,
+    len: u64,
+    input: u64,
+    chunk_crcs: Vec<u32>,
+) -> StreamLayout {
+    StreamLayout {
+        label,
+        span,
+        len,
+        segments: vec![Segment {
+            out_start: 0,
+            out_end: len,
+            points: vec![Checkpoint {
+                out: 0,
+                input,
+                bits: 0,
+                window: None,
+            }],
+        }],
+        chunk_crcs,
     }
 }
 

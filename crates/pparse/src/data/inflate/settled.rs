@@ -14,7 +14,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use super::{CHUNK, Checkpoint, InflateSource, Segment, StreamLayout, WindowSlot, WindowStore};
+use super::{CHUNK, InflateSource, StreamLayout, WindowSlot, WindowStore};
 use crate::data::cache::ChunkCache;
 use crate::data::source::{Data, Recipe, Source};
 
@@ -106,22 +106,13 @@ impl SettledStream {
     }
 
     fn layout(&self) -> StreamLayout {
-        StreamLayout {
-            label: self.label(),
-            span: self.span,
-            len: self.len,
-            segments: vec![Segment {
-                out_start: 0,
-                out_end: self.len,
-                points: vec![Checkpoint {
-                    out: 0,
-                    input: self.start,
-                    bits: 0,
-                    window: None,
-                }],
-            }],
-            chunk_crcs: self.chunk_crcs.to_vec(),
-        }
+        super::from_start(
+            self.label(),
+            self.span,
+            self.len,
+            self.start,
+            self.chunk_crcs.to_vec(),
+        )
     }
 
     fn full(&self) -> &Arc<InflateSource> {
