@@ -376,7 +376,7 @@ fn invariants(t: &Tree, name: &str) {
         let e = &t.exts[id];
         let size = e.size();
         let at = || format!("{name}: extraction {id} {:?}", t.path_of(id));
-        if let Some(d) = e.declared_size {
+        if let Some(d) = e.declared_size() {
             assert!(size <= d, "{}: holds {size} bytes of a declared {d}", at());
         }
         for d in &e.damage {
@@ -387,7 +387,7 @@ fn invariants(t: &Tree, name: &str) {
             );
         }
         for &c in &e.children {
-            assert_eq!(t.exts[c].parent, Some(id), "{}: child {c}", at());
+            assert_eq!(t.exts[c].parent(), Some(id), "{}: child {c}", at());
         }
         assert!(t.status_of(id) >= e.status(), "{}: status_of", at());
         if id >= MAX_EXTS {
@@ -463,7 +463,7 @@ fn tensors(t: &Tree) {
     let mut done = 0;
     for id in 0..t.len().min(MAX_EXTS) {
         if !matches!(
-            t.exts[id].parser,
+            t.exts[id].parser(),
             Some("safetensors" | "safetensors-index" | "zip" | "torch" | "onnx")
         ) {
             continue;
@@ -500,7 +500,7 @@ fn writers(t: &Tree, trace: bool) {
         out.clear();
         report::tree::nodes_json(t, id, LOAD_DEPTH + 1, &mut out).expect("nodes --json writes");
         valid_json(&out, "nodes --json");
-        match e.parser {
+        match e.parser() {
             Some("pickle" | "torch") => {
                 out.clear();
                 if report::pickle::json_of(t, id, &mut out).expect("pickle --json writes") {
@@ -1238,7 +1238,9 @@ pub fn index_forged(data: &[u8]) {
         if !e.kind.has_content() || id == 0 || tree.resolve(&path) != Some(id) {
             continue;
         }
-        let whole = e.parent.is_some_and(|p| tree.exts[p].parser == Some("tar"))
+        let whole = e
+            .parent()
+            .is_some_and(|p| tree.exts[p].parser() == Some("tar"))
             && e.status() == pparse::Status::Complete;
         let sniffed = tree.head_crc(id).is_some();
         check.push((id, path, whole, sniffed));

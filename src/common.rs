@@ -145,7 +145,7 @@ pub(super) fn wait(session: &Session, mut until: impl FnMut(&Tree) -> bool) -> b
 /// bytes (a folder has no byte offset to be at); of a file, how far into it.
 fn progress_line(t: &Tree) -> String {
     let root = t.root();
-    if root.parser == Some("folder") {
+    if root.parser() == Some("folder") {
         let (files, done, bytes, done_bytes) = folder_progress(t);
         return format!(
             "reading {}: {done} of {files} files, {} of {}, {} extractions",
@@ -176,7 +176,7 @@ fn folder_progress(t: &Tree) -> (u64, u64, u64, u64) {
     while let Some(id) = todo.pop() {
         for &c in &t.exts[id].children {
             let e = &t.exts[c];
-            if e.parser == Some("folder") {
+            if e.parser() == Some("folder") {
                 todo.push(c);
                 continue;
             }
@@ -239,7 +239,7 @@ pub(super) fn report(tree: &Tree, ids: &[ExtId]) -> Status {
             }
         }
         if e.damage.is_empty()
-            && let Some(declared) = e.declared_size
+            && let Some(declared) = e.declared_size()
             && shown < 50
         {
             say!(

@@ -468,7 +468,7 @@ fn outer_damage(t: &pparse::extraction::Tree, x: pparse::extraction::ExtId) -> V
             reason: d.reason.clone(),
         })
         .collect();
-    if let Some(declared) = e.declared_size
+    if let Some(declared) = e.declared_size()
         && e.size() < declared
     {
         out.push(LogEntry::Damage {

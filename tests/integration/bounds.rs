@@ -107,14 +107,14 @@ fn tar_size_at_the_top_of_the_range() {
         let t = s.tree();
         let h = ext(&t, "huge.bin");
         assert_eq!(t.status_of(h), Status::Truncated, "{size}");
-        assert_eq!(t.exts[h].declared_size, Some(size));
+        assert_eq!(t.exts[h].declared_size(), Some(size));
     }
     // As a PAX size too.
     let rec = pax_record("size", &u64::MAX.to_string());
     let s = parse("pax.tar", pax_tar(&rec));
     let t = s.tree();
     let a = ext(&t, "a.txt");
-    assert_eq!(t.exts[a].declared_size, Some(u64::MAX));
+    assert_eq!(t.exts[a].declared_size(), Some(u64::MAX));
     // The rest of the archive is a.txt's bytes (in which a tar is found).
     assert!(
         damage_text(&t, a).contains(&format!("of {} bytes present", u64::MAX)),
@@ -290,7 +290,9 @@ fn overlapping_entries_do_not_multiply_the_tree() {
         damage_text(&t, 0)
     );
     // Each repeat has the same bytes as the entry it repeats.
-    let first = (1..t.len()).find(|&i| t.exts[i].parent == Some(0)).unwrap();
+    let first = (1..t.len())
+        .find(|&i| t.exts[i].parent() == Some(0))
+        .unwrap();
     let bytes = read_all(&t, first);
     for &c in &t.root().children {
         assert_eq!(read_all(&t, c), bytes);
@@ -367,7 +369,7 @@ fn nested_deflate_bomb_stops_at_the_decode_budget() {
     assert!(!stopped.is_empty(), "no note says the budget stopped work");
     for i in 0..t.len() {
         let e = &t.exts[i];
-        if e.data().describe() == "deflate" && e.declared_size.is_some_and(|d| e.size() < d) {
+        if e.data().describe() == "deflate" && e.declared_size().is_some_and(|d| e.size() < d) {
             assert_ne!(t.status_of(i), Status::Complete, "{}", t.path_of(i));
         }
     }

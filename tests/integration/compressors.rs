@@ -89,7 +89,7 @@ fn trees_list_what_tarfile_lists_and_cat_is_exact() {
     for (file, parser) in FILES {
         let s = parse(file, fixture(file));
         let t = s.tree();
-        assert_eq!(t.exts[0].parser, Some(*parser), "{file}");
+        assert_eq!(t.exts[0].parser(), Some(*parser), "{file}");
         assert_eq!(
             t.status_of(0),
             Status::Complete,
@@ -99,7 +99,7 @@ fn trees_list_what_tarfile_lists_and_cat_is_exact() {
         let tar = t.exts[0].children[0];
         let name = t.exts[tar].display_name();
         assert!(name.ends_with(".tar"), "{file}: stream named {name}");
-        assert_eq!(t.exts[tar].parser, Some("tar"), "{file}");
+        assert_eq!(t.exts[tar].parser(), Some("tar"), "{file}");
         assert_eq!(t.exts[tar].size(), u(&m["tar"]["size"]), "{file}");
         let mut got: BTreeMap<String, ExtIdOf> = BTreeMap::new();
         for &c in &t.exts[tar].children {

@@ -129,6 +129,6 @@ fn exact(s: &Session, file: usize) -> bool {
     t.exts
         .iter()
         .rev()
-        .filter_map(|e| Some((e.id, number(e)?)))
+        .filter_map(|e| Some((e.id(), number(e)?)))
         .all(|(id, i)| read_all(&t, id) == body(file, i))
 }

@@ -89,10 +89,10 @@ fn every_gguf_fixture_matches_the_gguf_package() {
     for (name, want) in e["files"].as_object().unwrap() {
         let session = parse(name, fixture(&format!("gguf/{name}")));
         let t = session.tree();
-        if t.root().parser != Some("gguf") || !t.root().damage.is_empty() {
+        if t.root().parser() != Some("gguf") || !t.root().damage.is_empty() {
             f.push(format!(
                 "{name}: parser {:?}, damage {}",
-                t.root().parser,
+                t.root().parser(),
                 damage_text(&t, 0)
             ));
             continue;
@@ -299,7 +299,7 @@ fn gguf_files_nest_in_a_zip_and_a_tar_gz() {
         let t = session.tree();
         let mut found = Vec::new();
         for id in t.subtree(0) {
-            if t.exts[id].parser == Some("gguf") {
+            if t.exts[id].parser() == Some("gguf") {
                 let file = t.path_of(id);
                 let base = file.rsplit('/').next().unwrap().to_string();
                 let want = &e["files"][&base]["tensors"];

@@ -725,28 +725,28 @@ fn a_forged_index_never_serves_other_bytes() {
             "README.md's range moved onto guide.txt's",
             Box::new(|t: &mut pparse::Tree| {
                 let (r, g) = (t.resolve(readme).unwrap(), t.resolve(guide).unwrap());
-                let (o, d) = (t.exts[g].origin, t.exts[g].declared_size);
+                let (o, d) = (t.exts[g].origin(), t.exts[g].declared_size());
                 let e = t.exts.get_mut(r).unwrap();
-                e.origin = o;
-                e.declared_size = d;
+                e.set_origin(o);
+                e.set_declared_size(d);
             }),
         ),
         (
             "README.md's range and size stretched by a block",
             Box::new(|t: &mut pparse::Tree| {
                 let e = t.exts.get_mut(t.resolve(readme).unwrap()).unwrap();
-                let o = e.origin.unwrap();
-                e.origin = Some(pparse::data::Range::new(o.start, o.end + 512));
-                e.declared_size = e.declared_size.map(|d| d + 512);
+                let o = e.origin().unwrap();
+                e.set_origin(Some(pparse::data::Range::new(o.start, o.end + 512)));
+                e.set_declared_size(e.declared_size().map(|d| d + 512));
             }),
         ),
         (
             "README.md's range and size shrunk",
             Box::new(|t: &mut pparse::Tree| {
                 let e = t.exts.get_mut(t.resolve(readme).unwrap()).unwrap();
-                let o = e.origin.unwrap();
-                e.origin = Some(pparse::data::Range::new(o.start, o.end - 100));
-                e.declared_size = e.declared_size.map(|d| d - 100);
+                let o = e.origin().unwrap();
+                e.set_origin(Some(pparse::data::Range::new(o.start, o.end - 100)));
+                e.set_declared_size(e.declared_size().map(|d| d - 100));
             }),
         ),
         (
@@ -754,10 +754,10 @@ fn a_forged_index_never_serves_other_bytes() {
             Box::new(|t: &mut pparse::Tree| {
                 let a = t.resolve("nested.tar/docs/inner.zip/chapter1.txt").unwrap();
                 let b = t.resolve("nested.tar/docs/inner.zip/chapter2.txt").unwrap();
-                let (o, d) = (t.exts[b].origin, t.exts[b].declared_size);
+                let (o, d) = (t.exts[b].origin(), t.exts[b].declared_size());
                 let e = t.exts.get_mut(a).unwrap();
-                e.origin = o;
-                e.declared_size = d;
+                e.set_origin(o);
+                e.set_declared_size(d);
             }),
         ),
         (
@@ -765,7 +765,7 @@ fn a_forged_index_never_serves_other_bytes() {
             Box::new(|t: &mut pparse::Tree| {
                 let a = t.resolve("nested.tar/docs/inner.zip/chapter1.txt").unwrap();
                 let e = t.exts.get_mut(a).unwrap();
-                e.declared_size = e.declared_size.map(|d| d - 1000);
+                e.set_declared_size(e.declared_size().map(|d| d - 1000));
             }),
         ),
         (
@@ -773,18 +773,18 @@ fn a_forged_index_never_serves_other_bytes() {
             Box::new(|t: &mut pparse::Tree| {
                 let a = t.resolve("nested.tar/docs/inner.zip/chapter1.txt").unwrap();
                 let e = t.exts.get_mut(a).unwrap();
-                e.declared_size = e.declared_size.map(|d| d + 1000);
+                e.set_declared_size(e.declared_size().map(|d| d + 1000));
             }),
         ),
         (
             "the decoded stream's range past the end of the file",
             Box::new(|t: &mut pparse::Tree| {
                 let e = t.exts.get_mut(t.resolve("nested.tar").unwrap()).unwrap();
-                let o = e.origin.unwrap();
-                e.origin = Some(pparse::data::Range::new(
+                let o = e.origin().unwrap();
+                e.set_origin(Some(pparse::data::Range::new(
                     o.start + (1 << 20),
                     o.end + (1 << 20),
-                ));
+                )));
             }),
         ),
     ];
@@ -846,21 +846,21 @@ fn a_forged_index_cannot_move_a_zip_entry_even_with_its_checksums_redone() {
     /// Gives `a` the range and sizes of `b`, and `b`'s first bytes' CRC.
     fn onto(t: &mut pparse::Tree, a: &str, b: &str) {
         let (a, b) = (t.resolve(a).unwrap(), t.resolve(b).unwrap());
-        let (o, d) = (t.exts[b].origin, t.exts[b].declared_size);
+        let (o, d) = (t.exts[b].origin(), t.exts[b].declared_size());
         let crc = t.head_crc(b).unwrap();
         let e = t.exts.get_mut(a).unwrap();
-        e.origin = o;
-        e.declared_size = d;
+        e.set_origin(o);
+        e.set_declared_size(d);
         t.set_head_crc(a, crc);
     }
     fn resize(t: &mut pparse::Tree, a: &str, by: i64) {
         let e = t.exts.get_mut(t.resolve(a).unwrap()).unwrap();
-        let o = e.origin.unwrap();
-        e.origin = Some(pparse::data::Range::new(
+        let o = e.origin().unwrap();
+        e.set_origin(Some(pparse::data::Range::new(
             o.start,
             o.end.saturating_add_signed(by),
-        ));
-        e.declared_size = e.declared_size.map(|d| d.saturating_add_signed(by));
+        )));
+        e.set_declared_size(e.declared_size().map(|d| d.saturating_add_signed(by)));
     }
     // Made by Python's zipfile (stored) and Info-ZIP inside GNU tar
     // (deflated): fixtures/make_fixtures.sh.

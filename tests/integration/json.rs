@@ -91,7 +91,7 @@ fn node_ranges_are_the_spans_python_finds() {
     for (name, want) in json_files() {
         let session = parse(name, fixture(&format!("json/{name}")));
         let t = session.tree();
-        assert_eq!(t.root().parser, Some("json"), "{name}");
+        assert_eq!(t.root().parser(), Some("json"), "{name}");
         assert_eq!(
             t.worst_status(),
             Status::Complete,
@@ -389,7 +389,7 @@ fn a_root_scalar_and_trailing_data() {
 fn sniffing_claims_json_not_text() {
     let sniffed = |name: &str, bytes: &[u8]| -> Option<&'static str> {
         let session: Session = parse(name, bytes.to_vec());
-        session.tree().root().parser
+        session.tree().root().parser()
     };
     assert_eq!(sniffed("data.bin", b"  {\n \"k\": 1}"), Some("json"));
     assert_eq!(sniffed("data.bin", b"{}"), Some("json"));
@@ -463,7 +463,7 @@ fn a_document_decoded_while_it_is_parsed() {
         let gz = parse(&format!("{name}.gz"), gzip(name, text.as_bytes()));
         let t = gz.tree();
         let child = t.resolve(name).expect("the decoded stream");
-        assert_eq!(t.exts[child].parser, Some("json"));
+        assert_eq!(t.exts[child].parser(), Some("json"));
         assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
         assert_eq!(shape(&t.exts[child].nodes), want, "{name}");
     }
@@ -611,7 +611,7 @@ fn json_lines_under_any_name_are_read_as_lines() {
     let session = parse("debug-internal.log", bytes.clone());
     {
         let t = session.tree();
-        assert_eq!(t.root().parser, Some("json"));
+        assert_eq!(t.root().parser(), Some("json"));
         assert_eq!(t.worst_status(), Status::Complete, "{}", damage_text(&t, 0));
         assert_eq!(shape(&t.root().nodes), line_shape(&spans));
     }
@@ -684,7 +684,7 @@ fn text_that_only_starts_like_json_is_not_damaged_json() {
     let text = b"{\"level\" INFO} server started\n{\"level\" INFO} ready\n";
     let session = parse("server.log", text.to_vec());
     let t = session.tree();
-    assert_eq!(t.root().parser, None);
+    assert_eq!(t.root().parser(), None);
     assert_eq!(t.worst_status(), Status::Complete, "{}", damage_text(&t, 0));
     let dir = tempfile::tempdir().unwrap();
     for (name, code) in [("server.log", 0), ("server.json", 1)] {

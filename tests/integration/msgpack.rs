@@ -60,7 +60,7 @@ fn every_type_has_its_exact_range_kind_and_value() {
     let e = &expect()["types.msgpack"];
     let session = parse("types.msgpack", fixture("msgpack/types.msgpack"));
     let t = session.tree();
-    assert_eq!(t.root().parser, Some("msgpack"));
+    assert_eq!(t.root().parser(), Some("msgpack"));
     assert!(t.root().damage.is_empty(), "{}", damage_text(&t, 0));
     assert_eq!(t.root().nodes.len(), 1);
     let root = &t.root().nodes[0];
@@ -208,7 +208,7 @@ fn flax_arrays_are_tensors_as_flax_reads_them() {
     for name in ["flax_model.msgpack", "checkpoint_100"] {
         let session = parse(name, fixture(&format!("msgpack/{name}")));
         let t = session.tree();
-        assert_eq!(t.root().parser, Some("msgpack"), "{name}");
+        assert_eq!(t.root().parser(), Some("msgpack"), "{name}");
         assert!(t.root().damage.is_empty(), "{}", damage_text(&t, 0));
         let list = tensors(&t, 0);
         check_flax(&t, &list, e, name);
@@ -264,7 +264,7 @@ fn a_checkpoint_name_alone_does_not_claim_other_bytes() {
     ] {
         let session = parse("checkpoint_7", bytes.clone());
         let t = session.tree();
-        assert_ne!(t.root().parser, Some("msgpack"), "{bytes:?}");
+        assert_ne!(t.root().parser(), Some("msgpack"), "{bytes:?}");
     }
 }
 
@@ -509,7 +509,7 @@ fn a_checkpoint_in_a_tar_gz_or_a_zip_lists_the_same_tensors() {
         let id = t
             .subtree(0)
             .into_iter()
-            .find(|&id| t.exts[id].parser == Some("msgpack"))
+            .find(|&id| t.exts[id].parser() == Some("msgpack"))
             .unwrap_or_else(|| panic!("{name}: no msgpack inside\n{}", tree_text(&t)));
         let list = tensors(&t, id);
         check_flax(&t, &list, e, name);

@@ -45,7 +45,7 @@ fn dtype_name(descr: &str, itemsize: u64) -> String {
 fn all_tensors(tree: &Tree) -> Vec<Tensor> {
     tree.subtree(0)
         .into_iter()
-        .filter(|&id| tree.exts[id].parser == Some("npy"))
+        .filter(|&id| tree.exts[id].parser() == Some("npy"))
         .flat_map(|id| tensors(tree, id))
         .collect()
 }
@@ -116,10 +116,10 @@ fn every_npy_fixture_matches_numpy() {
     for (name, want) in e["npy"].as_object().unwrap() {
         let session = parse(name, fixture(&format!("npy/{name}")));
         let t = session.tree();
-        if t.root().parser != Some("npy") || !t.root().damage.is_empty() {
+        if t.root().parser() != Some("npy") || !t.root().damage.is_empty() {
             f.push(format!(
                 "{name}: parser {:?}, damage {}",
-                t.root().parser,
+                t.root().parser(),
                 damage_text(&t, 0)
             ));
             continue;
@@ -203,7 +203,7 @@ fn an_object_array_is_a_pickle_read_by_the_vm() {
     let kids = child_names(&t, 0);
     assert_eq!(kids, ["object.pkl"]);
     let c = t.exts[0].children[0];
-    assert_eq!(t.exts[c].parser, Some("pickle"), "{}", tree_text(&t));
+    assert_eq!(t.exts[c].parser(), Some("pickle"), "{}", tree_text(&t));
     assert!(t.exts[c].damage.is_empty(), "{}", damage_text(&t, c));
     // `pparse pickle` lists it as pickletools would; the strings numpy
     // pickled are there, and nothing was run.

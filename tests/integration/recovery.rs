@@ -236,7 +236,7 @@ fn hard_damage(s: &Sample, seed: u64, want: usize, pct: usize) {
         for id in 0..t.exts.len() {
             let e = &t.exts[id];
             let path = t.path_of(id);
-            if path.contains("~recovered@") && e.parent == Some(0) {
+            if path.contains("~recovered@") && e.parent() == Some(0) {
                 recovered_streams += 1;
                 check_aligned(&t, id, s, &what, &mut failures);
             }
@@ -246,7 +246,7 @@ fn hard_damage(s: &Sample, seed: u64, want: usize, pct: usize) {
             let Some(m) = s.members.get(name) else {
                 continue;
             };
-            if e.parent.is_none_or(|p| t.exts[p].parent != Some(0)) {
+            if e.parent().is_none_or(|p| t.exts[p].parent() != Some(0)) {
                 continue; // a member of a member
             }
             let st = t.status_of(id);
@@ -300,7 +300,7 @@ fn check_aligned(t: &Tree, id: pparse::ExtId, s: &Sample, what: &str, failures: 
     let first = e.children.iter().find_map(|&c| {
         let name = t.exts[c].name.display();
         let m = s.members.get(&name)?;
-        Some((t.exts[c].origin?.start, m.data))
+        Some((t.exts[c].origin()?.start, m.data))
     });
     let shift = match first {
         Some((at, data)) => data.checked_sub(at),
@@ -622,7 +622,12 @@ fn carving_finds_a_safetensors_file() {
     assert_eq!(f[0].0, format!("found@{at:#x}.safetensors"));
     let id = t.exts[0].children[0];
     assert_eq!(read_all(&t, id), st, "{}", tree_text(&t));
-    assert_eq!(t.exts[id].parser, Some("safetensors"), "{}", tree_text(&t));
+    assert_eq!(
+        t.exts[id].parser(),
+        Some("safetensors"),
+        "{}",
+        tree_text(&t)
+    );
     assert_eq!(t.status_of(id), Status::Complete, "{}", tree_text(&t));
 }
 
@@ -867,7 +872,7 @@ fn damage_sweep_never_claims_a_wrong_byte() {
         for id in 0..t.exts.len() {
             let e = &t.exts[id];
             let path = t.path_of(id);
-            if path.contains("~recovered@") && e.parent == Some(0) {
+            if path.contains("~recovered@") && e.parent() == Some(0) {
                 check_aligned(&t, id, s, &what, &mut failures);
             }
             if t.status_of(id) != Status::Complete || e.kind.as_str() != "file" {
@@ -879,7 +884,7 @@ fn damage_sweep_never_claims_a_wrong_byte() {
             let Some(m) = s.members.get(name) else {
                 continue;
             };
-            if e.parent.is_none_or(|p| t.exts[p].parent != Some(0)) {
+            if e.parent().is_none_or(|p| t.exts[p].parent() != Some(0)) {
                 continue;
             }
             let want = &s.tar[m.data as usize..(m.data + m.size) as usize];
@@ -980,13 +985,13 @@ fn found_at_own_start(t: &Tree) -> Vec<(String, String)> {
         // `id`'s first byte in the coordinates of each container above it.
         let mut pos = 0u64;
         let mut at = id;
-        while let (Some(p), Some(o)) = (t.exts[at].parent, t.exts[at].origin) {
+        while let (Some(p), Some(o)) = (t.exts[at].parent(), t.exts[at].origin()) {
             if !t.exts[at].is_window() {
                 break;
             }
             pos += o.start;
             at = p;
-            if pos == 0 && t.exts[at].parser == e.parser {
+            if pos == 0 && t.exts[at].parser() == e.parser() {
                 out.push((t.path_of(id), t.path_of(at)));
             }
         }
@@ -1216,7 +1221,7 @@ fn a_recovered_stream_that_ends_falsely_is_followed_by_another() {
     let session = parse_named("parts.txt.gz", gz, "false end");
     let t = session.tree();
     let recovered: Vec<Vec<u8>> = (0..t.exts.len())
-        .filter(|&id| t.path_of(id).contains("~recovered@") && t.exts[id].parent == Some(0))
+        .filter(|&id| t.path_of(id).contains("~recovered@") && t.exts[id].parent() == Some(0))
         .map(|id| read_all(&t, id))
         .collect();
     let text = |what: &str, n: usize| -> Vec<u8> {

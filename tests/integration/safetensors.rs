@@ -93,10 +93,10 @@ fn every_fixture_matches_the_safetensors_package() {
         let session = parse(base(&rel), fixture(&format!("safetensors/{rel}")));
         let t = session.tree();
         let root = t.root();
-        if root.parser != Some("safetensors") || !root.damage.is_empty() {
+        if root.parser() != Some("safetensors") || !root.damage.is_empty() {
             f.push(format!(
                 "{rel}: parser {:?}, damage {}",
-                root.parser,
+                root.parser(),
                 damage_text(&t, 0)
             ));
             continue;
@@ -445,13 +445,13 @@ fn a_sharded_model_lists_every_tensor_from_its_shard() {
     // As a folder: one model, its shards under the index.
     let s1 = open(&dir);
     let t = s1.tree();
-    assert_eq!(t.root().parser, Some("folder"));
+    assert_eq!(t.root().parser(), Some("folder"));
     assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
     check_sharded(&t, &tensors(&t, 0), "model.safetensors.index.json/");
     // The index file itself.
     let s2 = open(&dir.join("model.safetensors.index.json"));
     let t = s2.tree();
-    assert_eq!(t.root().parser, Some("safetensors-index"));
+    assert_eq!(t.root().parser(), Some("safetensors-index"));
     assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
     check_sharded(&t, &tensors(&t, 0), "");
     // The fixtures folder: every file's tensors, the shards once.
@@ -555,7 +555,7 @@ fn a_folder_does_not_follow_symlinks_out_of_it() {
             (
                 t.exts[c].display_name(),
                 t.exts[c].kind.as_str(),
-                t.exts[c].parser,
+                t.exts[c].parser(),
             )
         })
         .collect();
@@ -655,7 +655,7 @@ fn a_file_decoded_while_it_is_parsed() {
     let session = parse("m.safetensors.gz", gz.finish().unwrap());
     let t = session.tree();
     let id = t.resolve("m.safetensors").unwrap();
-    assert_eq!(t.exts[id].parser, Some("safetensors"));
+    assert_eq!(t.exts[id].parser(), Some("safetensors"));
     assert_eq!(t.worst_status(), Status::Complete, "{}", tree_text(&t));
     let table = tensors(&t, id);
     assert_eq!(table.len(), 3);

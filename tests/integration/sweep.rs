@@ -70,7 +70,7 @@ fn check_invariants(t: &Tree, what: &str, f: &mut Failures) {
         let e = &t.exts[id];
         let path = t.path_of(id);
         let size = e.size();
-        if let Some(d) = e.declared_size
+        if let Some(d) = e.declared_size()
             && size > d
         {
             f.push(format!(
@@ -92,10 +92,10 @@ fn check_invariants(t: &Tree, what: &str, f: &mut Failures) {
             Err(err) => f.push(format!("{what}: {path:?}: {err}")),
         }
         for &c in &e.children {
-            if t.exts[c].parent != Some(id) {
+            if t.exts[c].parent() != Some(id) {
                 f.push(format!(
                     "{what}: child {c} of {path:?} names {:?} as its parent",
-                    t.exts[c].parent
+                    t.exts[c].parent()
                 ));
             }
         }

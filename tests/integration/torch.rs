@@ -179,7 +179,7 @@ fn truncated_checkpoints_keep_every_whole_tensor() {
         for cut in (1..full.len()).step_by(step) {
             let session = parse(name, truncated(&full, cut as u64));
             let t = session.tree();
-            if t.exts[0].parser.is_some() {
+            if t.exts[0].parser().is_some() {
                 assert_ne!(t.status_of(0), Status::Complete, "{name} cut at {cut}");
             }
             for g in tensors::tensors(&t, 0) {

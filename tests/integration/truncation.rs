@@ -133,7 +133,7 @@ fn nested_cuts(zip_level: bool) {
                 Status::Complete
             };
             // An empty prefix holds nothing to recognise: no parser is fine.
-            let unrecognised = cut == 0 && t.exts[0].parser.is_none() && t.len() == 1;
+            let unrecognised = cut == 0 && t.exts[0].parser().is_none() && t.len() == 1;
             if root != want && !unrecognised {
                 f.push(format!(
                     "{what}: root status {root:?}, expected {want:?}; damage: {}",
@@ -298,7 +298,7 @@ fn plain_tars_root_status_every_cut() {
             let root = t.status_of(0);
             // Less than one header block cannot be recognised as a tar: no
             // parser (and no members) is fine there.
-            let unrecognised = cut < 512 && t.exts[0].parser.is_none() && t.len() == 1;
+            let unrecognised = cut < 512 && t.exts[0].parser().is_none() && t.len() == 1;
             if root != want && !unrecognised {
                 f.push(format!(
                     "{what}: root status {root:?}, expected {want:?} (end-of-archive blocks at {end}..{}); damage: {}",

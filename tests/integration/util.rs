@@ -379,9 +379,9 @@ pub(crate) fn tree_text(tree: &Tree) -> String {
             "  [{id}] {:?} kind={} parser={:?} size={} declared={:?} status={:?} damage=[{}]\n",
             tree.path_of(id),
             e.kind.as_str(),
-            e.parser,
+            e.parser(),
             e.size(),
-            e.declared_size,
+            e.declared_size(),
             tree.status_of(id),
             damage_text(tree, id)
         ));

@@ -236,8 +236,8 @@ fn rows(tree: &Tree, top: ExtId) -> Vec<Row> {
                     e.kind.as_str().to_string()
                 },
                 size: e.size(),
-                declared: if id == top { None } else { e.declared_size },
-                parser: e.parser,
+                declared: if id == top { None } else { e.declared_size() },
+                parser: e.parser(),
                 status: tree.status_of(id),
                 damage: e
                     .damage

@@ -84,7 +84,7 @@ fn shared_objects_in_the_session_and_the_stepper() {
                 match &n.children {
                     pparse::node::Children::Loaded(k) => todo.extend(k.iter().cloned()),
                     pparse::node::Children::Unloaded => {
-                        let fmt = pparse::parsers::by_name(e.parser.unwrap()).unwrap();
+                        let fmt = pparse::parsers::by_name(e.parser().unwrap()).unwrap();
                         todo.extend((fmt.load)(&*e.data(), &n, &pparse::Options::default()));
                     }
                     _ => {}
@@ -102,7 +102,7 @@ fn shared_objects_in_the_session_and_the_stepper() {
             for n in e.nodes.iter().filter(|n| n.kind == "pickle") {
                 pickles += 1;
                 for step in (0..2000).step_by(50).chain([usize::MAX]) {
-                    let r = stepper::request(&t, e.id, n.range, Target::Step(step), 0)
+                    let r = stepper::request(&t, e.id(), n.range, Target::Step(step), 0)
                         .expect("a pickle's extraction offers pickles")
                         .run(&mut cache);
                     let shown: usize = r.stack.iter().map(String::len).sum::<usize>()

@@ -52,8 +52,11 @@ fn zip_fixtures_intact() {
         let session = parse(name, fixture(name));
         let t = session.tree();
         let what = name.to_string();
-        if t.exts[0].parser != Some("zip") {
-            f.push(format!("{what}: parsed by {:?}, not zip", t.exts[0].parser));
+        if t.exts[0].parser() != Some("zip") {
+            f.push(format!(
+                "{what}: parsed by {:?}, not zip",
+                t.exts[0].parser()
+            ));
             continue;
         }
         if t.status_of(0) != Status::Complete {
@@ -145,7 +148,7 @@ fn nested_stored_zip_keeps_layers_apart() {
     );
     let deep = t.resolve("deep.zip").expect("deep.zip resolves");
     assert_eq!(
-        t.exts[deep].parser,
+        t.exts[deep].parser(),
         Some("zip"),
         "deep.zip is parsed as a zip"
     );
@@ -356,7 +359,7 @@ fn zip_truncation_root_status() {
             let session = parse_named(name, truncated(&data, cut), &what);
             let t = session.tree();
             // Too few bytes to recognise a zip: no parser is fine.
-            let unrecognised = cut < 30 && t.exts[0].parser.is_none() && t.len() == 1;
+            let unrecognised = cut < 30 && t.exts[0].parser().is_none() && t.len() == 1;
             let want = if cut < size {
                 Status::Truncated
             } else {

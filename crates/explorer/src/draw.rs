@@ -91,7 +91,7 @@ fn status_bar(app: &App, t: &Tree, f: &mut Frame, area: Rect) {
         format!(" {} ", root.display_name()),
         app.theme.title,
     )];
-    parts.push(Span::raw(format!("│ {} ", root.parser.unwrap_or("raw"))));
+    parts.push(Span::raw(format!("│ {} ", root.parser().unwrap_or("raw"))));
     let p = root.progress();
     let total = p.total.unwrap_or(root.size()).max(1);
     if app.session.is_finished() {

@@ -150,7 +150,7 @@ pub fn damage_note(tree: &Tree, ext: ExtId, range: Range) -> Option<String> {
     // A cut member: what was saved is what is there, and no more.
     let avail = e.available();
     if range.end >= avail {
-        match e.declared_size {
+        match e.declared_size() {
             Some(d) if d > avail => parts.push(format!(
                 "partial: {} of its {} bytes are there",
                 pparse::util::thousands(avail),

@@ -39,15 +39,58 @@ pub enum EntryKind {
     /// A directory.
     Dir,
     /// A symbolic link, with its target.
-    Symlink(Box<str>),
+    Symlink(Label),
     /// A hard link, with the member it links to.
-    HardLink(Box<str>),
+    HardLink(Label),
     /// A character or block device.
     Device,
     /// A named pipe.
     Fifo,
     /// A container entry type pparse does not interpret (tar typeflag ...).
-    Other(Box<str>),
+    Other(Label),
+}
+
+/// The text an [`EntryKind`] carries (a link's target, what an unusual
+/// entry is), behind one thin pointer: every record's kind then takes 16
+/// bytes, not 24, and only the few entries with a text pay for it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Label(Box<Box<str>>);
+
+impl std::ops::Deref for Label {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Debug for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<String> for Label {
+    fn from(s: String) -> Label {
+        Label(Box::new(s.into_boxed_str()))
+    }
+}
+
+impl From<&str> for Label {
+    fn from(s: &str) -> Label {
+        Label(Box::new(s.into()))
+    }
+}
+
+impl From<Box<str>> for Label {
+    fn from(s: Box<str>) -> Label {
+        Label(Box::new(s))
+    }
 }
 
 impl EntryKind {
@@ -169,14 +212,24 @@ pub enum Form {
 }
 
 /// One node of the extraction tree.
+///
+/// Ten million members each pay for one, so it is kept small (144 bytes):
+/// ids are 4 bytes, and the optional offsets, size and format are kept
+/// without their `Option` tags, behind accessors ([`Extraction::parent`],
+/// [`Extraction::origin`], [`Extraction::declared_size`],
+/// [`Extraction::parser`]).
 pub struct Extraction {
-    /// Its index in [`Tree::exts`].
-    pub id: ExtId,
-    /// The extraction it was found in (`None` for the root).
-    pub parent: Option<ExtId>,
+    /// Its index in [`Tree::exts`] (see [`Extraction::id`]).
+    id: u32,
+    /// The extraction it was found in, [`NO_PARENT`] for the root.
+    parent: u32,
     /// Position among the parent's children (4 bytes: see
     /// [`Extraction::position`]).
     pub index: u32,
+    /// Containers above it (the root is at 0).
+    pub depth: u32,
+    /// Its time and permissions, where its container records them.
+    pub meta: Meta,
     /// Extractions found in it, in the order found.
     pub children: ThinVec<ExtId>,
     /// Its name as its container gives it (raw bytes).
@@ -186,15 +239,13 @@ pub struct Extraction {
     /// Its own source, or the parent's source as `form` says: see
     /// [`Extraction::data`].
     pub(crate) bytes: Data,
-    /// How its bytes are made from `bytes`.
-    pub(crate) form: Form,
-    /// The parent's bytes this extraction comes from (a member's data, or the
-    /// compressed bytes a stream was decoded from).
-    pub origin: Option<Range>,
-    /// Size the container declares, when it does (tar size, zip size).
-    pub declared_size: Option<u64>,
-    /// The format it was parsed as (a registry name).
-    pub parser: Option<&'static str>,
+    /// See [`Extraction::origin`]; [`NO_RANGE`] when it has none.
+    origin: Range,
+    /// See [`Extraction::declared_size`], when `declares` says so.
+    declared_size: u64,
+    /// See [`Extraction::parser`]: the registry entry's name, by a thin
+    /// reference to it (8 bytes where the name itself takes 16).
+    parser: Option<&'static &'static str>,
     /// What is truncated or corrupt in it, in its own offsets.
     pub damage: ThinVec<Damage>,
     /// What few extractions have, kept out of line: a tar of ten million
@@ -202,6 +253,8 @@ pub struct Extraction {
     pub extra: Option<Box<Extra>>,
     /// Its parsed structure's top-level nodes.
     pub nodes: ThinVec<Node>,
+    /// How its bytes are made from `bytes`.
+    pub(crate) form: Form,
     /// How far its parse has got.
     pub phase: Phase,
     /// Its own checks cover every one of its bytes and hold (a gzip file
@@ -209,13 +262,110 @@ pub struct Extraction {
     /// its CRC): an unverified span of its container does not reach it
     /// ([`Tree::prove`]).
     pub proved: bool,
-    /// Containers above it (the root is at 0).
-    pub depth: u32,
-    /// Its time and permissions, where its container records them.
+    /// Whether `declared_size` holds a size (every `u64` is one a file can
+    /// declare, so none can mean "none").
+    declares: bool,
+}
+
+/// The parent field of the root.
+const NO_PARENT: u32 = u32::MAX;
+/// The origin field of an extraction that has none: no range has its start
+/// past its end.
+const NO_RANGE: Range = Range {
+    start: u64::MAX,
+    end: 0,
+};
+
+/// What an extraction is made of, as a parser or an index gives it; the
+/// engine places it in its tree ([`Extraction::new`]).
+pub(crate) struct Parts {
+    pub name: Name,
+    pub kind: EntryKind,
+    pub bytes: Data,
+    pub form: Form,
+    pub origin: Option<Range>,
+    pub declared_size: Option<u64>,
+    pub damage: ThinVec<Damage>,
+    pub extra: Option<Box<Extra>>,
+    pub phase: Phase,
     pub meta: Meta,
 }
 
+/// An id in the 4 bytes a record keeps it in. Each extraction costs over a
+/// hundred bytes of memory, so a tree runs out of memory long before it
+/// holds four billion of them.
+fn id32(id: ExtId) -> u32 {
+    u32::try_from(id)
+        .ok()
+        .filter(|&i| i != NO_PARENT)
+        .expect("fewer than 4 billion extractions")
+}
+
 impl Extraction {
+    /// A record placed as `id` below `parent` at `depth`, with no
+    /// children, nodes or format yet.
+    pub(crate) fn new(id: ExtId, parent: Option<ExtId>, index: u32, depth: u32, p: Parts) -> Self {
+        let mut e = Extraction {
+            id: id32(id),
+            parent: parent.map_or(NO_PARENT, id32),
+            index,
+            depth,
+            meta: p.meta,
+            children: ThinVec::new(),
+            name: p.name,
+            kind: p.kind,
+            bytes: p.bytes,
+            origin: NO_RANGE,
+            declared_size: 0,
+            parser: None,
+            damage: p.damage,
+            extra: p.extra,
+            nodes: ThinVec::new(),
+            form: p.form,
+            phase: p.phase,
+            proved: false,
+            declares: false,
+        };
+        e.set_origin(p.origin);
+        e.set_declared_size(p.declared_size);
+        e
+    }
+    /// Its index in [`Tree::exts`].
+    pub fn id(&self) -> ExtId {
+        self.id as ExtId
+    }
+    /// The extraction it was found in (`None` for the root).
+    pub fn parent(&self) -> Option<ExtId> {
+        (self.parent != NO_PARENT).then_some(self.parent as ExtId)
+    }
+    /// The parent's bytes this extraction comes from (a member's data, or
+    /// the compressed bytes a stream was decoded from).
+    pub fn origin(&self) -> Option<Range> {
+        (self.origin.start <= self.origin.end).then_some(self.origin)
+    }
+    /// Sets [`Extraction::origin`].
+    pub fn set_origin(&mut self, origin: Option<Range>) {
+        // `Range::new` keeps a range's start at or before its end, which
+        // [`NO_RANGE`] is not.
+        self.origin = origin.map_or(NO_RANGE, |r| Range::new(r.start, r.end));
+    }
+    /// Size the container declares, when it does (tar size, zip size).
+    pub fn declared_size(&self) -> Option<u64> {
+        self.declares.then_some(self.declared_size)
+    }
+    /// Sets [`Extraction::declared_size`].
+    pub fn set_declared_size(&mut self, size: Option<u64>) {
+        self.declares = size.is_some();
+        self.declared_size = size.unwrap_or(0);
+    }
+    /// The format it was parsed as (a registry name).
+    pub fn parser(&self) -> Option<&'static str> {
+        self.parser.copied()
+    }
+    /// Sets [`Extraction::parser`] to a registry entry's name.
+    pub fn set_parser(&mut self, name: &'static &'static str) {
+        self.parser = Some(name);
+    }
     /// Its position among its parent's children. Kept in 4 bytes, which
     /// ten million members each pay for; past 4 billion children (a file
     /// of terabytes of empty members) the count saturates.
@@ -232,10 +382,10 @@ impl Extraction {
         let slice = |r: Range| -> Data {
             std::sync::Arc::new(crate::data::SliceSource::new(self.bytes.clone(), r))
         };
-        match (self.form, self.origin) {
+        match (self.form, self.origin()) {
             (Form::Window, Some(r)) => slice(r),
             (Form::Deflate, Some(r)) => {
-                crate::data::InflateSource::checked(slice(r), self.declared_size.unwrap_or(0))
+                crate::data::InflateSource::checked(slice(r), self.declared_size().unwrap_or(0))
             }
             _ => self.bytes.clone(),
         }
@@ -243,15 +393,15 @@ impl Extraction {
     /// Bytes available so far (see [`crate::data::Source::available`]),
     /// without making a window.
     pub fn available(&self) -> u64 {
-        match (self.form, self.origin) {
+        match (self.form, self.origin()) {
             (Form::Window, Some(r)) => self.bytes.available().min(r.end).saturating_sub(r.start),
-            (Form::Deflate, Some(_)) => self.declared_size.unwrap_or(0),
+            (Form::Deflate, Some(_)) => self.declared_size().unwrap_or(0),
             _ => self.bytes.available(),
         }
     }
     /// Whether no more bytes will come (see [`crate::data::Source::is_final`]).
     pub fn is_final(&self) -> bool {
-        match (self.form, self.origin) {
+        match (self.form, self.origin()) {
             (Form::Window, Some(r)) => self.bytes.is_final() || self.bytes.available() >= r.end,
             (Form::Deflate, Some(_)) => true,
             _ => self.bytes.is_final(),
@@ -289,7 +439,7 @@ impl Extraction {
     /// parsing then holds no 112-byte box for a counter nobody reads. The
     /// root keeps its progress, which front ends show.
     pub(crate) fn settle_extra(&mut self) {
-        if self.id == 0 {
+        if self.id() == 0 {
             return;
         }
         if let Some(x) = &mut self.extra {
@@ -315,7 +465,7 @@ impl Extraction {
     /// (see [`Tree::status_of`]).
     pub fn status_counting_size(&self) -> Status {
         let mut st = self.status();
-        if let Some(declared) = self.declared_size
+        if let Some(declared) = self.declared_size()
             && self.is_final()
             && self.size() < declared
         {
@@ -353,26 +503,26 @@ impl Extraction {
     /// index's records are untrusted input), not for parsing.
     #[doc(hidden)]
     pub fn twin(&self, id: ExtId, parent: Option<ExtId>, depth: u32) -> Extraction {
-        Extraction {
+        let mut e = Extraction::new(
             id,
             parent,
-            index: 0,
-            children: ThinVec::new(),
-            name: self.name.clone(),
-            kind: self.kind.clone(),
-            bytes: self.bytes.clone(),
-            form: self.form,
-            origin: self.origin,
-            declared_size: self.declared_size,
-            parser: self.parser,
-            damage: self.damage.clone(),
-            extra: None,
-            nodes: ThinVec::new(),
-            phase: self.phase,
-            proved: false,
+            0,
             depth,
-            meta: self.meta,
-        }
+            Parts {
+                name: self.name.clone(),
+                kind: self.kind.clone(),
+                bytes: self.bytes.clone(),
+                form: self.form,
+                origin: self.origin(),
+                declared_size: self.declared_size(),
+                damage: self.damage.clone(),
+                extra: None,
+                phase: self.phase,
+                meta: self.meta,
+            },
+        );
+        e.parser = self.parser;
+        e
     }
 }
 
@@ -395,7 +545,7 @@ fn inherited(parent: &Extraction, child: &Extraction, d: &Damage) -> Option<Dama
     if !matches!(d.status, Status::Corrupt | Status::Unverified) {
         return None;
     }
-    let o = child.origin?;
+    let o = child.origin()?;
     if !child.is_window() {
         return decoded_inherits(parent, o, d);
     }
@@ -453,7 +603,7 @@ fn decoded_inherits(parent: &Extraction, o: crate::data::Range, d: &Damage) -> O
     };
     // Only a zip entry is proved by its own CRC once decoded (a format
     // named here, not imported: this layer sits below the parsers).
-    if !hit || parent.parser != Some("zip") {
+    if !hit || parent.parser() != Some("zip") {
         return None;
     }
     // From its first byte on (a point: its length is not known yet).
@@ -633,7 +783,7 @@ impl Tree {
     pub fn path_of(&self, id: ExtId) -> String {
         let mut parts = Vec::new();
         let mut at = id;
-        while let Some(p) = self.exts[at].parent {
+        while let Some(p) = self.exts[at].parent() {
             parts.push(self.exts[at].display_name());
             at = p;
         }
@@ -731,7 +881,7 @@ impl Tree {
                 // the damage: one found late (a CRC failure at the end of
                 // a stream) covers old members too. Walking stops at the
                 // first child before it, so this stays linear.
-                if k >= INHERIT_SCAN && child.origin.is_none_or(|o| o.end <= d.range.start) {
+                if k >= INHERIT_SCAN && child.origin().is_none_or(|o| o.end <= d.range.start) {
                     break;
                 }
                 if let Some(x) = inherited(e, child, &d) {
@@ -758,8 +908,8 @@ impl Tree {
     pub fn inherited_from(&self, id: ExtId, k: usize) -> Option<(ExtId, usize)> {
         let e = &self.exts[id];
         let d = e.damage.get(k)?;
-        let p = e.parent?;
-        let o = e.origin?;
+        let p = e.parent()?;
+        let o = e.origin()?;
         let parent = &self.exts[p];
         let name = parent.display_name();
         let rest = d
@@ -787,13 +937,13 @@ impl Tree {
 
     /// The damage a new child inherits from what its parent already has.
     pub(crate) fn inherit_into(&mut self, child: ExtId) {
-        let Some(parent) = self.exts[child].parent else {
+        let Some(parent) = self.exts[child].parent() else {
             return;
         };
         let p = &self.exts[parent];
         let outer = p.outer_damage();
         let mut idx: Vec<u32> = outer.iter().rev().take(INHERIT_SCAN).copied().collect();
-        if let Some(o) = self.exts[child].origin {
+        if let Some(o) = self.exts[child].origin() {
             // Damage a decoder reports in stream order, ahead of the parser
             // cutting members (thousands of unknown-byte ranges before this
             // member is found): the ones around the member, by binary search.
@@ -884,8 +1034,51 @@ mod tests {
     /// growing it is a choice, not an accident.
     #[test]
     fn an_extraction_record_stays_small() {
-        assert!(std::mem::size_of::<Extraction>() <= 192);
+        let n = std::mem::size_of::<Extraction>();
+        assert!(n <= 144, "{n} bytes");
         assert_eq!(std::mem::size_of::<Meta>(), 12);
+        assert_eq!(std::mem::size_of::<EntryKind>(), 16);
+    }
+
+    /// The fields kept without their `Option` tags give back every value
+    /// a file can hold, and `None`.
+    #[test]
+    fn untagged_fields_keep_every_value() {
+        let bytes: Data = std::sync::Arc::new(crate::data::MemSource::new(Vec::new()));
+        let parts = |origin, declared_size| Parts {
+            name: Name::new("m"),
+            kind: EntryKind::File,
+            bytes: bytes.clone(),
+            form: Form::Window,
+            origin,
+            declared_size,
+            damage: ThinVec::new(),
+            extra: None,
+            phase: Phase::Leaf,
+            meta: Meta::default(),
+        };
+        for d in [None, Some(0), Some(1), Some(u64::MAX - 1), Some(u64::MAX)] {
+            for o in [
+                None,
+                Some(Range::new(0, 0)),
+                Some(Range::new(u64::MAX, u64::MAX)),
+                Some(Range::new(0, u64::MAX)),
+            ] {
+                let mut e = Extraction::new(7, Some(3), 2, 1, parts(o, d));
+                assert_eq!(
+                    (e.id(), e.parent(), e.origin(), e.declared_size()),
+                    (7, Some(3), o, d)
+                );
+                e.set_declared_size(None);
+                e.set_origin(None);
+                assert_eq!((e.origin(), e.declared_size()), (None, None));
+            }
+        }
+        let mut root = Extraction::new(0, None, 0, 0, parts(None, None));
+        assert_eq!((root.parent(), root.parser()), (None, None));
+        static GZIP: &str = "gzip";
+        root.set_parser(&GZIP);
+        assert_eq!(root.parser(), Some("gzip"));
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub enum Value {
     /// "`how`, `from` → `to` bytes" (a zip entry's method and sizes),
     /// kept without an allocation for the same reason.
     Coded(&'static str, u64, u64),
+    /// "decoded `start`..`end` (`n` bytes)": where a compressed member's
+    /// output lies in its decoded stream, kept without an allocation (a
+    /// tar of small `.gz` files has one per file).
+    Decoded(u64, u64),
 }
 
 impl fmt::Display for Value {
@@ -56,6 +60,11 @@ impl fmt::Display for Value {
             }
             Value::Sized(what, n) => write!(f, "{what}, {n} bytes"),
             Value::Coded(how, from, to) => write!(f, "{how}, {from} → {to} bytes"),
+            Value::Decoded(start, end) => write!(
+                f,
+                "decoded {start:#x}..{end:#x} ({} bytes)",
+                end.saturating_sub(*start)
+            ),
         }
     }
 }

@@ -268,7 +268,11 @@ impl App {
         if t.damage_count == seen || at.is_some_and(|a| a.elapsed() < Duration::from_secs(1)) {
             return;
         }
-        let damaged = t.exts.iter().filter(|e| !e.damage.is_empty()).map(|e| e.id);
+        let damaged = t
+            .exts
+            .iter()
+            .filter(|e| !e.damage.is_empty())
+            .map(|e| e.id());
         let roots = pparse::report::tree::Causes::of(&t, damaged).roots();
         self.causes = (t.damage_count, roots, Some(Instant::now()));
     }

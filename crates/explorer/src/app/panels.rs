@@ -53,7 +53,7 @@ impl App {
                 self.focus = Pane::Nodes;
                 return;
             }
-            match self.session.tree().get(ext).and_then(|e| e.parent) {
+            match self.session.tree().get(ext).and_then(|e| e.parent()) {
                 Some(p) => ext = p,
                 None => break,
             }

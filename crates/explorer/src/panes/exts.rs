@@ -61,10 +61,10 @@ impl ExtPane {
     pub fn reveal(&mut self, id: ExtId, cx: &Cx) {
         let t = cx.session.tree();
         let mut up = Vec::new();
-        let mut at = t.exts.get(id).and_then(|e| e.parent);
+        let mut at = t.exts.get(id).and_then(|e| e.parent());
         while let Some(p) = at {
             up.push(p);
-            at = t.exts[p].parent;
+            at = t.exts[p].parent();
         }
         self.rows.prepare(&t, &up);
         let row = self.rows.row_of(&t, id);
@@ -243,7 +243,7 @@ fn draw_ext(
         th.status(status)
     };
     let mut detail = String::new();
-    if let Some(p) = e.parser {
+    if let Some(p) = e.parser() {
         detail.push_str(&format!("  [{p}]"));
     }
     match &e.kind {
@@ -252,7 +252,7 @@ fn draw_ext(
         EntryKind::HardLink(t) => detail.push_str(&format!("  link {t}")),
         EntryKind::Other(what) => detail.push_str(&format!("  {what}")),
         // A cut member: how much of it is there.
-        _ => match e.declared_size {
+        _ => match e.declared_size() {
             Some(d) if d > e.size() => {
                 detail.push_str(&format!("  {} of {}", human(e.size()), human(d)));
             }
@@ -283,8 +283,8 @@ fn draw_ext(
 pub fn status_tag(e: &Extraction, status: Status) -> Option<String> {
     match status {
         Status::Complete => None,
-        Status::Truncated if e.parent.is_some() && e.size() > 0 => Some("◐ partial".into()),
-        Status::Truncated if e.parent.is_some() => Some("○ missing".into()),
+        Status::Truncated if e.parent().is_some() && e.size() > 0 => Some("◐ partial".into()),
+        Status::Truncated if e.parent().is_some() => Some("○ missing".into()),
         s => Some(format!("✗ {}", s.as_str())),
     }
 }

@@ -901,7 +901,7 @@ fn marks(cx: &Cx, start: u64, end: u64, selection: Selection, sorted: bool) -> M
         damage,
         unknown,
         covered,
-        parsed: e.parser.is_some() && !e.nodes.is_empty(),
+        parsed: e.parser().is_some() && !e.nodes.is_empty(),
     }
 }
 

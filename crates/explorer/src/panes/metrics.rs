@@ -107,7 +107,7 @@ fn find_log(t: &Tree, id: ExtId) -> Option<(ExtId, MetricsScan)> {
         if let Some(scan) = scan_of(x) {
             return Some((x, scan));
         }
-        at = t.get(x).and_then(|e| e.parent);
+        at = t.get(x).and_then(|e| e.parent());
     }
     t.subtree(id)
         .into_iter()

@@ -313,7 +313,7 @@ impl Component for NodePane {
             let msg = match e.phase {
                 Phase::Leaf => "no parser recognised these bytes (raw data)",
                 Phase::Waiting => "waiting for bytes…",
-                _ if e.parser.is_some() => "no structure found yet…",
+                _ if e.parser().is_some() => "no structure found yet…",
                 _ => "",
             };
             let w = inner.width.saturating_sub(1);

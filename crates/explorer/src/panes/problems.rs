@@ -56,7 +56,7 @@ impl ProblemsPanel {
                     found = Some((x, o, e.data(), e.display_name()));
                     break;
                 }
-                at = e.parent;
+                at = e.parent();
             }
             found?
         };

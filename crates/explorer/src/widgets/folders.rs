@@ -387,7 +387,7 @@ impl Rows {
     /// The row that shows extraction `id` (a directory member is shown
     /// as its folder).
     pub fn row_of(&self, t: &Tree, id: ExtId) -> Row {
-        if let Some(p) = t.exts[id].parent
+        if let Some(p) = t.exts[id].parent()
             && self.groups.contains_key(&p)
             && self.folders
             && t.exts[id].kind == EntryKind::Dir
@@ -417,7 +417,7 @@ impl Rows {
             Row::Dir { path, .. } => format!("{}/", path.rsplit('/').next().unwrap_or(path)),
             Row::Ext(id) => {
                 let e = &t.exts[*id];
-                match e.parent {
+                match e.parent() {
                     Some(p) if self.folders && self.groups.contains_key(&p) => {
                         let path = member_path(t, *id);
                         let base = shown_name(&path);
@@ -541,7 +541,7 @@ impl TreeModel for Model<'_> {
                 })
             }
             Row::Ext(id) => {
-                let p = self.t.exts.get(*id)?.parent?;
+                let p = self.t.exts.get(*id)?.parent()?;
                 if self.rows.folders && self.rows.groups.contains_key(&p) {
                     let path = member_path(self.t, *id);
                     let up = folder_of(&path);
@@ -560,7 +560,7 @@ impl TreeModel for Model<'_> {
     fn index(&self, row: &Row) -> usize {
         let of = match row {
             Row::Dir { of, .. } => Some(*of),
-            Row::Ext(id) => self.t.exts.get(*id).and_then(|e| e.parent),
+            Row::Ext(id) => self.t.exts.get(*id).and_then(|e| e.parent()),
         };
         if let Some(g) = of.and_then(|p| self.rows.groups.get(&p))
             && let Some(i) = g.place(self.t, row)

@@ -22,7 +22,7 @@ impl TreeModel for Exts<'_> {
         }
     }
     fn parent(&self, id: &ExtId) -> Option<ExtId> {
-        self.0.exts.get(*id).and_then(|e| e.parent)
+        self.0.exts.get(*id).and_then(|e| e.parent())
     }
     fn index(&self, id: &ExtId) -> usize {
         self.0.exts.get(*id).map_or(0, |e| e.position())

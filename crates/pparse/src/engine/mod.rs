@@ -34,7 +34,7 @@ use thin_vec::ThinVec;
 
 use crate::data::stats::{Counters, IoStats};
 use crate::data::{Data, MmapSource, ReadFailure, ReadGuard};
-use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Phase, Tree};
+use crate::extraction::{EntryKind, ExtId, Extraction, Meta, Parts, Phase, Tree};
 use crate::index::Notes;
 use crate::name::Name;
 use crate::node::{Children, Node};
@@ -523,7 +523,7 @@ impl Session {
                 children: Children::Unloaded,
                 ..n.clone_shallow()
             };
-            (shallow, e.data(), e.parser)
+            (shallow, e.data(), e.parser())
         };
         let Some(format) = parser.and_then(parsers::by_name) else {
             return false;
@@ -614,31 +614,29 @@ fn root_extraction(
     file: Option<std::path::PathBuf>,
 ) -> Extraction {
     let data: Data = guard;
-    Extraction {
-        id: 0,
-        parent: None,
-        index: 0,
-        children: ThinVec::new(),
-        name,
-        kind,
-        bytes: data,
-        form: crate::extraction::Form::Own,
-        origin: None,
-        declared_size: None,
-        parser: None,
-        damage: ThinVec::new(),
-        extra: file.clone().map(|file| {
-            Box::new(crate::extraction::Extra {
-                file: Some(file),
-                ..Default::default()
-            })
-        }),
-        nodes: ThinVec::new(),
-        phase: Phase::Waiting,
-        proved: false,
-        depth: 0,
-        meta: file.as_deref().map_or_else(Meta::default, file_meta),
-    }
+    Extraction::new(
+        0,
+        None,
+        0,
+        0,
+        Parts {
+            name,
+            kind,
+            bytes: data,
+            form: crate::extraction::Form::Own,
+            origin: None,
+            declared_size: None,
+            damage: ThinVec::new(),
+            extra: file.clone().map(|file| {
+                Box::new(crate::extraction::Extra {
+                    file: Some(file),
+                    ..Default::default()
+                })
+            }),
+            phase: Phase::Waiting,
+            meta: file.as_deref().map_or_else(Meta::default, file_meta),
+        },
+    )
 }
 
 /// The time and permissions of the file opened.
@@ -904,7 +902,7 @@ mod tests {
             let t = s.tree();
             for e in &t.exts {
                 for &c in &e.children {
-                    assert_eq!(t.exts[c].parent, Some(e.id));
+                    assert_eq!(t.exts[c].parent(), Some(e.id()));
                 }
             }
             counts.push(t.len());

@@ -494,7 +494,7 @@ impl Engine {
             }
             Some(None) => started.leaves.push(id),
             Some(Some(Sniffed { format, by_name })) => {
-                started.parsing.push((id, format.name));
+                started.parsing.push((id, &format.name));
                 job.work = Work::Parse((format.parse)(&job.data, &self.opts));
                 job.by_name = by_name;
                 self.add(job);
@@ -715,7 +715,7 @@ impl Engine {
                 {
                     let mut t = self.shared.tree.write();
                     let e = &mut t.exts[job.ext];
-                    e.parser = Some(format.name);
+                    e.set_parser(&format.name);
                     e.phase = Phase::Parsing;
                 }
                 let job = self.jobs.get_mut(&ext).expect("job");
@@ -742,7 +742,7 @@ impl Engine {
             let (parser, data, name, kind) = {
                 let t = self.shared.tree.read();
                 let l = &t.exts[like];
-                (l.parser, l.data(), l.display_name(), l.kind.clone())
+                (l.parser(), l.data(), l.display_name(), l.kind.clone())
             };
             if let Some(format) = parser.and_then(parsers::by_name) {
                 return Some(Some(Sniffed {
@@ -867,7 +867,7 @@ impl Engine {
                 }
                 let e = &mut t.exts[ext];
                 if carve.is_none() {
-                    e.phase = if e.parser.is_none() && e.children.is_empty() {
+                    e.phase = if e.parser().is_none() && e.children.is_empty() {
                         Phase::Leaf
                     } else {
                         Phase::Done
@@ -963,7 +963,7 @@ impl Engine {
 #[derive(Default)]
 struct Started {
     leaves: Vec<ExtId>,
-    parsing: Vec<(ExtId, &'static str)>,
+    parsing: Vec<(ExtId, &'static &'static str)>,
     /// CRC-32s of the first bytes sniffed.
     heads: Vec<(ExtId, u32)>,
 }
@@ -978,7 +978,7 @@ impl Started {
             t.settle_sources(id);
         }
         for (id, name) in self.parsing {
-            t.exts[id].parser = Some(name);
+            t.exts[id].set_parser(name);
             t.exts[id].phase = Phase::Parsing;
         }
     }

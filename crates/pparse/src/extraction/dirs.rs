@@ -388,26 +388,24 @@ mod tests {
     use thin_vec::ThinVec;
 
     fn ext(id: ExtId, name: &str, kind: EntryKind, bytes: &Data) -> Extraction {
-        Extraction {
+        Extraction::new(
             id,
-            parent: (id > 0).then_some(0),
-            index: 0,
-            children: ThinVec::new(),
-            name: Name::new(name.as_bytes()),
-            kind,
-            bytes: bytes.clone(),
-            form: Form::Own,
-            origin: None,
-            declared_size: None,
-            parser: None,
-            damage: ThinVec::new(),
-            extra: None,
-            nodes: ThinVec::new(),
-            phase: Phase::Leaf,
-            proved: false,
-            depth: u32::from(id > 0),
-            meta: Meta::default(),
-        }
+            (id > 0).then_some(0),
+            0,
+            u32::from(id > 0),
+            crate::extraction::Parts {
+                name: Name::new(name.as_bytes()),
+                kind,
+                bytes: bytes.clone(),
+                form: Form::Own,
+                origin: None,
+                declared_size: None,
+                damage: ThinVec::new(),
+                extra: None,
+                phase: Phase::Leaf,
+                meta: Meta::default(),
+            },
+        )
     }
 
     /// A container of the members `names` (a name ending in `/` is a

@@ -370,7 +370,7 @@ impl Fs {
     fn listing_path(&self, t: &Tree, id: ExtId) -> String {
         let mut parts = Vec::new();
         let mut at = id;
-        while let Some(p) = t.exts[at].parent {
+        while let Some(p) = t.exts[at].parent() {
             parts.push(self.listed_component(t, p, at));
             at = p;
         }
@@ -691,7 +691,7 @@ impl Fs {
                 let t = self.session.tree();
                 let e = &t.exts[id];
                 while let Some(&(top, len, depth)) = stack.last() {
-                    if Some(top) == e.parent {
+                    if Some(top) == e.parent() {
                         break;
                     }
                     stack.pop();
@@ -702,10 +702,10 @@ impl Fs {
                     // The top of a subtree: its ancestors' names, once.
                     path.clear();
                     chain.clear();
-                    if let Some(p) = e.parent {
+                    if let Some(p) = e.parent() {
                         path = self.listing_path(&t, p);
                         let mut x = p;
-                        while let Some(up) = t.exts[x].parent {
+                        while let Some(up) = t.exts[x].parent() {
                             chain.push(self.raw_listed(&t, up, x));
                             x = up;
                         }
@@ -713,7 +713,7 @@ impl Fs {
                     }
                 }
                 stack.push((id, path.len(), chain.len()));
-                if let Some(p) = e.parent {
+                if let Some(p) = e.parent() {
                     if !path.is_empty() {
                         path.push('/');
                     }
@@ -721,7 +721,7 @@ impl Fs {
                     chain.push(self.raw_listed(&t, p, id));
                 }
                 let file = (open && e.kind.has_content()).then(|| file_of(&t, id));
-                let root_name = e.parent.is_none().then(|| vec![e.name.raw().to_vec()]);
+                let root_name = e.parent().is_none().then(|| vec![e.name.raw().to_vec()]);
                 (self.entry_at(&t, id, &path), root_name, file)
             };
             let names = root_name.as_deref().unwrap_or(&chain);
@@ -861,7 +861,7 @@ impl Fs {
                 }));
             }
         };
-        if listed && chain[..chain.len() - 1].iter().any(|a| cat.renames(a.id)) {
+        if listed && chain[..chain.len() - 1].iter().any(|a| cat.renames(a.id())) {
             return None;
         }
         Some(Ok((chain, id)))
@@ -892,30 +892,30 @@ impl Fs {
             name: e.display_name(),
             kind,
             size: e.size(),
-            declared_size: e.declared_size,
+            declared_size: e.declared_size(),
             reason: (status != Status::Complete).then(|| {
                 e.detail().unwrap_or_else(|| {
                     format!(
                         "{} of {} bytes present",
                         e.size(),
-                        e.declared_size.unwrap_or(0)
+                        e.declared_size().unwrap_or(0)
                     )
                 })
             }),
             status,
             container,
             member: e.kind == EntryKind::File,
-            format: e.parser,
+            format: e.parser(),
             mtime: e.meta.mtime(),
             mode: e.meta.mode(),
             // A directory entry of its container leads to what its
             // container holds under its name.
-            node: EntryHandle(match e.parent {
+            node: EntryHandle(match e.parent() {
                 Some(p) if e.kind == EntryKind::Dir && !container => {
                     let name = e.name.path_form();
                     At::Under(p, format!("{}/", name.trim_end_matches('/')))
                 }
-                _ => At::Entry(e.id),
+                _ => At::Entry(e.id()),
             }),
         }
     }
@@ -939,7 +939,7 @@ fn locate_id(t: &Tree, id: ExtId) -> Option<At> {
     if e.kind == EntryKind::Dir && e.children.is_empty() {
         let name = e.name.path_form();
         let prefix = format!("{}/", name.trim_end_matches('/'));
-        return Some(At::Under(e.parent?, prefix));
+        return Some(At::Under(e.parent()?, prefix));
     }
     Some(At::Entry(id))
 }
@@ -977,7 +977,7 @@ fn locate(t: &Tree, full: &str) -> Option<At> {
 /// The bytes of extraction `id`, opened.
 fn file_of(t: &Tree, id: ExtId) -> File {
     let e = &t.exts[id];
-    let parent = e.parent.map(|p| &t.exts[p]);
+    let parent = e.parent().map(|p| &t.exts[p]);
     let head = t.head_crc(id).filter(|_| t.restored);
     file_from(e, parent, head, t.restored, || t.path_of(id))
 }
@@ -1029,13 +1029,13 @@ fn check_member_header(
     path: impl Fn() -> String,
 ) -> io::Result<()> {
     use crate::extraction::Form;
-    let Some(o) = e.origin else {
+    let Some(o) = e.origin() else {
         return Ok(());
     };
     if e.status() != Status::Complete {
         return Ok(());
     }
-    let parser = parent.parser;
+    let parser = parent.parser();
     let (vouched, what) = if parser == Some(crate::parsers::archive::tar::FORMAT.name)
         && e.form == Form::Window
     {
@@ -1044,7 +1044,7 @@ fn check_member_header(
             .start
             .checked_sub(512)
             .is_some_and(|at| crate::data::read_exact_at(&*e.bytes, at, &mut b).unwrap_or(false));
-        let size = e.declared_size.unwrap_or(o.len());
+        let size = e.declared_size().unwrap_or(o.len());
         (
             read && o.len() == size && crate::parsers::archive::tar::header_vouches(&b, size),
             format!("no tar header of a {size}-byte member precedes its range {o}"),
@@ -1053,7 +1053,7 @@ fn check_member_header(
         && matches!(e.form, Form::Window | Form::Deflate)
     {
         let size = (e.form == Form::Deflate)
-            .then_some(e.declared_size)
+            .then_some(e.declared_size())
             .flatten();
         (
             crate::parsers::archive::zip::local_header_vouches(&*e.bytes, o, e.name.raw(), size),

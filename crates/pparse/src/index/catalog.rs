@@ -36,7 +36,7 @@ use thin_vec::ThinVec;
 use super::codec::{In, Invalid, Out};
 use crate::data::{Data, Range};
 use crate::extraction::{
-    EntryKind, ExtId, Extra, Extraction, Form, Meta, Phase, Progress, Tree, match_name,
+    EntryKind, ExtId, Extra, Extraction, Form, Meta, Parts, Phase, Progress, Tree, match_name,
 };
 use crate::name::Name;
 use crate::status::Damage;
@@ -124,14 +124,14 @@ pub(super) fn write<W: Write>(
     let mut extras: Vec<u8> = Vec::new();
     for e in &tree.exts {
         names_len += e.name.raw().len() as u64;
-        let (Some(p), Some(bare)) = (e.parent, bare_key(&e.name)) else {
+        let (Some(p), Some(bare)) = (e.parent(), bare_key(&e.name)) else {
             continue;
         };
         let mut at = key_hash(p as u32, bare.as_bytes()) as usize & mask;
         while table[at] != 0 {
             at = (at + 1) & mask;
         }
-        table[at] = e.id as u32 + 1;
+        table[at] = e.id() as u32 + 1;
     }
     out.u64(n as u64)?;
     out.u64(slots as u64)?;
@@ -151,7 +151,7 @@ pub(super) fn write<W: Write>(
         if !has {
             continue;
         }
-        extra_offs.push((e.id as u32, blob.pos()));
+        extra_offs.push((e.id() as u32, blob.pos()));
         blob.str(text.unwrap_or(""))?;
         blob.var(e.damage.len() as u64)?;
         for d in &e.damage {
@@ -185,14 +185,14 @@ pub(super) fn write<W: Write>(
         let put64 = |r: &mut [u8; REC], at: usize, v: u64| {
             r[at..at + 8].copy_from_slice(&v.to_le_bytes());
         };
-        put32(&mut r, 0, e.parent.map_or(NO_PARENT, |p| p as u32));
+        put32(&mut r, 0, e.parent().map_or(NO_PARENT, |p| p as u32));
         put32(&mut r, 4, u32::try_from(src).map_err(|_| too_many())?);
         put32(
             &mut r,
             8,
             u32::try_from(e.children.len()).map_err(|_| too_many())?,
         );
-        put32(&mut r, 12, tree.head_crc(e.id).unwrap_or(0));
+        put32(&mut r, 12, tree.head_crc(e.id()).unwrap_or(0));
         put64(&mut r, 16, name_off);
         put32(
             &mut r,
@@ -201,12 +201,12 @@ pub(super) fn write<W: Write>(
         );
         name_off += e.name.raw().len() as u64;
         let mut flags = 0u8;
-        if let Some(o) = e.origin {
+        if let Some(o) = e.origin() {
             flags |= HAS_ORIGIN;
             put64(&mut r, 32, o.start);
             put64(&mut r, 40, o.end);
         }
-        if let Some(d) = e.declared_size {
+        if let Some(d) = e.declared_size() {
             flags |= HAS_DECLARED;
             put64(&mut r, 48, d);
         }
@@ -219,14 +219,14 @@ pub(super) fn write<W: Write>(
             put32(&mut r, 28, m);
         }
         let extra = match next_extra.peek() {
-            Some(&&(id, off)) if id as usize == e.id => {
+            Some(&&(id, off)) if id as usize == e.id() => {
                 next_extra.next();
                 off
             }
             _ => NO_EXTRA,
         };
         put64(&mut r, 64, extra);
-        if !e.children.is_empty() && crate::extraction::dirs::Dirs::renames_in(tree, e.id) {
+        if !e.children.is_empty() && crate::extraction::dirs::Dirs::renames_in(tree, e.id()) {
             flags |= RENAMES;
         }
         if e.phase == Phase::Leaf {
@@ -241,7 +241,7 @@ pub(super) fn write<W: Write>(
             Form::Deflate => 2,
         };
         r[74] = flags;
-        r[75] = match e.parser {
+        r[75] = match e.parser() {
             None => 0,
             Some(p) => match parsers.iter().position(|&q| q == p) {
                 Some(i) => i as u8 + 1,
@@ -342,7 +342,7 @@ pub struct Catalog {
     extras_at: usize,
     extras_len: usize,
     sources: Vec<Src>,
-    parsers: Vec<&'static str>,
+    parsers: Vec<&'static &'static str>,
     root_name: Name,
     file: Option<PathBuf>,
     max_depth: u32,
@@ -364,7 +364,7 @@ impl Catalog {
         file_at: u64,
         len: usize,
         sources: Vec<Src>,
-        parsers: Vec<&'static str>,
+        parsers: Vec<&'static &'static str>,
         root_name: Name,
         file: Option<&Path>,
         max_depth: u32,
@@ -564,11 +564,11 @@ impl Catalog {
             (1, _) => EntryKind::Stream,
             (2, _) => EntryKind::File,
             (3, _) => EntryKind::Dir,
-            (4, t) => EntryKind::Symlink(t),
-            (5, t) => EntryKind::HardLink(t),
+            (4, t) => EntryKind::Symlink(t.into()),
+            (5, t) => EntryKind::HardLink(t.into()),
             (6, _) => EntryKind::Device,
             (7, _) => EntryKind::Fifo,
-            (8, t) => EntryKind::Other(t),
+            (8, t) => EntryKind::Other(t.into()),
             _ => return Err(bad("unknown kind")),
         };
         let src = self
@@ -660,34 +660,35 @@ impl Catalog {
                 like: None,
             })
         });
-        let e = Extraction {
+        let mut e = Extraction::new(
             id,
-            parent: rec.parent,
-            index: 0,
-            children: ThinVec::new(),
-            name: if id == 0 {
-                self.root_name.clone()
-            } else {
-                Name::new(self.name_bytes(&rec).to_vec())
-            },
-            kind,
-            bytes: src.data.clone(),
-            form,
-            origin,
-            declared_size,
-            parser,
-            damage: extras.damage,
-            extra,
-            nodes: ThinVec::new(),
-            phase: if rec.flags & LEAF != 0 {
-                Phase::Leaf
-            } else {
-                Phase::Done
-            },
-            proved: false,
+            rec.parent,
+            0,
             depth,
-            meta: Meta::new(rec.mtime, rec.mode),
-        };
+            Parts {
+                name: if id == 0 {
+                    self.root_name.clone()
+                } else {
+                    Name::new(self.name_bytes(&rec).to_vec())
+                },
+                kind,
+                bytes: src.data.clone(),
+                form,
+                origin,
+                declared_size,
+                damage: extras.damage,
+                extra,
+                phase: if rec.flags & LEAF != 0 {
+                    Phase::Leaf
+                } else {
+                    Phase::Done
+                },
+                meta: Meta::new(rec.mtime, rec.mode),
+            },
+        );
+        if let Some(p) = parser {
+            e.set_parser(p);
+        }
         Ok((e, Facts { size, depth }))
     }
 
@@ -719,7 +720,7 @@ impl Catalog {
             let rec = self.rec(id);
             let parent = rec.parent.and_then(|p| facts.get(p).copied());
             let (mut e, f) = self.extraction(id, parent)?;
-            if let Some(p) = e.parent {
+            if let Some(p) = e.parent() {
                 let pe = &mut tree.exts[p];
                 pe.children.push(id);
                 e.index = u32::try_from(pe.children.len() - 1).unwrap_or(u32::MAX);

@@ -216,13 +216,13 @@ fn bytes_of(b: &Bytes, at: usize, len: usize) -> Result<&[u8], Invalid> {
 }
 
 /// The formats the catalog's records name.
-fn read_parsers(r: &mut In) -> Result<Vec<&'static str>, Invalid> {
+fn read_parsers(r: &mut In) -> Result<Vec<&'static &'static str>, Invalid> {
     let n = r.count()?;
     let mut out = Vec::with_capacity(n.min(256));
     for _ in 0..n {
         let p = r.str()?;
         out.push(
-            crate::parsers::by_name(p)
+            &crate::parsers::by_name(p)
                 .ok_or_else(|| Invalid(format!("names an unknown format {p:?}")))?
                 .name,
         );
@@ -555,8 +555,8 @@ pub(super) fn fuzz_body(data: &[u8]) {
     let mut buf = vec![0u8; 4096];
     for e in tree.exts.iter().take(64) {
         let _ = e.data().read_at(0, &mut buf);
-        let _ = tree.path_of(e.id);
-        let _ = cat.chain(e.id);
+        let _ = tree.path_of(e.id());
+        let _ = cat.chain(e.id());
     }
 }
 

@@ -132,7 +132,7 @@ fn write_to(
     };
     let mut ext_src = Vec::with_capacity(tree.len());
     for e in &tree.exts {
-        if e.parent.is_some() && e.file().is_some() {
+        if e.parent().is_some() && e.file().is_some() {
             return Err("it reads other files (a folder, shards)".into());
         }
         if matches!(e.phase, Phase::Waiting | Phase::Parsing) {

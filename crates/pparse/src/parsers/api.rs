@@ -12,8 +12,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use thin_vec::ThinVec;
-
 use crate::data::{Data, InflateSource, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Form, Progress, Tree};
 use crate::name::Name;
@@ -501,7 +499,7 @@ impl<'a> StepCx<'a> {
     /// (a zip entry's data descriptor comes after its bytes).
     pub fn child_declared_size(&mut self, child: ExtId, size: u64) {
         self.edits.push(Box::new(move |t: &mut Tree| {
-            t.exts[child].declared_size = Some(size);
+            t.exts[child].set_declared_size(Some(size));
         }));
     }
 
@@ -531,32 +529,31 @@ impl<'a> StepCx<'a> {
             let index = t.exts[me].children.len();
             t.damage_count += spec.damage.len();
             crate::extraction::push_tight(&mut t.exts[me].children, id);
-            t.exts.push(crate::extraction::Extraction {
-                id,
-                parent: Some(me),
-                index: u32::try_from(index).unwrap_or(u32::MAX),
-                children: ThinVec::new(),
-                name: spec.name,
-                kind: spec.kind,
-                bytes: spec.data,
-                form: spec.form,
-                origin: spec.origin,
-                declared_size: spec.declared_size,
-                parser: None,
-                damage: spec.damage.into(),
-                extra: (spec.file.is_some() || spec.like.is_some()).then(|| {
-                    Box::new(crate::extraction::Extra {
-                        file: spec.file,
-                        like: spec.like,
-                        ..Default::default()
-                    })
-                }),
-                nodes: ThinVec::new(),
-                phase,
-                proved: false,
-                depth,
-                meta: spec.meta,
+            let extra = (spec.file.is_some() || spec.like.is_some()).then(|| {
+                Box::new(crate::extraction::Extra {
+                    file: spec.file,
+                    like: spec.like,
+                    ..Default::default()
+                })
             });
+            t.exts.push(crate::extraction::Extraction::new(
+                id,
+                Some(me),
+                u32::try_from(index).unwrap_or(u32::MAX),
+                depth,
+                crate::extraction::Parts {
+                    name: spec.name,
+                    kind: spec.kind,
+                    bytes: spec.data,
+                    form: spec.form,
+                    origin: spec.origin,
+                    declared_size: spec.declared_size,
+                    damage: spec.damage.into(),
+                    extra,
+                    phase,
+                    meta: spec.meta,
+                },
+            ));
             t.inherit_into(id);
         }));
         id

@@ -100,5 +100,5 @@ pub fn by_name(name: &str) -> Option<&'static Format> {
 
 /// The format an extraction was parsed as.
 pub fn format_of(e: &Extraction) -> Option<&'static Format> {
-    by_name(e.parser?)
+    by_name(e.parser()?)
 }

@@ -17,7 +17,7 @@ fn json_value(v: &Value) -> String {
         Value::Int(x) => x.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Str(s) | Value::Quoted(s) => json_str(s),
-        Value::Sized(..) | Value::Coded(..) => json_str(&v.to_string()),
+        Value::Sized(..) | Value::Coded(..) | Value::Decoded(..) => json_str(&v.to_string()),
         Value::Bytes(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
             format!("{{\"hex\":\"{hex}\"}}")
@@ -148,14 +148,14 @@ pub fn damaged_and_above(t: &Tree) -> Vec<bool> {
 pub fn with_ancestors(t: &Tree, pick: impl Fn(ExtId) -> bool) -> Vec<bool> {
     let mut keep = vec![false; t.len()];
     for e in &t.exts {
-        if keep[e.id] || !pick(e.id) {
+        if keep[e.id()] || !pick(e.id()) {
             continue;
         }
-        let mut at = Some(e.id);
+        let mut at = Some(e.id());
         // Each step goes to a parent, and stops at one already marked.
         while let Some(x) = at.filter(|&x| !keep[x]) {
             keep[x] = true;
-            at = t.exts[x].parent;
+            at = t.exts[x].parent();
         }
     }
     keep
@@ -179,7 +179,10 @@ fn text_of(t: &Tree, keep: Option<&[bool]>, out: &mut impl Write) -> io::Result<
     let last_shown = |x: ExtId| t.exts[x].children.iter().rposition(|&c| shown(c));
     let causes = Causes::of(
         t,
-        t.exts.iter().filter(|e| !e.damage.is_empty()).map(|e| e.id),
+        t.exts
+            .iter()
+            .filter(|e| !e.damage.is_empty())
+            .map(|e| e.id()),
     );
     // (extraction, index of its next child to print, index of its last shown)
     let mut stack: Vec<(ExtId, usize, Option<usize>)> = Vec::new();
@@ -225,7 +228,7 @@ fn write_line(
 ) -> io::Result<()> {
     let e = &t.exts[id];
     let mut line = format!("{lead}{}", e.display_name());
-    if let Some(p) = e.parser {
+    if let Some(p) = e.parser() {
         line.push_str(&format!("  [{p}]"));
     }
     let k = kind_text(e);
@@ -327,7 +330,7 @@ fn write_ext_fields_of(e: &Extraction, path: &str, out: &mut impl Write) -> io::
         "{{\"name\":{},\"path\":{},\"parser\":{},\"kind\":{},\"size\":{},\"status\":\"{}\"",
         json_str(&e.display_name()),
         json_str(path),
-        e.parser.map_or("null".to_string(), json_str),
+        e.parser().map_or("null".to_string(), json_str),
         json_str(e.kind.as_str()),
         json_u64(e.size()),
         e.status().as_str()
@@ -339,10 +342,10 @@ fn write_ext_fields_of(e: &Extraction, path: &str, out: &mut impl Write) -> io::
         let notes: Vec<String> = e.notes().iter().map(|n| json_str(n)).collect();
         write!(out, ",\"notes\":[{}]", notes.join(","))?;
     }
-    if let Some(s) = e.declared_size {
+    if let Some(s) = e.declared_size() {
         write!(out, ",\"declared_size\":{}", json_u64(s))?;
     }
-    if let Some(o) = e.origin {
+    if let Some(o) = e.origin() {
         write!(
             out,
             ",\"origin\":{{\"start\":{},\"end\":{}}}",
@@ -388,7 +391,7 @@ pub fn nodes_text_head(e: &Extraction, out: &mut impl Write) -> io::Result<()> {
         out,
         "{}  [{}]  {} B",
         e.display_name(),
-        e.parser.unwrap_or("no parser"),
+        e.parser().unwrap_or("no parser"),
         thousands(e.size())
     )
 }
@@ -450,7 +453,7 @@ pub fn nodes_json_open(t: &Tree, id: ExtId, out: &mut impl Write) -> io::Result<
         out,
         "{{\"name\":{},\"kind\":\"extraction\",\"parser\":{},\"start\":0,\"end\":{},\"status\":\"{}\"",
         json_str(&e.display_name()),
-        e.parser.map_or("null".to_string(), json_str),
+        e.parser().map_or("null".to_string(), json_str),
         json_u64(e.size()),
         e.status().as_str()
     )?;

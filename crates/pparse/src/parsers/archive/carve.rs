@@ -78,9 +78,9 @@ pub(crate) fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
     let mut at = id;
     loop {
         let e = &t.exts[at];
-        seen.formats.extend(e.parser);
-        match e.parent {
-            Some(p) if e.is_window() && e.origin.is_some_and(|o| o.start == 0) => at = p,
+        seen.formats.extend(e.parser());
+        match e.parent() {
+            Some(p) if e.is_window() && e.origin().is_some_and(|o| o.start == 0) => at = p,
             _ => break,
         }
     }
@@ -88,7 +88,7 @@ pub(crate) fn seen(t: &Tree, id: ExtId) -> Result<Seen, String> {
     let mut at = Some(id);
     while let Some(x) = at {
         depth += usize::from(is_found(&t.exts[x]));
-        at = t.exts[x].parent;
+        at = t.exts[x].parent();
     }
     if depth >= MAX_FOUND_DEPTH {
         return Err(format!(

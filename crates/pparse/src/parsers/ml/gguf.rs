@@ -1410,7 +1410,7 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     };
     let mut out = own_tensors(&*e.data(), ext);
     for &c in &e.children {
-        if tree.exts[c].parser == Some("gguf") {
+        if tree.exts[c].parser() == Some("gguf") {
             out.extend(own_tensors(&*tree.exts[c].data(), c));
         }
     }

@@ -983,7 +983,7 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let src = &*e.data();
     let (avail, fin) = src.extent();
     let name = e.name.to_string();
-    let name = if e.parent.is_none() {
+    let name = if e.parent().is_none() {
         std::path::Path::new(&name)
             .file_name()
             .map_or(name.clone(), |f| f.to_string_lossy().into_owned())

@@ -383,7 +383,7 @@ pub(crate) fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         .collect();
     let mut out = Vec::new();
     for &c in &e.children {
-        if tree.exts[c].parser != Some("safetensors") {
+        if tree.exts[c].parser() != Some("safetensors") {
             continue;
         }
         let shard = String::from_utf8_lossy(tree.exts[c].name.raw()).into_owned();

@@ -661,7 +661,7 @@ pub(crate) fn prepare(tree: &Tree, ext: ExtId) -> Option<Prepared> {
         corrupt: (tree.status_of(c) == Status::Corrupt)
             .then(|| tree.exts[c].detail().unwrap_or_default()),
     };
-    match e.parser {
+    match e.parser() {
         Some("zip") => {
             let prefix = zip_prefix(tree, ext)?;
             if let Some(&b) = by_name.get(&format!("{prefix}byteorder")) {

@@ -820,9 +820,7 @@ impl GzipParser {
         }
         cx.edit_node(node, move |nd| {
             nd.range = Range::new(start, at + 8);
-            nd.value = Some(Value::Str(
-                format!("decoded {out_start:#x}..{out_end:#x} ({size} bytes)").into(),
-            ));
+            nd.value = Some(Value::Decoded(out_start, out_end));
             nd.damage = damage.map(Box::new);
         });
         self.state = State::After {
