@@ -33,7 +33,7 @@ fn heap_peak(run: &Run) -> u64 {
 fn bounded(cmd: &str, file: &Path, args: &[&str], per_byte: u64) -> Run {
     let mut all: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), file.as_os_str()];
     all.extend(args.iter().map(std::ffi::OsStr::new));
-    // The chunk cache is a fixed allowance of its own (32 MiB by
+    // The chunk cache is a fixed allowance of its own (16 MiB by
     // default): kept small, it stays inside the one checked here.
     all.extend(["--io-stats", "--cache-size", "8M"].map(std::ffi::OsStr::new));
     let run = pparse(&all);

@@ -608,7 +608,7 @@ fn io_stats_show_what_an_index_spares() {
         .unwrap();
     assert!(io["file_read"].as_u64().unwrap() >= gz_size, "{io}");
     assert_eq!(io["decoded"].as_u64().unwrap(), tar_size, "{io}");
-    assert_eq!(io["cache_budget"].as_u64().unwrap(), 32 << 20);
+    assert_eq!(io["cache_budget"].as_u64().unwrap(), 16 << 20);
     // Through the index: nothing decoded from the start; one member's
     // bytes re-decoded from the checkpoint before it (at most 4 MiB away).
     let name = "sub/f027.txt";

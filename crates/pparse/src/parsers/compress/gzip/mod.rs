@@ -53,11 +53,12 @@ const OFFLOAD_INPUT: u64 = 1 << 20;
 /// rest may be handed off.
 const OFFLOAD_AFTER: u64 = 256 << 10;
 /// How many times the cache's budget a stream decoded on the helper
-/// thread may run ahead of the parsers reading it (64 MiB with the
-/// default 32 MiB cache): the parsers work in bursts (a jar's entries, a
+/// thread may run ahead of the parsers reading it (32 MiB with the
+/// default 16 MiB cache): the parsers work in bursts (a jar's entries, a
 /// run of small `.gz` files) while the decoder runs evenly, and a lead
 /// that covers a burst keeps both busy (16 MiB slowed the 10 GB tar.gz
-/// of `peers/index.sh` by a fifth; 64 and 128 MiB took the same time).
+/// of `peers/index.sh` by a fifth; 32, 64 and 128 MiB took the same
+/// time).
 /// Those bytes are kept out of the cache (see
 /// `data::inflate::AHEAD_WINDOW`).
 const LEAD: u64 = 2;
