@@ -44,16 +44,18 @@ run() {
         printf "| %s | %.2f | %.0f | %.0f | %.1f GB |\n", n, w, k / 1024, b, b * 1e7 / 1e9 }'
 }
 run "tar tf" tar tf "$FILE"
-run "pparse tree" "$BIN" tree "$FILE"
-run "pparse tree --json" "$BIN" tree --json "$FILE"
-run "pparse nodes --json" "$BIN" nodes --json "$FILE"
+# --no-index: each run parses the tar (a default run writes an index, which
+# the next would read instead).
+run "pparse tree" "$BIN" tree --no-index "$FILE"
+run "pparse tree --json" "$BIN" tree --no-index --json "$FILE"
+run "pparse nodes --json" "$BIN" nodes --no-index --json "$FILE"
 
 # The explorer: parse to the end, expand the tar, jump to its last member,
 # then read the peak RSS (VmHWM) of the running process. Driven through tmux
 # and polled on what the screen shows, not on fixed sleeps.
 if command -v tmux > /dev/null; then
     S=pparse-members-$$
-    tmux new-session -d -s "$S" -x 150 -y 40 "$BIN $FILE"
+    tmux new-session -d -s "$S" -x 150 -y 40 "$BIN --no-index $FILE"
     trap 'tmux kill-session -t "$S" 2> /dev/null || true' EXIT
     until_screen() {
         for _ in $(seq 1 1200); do
