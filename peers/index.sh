@@ -2,8 +2,9 @@
 # The persistent index (issue 14), beside ratarmount's SQLite index.
 #
 # On peers/run.sh's ~1 GB tar.gz of real files ($BENCH_DIR/real.tar.gz):
-#   1. building the index: `pparse tree --index I` (time, peak RSS) vs
-#      ratarmountcore building its index (SQLite + indexed_gzip checkpoints);
+#   1. building the index: `pparse tree --index I` (time, peak RSS), with
+#      the default threads and with one, vs ratarmountcore building its
+#      index (SQLite + indexed_gzip checkpoints);
 #   2. index sizes, as a share of the decoded bytes;
 #   3. `pparse cat` of the last member, with and without the index
 #      (best of RUNS each); the bytes are checked against `tar xzOf`;
@@ -51,6 +52,14 @@ bench() {  # GZ LABEL
   decoded=$(sed -n 2p "$BENCH_DIR/tree.txt" | grep -o '[0-9,]* B' | tr -d ', B')
   echo "pparse builds its index (tree): $build s, peak RSS $(( $(cat "$BENCH_DIR/rss") / 1024 )) MiB;" \
        "index $(stat -c %s "$idx") bytes = $(awk -v a="$(stat -c %s "$idx")" -v b="$decoded" 'BEGIN { printf "%.3f", 100 * a / b }')% of $decoded decoded bytes"
+  # The same on one thread: what parallel decoding adds to the peak.
+  rm -f "$idx.1"
+  t0=$(now)
+  /usr/bin/time -f "%M" -o "$BENCH_DIR/rss" "$PPARSE" tree "$gz" --threads 1 --index "$idx.1" > /dev/null
+  local build1; build1=$(since "$t0")
+  cmp -s "$idx" "$idx.1" && local same="the same index" || local same="an index in another order"
+  echo "the same with --threads 1: $build1 s, peak RSS $(( $(cat "$BENCH_DIR/rss") / 1024 )) MiB ($same)"
+  rm -f "$idx.1"
   local tarname; tarname=$(basename "$gz" .gz)
   local last; last=$(tail -1 "$BENCH_DIR/tree.txt" | sed 's/^[│├└─ ]*//; s/  .*//')
   local member="$tarname/$last"

@@ -956,7 +956,7 @@ fn an_index_of_a_deep_chain_is_refused_in_time() {
         let mut parent = src;
         for _ in 0..200_000 {
             let id = t.len();
-            let depth = t.exts[parent].depth + 1;
+            let depth = t.exts[parent].depth() + 1;
             let e = t.exts[src].twin(id, Some(parent), depth);
             t.exts.get_mut(parent).unwrap().children.push(id);
             t.exts.push(e);

@@ -1107,7 +1107,7 @@ fn found_files_nest_a_bounded_number_of_levels() {
                 .unwrap()
                 .starts_with("found@")
         })
-        .max_by_key(|&id| t.exts[id].depth)
+        .max_by_key(|&id| t.exts[id].depth())
         .unwrap();
     let notes = t.exts[deepest].notes();
     assert!(

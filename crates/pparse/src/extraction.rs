@@ -115,14 +115,15 @@ impl EntryKind {
 }
 
 /// The modification time and permissions a container records for a
-/// member (tar headers, zip's DOS times), kept in 12 bytes: ten million
+/// member (tar headers, zip's DOS times), kept in 10 bytes: ten million
 /// members pay for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
-    /// The time's two halves (low, high): kept 4-aligned, the 12 bytes
-    /// pack beside the extraction's other 4-byte fields.
-    mtime: [u32; 2],
-    mode: u32,
+    /// The time's four quarters, low first: kept 2-aligned, the 10 bytes
+    /// pack beside the extraction's smaller fields.
+    mtime: [u16; 4],
+    /// The permission bits, `u16::MAX` when none is recorded.
+    mode: u16,
 }
 
 impl Default for Meta {
@@ -137,18 +138,28 @@ impl Meta {
     pub fn new(mtime: Option<i64>, mode: Option<u32>) -> Meta {
         let t = mtime.filter(|&t| t != i64::MIN).unwrap_or(i64::MIN) as u64;
         Meta {
-            mtime: [t as u32, (t >> 32) as u32],
-            mode: mode.map_or(u32::MAX, |m| m & 0o7777),
+            mtime: [
+                t as u16,
+                (t >> 16) as u16,
+                (t >> 32) as u16,
+                (t >> 48) as u16,
+            ],
+            // 0o7777 is below `u16::MAX`.
+            mode: mode.map_or(u16::MAX, |m| (m & 0o7777) as u16),
         }
     }
     /// Modification time, seconds since the Unix epoch.
     pub fn mtime(&self) -> Option<i64> {
-        let t = (u64::from(self.mtime[1]) << 32 | u64::from(self.mtime[0])) as i64;
+        let t = self
+            .mtime
+            .iter()
+            .rev()
+            .fold(0u64, |t, &q| t << 16 | u64::from(q)) as i64;
         (t != i64::MIN).then_some(t)
     }
     /// Permission bits.
     pub fn mode(&self) -> Option<u32> {
-        (self.mode != u32::MAX).then_some(self.mode)
+        (self.mode != u16::MAX).then_some(u32::from(self.mode))
     }
 }
 
@@ -213,8 +224,9 @@ pub enum Form {
 
 /// One node of the extraction tree.
 ///
-/// Ten million members each pay for one, so it is kept small (144 bytes):
-/// ids are 4 bytes, and the optional offsets, size and format are kept
+/// Ten million members each pay for one, so it is kept small (136 bytes):
+/// ids are 4 bytes, its depth 2, its position among its parent's children
+/// is not kept ([`Tree::position`] finds it), and the optional offsets, size and format are kept
 /// without their `Option` tags, behind accessors ([`Extraction::parent`],
 /// [`Extraction::origin`], [`Extraction::declared_size`],
 /// [`Extraction::parser`]).
@@ -223,11 +235,8 @@ pub struct Extraction {
     id: u32,
     /// The extraction it was found in, [`NO_PARENT`] for the root.
     parent: u32,
-    /// Position among the parent's children (4 bytes: see
-    /// [`Extraction::position`]).
-    pub index: u32,
-    /// Containers above it (the root is at 0).
-    pub depth: u32,
+    /// Containers above it (the root is at 0; see [`Extraction::depth`]).
+    depth: u16,
     /// Its time and permissions, where its container records them.
     pub meta: Meta,
     /// Extractions found in it, in the order found.
@@ -304,12 +313,11 @@ fn id32(id: ExtId) -> u32 {
 impl Extraction {
     /// A record placed as `id` below `parent` at `depth`, with no
     /// children, nodes or format yet.
-    pub(crate) fn new(id: ExtId, parent: Option<ExtId>, index: u32, depth: u32, p: Parts) -> Self {
+    pub(crate) fn new(id: ExtId, parent: Option<ExtId>, depth: u32, p: Parts) -> Self {
         let mut e = Extraction {
             id: id32(id),
             parent: parent.map_or(NO_PARENT, id32),
-            index,
-            depth,
+            depth: u16::try_from(depth).unwrap_or(u16::MAX),
             meta: p.meta,
             children: ThinVec::new(),
             name: p.name,
@@ -366,11 +374,11 @@ impl Extraction {
     pub fn set_parser(&mut self, name: &'static &'static str) {
         self.parser = Some(name);
     }
-    /// Its position among its parent's children. Kept in 4 bytes, which
-    /// ten million members each pay for; past 4 billion children (a file
-    /// of terabytes of empty members) the count saturates.
-    pub fn position(&self) -> usize {
-        self.index as usize
+    /// Containers above it: the root is at 0. Kept in 2 bytes (the engine
+    /// parses nothing below [`crate::Options::max_depth`], 32 by
+    /// default); deeper than 65,535 it reads 65,535.
+    pub fn depth(&self) -> u32 {
+        u32::from(self.depth)
     }
     /// The extraction's bytes. A member stored verbatim keeps only its
     /// parent's source and `origin`, and its window is made here when asked
@@ -506,7 +514,6 @@ impl Extraction {
         let mut e = Extraction::new(
             id,
             parent,
-            0,
             depth,
             Parts {
                 name: self.name.clone(),
@@ -736,6 +743,16 @@ impl Tree {
     /// Extraction `id`, if it exists.
     pub fn get(&self, id: ExtId) -> Option<&Extraction> {
         self.exts.get(id)
+    }
+    /// The position of `id` among its parent's children (0 for the root):
+    /// a binary search, since children are added in the order of their
+    /// ids, which ten million members then do not each keep.
+    pub fn position(&self, id: ExtId) -> usize {
+        let parent = self.exts.get(id).and_then(Extraction::parent);
+        parent
+            .and_then(|p| self.exts.get(p))
+            .and_then(|p| p.children.binary_search(&id).ok())
+            .unwrap_or(0)
     }
     /// Extractions in the tree.
     pub fn len(&self) -> usize {
@@ -1035,8 +1052,8 @@ mod tests {
     #[test]
     fn an_extraction_record_stays_small() {
         let n = std::mem::size_of::<Extraction>();
-        assert!(n <= 144, "{n} bytes");
-        assert_eq!(std::mem::size_of::<Meta>(), 12);
+        assert!(n <= 136, "{n} bytes");
+        assert_eq!(std::mem::size_of::<Meta>(), 10);
         assert_eq!(std::mem::size_of::<EntryKind>(), 16);
     }
 
@@ -1064,7 +1081,7 @@ mod tests {
                 Some(Range::new(u64::MAX, u64::MAX)),
                 Some(Range::new(0, u64::MAX)),
             ] {
-                let mut e = Extraction::new(7, Some(3), 2, 1, parts(o, d));
+                let mut e = Extraction::new(7, Some(3), 1, parts(o, d));
                 assert_eq!(
                     (e.id(), e.parent(), e.origin(), e.declared_size()),
                     (7, Some(3), o, d)
@@ -1074,7 +1091,7 @@ mod tests {
                 assert_eq!((e.origin(), e.declared_size()), (None, None));
             }
         }
-        let mut root = Extraction::new(0, None, 0, 0, parts(None, None));
+        let mut root = Extraction::new(0, None, 0, parts(None, None));
         assert_eq!((root.parent(), root.parser()), (None, None));
         static GZIP: &str = "gzip";
         root.set_parser(&GZIP);
@@ -1089,5 +1106,8 @@ mod tests {
         assert_eq!(Meta::new(None, Some(0o100644)).mtime(), None);
         assert_eq!(Meta::new(Some(i64::MIN), None).mtime(), None);
         assert_eq!(Meta::new(None, Some(0o100644)).mode(), Some(0o644));
+        assert_eq!(Meta::new(None, Some(0o7777)).mode(), Some(0o7777));
+        assert_eq!(Meta::new(None, Some(0)).mode(), Some(0));
+        assert_eq!(Meta::default().mode(), None);
     }
 }

@@ -261,11 +261,14 @@ impl App {
 
     /// Counts the root causes of the damage found, when more was found:
     /// at most once a second while a parse finds more (a CRC failure can
-    /// make a hundred thousand members damaged at once).
+    /// make a hundred thousand members damaged at once), and at once when
+    /// the parse is over, so that the last count is never left unsaid.
     fn count_causes(&mut self) {
+        let finished = self.session.is_finished();
         let t = self.session.tree();
         let (seen, _, at) = self.causes;
-        if t.damage_count == seen || at.is_some_and(|a| a.elapsed() < Duration::from_secs(1)) {
+        let recent = at.is_some_and(|a| a.elapsed() < Duration::from_secs(1));
+        if t.damage_count == seen || (recent && !finished) {
             return;
         }
         let damaged = t

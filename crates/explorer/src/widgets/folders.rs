@@ -452,7 +452,7 @@ fn push(g: &mut Group, folder: Arc<str>, row: Row, t: &Tree) {
     let at = list.len();
     match &row {
         Row::Ext(id) => {
-            let i = t.exts[*id].position();
+            let i = t.position(*id);
             if g.ext_pos.len() <= i {
                 g.ext_pos.resize(i + 1, u32::MAX);
             }
@@ -470,7 +470,7 @@ impl Group {
     fn place(&self, t: &Tree, row: &Row) -> Option<usize> {
         match row {
             Row::Ext(id) => {
-                let i = t.exts.get(*id)?.position();
+                let i = t.position(*id);
                 self.ext_pos
                     .get(i)
                     .filter(|&&p| p != u32::MAX)
@@ -568,7 +568,7 @@ impl TreeModel for Model<'_> {
             return i;
         }
         match row {
-            Row::Ext(id) => self.t.exts.get(*id).map_or(0, |e| e.position()),
+            Row::Ext(id) => self.t.position(*id),
             Row::Dir { .. } => 0,
         }
     }

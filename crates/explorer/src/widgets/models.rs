@@ -25,7 +25,7 @@ impl TreeModel for Exts<'_> {
         self.0.exts.get(*id).and_then(|e| e.parent())
     }
     fn index(&self, id: &ExtId) -> usize {
-        self.0.exts.get(*id).map_or(0, |e| e.position())
+        self.0.position(*id)
     }
 }
 

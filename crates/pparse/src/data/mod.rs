@@ -64,4 +64,6 @@ pub fn decoder_window_limit() -> u64 {
 pub use regular::{irregular_kind, not_regular, open_regular, shown};
 pub use remote::{RemoteLimits, RemoteSource, RemoteStats, is_remote_url, put_file, remote_stats};
 pub use slice::SliceSource;
-pub use source::{Cursor, Data, Range, Recipe, Source, file_offset, le, read_exact_at, view};
+pub use source::{
+    Cursor, Data, RELEASE_STEP, Range, Recipe, Source, file_offset, le, read_exact_at, view,
+};

@@ -7,6 +7,12 @@ use std::sync::Arc;
 use super::checkpoints::{StreamLayout, WindowStore};
 use super::stats::Counters;
 
+/// Bytes a sequential reader passes between two calls of
+/// [`Source::release`]. A mapped file's pages count in the process's RSS
+/// until then: every reader of a pass holds up to this much (and the
+/// kernel's read-ahead) resident, and a call costs one `madvise`.
+pub const RELEASE_STEP: u64 = 4 << 20;
+
 /// One immutable byte source. See the module docs.
 pub trait Source: Send + Sync + 'static {
     /// Number of bytes that can be read now.
@@ -33,6 +39,7 @@ pub trait Source: Send + Sync + 'static {
     }
     /// Hint that `[start, end)` will not be read again soon, so its pages may be
     /// dropped from this process (it keeps RSS flat during one sequential pass).
+    /// Readers call it every [`RELEASE_STEP`] bytes.
     fn release(&self, _start: u64, _end: u64) {}
     /// Short description for status lines ("file", "gzip stream", ...).
     fn describe(&self) -> &'static str;

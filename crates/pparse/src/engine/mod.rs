@@ -618,7 +618,6 @@ fn root_extraction(
         0,
         None,
         0,
-        0,
         Parts {
             name,
             kind,

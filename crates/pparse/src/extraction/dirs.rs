@@ -391,7 +391,6 @@ mod tests {
         Extraction::new(
             id,
             (id > 0).then_some(0),
-            0,
             u32::from(id > 0),
             crate::extraction::Parts {
                 name: Name::new(name.as_bytes()),

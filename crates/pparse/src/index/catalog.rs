@@ -663,7 +663,6 @@ impl Catalog {
         let mut e = Extraction::new(
             id,
             rec.parent,
-            0,
             depth,
             Parts {
                 name: if id == 0 {
@@ -719,11 +718,9 @@ impl Catalog {
         for id in 0..self.n {
             let rec = self.rec(id);
             let parent = rec.parent.and_then(|p| facts.get(p).copied());
-            let (mut e, f) = self.extraction(id, parent)?;
+            let (e, f) = self.extraction(id, parent)?;
             if let Some(p) = e.parent() {
-                let pe = &mut tree.exts[p];
-                pe.children.push(id);
-                e.index = u32::try_from(pe.children.len() - 1).unwrap_or(u32::MAX);
+                tree.exts[p].children.push(id);
             }
             if rec.head_crc != 0 {
                 tree.set_head_crc(id, rec.head_crc);

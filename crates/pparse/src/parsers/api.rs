@@ -526,7 +526,6 @@ impl<'a> StepCx<'a> {
         };
         self.edits.push(Box::new(move |t: &mut Tree| {
             debug_assert_eq!(t.exts.len(), id);
-            let index = t.exts[me].children.len();
             t.damage_count += spec.damage.len();
             crate::extraction::push_tight(&mut t.exts[me].children, id);
             let extra = (spec.file.is_some() || spec.like.is_some()).then(|| {
@@ -539,7 +538,6 @@ impl<'a> StepCx<'a> {
             t.exts.push(crate::extraction::Extraction::new(
                 id,
                 Some(me),
-                u32::try_from(index).unwrap_or(u32::MAX),
                 depth,
                 crate::extraction::Parts {
                     name: spec.name,

@@ -54,7 +54,7 @@ const OUT_BUF: usize = 64 * 1024;
 
 /// How many times the cache's budget of a stream decoded ahead on the
 /// helper thread is kept out of the cache (see
-/// `InflateSource::trim_ahead`): 96 MiB with the default 32 MiB cache,
+/// `InflateSource::trim_ahead`): 48 MiB with the default 16 MiB cache,
 /// the lead (`LEAD` in the gzip parser) and as much again for the
 /// parsers of the members behind it. On the 10 GB tar.gz of
 /// `peers/index.sh` nothing was decoded twice with 3, and 6 only cost
@@ -1128,7 +1128,7 @@ impl Inflater {
             {
                 a.stop();
             }
-            if self.inbuf.pos - self.released >= 16 << 20 {
+            if self.inbuf.pos - self.released >= crate::data::source::RELEASE_STEP {
                 input.release(self.released, self.inbuf.pos);
                 self.released = self.inbuf.pos;
             }
@@ -1318,7 +1318,7 @@ impl Inflater {
         // The file pages behind are done with, whether the next piece is
         // taken too or zlib resumes (pieces taken in a row never reach the
         // release in the serial loop).
-        if input - self.released >= 16 << 20 {
+        if input - self.released >= crate::data::source::RELEASE_STEP {
             self.src.input.release(self.released, input);
             self.released = input;
         }

@@ -5,14 +5,17 @@
 //! (the unfinished chunk, the chunks kept ahead, its counters, a replay
 //! slot) and its checkpoints: about 400 bytes with their allocations. Once
 //! final, a stream with one checkpoint, at its start, is told by its input,
-//! where its deflate data starts, its length and its chunks' CRC-32s. The tree then keeps a
-//! [`SettledStream`] of about 100 bytes in its place; a read rebuilds the
+//! where its deflate data starts, its length and its chunks' CRC-32s. The
+//! tree then keeps a [`SettledStream`] of 72 bytes (88 with its reference
+//! counts) in its place; a read rebuilds the
 //! full source as an index would ([`InflateSource::restore`]), and checks
 //! each chunk it decodes again against the first pass's CRCs.
 
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+
+use thin_vec::ThinVec;
 
 use super::{CHUNK, InflateSource, StreamLayout, WindowSlot, WindowStore};
 use crate::data::cache::ChunkCache;
@@ -23,38 +26,22 @@ pub(crate) struct SettledStream {
     /// The first pass's cache key: what it left in the cache is read here.
     key: u64,
     input: Data,
-    /// Where the deflate data starts in `input` (after a gzip header).
-    start: u64,
     len: u64,
-    span: u64,
-    chunk_crcs: Crcs,
+    /// The full source, rebuilt by the first read.
+    full: OnceLock<Arc<InflateSource>>,
+    /// The CRC-32s of its chunks after the first: most settled streams
+    /// are one chunk long, and keep theirs in `first_crc` (empty, a
+    /// `ThinVec` allocates nothing).
+    more_crcs: ThinVec<u32>,
+    /// Where the deflate data starts in `input` (after a gzip header):
+    /// a stream whose header is 4 GiB long is not settled.
+    start: u32,
+    /// Its checkpoint span (4 MiB unless a test asks for another).
+    span: u32,
+    first_crc: u32,
     /// Its label's place in `LABELS`.
     label: u8,
     ends_exactly: bool,
-    /// The full source, rebuilt by the first read.
-    full: OnceLock<Arc<InflateSource>>,
-}
-
-/// The CRC-32s of a stream's chunks: most settled streams are one chunk
-/// long, and keep theirs without an allocation.
-enum Crcs {
-    One(u32),
-    Many(Box<[u32]>),
-}
-
-impl Crcs {
-    fn of(crcs: &[u32]) -> Crcs {
-        match crcs {
-            [one] => Crcs::One(*one),
-            many => Crcs::Many(many.into()),
-        }
-    }
-    fn to_vec(&self) -> Vec<u32> {
-        match self {
-            Crcs::One(c) => vec![*c],
-            Crcs::Many(m) => m.to_vec(),
-        }
-    }
 }
 
 impl InflateSource {
@@ -86,14 +73,19 @@ impl InflateSource {
         if crcs.len() as u64 != len.div_ceil(CHUNK) {
             return None;
         }
+        let (first_crc, more) = match crcs.split_first() {
+            Some((first, more)) => (*first, more),
+            None => (0, &[][..]),
+        };
         Some(Arc::new(SettledStream {
             key: self.key,
             input: self.input.clone(),
-            start: p.input,
+            start: u32::try_from(p.input).ok()?,
             len,
             label: label as u8,
-            span: self.span,
-            chunk_crcs: Crcs::of(&crcs),
+            span: u32::try_from(self.span).ok()?,
+            first_crc,
+            more_crcs: more.iter().copied().collect(),
             ends_exactly: self.ends_exactly,
             full: OnceLock::new(),
         }))
@@ -106,12 +98,19 @@ impl SettledStream {
     }
 
     fn layout(&self) -> StreamLayout {
+        let crcs = if self.len == 0 {
+            Vec::new()
+        } else {
+            std::iter::once(self.first_crc)
+                .chain(self.more_crcs.iter().copied())
+                .collect()
+        };
         super::from_start(
             self.label(),
-            self.span,
+            u64::from(self.span),
             self.len,
-            self.start,
-            self.chunk_crcs.to_vec(),
+            u64::from(self.start),
+            crcs,
         )
     }
 
@@ -160,7 +159,7 @@ impl Source for SettledStream {
         self.input.counters()
     }
     fn origin(&self, offset: u64) -> Option<(Data, u64, bool)> {
-        Some((self.input.clone(), self.start, offset == 0))
+        Some((self.input.clone(), u64::from(self.start), offset == 0))
     }
     fn recipe(&self) -> Recipe<'_> {
         Recipe::Inflate {
@@ -235,7 +234,7 @@ mod tests {
         let small = src.settled().expect("one checkpoint, final");
         assert!(std::mem::size_of_val(&*small) * 2 < std::mem::size_of_val(&*src));
         // Ten million small `.gz` files pay for each of these bytes.
-        assert!(std::mem::size_of::<SettledStream>() <= 88);
+        assert!(std::mem::size_of::<SettledStream>() <= 72);
         // The first pass is dropped, and with it what it left in the
         // cache: what follows is decoded again.
         let layout = src.layout().expect("final");

@@ -1153,7 +1153,7 @@ impl TarParser {
 
 impl Parser for TarParser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        if self.pos.saturating_sub(self.released) >= 8 << 20 {
+        if self.pos.saturating_sub(self.released) >= crate::data::RELEASE_STEP {
             self.data.release(self.released, self.pos);
             self.released = self.pos;
         }

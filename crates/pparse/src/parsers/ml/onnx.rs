@@ -146,9 +146,6 @@ struct Found {
     problem: Option<String>,
 }
 
-/// Bytes of the main graph read between two releases of their pages.
-const RELEASE_EVERY: u64 = 16 << 20;
-
 /// Nesting of subgraphs followed.
 const MAX_GRAPH_DEPTH: u32 = 32;
 
@@ -184,7 +181,7 @@ fn graph_tensors(
         // The graph is read front to back: the pages behind (a tensor's
         // first page, mapped whole with its large folio) are given back, so
         // listing a model of many GB keeps a small resident set.
-        if depth == 0 && f.range.start - released >= RELEASE_EVERY {
+        if depth == 0 && f.range.start - released >= crate::data::RELEASE_STEP {
             src.release(released, f.range.start);
             released = f.range.start;
         }

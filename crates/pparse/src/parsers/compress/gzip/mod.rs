@@ -772,9 +772,9 @@ impl GzipParser {
             return Some(self.finish(cx));
         }
         // The file's pages behind this member are done with. A member's
-        // decoder lets go of what it passed every 16 MiB, which most
-        // members never reach: a file of many (bgzip's) stayed resident.
-        if (at + 8).saturating_sub(self.released) >= 16 << 20 {
+        // decoder lets go of what it passed every `RELEASE_STEP`, which
+        // most members never reach: a file of many (bgzip's) stayed resident.
+        if (at + 8).saturating_sub(self.released) >= crate::data::RELEASE_STEP {
             self.data.release(self.released, at + 8);
             self.released = at + 8;
         }

@@ -392,7 +392,7 @@ impl Parser for JsonParser {
             };
             done += scan.feed(src, chunk, left, &mut |ev| handle(ev, cx)) as u64;
             let now = scan.pos();
-            if now - *released > 64 << 20 {
+            if now - *released >= crate::data::RELEASE_STEP {
                 src.release(*released, now);
                 *released = now;
             }

@@ -17,9 +17,6 @@ use crate::offer::{LogEntry, RecordQuery as Show};
 use crate::parsers::serial::protobuf::json;
 use crate::status::Status;
 
-/// Bytes read between two releases of the pages read.
-const RELEASE_EVERY: u64 = 16 << 20;
-
 /// Payload bytes handed to a worker at once.
 const BATCH_BYTES: u64 = 1 << 20;
 /// Records or damages handed to a worker at once.
@@ -260,7 +257,7 @@ fn parallel(
 /// Gives back the pages read up to `pos` once enough of them pile up: the
 /// resident set stays small however long the log.
 fn release(src: &dyn Source, released: &mut u64, pos: u64) {
-    if pos - *released >= RELEASE_EVERY {
+    if pos - *released >= crate::data::RELEASE_STEP {
         src.release(*released, pos);
         *released = pos;
     }
