@@ -63,6 +63,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("npy", npy),
     ("msgpack", msgpack),
     ("gguf", gguf),
+    ("hdf5", hdf5),
 ];
 
 /// How long one parse may take before it counts as a hang.
@@ -149,6 +150,10 @@ pub fn msgpack(data: &[u8]) {
 
 pub fn gguf(data: &[u8]) {
     check("fuzz.gguf", data);
+}
+
+pub fn hdf5(data: &[u8]) {
+    check("fuzz.h5", data);
 }
 
 pub fn safetensors_index(data: &[u8]) {

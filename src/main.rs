@@ -78,7 +78,7 @@ struct Cli {
     #[arg(long, global = true, conflicts_with = "index")]
     no_index: bool,
     /// Memory for decoded chunks, shared by every reader (e.g. 64M, 1G;
-    /// default 32M, or $PPARSE_CACHE_MB megabytes); a gzip file decoded
+    /// default 16M, or $PPARSE_CACHE_MB megabytes); a gzip file decoded
     /// ahead on a second thread keeps up to 3x more while it is parsed.
     #[arg(
         long,

@@ -77,6 +77,7 @@ replays! {
     npy,
     msgpack,
     gguf,
+    hdf5,
 }
 
 /// Every target is replayed here, every corpus directory is a target, and

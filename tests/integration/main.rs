@@ -17,6 +17,7 @@ mod fork;
 mod fs;
 mod fuzz_corpus;
 mod gguf;
+mod hdf5;
 mod hostile;
 mod index;
 mod json;

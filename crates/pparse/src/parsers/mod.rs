@@ -49,6 +49,9 @@ pub static REGISTRY: &[&Format] = &[
     &ml::npy::FORMAT,
     &ml::gguf::FORMAT,
     &archive::tar::FORMAT,
+    // After tar: a tar's first member starts at 512, where a superblock
+    // after a user block may be.
+    &ml::hdf5::FORMAT,
     &ml::torch::FORMAT,
     &ml::pickle::FORMAT,
     &serial::wandb::FORMAT,

@@ -1,8 +1,9 @@
-//! Machine-learning formats: tensors in NumPy, GGUF, safetensors (and its
-//! sharded index), ONNX and PyTorch files; pickles, read by a VM that
+//! Machine-learning formats: tensors in NumPy, GGUF, HDF5, safetensors (and
+//! its sharded index), ONNX and PyTorch files; pickles, read by a VM that
 //! never imports; Paddle programs and parameters.
 
 pub(crate) mod gguf;
+pub(crate) mod hdf5;
 pub(crate) mod npy;
 pub(crate) mod onnx;
 // Reached through their offers; public only for the tests and fuzz

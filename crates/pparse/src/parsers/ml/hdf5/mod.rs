@@ -1,0 +1,523 @@
+//! HDF5 files (h5py's datasets, Keras weights): the superblock, groups and
+//! datasets, read where they lie.
+//!
+//! A file starts with a superblock (at 0, or at 512 times a power of two
+//! after a user block) that names the root group's object header. An
+//! object header is a list of messages: a group's say where its members
+//! are (a symbol table: a v1 B-tree over symbol-table nodes whose names
+//! are in a local heap; link messages in the header; or, for a new-style
+//! group of many members, link messages in a fractal heap indexed by a v2
+//! B-tree), a dataset's give its dataspace
+//! (shape), datatype, layout (compact in the header, contiguous in one
+//! range, or chunked) and filters. See `read` for the structures.
+//!
+//! The parse reads the superblock and walks every object once to judge
+//! the file: a file shorter than the end the superblock records is
+//! truncated there; an object header that cannot be read, a checksum that
+//! does not match and a dataset whose bytes run past the end are damage at
+//! their offsets, and everything else is kept. Nodes are lazy: a group's
+//! members are read when it is expanded. Datasets stored compact or
+//! contiguous are tensors, named by their path as h5py names them.
+//!
+//! Not read yet: the chunks of chunked datasets (listed with their chunk
+//! shape, index and filters; not tensors), attribute values, huge and
+//! tiny fractal-heap objects, and finding structures by their signatures
+//! when the path from the root is broken.
+
+mod read;
+
+use std::collections::HashSet;
+
+use crate::data::{Data, Range, Source};
+use crate::extraction::{ExtId, Tree};
+use crate::name::escape_bytes;
+use crate::node::{Node, Value};
+use crate::offer::tensor::{Tensor, numel, shape_text};
+use crate::offer::{Offers, TensorOffer};
+use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::status::{Damage, Status};
+
+use read::{Bad, Header, Layout, ObjectKind, Space, Superblock, msg};
+
+/// HDF5 files.
+pub(crate) static FORMAT: Format = Format {
+    name: "hdf5",
+    extent: None,
+    sniff,
+    parse: |data, _| Box::new(Hdf5Parser { data: data.clone() }),
+    load,
+    offers: Offers {
+        tensors: Some(TensorOffer::List(tensors)),
+        ..Offers::NONE
+    },
+};
+
+/// Objects visited by one walk at most.
+const MAX_OBJECTS: usize = 1_000_000;
+/// Groups nested at most.
+const MAX_DEPTH: usize = 64;
+/// Damage recorded by one parse at most.
+const MAX_DAMAGE: usize = 1000;
+
+fn sniff(s: &Sniff) -> bool {
+    // A user block moves the superblock to 512, 1024, …: those in the
+    // first bytes are seen here.
+    read::superblock_places(s.head.len() as u64).any(|at| {
+        s.head
+            .get(at as usize..)
+            .is_some_and(|h| h.starts_with(read::MAGIC))
+    })
+}
+
+struct Hdf5Parser {
+    data: Data,
+}
+
+impl Parser for Hdf5Parser {
+    fn step(&mut self, cx: &mut StepCx) -> Step {
+        let src = &*self.data;
+        let (avail, fin) = src.extent();
+        if !fin {
+            // Its structures point anywhere in the file.
+            cx.progress(avail, None);
+            return Step::Blocked;
+        }
+        let sb = match Superblock::find(src) {
+            Ok(sb) => sb,
+            Err(e) => {
+                cx.damage(damage(&e, avail));
+                return Step::Done;
+            }
+        };
+        cx.push_node(superblock_node(&sb));
+        let mut count = 0usize;
+        let mut report = |e: &Bad, cx: &mut StepCx| {
+            count += 1;
+            if count <= MAX_DAMAGE {
+                cx.damage(damage(e, avail));
+            }
+        };
+        if sb.checksum == Some(false) {
+            report(
+                &Bad {
+                    at: sb.at,
+                    why: "the superblock's checksum does not match".into(),
+                    cut: false,
+                },
+                cx,
+            );
+        }
+        let eof = sb.base.saturating_add(sb.eof);
+        if eof > avail {
+            cx.damage(Damage::truncated(
+                Range::new(avail, eof),
+                format!("the superblock records {eof} bytes; the file has {avail}"),
+            ));
+        }
+        match Header::read(src, &sb, sb.root) {
+            Ok(h) => {
+                cx.push_node(object_node(src, &sb, b"/", &h));
+                let mut problems = Vec::new();
+                walk(src, &sb, &mut problems, |_, h, _| {
+                    let mut out = Vec::new();
+                    if let Some(r) = data_range(src, &sb, h) {
+                        let ok = r.end <= avail;
+                        if !ok {
+                            out.push(Bad {
+                                at: r.start,
+                                why: format!("a dataset's {} bytes run past the end", r.len()),
+                                cut: true,
+                            });
+                        }
+                    }
+                    out
+                });
+                for e in &problems {
+                    report(e, cx);
+                }
+                if count > MAX_DAMAGE {
+                    cx.note(format!("{} more problems not recorded", count - MAX_DAMAGE));
+                }
+            }
+            Err(e) => {
+                cx.push_node(
+                    Node::new("group", "/", Range::new(sb.root, sb.root))
+                        .damaged(damage(&e, avail)),
+                );
+                report(&e, cx);
+            }
+        }
+        cx.progress(avail, Some(avail));
+        Step::Done
+    }
+}
+
+/// The damage a problem makes: truncated from it to the end when the
+/// bytes ran out, corrupt at it otherwise.
+fn damage(e: &Bad, avail: u64) -> Damage {
+    if e.cut {
+        Damage::truncated(Range::new(e.at.min(avail), avail), e.why.clone())
+    } else {
+        Damage::corrupt(Range::new(e.at, e.at.saturating_add(1)), e.why.clone())
+    }
+}
+
+fn superblock_node(sb: &Superblock) -> Node {
+    let r = Range::new(sb.at, sb.at + sb.len);
+    let field = |name: &str, v: u64| Node::new("field", name.to_string(), r).uint(v);
+    let mut kids = vec![
+        field("size of offsets", u64::from(sb.offsets)),
+        field("size of lengths", u64::from(sb.lengths)),
+        field("base address", sb.base),
+        field("end of file", sb.eof),
+        field("root group header", sb.root),
+    ];
+    if let Some(ok) = sb.checksum {
+        kids.push(Node::new("field", "checksum holds", r).value(Value::Bool(ok)));
+    }
+    Node::new("superblock", "superblock", r)
+        .text(format!("version {}", sb.version))
+        .with_children(kids)
+}
+
+/// The node of an object named `name` whose header is `h`.
+fn object_node(src: &dyn Source, sb: &Superblock, name: &[u8], h: &Header) -> Node {
+    let name = escape_bytes(name);
+    let node = match h.kind() {
+        ObjectKind::Group => Node::new("group", name, h.range).text("group").lazy(),
+        ObjectKind::Dataset => {
+            let d = Dataset::of(src, sb, h);
+            Node::new("dataset", name, h.range).text(d.summary()).lazy()
+        }
+        ObjectKind::Datatype => Node::new("object", name, h.range)
+            .text("named datatype")
+            .lazy(),
+        ObjectKind::Other => Node::new("object", name, h.range).text("object").lazy(),
+    };
+    match h.problems.first() {
+        Some(e) => node.damaged(damage(e, src.available())),
+        None => node,
+    }
+}
+
+/// What a dataset's header says of it.
+struct Dataset {
+    space: Option<Space>,
+    dtype: Option<read::Type>,
+    layout: Option<Layout>,
+    filters: Vec<u16>,
+}
+
+impl Dataset {
+    fn of(_src: &dyn Source, sb: &Superblock, h: &Header) -> Dataset {
+        Dataset {
+            space: h
+                .find(msg::DATASPACE)
+                .and_then(|m| read::dataspace(m, sb).ok()),
+            dtype: h.find(msg::DATATYPE).and_then(|m| read::datatype(m).ok()),
+            layout: h.find(msg::LAYOUT).and_then(|m| read::layout(m, sb).ok()),
+            filters: h
+                .find(msg::FILTERS)
+                .and_then(|m| read::filters(m).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn shape(&self) -> Option<Vec<u64>> {
+        match &self.space {
+            Some(Space::Scalar) => Some(Vec::new()),
+            Some(Space::Simple(d)) => Some(d.clone()),
+            _ => None,
+        }
+    }
+
+    fn summary(&self) -> String {
+        let t = self.dtype.as_ref().map_or("?".into(), |t| t.text());
+        let shape = match &self.space {
+            Some(Space::Null) => "null".to_string(),
+            _ => self.shape().map_or("?".into(), |s| shape_text(&s)),
+        };
+        let layout = match &self.layout {
+            Some(Layout::Compact(_)) => "compact".to_string(),
+            Some(Layout::Contiguous { .. }) => "contiguous".to_string(),
+            Some(Layout::Chunked { dims, how, .. }) => {
+                // The last dimension of a v1 layout is the element size.
+                format!("chunked {} ({how})", shape_text(dims))
+            }
+            Some(Layout::Virtual) => "virtual".to_string(),
+            None => "?".to_string(),
+        };
+        let filters: Vec<String> = self.filters.iter().map(|&f| read::filter_name(f)).collect();
+        let filters = if filters.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", filters.join("+"))
+        };
+        format!("{t} {shape}, {layout}{filters}")
+    }
+
+    /// The bytes its values take, by its shape and type.
+    fn nbytes(&self) -> Option<u64> {
+        let t = self.dtype.as_ref()?;
+        numel(&self.shape()?)?.checked_mul(u64::from(t.size))
+    }
+}
+
+/// Where a dataset's values are in the file, when they are in one range.
+fn data_range(src: &dyn Source, sb: &Superblock, h: &Header) -> Option<Range> {
+    if h.kind() != ObjectKind::Dataset {
+        return None;
+    }
+    let d = Dataset::of(src, sb, h);
+    match d.layout.as_ref()? {
+        Layout::Compact(r) => Some(*r),
+        Layout::Contiguous { at: Some(at), size } => {
+            let n = size.or_else(|| d.nbytes())?;
+            Some(Range::new(*at, at.checked_add(n)?))
+        }
+        // Nothing allocated for a dataset of no values.
+        Layout::Contiguous { at: None, .. } if d.nbytes() == Some(0) => Some(Range::new(0, 0)),
+        _ => None,
+    }
+}
+
+/// Visits every object reachable from the root once, groups before their
+/// members, with its path (`a/b`, as h5py names it); `visit` returns the
+/// problems it finds. Problems met reading are added to `problems`.
+fn walk(
+    src: &dyn Source,
+    sb: &Superblock,
+    problems: &mut Vec<Bad>,
+    mut visit: impl FnMut(&str, &Header, ObjectKind) -> Vec<Bad>,
+) {
+    let mut seen = HashSet::new();
+    // (path, header address, depth)
+    let mut todo = vec![(String::new(), sb.root, 0usize)];
+    while let Some((path, at, depth)) = todo.pop() {
+        if seen.len() >= MAX_OBJECTS {
+            problems.push(Bad {
+                at,
+                why: format!("more than {MAX_OBJECTS} objects"),
+                cut: false,
+            });
+            return;
+        }
+        if !seen.insert(at) {
+            continue;
+        }
+        let h = match Header::read(src, sb, at) {
+            Ok(h) => h,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        problems.extend(h.problems.iter().cloned());
+        let kind = h.kind();
+        if !path.is_empty() {
+            problems.extend(visit(&path, &h, kind));
+        }
+        if kind != ObjectKind::Group {
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            problems.push(Bad {
+                at,
+                why: format!("groups nested deeper than {MAX_DEPTH}"),
+                cut: false,
+            });
+            continue;
+        }
+        {
+            let mut ms = read::members(src, sb, &h, problems);
+            // h5py visits members by name.
+            ms.sort_by(|a, b| a.name.cmp(&b.name));
+            for m in ms.into_iter().rev() {
+                let Some(header) = m.header else { continue };
+                let name = String::from_utf8_lossy(&m.name);
+                let p = if path.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{path}/{name}")
+                };
+                todo.push((p, header, depth + 1));
+            }
+        }
+    }
+}
+
+fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
+    let Ok(sb) = Superblock::find(data) else {
+        return Vec::new();
+    };
+    let Ok(h) = Header::read(data, &sb, node.range.start) else {
+        return Vec::new();
+    };
+    match node.kind {
+        "group" => group_members(data, &sb, &h),
+        _ => messages(data, &sb, &h),
+    }
+}
+
+/// A group's members, by name, each with its object's kind.
+fn group_members(src: &dyn Source, sb: &Superblock, h: &Header) -> Vec<Node> {
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    {
+        {
+            let mut ms = read::members(src, sb, h, &mut problems);
+            ms.sort_by(|a, b| a.name.cmp(&b.name));
+            for m in ms {
+                let node = match (m.header, &m.target) {
+                    (Some(at), _) => match Header::read(src, sb, at) {
+                        Ok(mh) => object_node(src, sb, &m.name, &mh),
+                        Err(e) => Node::new("object", escape_bytes(&m.name), Range::new(at, at))
+                            .damaged(damage(&e, src.available())),
+                    },
+                    (None, Some(t)) => Node::new("link", escape_bytes(&m.name), h.range)
+                        .text(format!("→ {}", crate::name::escape_str(t))),
+                    (None, None) => {
+                        Node::new("link", escape_bytes(&m.name), h.range).text("no address")
+                    }
+                };
+                out.push(node);
+            }
+        }
+    }
+    for m in h.messages.iter().filter(|m| m.kind == msg::ATTRIBUTE) {
+        out.push(attribute_node(src, sb, m));
+    }
+    for e in problems.iter().take(100) {
+        out.push(
+            Node::new("problem", "problem", Range::new(e.at, e.at))
+                .damaged(damage(e, src.available())),
+        );
+    }
+    out
+}
+
+/// An object header's messages, and a dataset's values.
+fn messages(src: &dyn Source, sb: &Superblock, h: &Header) -> Vec<Node> {
+    let mut out = Vec::new();
+    if let Some(r) = data_range(src, sb, h) {
+        let mut n = Node::new("data", "values", r).uint(r.len());
+        if r.end > src.available() {
+            n = n.damaged(Damage::truncated(
+                Range::new(src.available().max(r.start), r.end),
+                "the values run past the end of the file",
+            ));
+        }
+        out.push(n);
+    }
+    for m in &h.messages {
+        let r = Range::new(m.at, m.at + m.data.len() as u64);
+        let node = Node::new("message", read::msg::name(m.kind), r);
+        let node = match m.kind {
+            msg::DATASPACE => match read::dataspace(m, sb) {
+                Ok(Space::Simple(d)) => node.text(shape_text(&d)),
+                Ok(Space::Scalar) => node.text("scalar"),
+                Ok(Space::Null) => node.text("null"),
+                Err(e) => node.damaged(damage(&e, src.available())),
+            },
+            msg::DATATYPE => match read::datatype(m) {
+                Ok(t) => node.text(t.text()),
+                Err(e) => node.damaged(damage(&e, src.available())),
+            },
+            msg::FILTERS => match read::filters(m) {
+                Ok(f) => node.text(
+                    f.iter()
+                        .map(|&f| read::filter_name(f))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                Err(e) => node.damaged(damage(&e, src.available())),
+            },
+            msg::ATTRIBUTE => attribute_node(src, sb, m),
+            _ => node.uint(m.data.len() as u64),
+        };
+        out.push(node);
+    }
+    out
+}
+
+/// An attribute message, by its name, with its value when it is numbers
+/// or strings.
+fn attribute_node(src: &dyn Source, sb: &Superblock, m: &read::Message) -> Node {
+    let r = Range::new(m.at, m.at + m.data.len() as u64);
+    match read::attribute(m, sb) {
+        Ok(a) => {
+            let n = Node::new("attribute", escape_bytes(&a.name), r);
+            match a.text(src, sb) {
+                Some(v) => n.text(v),
+                None => n.text(a.dtype.text()),
+            }
+        }
+        Err(e) => Node::new("attribute", "attribute", r).damaged(damage(&e, src.available())),
+    }
+}
+
+/// The datasets stored compact or contiguous, as tensors named by path.
+fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
+    let Some(e) = tree.get(ext) else {
+        return Vec::new();
+    };
+    let data = e.data();
+    let src = &*data;
+    let Ok(sb) = Superblock::find(src) else {
+        return Vec::new();
+    };
+    let avail = src.available();
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    walk(src, &sb, &mut problems, |path, h, kind| {
+        if kind != ObjectKind::Dataset {
+            return Vec::new();
+        }
+        let d = Dataset::of(src, &sb, h);
+        let (Some(t), Some(shape), Some(r)) =
+            (d.dtype.as_ref(), d.shape(), data_range(src, &sb, h))
+        else {
+            return Vec::new();
+        };
+        let Some(dtype) = t.dtype() else {
+            return Vec::new();
+        };
+        let want = d.nbytes();
+        let (status, detail) = if r.end > avail {
+            (
+                Status::Truncated,
+                Some(format!(
+                    "its bytes end at {}, past the end of the file ({avail})",
+                    r.end
+                )),
+            )
+        } else if want != Some(r.len()) {
+            (
+                Status::Corrupt,
+                Some(format!(
+                    "{} bytes stored for {} by its shape",
+                    r.len(),
+                    want.unwrap_or(0)
+                )),
+            )
+        } else {
+            (Status::Complete, None)
+        };
+        out.push(Tensor {
+            name: path.to_string(),
+            dtype,
+            shape,
+            stride: None,
+            storage_offset: None,
+            source: ext,
+            offset: r.start,
+            length: r.len(),
+            status,
+            detail,
+            big_endian: t.big_endian,
+            encoding: Default::default(),
+        });
+        Vec::new()
+    });
+    out
+}

@@ -1,0 +1,405 @@
+//! HDF5: the fixtures h5py wrote (fixtures/hdf5/make_hdf5.py, both
+//! `libver` settings) against what h5py reads back from them
+//! (fixtures/hdf5/expect.json): every group and dataset by its path, each
+//! dataset's dtype, shape, layout, where its bytes are and their sha256;
+//! groups load their members on expand (600 of them, in a B-tree of
+//! symbol-table nodes or a fractal heap indexed by a v2 B-tree); cut files keep every dataset whose
+//! bytes are whole; damage never panics.
+
+use pparse::offer::tensor::Tensor;
+use pparse::view::tensors::tensors;
+use pparse::{Session, Status};
+use serde_json::Value;
+
+use crate::util::*;
+
+fn expect() -> Value {
+    let text = std::fs::read_to_string(fixture_path("hdf5/expect.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// pparse's dtype name for a NumPy dtype string.
+fn dtype_name(numpy: &str) -> String {
+    let (kind, size) = numpy.split_at(2);
+    match &kind[1..] {
+        "f" => format!("F{}", size.parse::<u32>().unwrap() * 8),
+        "i" => format!("I{}", size.parse::<u32>().unwrap() * 8),
+        "u" => format!("U{}", size.parse::<u32>().unwrap() * 8),
+        "S" => format!("S{size}"),
+        k => panic!("no name for {k}"),
+    }
+}
+
+/// The datasets h5py lists whose values are in one range of the file.
+fn whole_datasets(want: &Value) -> Vec<&Value> {
+    want["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "dataset" && o["layout"] != "chunked")
+        .collect()
+}
+
+fn check_tensor(session: &Session, x: &Tensor, w: &Value, ctx: &str, f: &mut Failures) {
+    let shape: Vec<u64> = w["shape"].as_array().unwrap().iter().map(u).collect();
+    let got = (
+        x.name.as_str(),
+        x.dtype.name().to_string(),
+        &x.shape,
+        x.length,
+        x.status,
+    );
+    let exp = (
+        s(&w["path"]),
+        dtype_name(s(&w["dtype"])),
+        &shape,
+        u(&w["storage"]),
+        Status::Complete,
+    );
+    if got != exp {
+        f.push(format!("{ctx}: got {got:?}, h5py {exp:?}"));
+        return;
+    }
+    if let Some(at) = w["offset"].as_u64()
+        && x.offset != at
+    {
+        f.push(format!("{ctx}: {} at {}, h5py {at}", x.name, x.offset));
+    }
+    if sha_hex(&tensor_bytes(&session.tree(), x)) != s(&w["sha256"]) {
+        f.push(format!("{ctx}: {}: sha256 of the values differs", x.name));
+    }
+}
+
+/// The index of the root group's node among the file's top nodes.
+fn root_group(session: &Session) -> usize {
+    let t = session.tree();
+    t.root()
+        .nodes
+        .iter()
+        .position(|n| n.kind == "group")
+        .unwrap()
+}
+
+/// Every object below the root group's node, by path, with its node kind:
+/// groups loaded on expand, as the explorer does.
+fn objects(session: &Session) -> Vec<(String, String)> {
+    let root = root_group(session);
+    let mut out = Vec::new();
+    let mut todo = vec![(vec![root], String::new())];
+    while let Some((path, name)) = todo.pop() {
+        assert!(session.load(0, &path));
+        let t = session.tree();
+        let mut n = &t.root().nodes[path[0]];
+        for &i in &path[1..] {
+            n = &n.loaded_children()[i];
+        }
+        for (i, k) in n.loaded_children().iter().enumerate().rev() {
+            if !matches!(k.kind, "group" | "dataset") {
+                continue;
+            }
+            let p = if name.is_empty() {
+                k.name.to_string()
+            } else {
+                format!("{name}/{}", k.name)
+            };
+            out.push((p.clone(), k.kind.to_string()));
+            if k.kind == "group" {
+                let mut q = path.clone();
+                q.push(i);
+                todo.push((q, p));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_hdf5_fixture_matches_h5py() {
+    let e = expect();
+    let mut f = Failures::default();
+    let mut versions = Vec::new();
+    for (name, want) in e["files"].as_object().unwrap() {
+        let session = parse(name, fixture(&format!("hdf5/{name}")));
+        {
+            let t = session.tree();
+            if t.root().parser() != Some("hdf5") || !t.root().damage.is_empty() {
+                f.push(format!(
+                    "{name}: parser {:?}, damage {}",
+                    t.root().parser(),
+                    damage_text(&t, 0)
+                ));
+                continue;
+            }
+            let sb = t
+                .root()
+                .nodes
+                .iter()
+                .find(|n| n.kind == "superblock")
+                .unwrap();
+            let v = format!("version {}", u(&want["superblock"]));
+            if sb.value.as_ref().map(|v| v.to_string()) != Some(v.clone()) {
+                f.push(format!("{name}: superblock {:?}, h5py {v}", sb.value));
+            }
+            versions.push(u(&want["superblock"]));
+        }
+        let list = tensors(&session.tree(), 0);
+        let want_t = whole_datasets(want);
+        let names: Vec<&str> = list.iter().map(|x| x.name.as_str()).collect();
+        let want_names: Vec<&str> = want_t.iter().map(|w| s(&w["path"])).collect();
+        if names != want_names {
+            f.push(format!("{name}: tensors {names:?}, h5py {want_names:?}"));
+            continue;
+        }
+        for (x, w) in list.iter().zip(&want_t) {
+            check_tensor(&session, x, w, name, &mut f);
+        }
+        // Every group and dataset, chunked ones too, as a node.
+        let mut want_o: Vec<(String, String)> = want["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (s(&o["path"]).to_string(), s(&o["kind"]).to_string()))
+            .collect();
+        want_o.sort();
+        let got = objects(&session);
+        if got != want_o {
+            f.push(format!("{name}: objects {got:?}, h5py {want_o:?}"));
+        }
+    }
+    versions.sort();
+    versions.dedup();
+    if versions != [0, 3] {
+        f.push(format!("superblock versions {versions:?}, want 0 and 3"));
+    }
+    f.check("hdf5 fixtures");
+}
+
+/// An HDF5 file in a tar.gz (its data at 512, where a superblock after a
+/// user block may be: the tar is still a tar), a zip and a `.keras`
+/// archive lists the same tensors as standalone.
+#[test]
+fn hdf5_files_nest_in_archives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let h5 = fixture("hdf5/basic-latest.h5");
+    std::fs::write(dir.join("model.weights.h5"), &h5).unwrap();
+    let status = std::process::Command::new("tar")
+        .args(["czf", "t.tar.gz", "model.weights.h5"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let script = "import zipfile\n\
+        with zipfile.ZipFile('m.keras', 'w') as z:\n    \
+        z.writestr('metadata.json', '{}'); z.write('model.weights.h5')\n";
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let alone = parse("model.weights.h5", h5);
+    let want: Vec<(String, u64, u64)> = tensors(&alone.tree(), 0)
+        .iter()
+        .map(|x| (x.name.clone(), x.length, x.offset))
+        .collect();
+    assert!(want.len() > 5);
+    for outer in ["t.tar.gz", "m.keras"] {
+        let session = parse(outer, std::fs::read(dir.join(outer)).unwrap());
+        let t = session.tree();
+        let id = (0..t.exts.len())
+            .find(|&i| t.exts[i].parser() == Some("hdf5"))
+            .unwrap_or_else(|| panic!("{outer}: no hdf5 extraction"));
+        assert_eq!(
+            t.path_of(id).rsplit('/').next(),
+            Some("model.weights.h5"),
+            "{outer}"
+        );
+        assert!(
+            t.exts[id].damage.is_empty(),
+            "{outer}: {}",
+            damage_text(&t, id)
+        );
+        let got: Vec<(String, u64, u64)> = tensors(&t, id)
+            .iter()
+            .map(|x| (x.name.clone(), x.length, x.offset))
+            .collect();
+        assert_eq!(got, want, "{outer}");
+    }
+}
+
+/// Attributes are listed with their groups and datasets, and their values
+/// as h5py reads them: a variable-length string from the global heap, an
+/// i32, an f64.
+#[test]
+fn attributes_show_their_values() {
+    for name in ["basic-earliest.h5", "basic-latest.h5"] {
+        let session = parse(name, fixture(&format!("hdf5/{name}")));
+        let root = root_group(&session);
+        assert!(session.load(0, &[root]));
+        let t = session.tree();
+        let got: Vec<(String, String)> = t.root().nodes[root]
+            .loaded_children()
+            .iter()
+            .filter(|n| n.kind == "attribute")
+            .map(|n| (n.name.to_string(), n.value.as_ref().unwrap().to_string()))
+            .collect();
+        let want = [
+            ("title", "\"pparse basic fixture\""),
+            ("version", "3"),
+            ("scale", "0.5"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// A chunked dataset is listed with its chunk shape and filters; its
+/// values are not a tensor yet.
+#[test]
+fn a_chunked_dataset_names_its_chunks_and_filters() {
+    for name in ["basic-earliest.h5", "basic-latest.h5"] {
+        let path = fixture_path(&format!("hdf5/{name}"));
+        let path = path.to_str().unwrap();
+        let run = pparse(["nodes", "--depth", "2", path]);
+        assert_eq!(run.code, 0, "{}", run.stderr_text());
+        let out = run.stdout_text();
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("chunked "))
+            .unwrap_or_else(|| panic!("{name}: {out}"));
+        assert!(
+            line.contains("i32 [40, 25], chunked [10, 25]"),
+            "{name}: {line}"
+        );
+        assert!(line.contains("shuffle+deflate"), "{name}: {line}");
+    }
+}
+
+/// Cut anywhere: a dataset whose bytes are all there is complete and
+/// byte-exact, one whose bytes are cut is not complete, and a cut file
+/// is never called intact.
+#[test]
+fn a_cut_file_keeps_every_whole_dataset() {
+    let e = expect();
+    let mut f = Failures::default();
+    for name in ["basic-earliest.h5", "basic-latest.h5"] {
+        let want = &e["files"][name];
+        let whole = whole_datasets(want);
+        let full = fixture(&format!("hdf5/{name}"));
+        let mut cuts: Vec<u64> = (0..full.len() as u64).step_by(97).collect();
+        for w in &whole {
+            if let Some(o) = w["offset"].as_u64() {
+                let l = u(&w["storage"]);
+                cuts.extend([o, o + 1, o + l.saturating_sub(1), o + l]);
+            }
+        }
+        for cut in cuts {
+            let cut = cut.min(full.len() as u64);
+            let bytes = truncated(&full, cut);
+            let session = parse_named(name, bytes, &format!("{name} cut at {cut}"));
+            let t = session.tree();
+            // Fewer bytes than the signature are no HDF5 file.
+            if (8..full.len() as u64).contains(&cut) && t.root().damage.is_empty() {
+                f.push(format!("{name} cut at {cut}: no damage"));
+            }
+            drop(t);
+            for x in tensors(&session.tree(), 0) {
+                let Some(w) = whole.iter().find(|w| s(&w["path"]) == x.name) else {
+                    f.push(format!("{name} cut at {cut}: unknown dataset {}", x.name));
+                    continue;
+                };
+                let inside = x.offset + x.length <= cut;
+                match (x.status, inside) {
+                    (Status::Complete, true)
+                        if sha_hex(&tensor_bytes(&session.tree(), &x)) != s(&w["sha256"]) =>
+                    {
+                        f.push(format!("{name} cut at {cut}: {} differs", x.name));
+                    }
+                    (Status::Complete, false) => {
+                        f.push(format!("{name} cut at {cut}: {} cut but complete", x.name));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    f.check("cut hdf5 files");
+}
+
+/// Flips, zeros and random spans anywhere: never a panic or a hang, and a
+/// complete dataset lies within the file.
+#[test]
+fn damage_never_panics_or_misplaces() {
+    let mut rng = Rng::new(38);
+    let mut f = Failures::default();
+    for (name, rounds) in [
+        ("basic-earliest.h5", 200),
+        ("basic-latest.h5", 200),
+        ("many-latest.h5", 60),
+        ("many-earliest.h5", 60),
+    ] {
+        let full = fixture(&format!("hdf5/{name}"));
+        for round in 0..rounds {
+            let mut b = full.clone();
+            let at = rng.below(full.len() as u64);
+            match round % 3 {
+                0 => flip(&mut b, at, 1 << rng.below(8)),
+                1 => {
+                    let n = 1 + rng.below(64).min(full.len() as u64 - at - 1);
+                    for x in &mut b[at as usize..(at + n) as usize] {
+                        *x = 0;
+                    }
+                }
+                _ => overwrite(&mut b, at, 1 + rng.below(32), &mut rng),
+            }
+            let len = b.len() as u64;
+            let session = parse_named(name, b, &format!("{name} damaged at {at}"));
+            for x in tensors(&session.tree(), 0) {
+                if x.status == Status::Complete && x.offset + x.length > len {
+                    f.push(format!(
+                        "{name} round {round}: {} complete past the end",
+                        x.name
+                    ));
+                }
+            }
+            // Expanding every group never panics either.
+            let _ = objects_lenient(&session);
+        }
+    }
+    f.check("damaged hdf5 files");
+}
+
+/// Loads every group node it can reach (bounded), whatever it holds.
+fn objects_lenient(session: &Session) -> usize {
+    let roots: Vec<usize> = {
+        let t = session.tree();
+        (0..t.root().nodes.len()).collect()
+    };
+    let mut todo: Vec<Vec<usize>> = roots.into_iter().map(|i| vec![i]).collect();
+    let mut n = 0;
+    while let Some(path) = todo.pop() {
+        n += 1;
+        if n > 2000 || path.len() > 16 {
+            break;
+        }
+        session.load(0, &path);
+        let t = session.tree();
+        let mut node = &t.root().nodes[path[0]];
+        for &i in &path[1..] {
+            node = &node.loaded_children()[i];
+        }
+        for (i, k) in node.loaded_children().iter().enumerate() {
+            if k.kind == "group" || k.kind == "dataset" {
+                let mut q = path.clone();
+                q.push(i);
+                todo.push(q);
+            }
+        }
+    }
+    n
+}
