@@ -1196,41 +1196,21 @@ pub(crate) struct Type {
 impl Type {
     /// The tensor element type, for the types a tensor can hold.
     pub(crate) fn dtype(&self) -> Option<Dtype> {
-        Some(match (self.class, self.size) {
-            (0, 1) => {
-                if self.signed {
-                    Dtype::I8
-                } else {
-                    Dtype::U8
-                }
-            }
-            (0, 2) => {
-                if self.signed {
-                    Dtype::I16
-                } else {
-                    Dtype::U16
-                }
-            }
-            (0, 4) => {
-                if self.signed {
-                    Dtype::I32
-                } else {
-                    Dtype::U32
-                }
-            }
-            (0, 8) => {
-                if self.signed {
-                    Dtype::I64
-                } else {
-                    Dtype::U64
-                }
-            }
-            (1, 2) if self.exponent_bits == 5 => Dtype::F16,
-            (1, 2) if self.exponent_bits == 8 => Dtype::BF16,
-            (1, 4) => Dtype::F32,
-            (1, 8) => Dtype::F64,
-            (3, n) => Dtype::Bytes(n),
-            (5 | 6, n) => Dtype::Void(n),
+        Some(match (self.class, self.size, self.signed) {
+            (0, 1, true) => Dtype::I8,
+            (0, 1, false) => Dtype::U8,
+            (0, 2, true) => Dtype::I16,
+            (0, 2, false) => Dtype::U16,
+            (0, 4, true) => Dtype::I32,
+            (0, 4, false) => Dtype::U32,
+            (0, 8, true) => Dtype::I64,
+            (0, 8, false) => Dtype::U64,
+            (1, 2, _) if self.exponent_bits == 5 => Dtype::F16,
+            (1, 2, _) if self.exponent_bits == 8 => Dtype::BF16,
+            (1, 4, _) => Dtype::F32,
+            (1, 8, _) => Dtype::F64,
+            (3, n, _) => Dtype::Bytes(n),
+            (5 | 6, n, _) => Dtype::Void(n),
             _ => return None,
         })
     }
