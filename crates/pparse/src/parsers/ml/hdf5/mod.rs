@@ -120,7 +120,7 @@ impl Parser for Hdf5Parser {
                 let mut problems = Vec::new();
                 walk(src, &sb, &mut problems, |_, h, _| {
                     let mut out = Vec::new();
-                    if let Some(r) = data_range(src, &sb, h) {
+                    if let Some(r) = data_range(&sb, h) {
                         let ok = r.end <= avail;
                         if !ok {
                             out.push(Bad {
@@ -186,7 +186,7 @@ fn object_node(src: &dyn Source, sb: &Superblock, name: &[u8], h: &Header) -> No
     let node = match h.kind() {
         ObjectKind::Group => Node::new("group", name, h.range).text("group").lazy(),
         ObjectKind::Dataset => {
-            let d = Dataset::of(src, sb, h);
+            let d = Dataset::of(sb, h);
             Node::new("dataset", name, h.range).text(d.summary()).lazy()
         }
         ObjectKind::Datatype => Node::new("object", name, h.range)
@@ -209,7 +209,7 @@ struct Dataset {
 }
 
 impl Dataset {
-    fn of(_src: &dyn Source, sb: &Superblock, h: &Header) -> Dataset {
+    fn of(sb: &Superblock, h: &Header) -> Dataset {
         Dataset {
             space: h
                 .find(msg::DATASPACE)
@@ -256,6 +256,22 @@ impl Dataset {
         format!("{t} {shape}, {layout}{filters}")
     }
 
+    /// Where its values are in the file, when they are in one range.
+    fn range(&self) -> Option<Range> {
+        match self.layout.as_ref()? {
+            Layout::Compact(r) => Some(*r),
+            Layout::Contiguous { at: Some(at), size } => {
+                let n = size.or_else(|| self.nbytes())?;
+                Some(Range::new(*at, at.checked_add(n)?))
+            }
+            // Nothing allocated for a dataset of no values.
+            Layout::Contiguous { at: None, .. } if self.nbytes() == Some(0) => {
+                Some(Range::new(0, 0))
+            }
+            _ => None,
+        }
+    }
+
     /// The bytes its values take, by its shape and type.
     fn nbytes(&self) -> Option<u64> {
         let t = self.dtype.as_ref()?;
@@ -263,22 +279,10 @@ impl Dataset {
     }
 }
 
-/// Where a dataset's values are in the file, when they are in one range.
-fn data_range(src: &dyn Source, sb: &Superblock, h: &Header) -> Option<Range> {
-    if h.kind() != ObjectKind::Dataset {
-        return None;
-    }
-    let d = Dataset::of(src, sb, h);
-    match d.layout.as_ref()? {
-        Layout::Compact(r) => Some(*r),
-        Layout::Contiguous { at: Some(at), size } => {
-            let n = size.or_else(|| d.nbytes())?;
-            Some(Range::new(*at, at.checked_add(n)?))
-        }
-        // Nothing allocated for a dataset of no values.
-        Layout::Contiguous { at: None, .. } if d.nbytes() == Some(0) => Some(Range::new(0, 0)),
-        _ => None,
-    }
+/// Where the values of the dataset whose header is `h` are in the file,
+/// when they are in one range.
+fn data_range(sb: &Superblock, h: &Header) -> Option<Range> {
+    (h.kind() == ObjectKind::Dataset).then(|| Dataset::of(sb, h).range())?
 }
 
 /// Visits every object reachable from the root once, groups before their
@@ -399,7 +403,7 @@ fn group_members(src: &dyn Source, sb: &Superblock, h: &Header) -> Vec<Node> {
 /// An object header's messages, and a dataset's values.
 fn messages(src: &dyn Source, sb: &Superblock, h: &Header) -> Vec<Node> {
     let mut out = Vec::new();
-    if let Some(r) = data_range(src, sb, h) {
+    if let Some(r) = data_range(sb, h) {
         let mut n = Node::new("data", "values", r).uint(r.len());
         if r.end > src.available() {
             n = n.damaged(Damage::truncated(
@@ -473,10 +477,8 @@ fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         if kind != ObjectKind::Dataset {
             return Vec::new();
         }
-        let d = Dataset::of(src, &sb, h);
-        let (Some(t), Some(shape), Some(r)) =
-            (d.dtype.as_ref(), d.shape(), data_range(src, &sb, h))
-        else {
+        let d = Dataset::of(&sb, h);
+        let (Some(t), Some(shape), Some(r)) = (d.dtype.as_ref(), d.shape(), d.range()) else {
             return Vec::new();
         };
         let Some(dtype) = t.dtype() else {

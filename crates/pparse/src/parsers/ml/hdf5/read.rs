@@ -246,7 +246,7 @@ impl Superblock {
                 return Err(Bad::wrong(at, format!("size of {what} {n} (2, 4 or 8)")));
             }
         }
-        let (o, l) = (usize::from(offsets), usize::from(lengths));
+        let o = usize::from(offsets);
         let len = match version {
             0 => 24 + 4 * o + (o * 2 + 24),
             1 => 28 + 4 * o + (o * 2 + 24),
@@ -254,7 +254,6 @@ impl Superblock {
         } as u64;
         let b = bytes(src, at, len, "the superblock")?;
         let mut c = Cur::new(&b, at);
-        let _ = l;
         let (base, eof, root, checksum) = if version < 2 {
             c.skip(if version == 0 { 24 } else { 28 })?;
             let base = c.uint(o)?;
