@@ -16,27 +16,34 @@
 //! truncated there; an object header that cannot be read, a checksum that
 //! does not match and a dataset whose bytes run past the end are damage at
 //! their offsets, and everything else is kept. Nodes are lazy: a group's
-//! members are read when it is expanded. Datasets stored compact or
-//! contiguous are tensors, named by their path as h5py names them.
+//! members are read when it is expanded.
 //!
-//! Not read yet: the chunks of chunked datasets (listed with their chunk
-//! shape, index and filters; not tensors), attribute values, huge and
-//! tiny fractal-heap objects, and finding structures by their signatures
-//! when the path from the root is broken.
+//! Every dataset is a child extraction named by its path (as h5py names
+//! it): a window on its bytes when it is stored compact or contiguous, or
+//! its chunks decoded in C order (`chunks`). After the walk, the parse
+//! decodes every chunk once, a budget's worth per step, and marks the
+//! span of the values of each that fails. Datasets are tensors over those
+//! bytes.
+//!
+//! Not read yet: huge and tiny fractal-heap objects, and finding
+//! structures by their signatures when the path from the root is broken.
 
+mod chunks;
 mod read;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::data::{Data, Range, Source};
-use crate::extraction::{ExtId, Tree};
-use crate::name::escape_bytes;
+use crate::extraction::{EntryKind, ExtId, Tree};
+use crate::name::{Name, escape_bytes, escape_str};
 use crate::node::{Node, Value};
 use crate::offer::tensor::{Tensor, numel, shape_text};
 use crate::offer::{Offers, TensorOffer};
-use crate::parsers::api::{Format, Parser, Sniff, Step, StepCx};
+use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
+use chunks::{Array, Grid, Pipeline};
 use read::{Bad, Header, Layout, ObjectKind, Space, Superblock, msg};
 
 /// HDF5 files.
@@ -44,7 +51,14 @@ pub(crate) static FORMAT: Format = Format {
     name: "hdf5",
     extent: None,
     sniff,
-    parse: |data, _| Box::new(Hdf5Parser { data: data.clone() }),
+    parse: |data, _| {
+        Box::new(Hdf5Parser {
+            data: data.clone(),
+            checks: Vec::new(),
+            started: false,
+            count: 0,
+        })
+    },
     load,
     offers: Offers {
         tensors: Some(TensorOffer::List(tensors)),
@@ -71,41 +85,58 @@ fn sniff(s: &Sniff) -> bool {
 
 struct Hdf5Parser {
     data: Data,
+    /// Chunked datasets whose chunks are still to be checked, after the
+    /// first step: (child, its values, the next chunk).
+    checks: Vec<(ExtId, Arc<Array>, usize)>,
+    started: bool,
+    /// Problems recorded as damage so far.
+    count: usize,
 }
 
 impl Parser for Hdf5Parser {
     fn step(&mut self, cx: &mut StepCx) -> Step {
-        let src = &*self.data;
-        let (avail, fin) = src.extent();
-        if !fin {
-            // Its structures point anywhere in the file.
-            cx.progress(avail, None);
-            return Step::Blocked;
+        if !self.started {
+            let (avail, fin) = self.data.extent();
+            if !fin {
+                // Its structures point anywhere in the file.
+                cx.progress(avail, None);
+                return Step::Blocked;
+            }
+            self.started = true;
+            self.start(cx);
+            self.checks.reverse();
+            return Step::Yield;
         }
+        self.check(cx)
+    }
+}
+
+impl Hdf5Parser {
+    /// Records a problem as damage, the first [`MAX_DAMAGE`] of them.
+    fn report(&mut self, e: &Bad, cx: &mut StepCx) {
+        self.count += 1;
+        if self.count <= MAX_DAMAGE {
+            cx.damage(damage(e, self.data.available()));
+        }
+    }
+
+    /// Reads the superblock and walks every object: nodes, damage, and a
+    /// child per dataset with values.
+    fn start(&mut self, cx: &mut StepCx) {
+        let data = self.data.clone();
+        let src = &*data;
+        let avail = src.available();
         let sb = match Superblock::find(src) {
             Ok(sb) => sb,
             Err(e) => {
                 cx.damage(damage(&e, avail));
-                return Step::Done;
+                return;
             }
         };
         cx.push_node(superblock_node(&sb));
-        let mut count = 0usize;
-        let mut report = |e: &Bad, cx: &mut StepCx| {
-            count += 1;
-            if count <= MAX_DAMAGE {
-                cx.damage(damage(e, avail));
-            }
-        };
         if sb.checksum == Some(false) {
-            report(
-                &Bad {
-                    at: sb.at,
-                    why: "the superblock's checksum does not match".into(),
-                    cut: false,
-                },
-                cx,
-            );
+            let e = Bad::wrong(sb.at, "the superblock's checksum does not match");
+            self.report(&e, cx);
         }
         let eof = sb.base.saturating_add(sb.eof);
         if eof > avail {
@@ -114,42 +145,259 @@ impl Parser for Hdf5Parser {
                 format!("the superblock records {eof} bytes; the file has {avail}"),
             ));
         }
-        match Header::read(src, &sb, sb.root) {
-            Ok(h) => {
-                cx.push_node(object_node(src, &sb, b"/", &h));
-                let mut problems = Vec::new();
-                walk(src, &sb, &mut problems, |_, h, _| {
-                    let mut out = Vec::new();
-                    if let Some(r) = data_range(&sb, h) {
-                        let ok = r.end <= avail;
-                        if !ok {
-                            out.push(Bad {
-                                at: r.start,
-                                why: format!("a dataset's {} bytes run past the end", r.len()),
-                                cut: true,
-                            });
-                        }
-                    }
-                    out
-                });
-                for e in &problems {
-                    report(e, cx);
-                }
-                if count > MAX_DAMAGE {
-                    cx.note(format!("{} more problems not recorded", count - MAX_DAMAGE));
-                }
-            }
+        let h = match Header::read(src, &sb, sb.root) {
+            Ok(h) => h,
             Err(e) => {
                 cx.push_node(
                     Node::new("group", "/", Range::new(sb.root, sb.root))
                         .damaged(damage(&e, avail)),
                 );
-                report(&e, cx);
+                self.report(&e, cx);
+                return;
             }
+        };
+        cx.push_node(object_node(src, &sb, b"/", &h));
+        let mut problems = Vec::new();
+        let mut checks = Vec::new();
+        walk(src, &sb, &mut problems, |path, h, kind| {
+            let mut out = Vec::new();
+            if kind == ObjectKind::Dataset {
+                let d = Dataset::of(&sb, h);
+                if let Some(c) = dataset_child(&data, &sb, path, &d, &mut out, cx) {
+                    checks.push(c);
+                }
+            }
+            out
+        });
+        for e in &problems {
+            self.report(e, cx);
+        }
+        self.checks = checks;
+        cx.progress(0, Some(avail));
+    }
+
+    /// Checks chunks of chunked datasets, a budget's worth per step.
+    fn check(&mut self, cx: &mut StepCx) -> Step {
+        let avail = self.data.available();
+        let mut work = 0u64;
+        while let Some((child, array, next)) = self.checks.last_mut() {
+            let (child, k) = (*child, *next);
+            let Some(c) = array.chunks().get(k).copied() else {
+                self.checks.pop();
+                continue;
+            };
+            *next += 1;
+            if cx.decode_left == 0 {
+                let d = cx.budget_damage(0);
+                cx.child_damage(child, d);
+                self.checks.pop();
+                continue;
+            }
+            work = work.saturating_add(c.size.max(64));
+            let grid = array.grid();
+            let bad = if array.is_filtered(&c) {
+                let r = array.decode(k);
+                cx.decoded(grid.chunk_bytes);
+                r.err()
+            } else {
+                array.check_bounds(&c, avail)
+            };
+            if bad.is_none()
+                && let Some(why) = array.doubtful_mask(&c)
+            {
+                let coords = grid.coords_text(c.index);
+                cx.child_damage(
+                    child,
+                    Damage::unverified(
+                        grid.span(c.index),
+                        format!("chunk {coords} at {}: {why}", c.at),
+                    ),
+                );
+            }
+            if let Some((r, why, cut)) = bad {
+                let coords = grid.coords_text(c.index);
+                let why = format!("chunk {coords} at {}: {why}", r.start);
+                let span = grid.span(c.index);
+                let (inner, outer) = if cut {
+                    (
+                        Damage::truncated(span, why.clone()),
+                        Damage::truncated(Range::new(r.start.min(avail), avail), why),
+                    )
+                } else {
+                    (Damage::corrupt(span, why.clone()), Damage::corrupt(r, why))
+                };
+                cx.child_damage(child, inner);
+                self.count += 1;
+                if self.count <= MAX_DAMAGE {
+                    cx.damage(outer);
+                }
+            }
+            if work >= cx.budget {
+                return Step::Yield;
+            }
+        }
+        if self.count > MAX_DAMAGE {
+            cx.note(format!(
+                "{} more problems not recorded",
+                self.count - MAX_DAMAGE
+            ));
         }
         cx.progress(avail, Some(avail));
         Step::Done
     }
+}
+
+/// Adds the child that holds a dataset's values, as the file names it:
+/// its bytes in the file (compact or contiguous), or its chunks decoded
+/// in C order. Returns a chunked dataset's values, whose chunks are to be
+/// checked. Problems in the file go to `out`.
+fn dataset_child(
+    data: &Data,
+    sb: &Superblock,
+    path: &str,
+    d: &Dataset,
+    out: &mut Vec<Bad>,
+    cx: &mut StepCx,
+) -> Option<(ExtId, Arc<Array>, usize)> {
+    let avail = data.available();
+    let name = Name::new(path.as_bytes().to_vec());
+    if let Some(r) = d.range() {
+        if r.end > avail {
+            out.push(Bad {
+                at: r.start,
+                why: format!("a dataset's {} bytes run past the end", r.len()),
+                cut: true,
+            });
+        }
+        let kept = Range::new(r.start.min(avail), r.end.min(avail));
+        let mut spec = ChildSpec::window(name, EntryKind::File, data, kept);
+        spec.declared_size = Some(r.len());
+        if r.end > avail {
+            spec.damage.push(Damage::truncated(
+                Range::new(kept.len(), r.len()),
+                format!(
+                    "its values end at {}, past the end of the file ({avail})",
+                    r.end
+                ),
+            ));
+        }
+        if let Some(want) = d.nbytes().filter(|&n| n != r.len()) {
+            spec.damage.push(Damage::corrupt(
+                Range::new(0, r.len()),
+                format!("{} bytes stored for {want} by its shape", r.len()),
+            ));
+        }
+        cx.add_child(spec);
+        return None;
+    }
+    let Some(Layout::Chunked(ch)) = &d.layout else {
+        return None;
+    };
+    let mut problems = Vec::new();
+    let (grid, list) = match chunk_list(data.as_ref(), sb, d, &mut problems)? {
+        Ok(g) => g,
+        Err(why) => {
+            cx.note(format!(
+                "{}: {why}; its values are not read",
+                escape_str(path)
+            ));
+            return None;
+        }
+    };
+    let pipe = Pipeline {
+        filters: d.filters.clone(),
+        elem: grid.elem as usize,
+        edge_unfiltered: ch.edge_unfiltered,
+    };
+    let unknown = pipe.unknown();
+    if !unknown.is_empty() {
+        // Each chunk as it is stored, named as zarr names chunks (`0.3`).
+        cx.note(format!(
+            "{}: its chunks are stored with {}, which is not decoded; each is listed as its stored bytes",
+            escape_str(path),
+            unknown.join("+")
+        ));
+        out.extend(problems);
+        for c in list.iter().take(MAX_CHUNK_FILES) {
+            let r = Range::new(c.at, c.at.saturating_add(c.size));
+            let kept = Range::new(r.start.min(avail), r.end.min(avail));
+            let key = grid.coords_text(c.index);
+            let key = key.trim_matches(['(', ')']).replace(", ", ".");
+            let mut spec = ChildSpec::window(
+                Name::new(format!("{path}/{key}").into_bytes()),
+                EntryKind::File,
+                data,
+                kept,
+            );
+            spec.parse = false;
+            spec.declared_size = Some(r.len());
+            if r.end > avail {
+                spec.damage.push(Damage::truncated(
+                    Range::new(kept.len(), r.len()),
+                    "the chunk runs past the end of the file",
+                ));
+            }
+            cx.add_child(spec);
+        }
+        return None;
+    }
+    let nbytes = grid.nbytes;
+    let unchecked = ch.kind == read::IndexKind::BTree1;
+    let array = Arc::new(Array::new(
+        data.clone(),
+        grid,
+        list,
+        pipe,
+        d.fill.clone(),
+        unchecked,
+    ));
+    let mut spec = ChildSpec::new(name, EntryKind::File, array.clone() as Data);
+    spec.declared_size = Some(nbytes);
+    if let Some(e) = problems.first() {
+        spec.damage.push(Damage::corrupt(
+            Range::new(0, nbytes),
+            format!(
+                "its chunk index is damaged at {} ({}): the chunks it lists there are missing",
+                e.at, e.why
+            ),
+        ));
+    }
+    out.extend(problems);
+    let child = cx.add_child(spec);
+    Some((child, array, 0))
+}
+
+/// Chunks of one dataset listed as files at most (those of a filter not
+/// decoded).
+const MAX_CHUNK_FILES: usize = 100_000;
+
+/// A chunked dataset's grid and its chunks, read from its index (`None`:
+/// it is not chunked or has no shape or type; an error: its grid is not
+/// read). Problems in the index go to `problems`.
+fn chunk_list(
+    src: &dyn Source,
+    sb: &Superblock,
+    d: &Dataset,
+    problems: &mut Vec<Bad>,
+) -> Option<Result<(Grid, Vec<chunks::Chunk>), String>> {
+    let Some(Layout::Chunked(ch)) = &d.layout else {
+        return None;
+    };
+    let (shape, t) = (d.shape()?, d.dtype.as_ref()?);
+    let grid = match Grid::new(&shape, &ch.dims, u64::from(t.size), ch.index.unwrap_or(0)) {
+        Ok(g) => g,
+        Err(e) => return Some(Err(e.why)),
+    };
+    let list = chunks::chunks(
+        src,
+        sb,
+        ch,
+        &grid,
+        d.max.as_deref(),
+        !d.filters.is_empty(),
+        problems,
+    );
+    Some(Ok((grid, list)))
 }
 
 /// The damage a problem makes: truncated from it to the end when the
@@ -206,6 +454,10 @@ struct Dataset {
     dtype: Option<read::Type>,
     layout: Option<Layout>,
     filters: Vec<u16>,
+    /// Its largest dimensions (`None`: unlimited), when recorded.
+    max: Option<Vec<Option<u64>>>,
+    /// One element of its fill value, when one is defined.
+    fill: Option<Vec<u8>>,
 }
 
 impl Dataset {
@@ -220,6 +472,8 @@ impl Dataset {
                 .find(msg::FILTERS)
                 .and_then(|m| read::filters(m).ok())
                 .unwrap_or_default(),
+            max: h.find(msg::DATASPACE).and_then(|m| read::max_dims(m, sb)),
+            fill: read::fill_value(h),
         }
     }
 
@@ -240,9 +494,8 @@ impl Dataset {
         let layout = match &self.layout {
             Some(Layout::Compact(_)) => "compact".to_string(),
             Some(Layout::Contiguous { .. }) => "contiguous".to_string(),
-            Some(Layout::Chunked { dims, how, .. }) => {
-                // The last dimension of a v1 layout is the element size.
-                format!("chunked {} ({how})", shape_text(dims))
+            Some(Layout::Chunked(c)) => {
+                format!("chunked {} ({})", shape_text(&c.dims), c.kind.name())
             }
             Some(Layout::Virtual) => "virtual".to_string(),
             None => "?".to_string(),
@@ -413,6 +666,44 @@ fn messages(src: &dyn Source, sb: &Superblock, h: &Header) -> Vec<Node> {
         }
         out.push(n);
     }
+    let d = Dataset::of(sb, h);
+    let mut problems = Vec::new();
+    if let Some(Ok((grid, list))) = chunk_list(src, sb, &d, &mut problems) {
+        const SHOWN: usize = 1000;
+        let mut kids: Vec<Node> = list
+            .iter()
+            .take(SHOWN)
+            .map(|c| {
+                let r = Range::new(c.at, c.at.saturating_add(c.size));
+                let mut n = Node::new("chunk", grid.coords_text(c.index), r).uint(c.size);
+                if r.end > src.available() {
+                    n = n.damaged(Damage::truncated(
+                        Range::new(src.available().max(r.start), r.end),
+                        "the chunk runs past the end of the file",
+                    ));
+                }
+                n
+            })
+            .collect();
+        if list.len() > SHOWN {
+            kids.push(Node::new(
+                "note",
+                format!("{} more chunks", list.len() - SHOWN),
+                h.range,
+            ));
+        }
+        for e in problems.iter().take(100) {
+            kids.push(
+                Node::new("problem", "problem", Range::new(e.at, e.at))
+                    .damaged(damage(e, src.available())),
+            );
+        }
+        out.push(
+            Node::new("chunks", "chunks", h.range)
+                .text(format!("{} of {} written", list.len(), grid.total))
+                .with_children(kids),
+        );
+    }
     for m in &h.messages {
         let r = Range::new(m.at, m.at + m.data.len() as u64);
         let node = Node::new("message", read::msg::name(m.kind), r);
@@ -460,11 +751,18 @@ fn attribute_node(src: &dyn Source, sb: &Superblock, m: &read::Message) -> Node 
     }
 }
 
-/// The datasets stored compact or contiguous, as tensors named by path.
+/// The datasets, as tensors named by path: those stored compact or
+/// contiguous over their bytes in the file, chunked ones over the child
+/// that decodes them.
 fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
     let Some(e) = tree.get(ext) else {
         return Vec::new();
     };
+    let children: HashMap<&[u8], ExtId> = e
+        .children
+        .iter()
+        .filter_map(|&c| Some((tree.get(c)?.name.raw(), c)))
+        .collect();
     let data = e.data();
     let src = &*data;
     let Ok(sb) = Superblock::find(src) else {
@@ -478,10 +776,33 @@ fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
             return Vec::new();
         }
         let d = Dataset::of(&sb, h);
-        let (Some(t), Some(shape), Some(r)) = (d.dtype.as_ref(), d.shape(), d.range()) else {
+        let (Some(t), Some(shape)) = (d.dtype.as_ref(), d.shape()) else {
             return Vec::new();
         };
         let Some(dtype) = t.dtype() else {
+            return Vec::new();
+        };
+        let Some(r) = d.range() else {
+            if let (Some(Layout::Chunked(_)), Some(&child)) =
+                (&d.layout, children.get(path.as_bytes()))
+                && let Some(c) = tree.get(child)
+            {
+                let status = tree.status_of(child);
+                out.push(Tensor {
+                    name: path.to_string(),
+                    dtype,
+                    shape,
+                    stride: None,
+                    storage_offset: None,
+                    source: child,
+                    offset: 0,
+                    length: c.declared_size().unwrap_or(0),
+                    status,
+                    detail: (status != Status::Complete).then(|| c.detail()).flatten(),
+                    big_endian: t.big_endian,
+                    encoding: Default::default(),
+                });
+            }
             return Vec::new();
         };
         let want = d.nbytes();

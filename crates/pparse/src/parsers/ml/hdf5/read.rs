@@ -21,15 +21,15 @@ pub(crate) fn superblock_places(len: u64) -> impl Iterator<Item = u64> {
 /// Offsets past this are in no file.
 const MAX_OFFSET: u64 = i64::MAX as u64;
 /// The undefined address (every bit set, in the file's offset size).
-const UNDEF: u64 = u64::MAX;
+pub(crate) const UNDEF: u64 = u64::MAX;
 /// Bytes of one object-header chunk read at most.
-const MAX_CHUNK: u64 = 16 << 20;
+pub(crate) const MAX_CHUNK: u64 = 16 << 20;
 /// Continuation chunks followed per object header at most.
 const MAX_CHUNKS: usize = 4096;
 /// Messages read per object header at most.
 const MAX_MESSAGES: usize = 65_536;
 /// Levels of a v1 B-tree followed at most.
-const MAX_LEVELS: u32 = 64;
+pub(crate) const MAX_LEVELS: u32 = 64;
 /// Members of one group listed at most.
 pub(crate) const MAX_MEMBERS: usize = 1_000_000;
 /// A local heap's data segment read at most.
@@ -47,7 +47,7 @@ pub(crate) struct Bad {
 }
 
 impl Bad {
-    fn wrong(at: u64, why: impl Into<String>) -> Bad {
+    pub(crate) fn wrong(at: u64, why: impl Into<String>) -> Bad {
         Bad {
             at,
             why: why.into(),
@@ -57,7 +57,7 @@ impl Bad {
 }
 
 /// Reads `n` bytes at `at`, at most `MAX_CHUNK`, checked against the end.
-fn bytes(src: &dyn Source, at: u64, n: u64, what: &str) -> Result<Vec<u8>, Bad> {
+pub(crate) fn bytes(src: &dyn Source, at: u64, n: u64, what: &str) -> Result<Vec<u8>, Bad> {
     if n > MAX_CHUNK {
         return Err(Bad::wrong(
             at,
@@ -101,7 +101,7 @@ impl<'b> Cur<'b> {
     pub(crate) fn at(&self) -> u64 {
         self.base + self.pos as u64
     }
-    fn take(&mut self, n: usize) -> Result<&'b [u8], Bad> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'b [u8], Bad> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len());
         let Some(end) = end else {
             return Err(Bad::wrong(self.at(), "a field runs past its structure"));
@@ -110,21 +110,21 @@ impl<'b> Cur<'b> {
         self.pos = end;
         Ok(s)
     }
-    fn skip(&mut self, n: usize) -> Result<(), Bad> {
+    pub(crate) fn skip(&mut self, n: usize) -> Result<(), Bad> {
         self.take(n).map(|_| ())
     }
-    fn u8(&mut self) -> Result<u8, Bad> {
+    pub(crate) fn u8(&mut self) -> Result<u8, Bad> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, Bad> {
+    pub(crate) fn u16(&mut self) -> Result<u16, Bad> {
         Ok(self.uint(2)? as u16)
     }
-    fn u32(&mut self) -> Result<u32, Bad> {
+    pub(crate) fn u32(&mut self) -> Result<u32, Bad> {
         Ok(self.uint(4)? as u32)
     }
     /// An unsigned little-endian integer of `n` bytes (1 to 8); all bits
     /// set reads as [`UNDEF`].
-    fn uint(&mut self, n: usize) -> Result<u64, Bad> {
+    pub(crate) fn uint(&mut self, n: usize) -> Result<u64, Bad> {
         if !(1..=8).contains(&n) {
             return Err(Bad::wrong(self.at(), format!("a field of {n} bytes")));
         }
@@ -134,7 +134,7 @@ impl<'b> Cur<'b> {
         }
         Ok(s.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b)))
     }
-    fn rest(&self) -> usize {
+    pub(crate) fn rest(&self) -> usize {
         self.b.len() - self.pos
     }
 }
@@ -572,7 +572,8 @@ impl Header {
     }
 }
 
-fn check_sum(b: &[u8], at: u64, problems: &mut Vec<Bad>) {
+/// Checks the lookup3 checksum in the last 4 bytes of `b`.
+pub(crate) fn check_sum(b: &[u8], at: u64, problems: &mut Vec<Bad>) {
     let n = b.len().saturating_sub(4);
     let want = u32::from_le_bytes(b[n..].try_into().unwrap_or([0; 4]));
     if lookup3(&b[..n]) != want {
@@ -794,6 +795,37 @@ fn dense(
         Ok(h) => h,
         Err(e) => return problems.push(e),
     };
+    let mut found = Vec::new();
+    btree2(src, sb, tree, &[5], 5, problems, |_, r, at| {
+        let id_at = at + 4;
+        found.push(
+            heap.locate(&r[4..], id_at)
+                .and_then(|(a, len)| Ok((a, bytes(src, a, len, "a link message")?)))
+                .and_then(|(a, m)| link(&m, a, sb)),
+        );
+        out.len() + found.len() < MAX_MEMBERS
+    });
+    for f in found {
+        match f {
+            Ok(l) => out.push(l),
+            Err(e) => problems.push(e),
+        }
+    }
+}
+
+/// Visits the records of the v2 B-tree at `tree`, which must be of one of
+/// the types `kinds` with records of at least `min_rec` bytes: `each`
+/// gets the tree's type, a record's bytes and where they are, and returns
+/// false to stop. Nodes whose checksum fails are skipped (a problem).
+pub(crate) fn btree2(
+    src: &dyn Source,
+    sb: &Superblock,
+    tree: u64,
+    kinds: &[u8],
+    min_rec: usize,
+    problems: &mut Vec<Bad>,
+    mut each: impl FnMut(u8, &[u8], u64) -> bool,
+) {
     let o = usize::from(sb.offsets);
     let l = usize::from(sb.lengths);
     let head = match bytes(
@@ -806,6 +838,11 @@ fn dense(
         Ok(_) => return problems.push(Bad::wrong(tree, "no BTHD signature")),
         Err(e) => return problems.push(e),
     };
+    let mut sums = Vec::new();
+    check_sum(&head, tree, &mut sums);
+    if !sums.is_empty() {
+        return problems.extend(sums);
+    }
     let mut c = Cur::new(&head, tree);
     let parsed = (|| -> Result<(u8, u64, usize, u32, u64, u64), Bad> {
         c.skip(5)?;
@@ -822,7 +859,11 @@ fn dense(
         Ok(p) => p,
         Err(e) => return problems.push(e),
     };
-    if kind != 5 || rec < 5 || !(16..=MAX_CHUNK).contains(&node_size) || depth > 32 {
+    if !kinds.contains(&kind)
+        || rec < min_rec
+        || !(16..=MAX_CHUNK).contains(&node_size)
+        || depth > 32
+    {
         return problems.push(Bad::wrong(
             tree,
             format!("a v2 B-tree of type {kind}, records of {rec} bytes"),
@@ -841,7 +882,12 @@ fn dense(
     let mut seen = HashSet::new();
     let mut todo = vec![(root, root_n, depth)];
     while let Some((at, n, d)) = todo.pop() {
-        if !seen.insert(at) || out.len() >= MAX_MEMBERS {
+        if !seen.insert(at) {
+            problems.push(Bad::wrong(at, "a v2 B-tree node seen before"));
+            continue;
+        }
+        if n > max_n[d as usize] {
+            problems.push(Bad::wrong(at, format!("a v2 B-tree node of {n} records")));
             continue;
         }
         let ptr = if d == 0 {
@@ -866,21 +912,20 @@ fn dense(
                 continue;
             }
         };
-        check_sum(&b, at, problems);
+        let mut sums = Vec::new();
+        check_sum(&b, at, &mut sums);
+        if !sums.is_empty() {
+            // Its records and children cannot be trusted.
+            problems.extend(sums);
+            continue;
+        }
         let mut c = Cur::new(&b, at);
         let _ = c.skip(6);
         for _ in 0..n {
+            let rec_at = c.at();
             let Ok(r) = c.take(rec) else { break };
-            let id_at = at + (c.pos - rec + 4) as u64;
-            match heap
-                .locate(&r[4..], id_at)
-                .and_then(|(a, len)| Ok((a, bytes(src, a, len, "a link message")?)))
-            {
-                Ok((a, m)) => match link(&m, a, sb) {
-                    Ok(l) => out.push(l),
-                    Err(e) => problems.push(e),
-                },
-                Err(e) => problems.push(e),
+            if !each(kind, r, rec_at) {
+                return;
             }
         }
         if d > 0 {
@@ -1181,6 +1226,51 @@ pub(crate) fn dataspace(m: &Message, sb: &Superblock) -> Result<Space, Bad> {
     })
 }
 
+/// A simple dataspace's largest dimensions (`None`: unlimited), when its
+/// message gives them.
+pub(crate) fn max_dims(m: &Message, sb: &Superblock) -> Option<Vec<Option<u64>>> {
+    let mut c = Cur::new(&m.data, m.at);
+    let version = c.u8().ok()?;
+    let rank = usize::from(c.u8().ok()?);
+    let flags = c.u8().ok()?;
+    c.skip(if version == 1 { 5 } else { 1 }).ok()?;
+    if flags & 1 == 0 || rank > MAX_RANK {
+        return None;
+    }
+    let l = usize::from(sb.lengths);
+    c.skip(rank * l).ok()?;
+    (0..rank)
+        .map(|_| c.uint(l).ok().map(|d| (d != UNDEF).then_some(d)))
+        .collect()
+}
+
+/// A dataset's fill value, the bytes of one element, when its header
+/// defines one (none: unwritten chunks read as zeros).
+pub(crate) fn fill_value(h: &Header) -> Option<Vec<u8>> {
+    let value = |c: &mut Cur| -> Option<Vec<u8>> {
+        let n = c.u32().ok()? as usize;
+        (n > 0 && n <= c.rest()).then(|| c.take(n).ok().map(<[u8]>::to_vec))?
+    };
+    if let Some(m) = h.find(0x5) {
+        let mut c = Cur::new(&m.data, m.at);
+        return match c.u8().ok()? {
+            1 | 2 => {
+                let _alloc = c.u8().ok()?;
+                let _write = c.u8().ok()?;
+                let defined = c.u8().ok()?;
+                (defined != 0).then(|| value(&mut c))?
+            }
+            3 => {
+                let flags = c.u8().ok()?;
+                (flags & 0x20 != 0).then(|| value(&mut c))?
+            }
+            _ => None,
+        };
+    }
+    let m = h.find(0x4)?;
+    value(&mut Cur::new(&m.data, m.at))
+}
+
 /// A datatype, as far as it is told here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Type {
@@ -1277,13 +1367,52 @@ pub(crate) enum Layout {
         at: Option<u64>,
         size: Option<u64>,
     },
-    /// Chunks of these dimensions, indexed by a structure at `index`.
-    Chunked {
-        dims: Vec<u64>,
-        index: Option<u64>,
-        how: &'static str,
-    },
+    /// In chunks, found through a chunk index.
+    Chunked(Chunking),
     Virtual,
+}
+
+/// How a chunked dataset is cut and where its chunks are listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Chunking {
+    /// A chunk's dimensions, in elements.
+    pub(crate) dims: Vec<u64>,
+    /// Its index's address (none: no chunk written yet).
+    pub(crate) index: Option<u64>,
+    pub(crate) kind: IndexKind,
+    /// Chunks at the dataset's far edges are stored unfiltered.
+    pub(crate) edge_unfiltered: bool,
+}
+
+/// The structures that list a dataset's chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IndexKind {
+    /// A v1 B-tree of type 1 (layout versions 1 to 3).
+    BTree1,
+    /// One chunk at the index address; its stored size and filter mask
+    /// when it is filtered.
+    Single(Option<(u64, u32)>),
+    /// Chunks one after the other from the index address.
+    Implicit,
+    /// A fixed array (`FAHD`).
+    Fixed,
+    /// An extensible array (`EAHD`).
+    Extensible,
+    /// A v2 B-tree of type 10 or 11 (`BTHD`).
+    BTree2,
+}
+
+impl IndexKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            IndexKind::BTree1 => "v1 B-tree",
+            IndexKind::Single(_) => "single chunk",
+            IndexKind::Implicit => "implicit",
+            IndexKind::Fixed => "fixed array",
+            IndexKind::Extensible => "extensible array",
+            IndexKind::BTree2 => "v2 B-tree",
+        }
+    }
 }
 
 pub(crate) fn layout(m: &Message, sb: &Superblock) -> Result<Layout, Bad> {
@@ -1311,11 +1440,12 @@ pub(crate) fn layout(m: &Message, sb: &Superblock) -> Result<Layout, Bad> {
                 2 => {
                     // The last dimension is the element's size.
                     dims.pop();
-                    Ok(Layout::Chunked {
+                    Ok(Layout::Chunked(Chunking {
                         dims,
                         index: at,
-                        how: "v1 B-tree",
-                    })
+                        kind: IndexKind::BTree1,
+                        edge_unfiltered: false,
+                    }))
                 }
                 k => Err(Bad::wrong(m.at, format!("layout class {k}"))),
             }
@@ -1345,11 +1475,12 @@ pub(crate) fn layout(m: &Message, sb: &Superblock) -> Result<Layout, Bad> {
                         dims.push(u64::from(c.u32()?));
                     }
                     dims.pop();
-                    Ok(Layout::Chunked {
+                    Ok(Layout::Chunked(Chunking {
                         dims,
                         index,
-                        how: "v1 B-tree",
-                    })
+                        kind: IndexKind::BTree1,
+                        edge_unfiltered: false,
+                    }))
                 }
                 2 => {
                     let flags = c.u8()?;
@@ -1361,18 +1492,31 @@ pub(crate) fn layout(m: &Message, sb: &Superblock) -> Result<Layout, Bad> {
                     }
                     // The last dimension is the element's size.
                     dims.pop();
-                    let (how, skip) = match c.u8()? {
-                        1 if flags & 2 != 0 => ("single chunk", l + 4),
-                        1 => ("single chunk", 0),
-                        2 => ("implicit", 0),
-                        3 => ("fixed array", 1),
-                        4 => ("extensible array", 5),
-                        5 => ("v2 B-tree", 6),
+                    let kind = match c.u8()? {
+                        1 if flags & 2 != 0 => IndexKind::Single(Some((c.uint(l)?, c.u32()?))),
+                        1 => IndexKind::Single(None),
+                        2 => IndexKind::Implicit,
+                        3 => {
+                            c.skip(1)?;
+                            IndexKind::Fixed
+                        }
+                        4 => {
+                            c.skip(5)?;
+                            IndexKind::Extensible
+                        }
+                        5 => {
+                            c.skip(6)?;
+                            IndexKind::BTree2
+                        }
                         k => return Err(Bad::wrong(m.at, format!("chunk index type {k}"))),
                     };
-                    c.skip(skip)?;
                     let index = sb.abs(c.uint(o)?);
-                    Ok(Layout::Chunked { dims, index, how })
+                    Ok(Layout::Chunked(Chunking {
+                        dims,
+                        index,
+                        kind,
+                        edge_unfiltered: flags & 1 != 0,
+                    }))
                 }
                 3 => Ok(Layout::Virtual),
                 k => Err(Bad::wrong(m.at, format!("layout class {k}"))),
