@@ -507,3 +507,132 @@ fn objects_lenient(session: &Session) -> usize {
     }
     n
 }
+
+/// Layers, each with its weights' names and `type [shape]`.
+type Layers = Vec<(String, Vec<(String, String)>)>;
+
+/// The layers of a Keras file, each with its weights in order, as the
+/// node `keras layers` lists them on expand.
+fn keras_listing(session: &Session) -> Option<Layers> {
+    let i = {
+        let t = session.tree();
+        t.root().nodes.iter().position(|n| n.kind == "keras")?
+    };
+    assert!(session.load(0, &[i]));
+    let t = session.tree();
+    let layers = t.root().nodes[i].loaded_children();
+    Some(
+        layers
+            .iter()
+            .map(|l| {
+                let ws = l
+                    .loaded_children()
+                    .iter()
+                    .map(|w| (w.name.to_string(), w.value.as_ref().unwrap().to_string()))
+                    .collect();
+                (l.name.to_string(), ws)
+            })
+            .collect(),
+    )
+}
+
+/// What h5py reads of the same layers (expect.json's `keras_layers`), in
+/// pparse's words: `f32 [4, 8]`.
+fn keras_expected(want: &Value) -> Option<Layers> {
+    let layers = want.get("keras_layers")?.as_array()?;
+    Some(
+        layers
+            .iter()
+            .map(|l| {
+                let ws = l[1]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|w| {
+                        let t = dtype_name(s(&w[1])).to_lowercase();
+                        let shape: Vec<String> = w[2]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|d| u(d).to_string())
+                            .collect();
+                        (s(&w[0]).to_string(), format!("{t} [{}]", shape.join(", ")))
+                    })
+                    .collect();
+                (s(&l[0]).to_string(), ws)
+            })
+            .collect(),
+    )
+}
+
+/// Keras 2 files (`layer_names` and `weight_names`) and Keras 3 weights
+/// (`layers/<name>/vars/<i>`, nested layers too) list their weights by
+/// layer, in Keras' order, as h5py reads them; other HDF5 files have no
+/// such listing (a group named `layers` of datasets is not Keras').
+#[test]
+fn keras_weights_are_listed_by_layer() {
+    let e = expect();
+    let mut seen = 0;
+    for (name, want) in e["files"].as_object().unwrap() {
+        let session = parse(name, fixture(&format!("hdf5/{name}")));
+        let got = keras_listing(&session);
+        let exp = keras_expected(want);
+        assert_eq!(got, exp, "{name}");
+        seen += usize::from(exp.is_some());
+    }
+    assert_eq!(seen, 4);
+}
+
+/// A `.keras` archive (a zip of config.json, metadata.json and
+/// model.weights.h5, as Keras 3 saves it): its weights are tensors at the
+/// same offsets as in the file alone, listed by layer, and `cat` reads a
+/// weight through the zip.
+#[test]
+fn a_keras_archive_lists_its_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let h5 = fixture("hdf5/keras3-earliest.h5");
+    std::fs::write(dir.join("model.weights.h5"), &h5).unwrap();
+    let script = "import zipfile\n\
+        with zipfile.ZipFile('m.keras', 'w') as z:\n    \
+        z.writestr('config.json', '{\"class_name\": \"Sequential\"}')\n    \
+        z.writestr('metadata.json', '{\"keras_version\": \"3.6.0\"}')\n    \
+        z.write('model.weights.h5')\n";
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let alone = parse("model.weights.h5", h5);
+    let want: Vec<(String, u64, u64)> = tensors(&alone.tree(), 0)
+        .iter()
+        .map(|x| (x.name.clone(), x.length, x.offset))
+        .collect();
+    assert_eq!(want.len(), 17);
+    let archive = dir.join("m.keras");
+    let session = parse("m.keras", std::fs::read(&archive).unwrap());
+    let t = session.tree();
+    let id = (0..t.exts.len())
+        .find(|&i| t.exts[i].parser() == Some("hdf5"))
+        .unwrap();
+    let got: Vec<(String, u64, u64)> = tensors(&t, id)
+        .iter()
+        .map(|x| (x.name.clone(), x.length, x.offset))
+        .collect();
+    assert_eq!(got, want);
+    assert!(t.exts[id].nodes.iter().any(|n| n.kind == "keras"));
+    drop(t);
+    let run = pparse([
+        "cat",
+        "--no-index",
+        archive.to_str().unwrap(),
+        "model.weights.h5/layers/dense/vars/0",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr_text());
+    let x = tensors(&alone.tree(), 0)
+        .into_iter()
+        .find(|x| x.name == "layers/dense/vars/0")
+        .unwrap();
+    assert_eq!(run.stdout, tensor_bytes(&alone.tree(), &x));
+}

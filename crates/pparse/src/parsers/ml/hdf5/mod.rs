@@ -29,6 +29,7 @@
 //! structures by their signatures when the path from the root is broken.
 
 mod chunks;
+mod keras;
 mod read;
 
 use std::collections::{HashMap, HashSet};
@@ -157,6 +158,13 @@ impl Hdf5Parser {
             }
         };
         cx.push_node(object_node(src, &sb, b"/", &h));
+        if let Some(k) = keras::layout(src, &sb, &h) {
+            cx.push_node(
+                Node::new("keras", "keras layers", h.range)
+                    .text(keras::summary(src, &sb, k))
+                    .lazy(),
+            );
+        }
         let mut problems = Vec::new();
         let mut checks = Vec::new();
         walk(src, &sb, &mut problems, |path, h, kind| {
@@ -612,6 +620,9 @@ fn load(data: &dyn Source, node: &Node, _: &crate::Options) -> Vec<Node> {
     };
     match node.kind {
         "group" => group_members(data, &sb, &h),
+        "keras" => {
+            keras::layout(data, &sb, &h).map_or_else(Vec::new, |k| keras::layers(data, &sb, k))
+        }
         _ => messages(data, &sb, &h),
     }
 }

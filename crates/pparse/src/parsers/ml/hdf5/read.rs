@@ -1693,17 +1693,53 @@ impl Attribute {
             }
             (1, 4) => f32::from_bits(word(b) as u32).to_string(),
             (1, 8) => f64::from_bits(word(b)).to_string(),
-            (3, _) => quote(&b[..b.iter().position(|&x| x == 0).unwrap_or(b.len())]),
-            (9, _) => {
+            (3 | 9, _) => quote(&self.string(b, src, sb)?),
+            _ => return None,
+        })
+    }
+
+    /// One string element: fixed-length (up to its first NUL) or
+    /// variable-length (from the global heap).
+    fn string(&self, b: &[u8], src: &dyn Source, sb: &Superblock) -> Option<Vec<u8>> {
+        match self.dtype.class {
+            3 => Some(b[..b.iter().position(|&x| x == 0).unwrap_or(b.len())].to_vec()),
+            9 => {
                 let mut c = Cur::new(b, 0);
                 let len = u64::from(c.u32().ok()?);
                 let coll = sb.abs(c.uint(usize::from(sb.offsets)).ok()?)?;
                 let index = c.u32().ok()?;
-                let s = global_heap_object(src, sb, coll, index).ok()?;
-                quote(&s[..(len as usize).min(s.len())])
+                let mut s = global_heap_object(src, sb, coll, index).ok()?;
+                s.truncate(len as usize);
+                Some(s)
             }
+            _ => None,
+        }
+    }
+
+    /// Its value as strings (a scalar or an array of fixed- or
+    /// variable-length strings), at most `max` of them.
+    pub(crate) fn strings(
+        &self,
+        src: &dyn Source,
+        sb: &Superblock,
+        max: usize,
+    ) -> Option<Vec<Vec<u8>>> {
+        let count = match &self.space {
+            Space::Scalar => 1,
+            Space::Simple(d) => crate::offer::tensor::numel(d)?,
+            Space::Null => 0,
+        };
+        let size = match self.dtype.class {
+            3 => self.dtype.size as usize,
+            9 => 4 + usize::from(sb.offsets) + 4,
             _ => return None,
-        })
+        };
+        if size == 0 {
+            return None;
+        }
+        (0..count.min(max as u64) as usize)
+            .map(|i| self.string(self.value.get(i * size..(i + 1) * size)?, src, sb))
+            .collect()
     }
 }
 
