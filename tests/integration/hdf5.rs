@@ -636,3 +636,65 @@ fn a_keras_archive_lists_its_weights() {
         .unwrap();
     assert_eq!(run.stdout, tensor_bytes(&alone.tree(), &x));
 }
+
+/// Groups are folders and datasets files, in `pparse::fs` and in a FUSE
+/// mount: a dataset read as a file is its values, as h5py reads them,
+/// chunked ones decoded.
+#[test]
+fn groups_are_folders_and_datasets_files() {
+    use pparse::fs::{Fs, Kind};
+    use std::io::Read;
+    let e = expect();
+    let name = "basic-latest.h5";
+    let want = &e["files"][name]["objects"];
+    let sha_of = |p: &str| {
+        s(&want
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| s(&o["path"]) == p)
+            .unwrap()["sha256"])
+        .to_string()
+    };
+    let path = fixture_path(&format!("hdf5/{name}"));
+    let options = pparse::Options {
+        index: pparse::parsers::IndexMode::Off,
+        ..Default::default()
+    };
+    let fs = Fs::with_options(&path, options).unwrap();
+    let names = |p: &str| -> Vec<(String, bool)> {
+        let mut v: Vec<(String, bool)> = fs
+            .list(p, false)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.path, e.kind == Kind::Dir))
+            .collect();
+        v.sort();
+        v
+    };
+    let top = names("");
+    assert!(top.contains(&("weights".to_string(), true)), "{top:?}");
+    assert!(top.contains(&("chunked".to_string(), false)), "{top:?}");
+    let w = names("weights");
+    assert!(w.contains(&("weights/deeper".to_string(), true)), "{w:?}");
+    assert!(w.contains(&("weights/kernel".to_string(), false)), "{w:?}");
+    for p in [
+        "weights/kernel",
+        "weights/deeper/still/bytes",
+        "chunked",
+        "small",
+    ] {
+        let mut got = Vec::new();
+        fs.open(p).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(sha_hex(&got), sha_of(p), "{p}");
+    }
+    let Some(mut m) = crate::mount::Mount::start(&path) else {
+        return;
+    };
+    assert!(m.at.join("weights/deeper/still").is_dir());
+    for p in ["weights/kernel", "weights/deeper/still/bytes", "chunked"] {
+        let got = std::fs::read(m.at.join(p)).unwrap();
+        assert_eq!(sha_hex(&got), sha_of(p), "mounted {p}");
+    }
+    assert_eq!(m.stop(libc::SIGTERM), Some(0));
+}

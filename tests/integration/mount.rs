@@ -20,15 +20,15 @@ fn mounted(at: &Path) -> bool {
 }
 
 /// A running `pparse mount`, taken down when dropped.
-struct Mount {
+pub(crate) struct Mount {
     child: Child,
-    at: PathBuf,
+    pub(crate) at: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Mount {
     /// Mounts `file`; `None` (said on stderr) where FUSE is not usable.
-    fn start(file: &Path) -> Option<Mount> {
+    pub(crate) fn start(file: &Path) -> Option<Mount> {
         Mount::start_with(file, &[])
     }
 
@@ -80,7 +80,7 @@ impl Mount {
     }
 
     /// Sends `signal` and waits for the process to end; returns its code.
-    fn stop(&mut self, signal: i32) -> Option<i32> {
+    pub(crate) fn stop(&mut self, signal: i32) -> Option<i32> {
         // SAFETY: kill sends a signal to the child this test started.
         unsafe { libc::kill(self.child.id() as i32, signal) };
         self.wait()

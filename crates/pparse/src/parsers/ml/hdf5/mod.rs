@@ -282,7 +282,7 @@ fn dataset_child(
         spec.declared_size = Some(r.len());
         if r.end > avail {
             spec.damage.push(Damage::truncated(
-                Range::new(kept.len(), r.len()),
+                Range::new(kept.len(), kept.len()),
                 format!(
                     "its values end at {}, past the end of the file ({avail})",
                     r.end
@@ -291,7 +291,7 @@ fn dataset_child(
         }
         if let Some(want) = d.nbytes().filter(|&n| n != r.len()) {
             spec.damage.push(Damage::corrupt(
-                Range::new(0, r.len()),
+                Range::new(0, kept.len()),
                 format!("{} bytes stored for {want} by its shape", r.len()),
             ));
         }
@@ -341,7 +341,7 @@ fn dataset_child(
             spec.declared_size = Some(r.len());
             if r.end > avail {
                 spec.damage.push(Damage::truncated(
-                    Range::new(kept.len(), r.len()),
+                    Range::new(kept.len(), kept.len()),
                     "the chunk runs past the end of the file",
                 ));
             }
