@@ -169,7 +169,8 @@ const LOOKBACK: u64 = 257;
 /// Offsets in `b` where a known signature could put a format's start,
 /// relative to `b` (a tar header starts 257 bytes before its `ustar`):
 /// gzip, zip local headers, tar headers, bzip2 blocks, xz and zstd
-/// frames, safetensors headers, pickles of protocol 4 and 5. Each is then
+/// frames, safetensors headers, pickles of protocol 4 and 5, HDF5
+/// superblocks. Each is then
 /// proved by its format's sniffer (a tar header's checksum, a zip
 /// header's fields).
 fn candidates(b: &[u8], mut f: impl FnMut(usize) -> bool) {
@@ -180,6 +181,7 @@ fn candidates(b: &[u8], mut f: impl FnMut(usize) -> bool) {
             b'B' => b[i..].starts_with(b"BZh") && b.get(i + 4..i + 10) == Some(b"1AY&SY"),
             0xfd => b[i..].starts_with(b"\xfd7zXZ\x00"),
             0x28 => b[i..].starts_with(&[0x28, 0xb5, 0x2f, 0xfd]),
+            0x89 => b[i..].starts_with(b"\x89HDF\r\n\x1a\n"),
             // A safetensors header: a length up to 100 MB, then `{"`.
             b'{' if i >= 8 && b.get(i + 1) == Some(&b'"') => {
                 let n = u64::from_le_bytes(b[i - 8..i].try_into().expect("8 bytes"));
@@ -313,6 +315,7 @@ fn extension(format: &str) -> &'static str {
         "pickle" => ".pkl",
         "safetensors" => ".safetensors",
         "torch" => ".pt",
+        "hdf5" => ".h5",
         _ => "",
     }
 }

@@ -30,6 +30,7 @@
 
 mod chunks;
 mod keras;
+mod orphans;
 mod read;
 
 use std::collections::{HashMap, HashSet};
@@ -50,7 +51,11 @@ use read::{Bad, Header, Layout, ObjectKind, Space, Superblock, msg};
 /// HDF5 files.
 pub(crate) static FORMAT: Format = Format {
     name: "hdf5",
-    extent: None,
+    // A superblock at 0 records where the file ends.
+    extent: Some(|d| {
+        let sb = Superblock::find(&**d).ok().filter(|sb| sb.at == 0)?;
+        sb.base.checked_add(sb.eof)
+    }),
     sniff,
     parse: |data, _| {
         Box::new(Hdf5Parser {
@@ -146,28 +151,28 @@ impl Hdf5Parser {
                 format!("the superblock records {eof} bytes; the file has {avail}"),
             ));
         }
-        let h = match Header::read(src, &sb, sb.root) {
-            Ok(h) => h,
+        match Header::read(src, &sb, sb.root) {
+            Ok(h) => {
+                cx.push_node(object_node(src, &sb, b"/", &h));
+                if let Some(k) = keras::layout(src, &sb, &h) {
+                    cx.push_node(
+                        Node::new("keras", "keras layers", h.range)
+                            .text(keras::summary(src, &sb, k))
+                            .lazy(),
+                    );
+                }
+            }
+            // The walk reports it, and looks for what it hides.
             Err(e) => {
                 cx.push_node(
                     Node::new("group", "/", Range::new(sb.root, sb.root))
                         .damaged(damage(&e, avail)),
                 );
-                self.report(&e, cx);
-                return;
             }
-        };
-        cx.push_node(object_node(src, &sb, b"/", &h));
-        if let Some(k) = keras::layout(src, &sb, &h) {
-            cx.push_node(
-                Node::new("keras", "keras layers", h.range)
-                    .text(keras::summary(src, &sb, k))
-                    .lazy(),
-            );
         }
         let mut problems = Vec::new();
         let mut checks = Vec::new();
-        walk(src, &sb, &mut problems, |path, h, kind| {
+        let recovered = walk(src, &sb, &mut problems, |path, h, kind| {
             let mut out = Vec::new();
             if kind == ObjectKind::Dataset {
                 let d = Dataset::of(&sb, h);
@@ -179,6 +184,11 @@ impl Hdf5Parser {
         });
         for e in &problems {
             self.report(e, cx);
+        }
+        if recovered > 0 {
+            cx.note(format!(
+                "{recovered} objects the groups no longer reach were found by their signatures: `recovered/`"
+            ));
         }
         self.checks = checks;
         cx.progress(0, Some(avail));
@@ -548,16 +558,63 @@ fn data_range(sb: &Superblock, h: &Header) -> Option<Range> {
 
 /// Visits every object reachable from the root once, groups before their
 /// members, with its path (`a/b`, as h5py names it); `visit` returns the
-/// problems it finds. Problems met reading are added to `problems`.
+/// problems it finds. Problems met reading are added to `problems`. When
+/// there are any, the objects the walk did not reach are looked for by
+/// their signatures (see `orphans`) and visited as `recovered/NAME@0xAT`
+/// (`recovered/0xAT` when nothing names them), a group with its members
+/// below it. Returns how many were found.
 fn walk(
     src: &dyn Source,
     sb: &Superblock,
     problems: &mut Vec<Bad>,
     mut visit: impl FnMut(&str, &Header, ObjectKind) -> Vec<Bad>,
-) {
+) -> usize {
     let mut seen = HashSet::new();
+    walk_from(src, sb, sb.root, "", &mut seen, problems, &mut visit);
+    if problems.is_empty() {
+        return 0;
+    }
+    let found = orphans::find(src, sb, &seen);
+    let label = |o: &orphans::Orphan| match &o.name {
+        Some(n) => format!("recovered/{}@{:#x}", String::from_utf8_lossy(n), o.at),
+        None => format!("recovered/{:#x}", o.at),
+    };
+    let mut count = 0;
+    // Groups first: what they still reach is named below them.
+    for o in found
+        .iter()
+        .filter(|o| o.header.kind() == ObjectKind::Group)
+    {
+        if !seen.contains(&o.at) {
+            count += 1;
+            walk_from(src, sb, o.at, &label(o), &mut seen, problems, &mut visit);
+        }
+    }
+    for o in found
+        .iter()
+        .filter(|o| o.header.kind() != ObjectKind::Group)
+    {
+        if seen.insert(o.at) {
+            count += 1;
+            problems.extend(visit(&label(o), &o.header, o.header.kind()));
+        }
+    }
+    count
+}
+
+/// Walks from the object at `start`, named `prefix` (the root: empty, and
+/// not visited itself), once per address in `seen`.
+fn walk_from(
+    src: &dyn Source,
+    sb: &Superblock,
+    start: u64,
+    prefix: &str,
+    seen: &mut HashSet<u64>,
+    problems: &mut Vec<Bad>,
+    visit: &mut impl FnMut(&str, &Header, ObjectKind) -> Vec<Bad>,
+) {
     // (path, header address, depth)
-    let mut todo = vec![(String::new(), sb.root, 0usize)];
+    let mut todo = vec![(prefix.to_string(), start, 0usize)];
     while let Some((path, at, depth)) = todo.pop() {
         if seen.len() >= MAX_OBJECTS {
             problems.push(Bad {
@@ -593,20 +650,18 @@ fn walk(
             });
             continue;
         }
-        {
-            let mut ms = read::members(src, sb, &h, problems);
-            // h5py visits members by name.
-            ms.sort_by(|a, b| a.name.cmp(&b.name));
-            for m in ms.into_iter().rev() {
-                let Some(header) = m.header else { continue };
-                let name = String::from_utf8_lossy(&m.name);
-                let p = if path.is_empty() {
-                    name.into_owned()
-                } else {
-                    format!("{path}/{name}")
-                };
-                todo.push((p, header, depth + 1));
-            }
+        let mut ms = read::members(src, sb, &h, problems);
+        // h5py visits members by name.
+        ms.sort_by(|a, b| a.name.cmp(&b.name));
+        for m in ms.into_iter().rev() {
+            let Some(header) = m.header else { continue };
+            let name = String::from_utf8_lossy(&m.name);
+            let p = if path.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{path}/{name}")
+            };
+            todo.push((p, header, depth + 1));
         }
     }
 }

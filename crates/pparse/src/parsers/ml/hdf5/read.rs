@@ -1139,16 +1139,7 @@ fn snod(
     out: &mut Vec<Member>,
     problems: &mut Vec<Bad>,
 ) -> Result<(), Bad> {
-    let o = usize::from(sb.offsets);
-    let head = bytes(src, at, 8, "a symbol-table node")?;
-    let n = u64::from(u16::from_le_bytes([head[6], head[7]]));
-    let entry = (2 * o + 24) as u64;
-    let b = bytes(src, at + 8, n * entry, "a symbol-table node")?;
-    let mut c = Cur::new(&b, at + 8);
-    for _ in 0..n {
-        let name_at = c.uint(o)?;
-        let header = c.uint(o)?;
-        c.skip(24)?;
+    for (name_at, header) in snod_entries(src, sb, at)? {
         let name = usize::try_from(name_at)
             .ok()
             .and_then(|i| names.get(i..))
@@ -1169,8 +1160,34 @@ fn snod(
     Ok(())
 }
 
+/// A symbol-table node's entries: (where the name is in its group's
+/// local heap, the object header's address).
+pub(crate) fn snod_entries(
+    src: &dyn Source,
+    sb: &Superblock,
+    at: u64,
+) -> Result<Vec<(u64, u64)>, Bad> {
+    let o = usize::from(sb.offsets);
+    let head = bytes(src, at, 8, "a symbol-table node")?;
+    if &head[..4] != b"SNOD" {
+        return Err(Bad::wrong(at, "no SNOD signature"));
+    }
+    let n = u64::from(u16::from_le_bytes([head[6], head[7]]));
+    let entry = (2 * o + 24) as u64;
+    let b = bytes(src, at + 8, n * entry, "a symbol-table node")?;
+    let mut c = Cur::new(&b, at + 8);
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let name_at = c.uint(o)?;
+        let header = c.uint(o)?;
+        c.skip(24)?;
+        out.push((name_at, header));
+    }
+    Ok(out)
+}
+
 /// A local heap's data segment.
-fn local_heap(src: &dyn Source, sb: &Superblock, at: u64) -> Result<Vec<u8>, Bad> {
+pub(crate) fn local_heap(src: &dyn Source, sb: &Superblock, at: u64) -> Result<Vec<u8>, Bad> {
     let (o, l) = (usize::from(sb.offsets), usize::from(sb.lengths));
     let b = bytes(src, at, (8 + 2 * l + o) as u64, "a local heap")?;
     if &b[..4] != b"HEAP" {
