@@ -1297,6 +1297,8 @@ pub(crate) struct Type {
     /// Fixed-point: signed. Float: exponent bits.
     pub(crate) signed: bool,
     pub(crate) exponent_bits: u8,
+    /// A compound's fields, an enum's names, an array's shape, in words.
+    pub(crate) detail: Option<String>,
 }
 
 impl Type {
@@ -1349,27 +1351,145 @@ impl Type {
             10 => format!("array[{}]", self.size),
             k => format!("class {k}"),
         };
-        base + order
+        match &self.detail {
+            Some(d) => format!("{base} {d}"),
+            None => base + order,
+        }
     }
 }
 
 pub(crate) fn datatype(m: &Message) -> Result<Type, Bad> {
-    let mut c = Cur::new(&m.data, m.at);
+    datatype_at(&mut Cur::new(&m.data, m.at), 0)
+}
+
+/// Types nested in types (a compound's fields, an array's base) at most.
+const MAX_TYPE_DEPTH: u32 = 8;
+/// A compound's fields or an enum's names shown at most.
+const SHOWN_FIELDS: usize = 16;
+
+/// The datatype at `c`, which is left after it (its fields and base
+/// types read too, to find where it ends).
+fn datatype_at(c: &mut Cur, depth: u32) -> Result<Type, Bad> {
+    if depth > MAX_TYPE_DEPTH {
+        return Err(Bad::wrong(c.at(), "datatypes nested too deep"));
+    }
+    let at = c.at();
     let cv = c.u8()?;
     let bits = c.take(3)?;
     let size = c.u32()?;
     let class = cv & 0x0f;
+    let version = cv >> 4;
+    let flags = u32::from(bits[0]) | u32::from(bits[1]) << 8;
     let mut t = Type {
         class,
         size,
         big_endian: bits[0] & 1 != 0,
         signed: class == 0 && bits[0] & 0x08 != 0,
         exponent_bits: 0,
+        detail: None,
     };
-    if class == 1 {
-        // Bit offset, precision, exponent location, exponent size.
-        c.skip(5)?;
-        t.exponent_bits = c.u8()?;
+    // Names padded to 8 bytes (before version 3), NUL-terminated.
+    let name = |c: &mut Cur, padded: bool| -> Result<String, Bad> {
+        let rest = &c.b[c.pos..];
+        let n = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| Bad::wrong(c.at(), "a name without its end"))?;
+        let s = crate::name::escape_bytes(&rest[..n]);
+        c.skip(if padded {
+            (n + 1).div_ceil(8) * 8
+        } else {
+            n + 1
+        })?;
+        Ok(s)
+    };
+    match class {
+        0 | 4 => c.skip(4)?,
+        1 => {
+            // Bit offset, precision, exponent location, exponent size.
+            c.skip(5)?;
+            t.exponent_bits = c.u8()?;
+            c.skip(6)?;
+        }
+        2 => c.skip(2)?,
+        5 => c.skip((usize::from(bits[0])).div_ceil(8) * 8)?,
+        6 => {
+            let n = flags as usize;
+            let mut fields = Vec::new();
+            for _ in 0..n {
+                let fname = name(c, version < 3)?;
+                let off = match version {
+                    1 | 2 => u64::from(c.u32()?),
+                    _ => c.uint(
+                        ((32 - size.max(1).leading_zeros()) as usize)
+                            .div_ceil(8)
+                            .max(1),
+                    )?,
+                };
+                if version == 1 {
+                    // Dimensionality, reserved, permutation, reserved, sizes.
+                    c.skip(1 + 3 + 4 + 4 + 16)?;
+                }
+                let ft = datatype_at(c, depth + 1)?;
+                if fields.len() < SHOWN_FIELDS {
+                    fields.push(format!("{fname}: {} @{off}", ft.text()));
+                }
+            }
+            if n > SHOWN_FIELDS {
+                fields.push(format!("… {} more", n - SHOWN_FIELDS));
+            }
+            t.detail = Some(format!("{{{}}}", fields.join(", ")));
+        }
+        8 => {
+            let base = datatype_at(c, depth + 1)?;
+            let n = flags as usize;
+            let mut names = Vec::new();
+            for _ in 0..n {
+                names.push(name(c, version < 3)?);
+            }
+            let width = base.size as usize;
+            let mut shown = Vec::new();
+            for (i, nm) in names.iter().enumerate() {
+                let v = c.take(width)?;
+                if i < SHOWN_FIELDS {
+                    let v = v.iter().rev().fold(0u64, |a, &b| a << 8 | u64::from(b));
+                    shown.push(format!("{nm}={v}"));
+                }
+            }
+            if n > SHOWN_FIELDS {
+                shown.push(format!("… {} more", n - SHOWN_FIELDS));
+            }
+            t.detail = Some(format!("of {} {{{}}}", base.text(), shown.join(", ")));
+        }
+        9 => {
+            let base = datatype_at(c, depth + 1)?;
+            t.detail = Some(if flags & 0x0f == 1 {
+                "string".to_string()
+            } else {
+                format!("of {}", base.text())
+            });
+        }
+        10 => {
+            let rank = usize::from(c.u8()?);
+            if version < 3 {
+                c.skip(3)?;
+            }
+            let mut dims = Vec::new();
+            for _ in 0..rank.min(MAX_RANK + 1) {
+                dims.push(u64::from(c.u32()?));
+            }
+            if version < 3 {
+                c.skip(4 * rank)?;
+            }
+            let base = datatype_at(c, depth + 1)?;
+            t.detail = Some(format!(
+                "of {} {}",
+                base.text(),
+                crate::offer::tensor::shape_text(&dims)
+            ));
+        }
+        3 | 7 => {}
+        k => return Err(Bad::wrong(at, format!("datatype class {k}"))),
     }
     Ok(t)
 }
