@@ -350,3 +350,24 @@ def test_flax_arrays_equal_what_flax_restores(fixtures):
         assert hashlib.sha256(c_bytes(a)).hexdigest() == e["sha256"], name
         checked += 1
     assert checked >= 5
+
+
+def test_hdf5_datasets_equal_what_h5py_reads(fixtures):
+    """Every dataset pparse offers, contiguous and chunked (every chunk
+    index and filter), as numpy arrays: the shape and the sha256 of the
+    values h5py read (fixtures/hdf5/expect.json)."""
+    expect = json.loads((fixtures / "hdf5" / "expect.json").read_text())
+    checked = chunked = 0
+    for name in ["basic-earliest.h5", "basic-latest.h5", "chunks-earliest.h5", "chunks-latest.h5"]:
+        want = {o["path"]: o for o in expect["files"][name]["objects"] if o["kind"] == "dataset"}
+        with pparse.open(fixtures / "hdf5" / name) as src:
+            for t in src.tensors():
+                w = want[t.name]
+                assert t.status == "complete", (name, t.name)
+                a = t.numpy()
+                assert list(a.shape) == w["shape"], (name, t.name)
+                got = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+                assert got == w["sha256"], (name, t.name)
+                checked += 1
+                chunked += w["layout"] == "chunked"
+    assert checked > 40 and chunked > 20

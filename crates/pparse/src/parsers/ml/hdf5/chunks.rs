@@ -373,6 +373,35 @@ fn btree1(
     }
 }
 
+/// `n` bytes at `at` that start with `sig` and end with their lookup3
+/// checksum, which holds.
+fn signed_block(
+    src: &dyn Source,
+    at: u64,
+    n: u64,
+    sig: &[u8; 4],
+    what: &str,
+) -> Result<Vec<u8>, Bad> {
+    let b = bytes(src, at, n, what)?;
+    if b.get(..4) != Some(&sig[..]) {
+        return Err(Bad::wrong(
+            at,
+            format!("no {} signature", String::from_utf8_lossy(sig)),
+        ));
+    }
+    checked(b, at)
+}
+
+/// `b` (read at `at`), when the lookup3 checksum in its last 4 bytes holds.
+fn checked(b: Vec<u8>, at: u64) -> Result<Vec<u8>, Bad> {
+    let mut sums = Vec::new();
+    check_sum(&b, at, &mut sums);
+    match sums.pop() {
+        Some(e) => Err(e),
+        None => Ok(b),
+    }
+}
+
 /// One entry of a fixed or extensible array, or a v2 B-tree record's
 /// first fields: the chunk's address, and its stored size and filter
 /// mask when the chunks are filtered (`size_len` bytes of size).
@@ -404,15 +433,13 @@ fn fixed(
 ) {
     let (o, l) = (usize::from(sb.offsets), usize::from(sb.lengths));
     let r = (|| -> Result<(), Bad> {
-        let h = bytes(src, at, (4 + 4 + l + o + 4) as u64, "a fixed array header")?;
-        if &h[..4] != b"FAHD" {
-            return Err(Bad::wrong(at, "no FAHD signature"));
-        }
-        let mut sums = Vec::new();
-        check_sum(&h, at, &mut sums);
-        if let Some(e) = sums.pop() {
-            return Err(e);
-        }
+        let h = signed_block(
+            src,
+            at,
+            (4 + 4 + l + o + 4) as u64,
+            b"FAHD",
+            "a fixed array header",
+        )?;
         let mut c = Cur::new(&h, at);
         c.skip(6)?;
         let esize = usize::from(c.u8()?);
@@ -451,53 +478,32 @@ fn fixed(
             };
         if n <= page {
             // Prefix, entries and checksum in one.
-            let head = bytes(src, block, prefix as u64, "a fixed array data block")?;
-            if &head[..4] != b"FADB" {
-                return Err(Bad::wrong(block, "no FADB signature"));
-            }
-            let b = bytes(
+            let b = signed_block(
                 src,
                 block,
                 prefix as u64 + n * esize as u64 + 4,
+                b"FADB",
                 "a fixed array data block",
             )?;
-            let mut sums = Vec::new();
-            check_sum(&b, block, &mut sums);
-            if let Some(e) = sums.pop() {
-                return Err(e);
-            }
             return read_run(0, n, &b, block, prefix);
         }
         let pages = n.div_ceil(page);
         let bitmap = pages.div_ceil(8);
-        let head = bytes(
+        let head = signed_block(
             src,
             block,
             prefix as u64 + bitmap + 4,
+            b"FADB",
             "a fixed array data block",
         )?;
-        if &head[..4] != b"FADB" {
-            return Err(Bad::wrong(block, "no FADB signature"));
-        }
-        let mut sums = Vec::new();
-        check_sum(&head, block, &mut sums);
-        if let Some(e) = sums.pop() {
-            return Err(e);
-        }
         let mut page_at = block + head.len() as u64;
         for p in 0..pages {
             let count = page.min(n - p * page);
             let init = head[prefix + (p / 8) as usize] & (0x80 >> (p % 8)) != 0;
             if init {
                 let r = bytes(src, page_at, count * esize as u64 + 4, "a fixed array page")
-                    .and_then(|b| {
-                        let mut sums = Vec::new();
-                        check_sum(&b, page_at, &mut sums);
-                        match sums.pop() {
-                            Some(e) => Err(e),
-                            None => read_run(p * page, count, &b, page_at, 0),
-                        }
-                    });
+                    .and_then(|b| checked(b, page_at))
+                    .and_then(|b| read_run(p * page, count, &b, page_at, 0));
                 if let Err(e) = r {
                     problems.push(e);
                 }
@@ -541,20 +547,13 @@ fn extensible(
 ) {
     let (o, l) = (usize::from(sb.offsets), usize::from(sb.lengths));
     let r = (|| -> Result<(), Bad> {
-        let h = bytes(
+        let h = signed_block(
             src,
             at,
             (4 + 2 + 6 + 6 * l + o + 4) as u64,
+            b"EAHD",
             "an extensible array header",
         )?;
-        if &h[..4] != b"EAHD" {
-            return Err(Bad::wrong(at, "no EAHD signature"));
-        }
-        let mut sums = Vec::new();
-        check_sum(&h, at, &mut sums);
-        if let Some(e) = sums.pop() {
-            return Err(e);
-        }
         let mut c = Cur::new(&h, at);
         c.skip(6)?;
         let esize = usize::from(c.u8()?);
@@ -594,15 +593,13 @@ fn extensible(
         let ndblk_addrs = 2 * (sblk_min_ptrs as usize - 1);
         let nsblk_addrs = nsblks.saturating_sub(iblock_sblks);
         let len = 4 + 2 + o + idx_elmts as usize * esize + (ndblk_addrs + nsblk_addrs) * o + 4;
-        let b = bytes(src, iblock, len as u64, "an extensible array index block")?;
-        if &b[..4] != b"EAIB" {
-            return Err(Bad::wrong(iblock, "no EAIB signature"));
-        }
-        let mut sums = Vec::new();
-        check_sum(&b, iblock, &mut sums);
-        if let Some(e) = sums.pop() {
-            return Err(e);
-        }
+        let b = signed_block(
+            src,
+            iblock,
+            len as u64,
+            b"EAIB",
+            "an extensible array index block",
+        )?;
         let mut c = Cur::new(&b, iblock);
         c.skip(6 + o)?;
         let mut push = |i: u64, c: &mut Cur| -> Result<(), Bad> {
@@ -641,15 +638,14 @@ fn extensible(
                 let r = (|| -> Result<(), Bad> {
                     let prefix = (4 + 2 + o + off_size) as u64;
                     if count > page {
-                        let head = bytes(src, at, prefix + 4, "an extensible array data block")?;
-                        if &head[..4] != b"EADB" {
-                            return Err(Bad::wrong(at, "no EADB signature"));
-                        }
-                        let mut sums = Vec::new();
-                        check_sum(&head, at, &mut sums);
-                        if let Some(e) = sums.pop() {
-                            return Err(e);
-                        }
+                        // Its prefix, checked; the pages follow.
+                        signed_block(
+                            src,
+                            at,
+                            prefix + 4,
+                            b"EADB",
+                            "an extensible array data block",
+                        )?;
                         let mut page_at = at + prefix + 4;
                         for p in 0..count.div_ceil(page) {
                             let k = page.min(count - p * page);
@@ -666,34 +662,26 @@ fn extensible(
                                 k * esize as u64 + 4,
                                 "an extensible array page",
                             )?;
-                            let mut sums = Vec::new();
-                            check_sum(&b, page_at, &mut sums);
-                            if sums.is_empty() {
-                                let mut c = Cur::new(&b, page_at);
-                                for i in 0..k {
-                                    push(first + p * page + i, &mut c)?;
+                            match checked(b, page_at) {
+                                Ok(b) => {
+                                    let mut c = Cur::new(&b, page_at);
+                                    for i in 0..k {
+                                        push(first + p * page + i, &mut c)?;
+                                    }
                                 }
-                            } else {
-                                problems.extend(sums);
+                                Err(e) => problems.push(e),
                             }
                             page_at += k * esize as u64 + 4;
                         }
                         return Ok(());
                     }
-                    let b = bytes(
+                    let b = signed_block(
                         src,
                         at,
                         prefix + count * esize as u64 + 4,
+                        b"EADB",
                         "an extensible array data block",
                     )?;
-                    if &b[..4] != b"EADB" {
-                        return Err(Bad::wrong(at, "no EADB signature"));
-                    }
-                    let mut sums = Vec::new();
-                    check_sum(&b, at, &mut sums);
-                    if let Some(e) = sums.pop() {
-                        return Err(e);
-                    }
                     let mut c = Cur::new(&b, at);
                     c.skip(prefix as usize)?;
                     for i in 0..count {
@@ -743,26 +731,14 @@ fn extensible(
                 0
             };
             let len = (4 + 2 + o + off_size) as u64 + ndblks * (bitmap + o as u64) + 4;
-            let sbk = match bytes(src, *s, len, "an extensible array super block") {
-                Ok(b) if &b[..4] == b"EASB" => b,
-                Ok(_) => {
-                    problems.push(Bad::wrong(*s, "no EASB signature"));
-                    first = first.saturating_add(span);
-                    continue;
-                }
+            let sbk = match signed_block(src, *s, len, b"EASB", "an extensible array super block") {
+                Ok(b) => b,
                 Err(e) => {
                     problems.push(e);
                     first = first.saturating_add(span);
                     continue;
                 }
             };
-            let mut sums = Vec::new();
-            check_sum(&sbk, *s, &mut sums);
-            if !sums.is_empty() {
-                problems.extend(sums);
-                first = first.saturating_add(span);
-                continue;
-            }
             let maps = 4 + 2 + o + off_size;
             let mut c = Cur::new(&sbk, *s);
             c.skip(maps + (ndblks * bitmap) as usize)?;

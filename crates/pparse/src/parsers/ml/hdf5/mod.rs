@@ -848,49 +848,47 @@ fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
         let Some(dtype) = t.dtype() else {
             return Vec::new();
         };
-        let Some(r) = d.range() else {
-            if let (Some(Layout::Chunked(_)), Some(&child)) =
-                (&d.layout, children.get(path.as_bytes()))
-                && let Some(c) = tree.get(child)
-            {
-                let status = tree.status_of(child);
-                out.push(Tensor {
-                    name: path.to_string(),
-                    dtype,
-                    shape,
-                    stride: None,
-                    storage_offset: None,
-                    source: child,
-                    offset: 0,
-                    length: c.declared_size().unwrap_or(0),
-                    status,
-                    detail: (status != Status::Complete).then(|| c.detail()).flatten(),
-                    big_endian: t.big_endian,
-                    encoding: Default::default(),
-                });
+        // Where its values are: its bytes in the file, or the child
+        // that decodes its chunks.
+        let (source, r, status, detail) = match d.range() {
+            Some(r) => {
+                let want = d.nbytes();
+                let (status, detail) = if r.end > avail {
+                    let why = format!(
+                        "its bytes end at {}, past the end of the file ({avail})",
+                        r.end
+                    );
+                    (Status::Truncated, Some(why))
+                } else if want != Some(r.len()) {
+                    let why = format!(
+                        "{} bytes stored for {} by its shape",
+                        r.len(),
+                        want.unwrap_or(0)
+                    );
+                    (Status::Corrupt, Some(why))
+                } else {
+                    (Status::Complete, None)
+                };
+                (ext, r, status, detail)
             }
-            return Vec::new();
-        };
-        let want = d.nbytes();
-        let (status, detail) = if r.end > avail {
-            (
-                Status::Truncated,
-                Some(format!(
-                    "its bytes end at {}, past the end of the file ({avail})",
-                    r.end
-                )),
-            )
-        } else if want != Some(r.len()) {
-            (
-                Status::Corrupt,
-                Some(format!(
-                    "{} bytes stored for {} by its shape",
-                    r.len(),
-                    want.unwrap_or(0)
-                )),
-            )
-        } else {
-            (Status::Complete, None)
+            None => {
+                let (Some(Layout::Chunked(_)), Some(&child)) =
+                    (&d.layout, children.get(path.as_bytes()))
+                else {
+                    return Vec::new();
+                };
+                let Some(c) = tree.get(child) else {
+                    return Vec::new();
+                };
+                let status = tree.status_of(child);
+                let detail = (status != Status::Complete).then(|| c.detail()).flatten();
+                (
+                    child,
+                    Range::new(0, c.declared_size().unwrap_or(0)),
+                    status,
+                    detail,
+                )
+            }
         };
         out.push(Tensor {
             name: path.to_string(),
@@ -898,7 +896,7 @@ fn tensors(tree: &Tree, ext: ExtId) -> Vec<Tensor> {
             shape,
             stride: None,
             storage_offset: None,
-            source: ext,
+            source,
             offset: r.start,
             length: r.len(),
             status,
