@@ -3,7 +3,7 @@
 //! (fixtures/hdf5/expect.json): every group and dataset by its path, each
 //! dataset's dtype, shape, layout, where its bytes are and their sha256,
 //! chunked ones decoded through every kind of chunk index and filter;
-//! groups load their members on expand (600 of them, in a B-tree of
+//! groups load their members on expand (2,000 of them, in a B-tree of
 //! symbol-table nodes or a fractal heap indexed by a v2 B-tree); cut files
 //! keep every dataset whose bytes are whole; damage never panics, and a
 //! compressed dataset called complete is byte-exact.
@@ -823,5 +823,75 @@ fn compound_enum_and_array_types_are_described() {
         ] {
             assert!(out.contains(want), "{name}: no {want:?} in {out}");
         }
+    }
+}
+
+/// Every dataset of the chunk fixtures exported as `.npy` reads back in
+/// numpy as the values h5py read, and its statistics (min, max, mean over
+/// the values as f64) are numpy's.
+#[test]
+fn datasets_export_to_npy_and_give_numpy_statistics() {
+    use pparse::view::values;
+    use std::sync::atomic::AtomicBool;
+    let e = expect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut script = String::from("import hashlib, json, numpy as np\nout = {}\n");
+    let mut ours = Vec::new();
+    for name in ["chunks-earliest.h5", "chunks-latest.h5", "basic-latest.h5"] {
+        let session = parse(name, fixture(&format!("hdf5/{name}")));
+        let t = session.tree();
+        for x in tensors(&t, 0) {
+            if x.dtype.name().starts_with('S') || x.length == 0 {
+                continue;
+            }
+            let key = format!("{name}/{}", x.name);
+            let file = dir.path().join(format!("{}.npy", ours.len()));
+            let data = t.exts[x.source].data();
+            let mut f = std::fs::File::create(&file).unwrap();
+            values::write_npy(&x, &*data, &mut f).unwrap();
+            let st = values::stats(&x, &*data, 10, &AtomicBool::new(false), &|_, _| {}).unwrap();
+            let sha = s(&e["files"][name]["objects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| s(&o["path"]) == x.name)
+                .unwrap()["sha256"])
+            .to_string();
+            script.push_str(&format!(
+                "a = np.load({path:?})\nv = a.astype('f8')\n{swap}\
+                 out[{key:?}] = [hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() == {sha:?}, float(v.min()), float(v.max()), float(v.mean())]\n",
+                path = file.display().to_string(),
+                // h5py's sha is of the bytes as stored.
+                swap = if x.big_endian { "a = a.astype(a.dtype.newbyteorder('>'))\n" } else { "" },
+            ));
+            ours.push((key, st.min, st.max, st.mean));
+        }
+    }
+    script.push_str("print(json.dumps(out))\n");
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let np: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(ours.len() > 20);
+    for (key, min, max, mean) in ours {
+        let w = &np[&key];
+        assert_eq!(w[0], true, "{key}: the export differs from h5py's values");
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + b.abs());
+        let (wmin, wmax, wmean) = (
+            w[1].as_f64().unwrap(),
+            w[2].as_f64().unwrap(),
+            w[3].as_f64().unwrap(),
+        );
+        assert!(
+            close(min, wmin) && close(max, wmax) && close(mean, wmean),
+            "{key}: stats {min} {max} {mean}, numpy {wmin} {wmax} {wmean}"
+        );
     }
 }

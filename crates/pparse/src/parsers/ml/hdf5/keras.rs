@@ -17,7 +17,7 @@ use crate::name::escape_bytes;
 use crate::node::Node;
 use crate::offer::tensor::shape_text;
 
-use super::Dataset;
+use super::dataset::Dataset;
 use super::read::{self, Header, ObjectKind, Superblock, msg};
 
 /// Names read from one attribute at most.

@@ -29,6 +29,7 @@
 //! structures by their signatures when the path from the root is broken.
 
 mod chunks;
+mod dataset;
 mod keras;
 mod orphans;
 mod read;
@@ -40,12 +41,13 @@ use crate::data::{Data, Range, Source};
 use crate::extraction::{EntryKind, ExtId, Tree};
 use crate::name::{Name, escape_bytes, escape_str};
 use crate::node::{Node, Value};
-use crate::offer::tensor::{Tensor, numel, shape_text};
+use crate::offer::tensor::{Tensor, shape_text};
 use crate::offer::{Offers, TensorOffer};
 use crate::parsers::api::{ChildSpec, Format, Parser, Sniff, Step, StepCx};
 use crate::status::{Damage, Status};
 
 use chunks::{Array, Grid, Pipeline};
+use dataset::Dataset;
 use read::{Bad, Header, Layout, ObjectKind, Space, Superblock, msg};
 
 /// HDF5 files.
@@ -463,90 +465,6 @@ fn object_node(src: &dyn Source, sb: &Superblock, name: &[u8], h: &Header) -> No
     match h.problems.first() {
         Some(e) => node.damaged(damage(e, src.available())),
         None => node,
-    }
-}
-
-/// What a dataset's header says of it.
-struct Dataset {
-    space: Option<Space>,
-    dtype: Option<read::Type>,
-    layout: Option<Layout>,
-    filters: Vec<u16>,
-    /// Its largest dimensions (`None`: unlimited), when recorded.
-    max: Option<Vec<Option<u64>>>,
-    /// One element of its fill value, when one is defined.
-    fill: Option<Vec<u8>>,
-}
-
-impl Dataset {
-    fn of(sb: &Superblock, h: &Header) -> Dataset {
-        Dataset {
-            space: h
-                .find(msg::DATASPACE)
-                .and_then(|m| read::dataspace(m, sb).ok()),
-            dtype: h.find(msg::DATATYPE).and_then(|m| read::datatype(m).ok()),
-            layout: h.find(msg::LAYOUT).and_then(|m| read::layout(m, sb).ok()),
-            filters: h
-                .find(msg::FILTERS)
-                .and_then(|m| read::filters(m).ok())
-                .unwrap_or_default(),
-            max: h.find(msg::DATASPACE).and_then(|m| read::max_dims(m, sb)),
-            fill: read::fill_value(h),
-        }
-    }
-
-    fn shape(&self) -> Option<Vec<u64>> {
-        match &self.space {
-            Some(Space::Scalar) => Some(Vec::new()),
-            Some(Space::Simple(d)) => Some(d.clone()),
-            _ => None,
-        }
-    }
-
-    fn summary(&self) -> String {
-        let t = self.dtype.as_ref().map_or("?".into(), |t| t.text());
-        let shape = match &self.space {
-            Some(Space::Null) => "null".to_string(),
-            _ => self.shape().map_or("?".into(), |s| shape_text(&s)),
-        };
-        let layout = match &self.layout {
-            Some(Layout::Compact(_)) => "compact".to_string(),
-            Some(Layout::Contiguous { .. }) => "contiguous".to_string(),
-            Some(Layout::Chunked(c)) => {
-                format!("chunked {} ({})", shape_text(&c.dims), c.kind.name())
-            }
-            Some(Layout::Virtual) => "virtual".to_string(),
-            None => "?".to_string(),
-        };
-        let filters: Vec<String> = self.filters.iter().map(|&f| read::filter_name(f)).collect();
-        let filters = if filters.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", filters.join("+"))
-        };
-        format!("{t} {shape}, {layout}{filters}")
-    }
-
-    /// Where its values are in the file, when they are in one range.
-    fn range(&self) -> Option<Range> {
-        match self.layout.as_ref()? {
-            Layout::Compact(r) => Some(*r),
-            Layout::Contiguous { at: Some(at), size } => {
-                let n = size.or_else(|| self.nbytes())?;
-                Some(Range::new(*at, at.checked_add(n)?))
-            }
-            // Nothing allocated for a dataset of no values.
-            Layout::Contiguous { at: None, .. } if self.nbytes() == Some(0) => {
-                Some(Range::new(0, 0))
-            }
-            _ => None,
-        }
-    }
-
-    /// The bytes its values take, by its shape and type.
-    fn nbytes(&self) -> Option<u64> {
-        let t = self.dtype.as_ref()?;
-        numel(&self.shape()?)?.checked_mul(u64::from(t.size))
     }
 }
 
