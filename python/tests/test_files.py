@@ -357,3 +357,28 @@ def test_soft_damage_keeps_members_readable_as_unverified(tmp_path):
         with pytest.raises(pparse.DamagedError) as err:
             src.open("soft.tar/a.txt", complete=True)
         assert err.value.status == "unverified"
+
+
+def test_hdf5_groups_are_folders_and_datasets_files(fixtures):
+    """An HDF5 file's groups list as folders and its datasets open as files
+    of their values (a chunked one decoded), as h5py reads them
+    (fixtures/hdf5/expect.json); numpy reads a dataset file as the array."""
+    import hashlib
+    import json
+
+    np = pytest.importorskip("numpy")
+    expect = json.loads((fixtures / "hdf5" / "expect.json").read_text())
+    want = {o["path"]: o for o in expect["files"]["chunks-latest.h5"]["objects"]}
+    with pparse.open(fixtures / "hdf5" / "basic-latest.h5", index=False) as src:
+        top = {e["path"]: e["kind"] for e in src.list("")}
+        assert top["weights"] == "dir" and top["chunked"] == "file"
+        inner = {e["path"] for e in src.list("weights/deeper/still")}
+        assert inner == {"weights/deeper/still/bytes"}
+    with pparse.open(fixtures / "hdf5" / "chunks-latest.h5", index=False) as src:
+        for path in ["filtered", "growing", "tree_gzip", "partial", "implicit"]:
+            with src.open(path, complete=True) as f:
+                data = f.read()
+            assert hashlib.sha256(data).hexdigest() == want[path]["sha256"], path
+        with src.open("filtered") as f:
+            a = np.frombuffer(f.read(), dtype="<i2").reshape(200, 300)
+        assert int(a[199, 299]) == (59999 * 7) % 1000
