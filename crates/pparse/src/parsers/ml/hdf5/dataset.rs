@@ -88,4 +88,17 @@ impl Dataset {
         let t = self.dtype.as_ref()?;
         numel(&self.shape()?)?.checked_mul(u64::from(t.size))
     }
+
+    /// Whether its values may be a file's bytes, worth sniffing: one
+    /// dimension of unsigned bytes (`np.frombuffer(data, np.uint8)`) or an
+    /// opaque type. Numbers are not sniffed: any four of them can look
+    /// like a format's first bytes (an i32 of 640 is a pickle's `\x80\x02`).
+    pub(crate) fn may_hold_a_file(&self) -> bool {
+        let one_dim = matches!(&self.space, Some(Space::Simple(d)) if d.len() == 1);
+        match &self.dtype {
+            Some(t) if t.class == 0 && t.size == 1 && !t.signed => one_dim,
+            Some(t) if t.class == 5 => true,
+            _ => false,
+        }
+    }
 }

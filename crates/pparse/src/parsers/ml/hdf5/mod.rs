@@ -292,6 +292,7 @@ fn dataset_child(
         let kept = Range::new(r.start.min(avail), r.end.min(avail));
         let mut spec = ChildSpec::window(name, EntryKind::File, data, kept);
         spec.declared_size = Some(r.len());
+        spec.parse = d.may_hold_a_file();
         if r.end > avail {
             spec.damage.push(Damage::truncated(
                 Range::new(kept.len(), kept.len()),
@@ -373,6 +374,7 @@ fn dataset_child(
     ));
     let mut spec = ChildSpec::new(name, EntryKind::File, array.clone() as Data);
     spec.declared_size = Some(nbytes);
+    spec.parse = d.may_hold_a_file();
     if let Some(e) = problems.first() {
         spec.damage.push(Damage::corrupt(
             Range::new(0, nbytes),
